@@ -1,0 +1,253 @@
+"""`qmd-daemon`: the command line. Every user error is one line on stderr and a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from qmd_daemon import __version__
+from qmd_daemon.engine import Engine
+from qmd_daemon.errors import QmdError
+from qmd_daemon.search.hit import Hit
+from qmd_daemon.search.pipeline import SearchOptions
+from qmd_daemon.store.connection import DatabaseError
+
+
+def _engine(ctx: click.Context) -> Engine:
+    engine = ctx.obj.get("engine") if ctx.obj else None
+    if engine is None:
+        engine = Engine()
+        ctx.ensure_object(dict)["engine"] = engine
+        ctx.call_on_close(engine.close)
+    return engine
+
+
+def _emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _print_hits(hits: list[Hit], fmt: str, explain: bool) -> None:
+    if fmt == "json":
+        _emit_json([h.to_dict(explain=explain) for h in hits])
+    elif fmt == "files":
+        for path in dict.fromkeys(f"{h.collection}:{h.path}" for h in hits):
+            click.echo(path)
+    else:
+        if not hits:
+            click.echo("no results")
+        for hit in hits:
+            click.echo(
+                f"{hit.score:.2f}  {hit.collection}:{hit.path}:{hit.line}-{hit.end_line}  {hit.symbol}"
+            )
+            for offset, line in enumerate(hit.snippet.split("\n")[:6]):
+                click.echo(f"      {hit.line + offset:>5} | {line}")
+            if explain and hit.explain:
+                click.echo(f"      explain: {json.dumps(hit.explain)}")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="qmd-daemon")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Private, local code search for AI coding agents."""
+    ctx.ensure_object(dict)
+
+
+@cli.group()
+def collection() -> None:
+    """Register, list and remove collections."""
+
+
+@collection.command("add")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--name", help="Collection name (default: repo-<folder> for a git repository).")
+@click.option("--mask", help="Glob of files to index, e.g. '**/*.{py,md}'.")
+@click.option("--ignore", multiple=True, help="Gitignore-style pattern to skip (repeatable).")
+@click.option(
+    "--default/--no-default",
+    "include_by_default",
+    default=False,
+    help="Search this collection together with every repository.",
+)
+@click.option("--update/--no-update", "run_update", default=True, help="Index it right away.")
+@click.pass_context
+def collection_add(
+    ctx: click.Context,
+    path: Path,
+    name: str | None,
+    mask: str | None,
+    ignore: tuple[str, ...],
+    include_by_default: bool,
+    run_update: bool,
+) -> None:
+    """Register PATH as a collection and index it."""
+    engine = _engine(ctx)
+    added = engine.add_collection(
+        path, name, mask=mask, ignore=list(ignore) or None, include_by_default=include_by_default
+    )
+    click.echo(f"collection {added.name} -> {added.path}")
+    if run_update:
+        for report in engine.update([added.name]):
+            click.echo(_summary(report.as_dict()))
+
+
+@collection.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def collection_list(ctx: click.Context, as_json: bool) -> None:
+    """List collections with their file and chunk counts."""
+    engine = _engine(ctx)
+    stats = {s["name"]: s for s in engine.store.collection_stats()}
+    rows = []
+    for name, cfg in engine.collections().items():
+        s = stats.get(name, {})
+        rows.append(
+            {
+                "name": name,
+                "path": str(cfg.path),
+                "includeByDefault": cfg.include_by_default,
+                "files": s.get("files", 0),
+                "chunks": s.get("chunks", 0),
+                "updated_at": s.get("updated_at"),
+            }
+        )
+    if as_json:
+        _emit_json(rows)
+        return
+    if not rows:
+        click.echo("no collections; add one with `qmd-daemon collection add PATH`")
+    for row in rows:
+        flag = " (default)" if row["includeByDefault"] else ""
+        click.echo(f"{row['name']}{flag}  {row['path']}  files={row['files']} chunks={row['chunks']}")
+
+
+@collection.command("remove")
+@click.argument("name")
+@click.pass_context
+def collection_remove(ctx: click.Context, name: str) -> None:
+    """Forget a collection and drop its documents from the index."""
+    _engine(ctx).remove_collection(name)
+    click.echo(f"removed {name}")
+
+
+def _summary(report: dict[str, Any]) -> str:
+    skipped = ", ".join(f"{k}={v}" for k, v in sorted(report["skipped"].items()))
+    return (
+        f"{report['collection']}: {report['files']} files ({report['added']} added, "
+        f"{report['changed']} changed, "
+        f"{report['removed']} removed), +{report['chunks_added']}/-{report['chunks_removed']} chunks"
+        f"{'; skipped ' + skipped if skipped else ''} in {report['seconds']:.2f}s"
+    )
+
+
+@cli.command()
+@click.option("-c", "--collection", "names", multiple=True, help="Collection to update (default: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@click.pass_context
+def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
+    """Bring the index up to date with the files on disk (incremental)."""
+    reports = _engine(ctx).update(list(names) or None)
+    if as_json:
+        _emit_json([r.as_dict() for r in reports])
+    else:
+        for report in reports:
+            click.echo(_summary(report.as_dict()))
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-c", "--collection", "names", multiple=True, help="Collection(s) to search.")
+@click.option("-n", "--limit", default=10, show_default=True, type=click.IntRange(1, 200))
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "files"]), default="text")
+@click.option("--per-file", default=2, show_default=True, type=click.IntRange(0, 100))
+@click.option(
+    "--max-tokens",
+    default=8000,
+    show_default=True,
+    type=click.IntRange(0, 1_000_000),
+    help="Stop adding results past this many tokens (0: no limit).",
+)
+@click.option("--min-score", default=0.0, type=click.FloatRange(0, 1))
+@click.option("--explain", is_flag=True, help="Show each hit's ranks and boosts.")
+@click.pass_context
+def search(
+    ctx: click.Context,
+    query: str,
+    names: tuple[str, ...],
+    limit: int,
+    as_json: bool,
+    fmt: str,
+    per_file: int,
+    max_tokens: int,
+    min_score: float,
+    explain: bool,
+) -> None:
+    """Search the index (lexical, code-aware)."""
+    if not query.strip():
+        raise click.UsageError("empty query")
+    options = SearchOptions(
+        per_file=per_file, max_tokens=max_tokens or None, min_score=min_score, explain=explain
+    )
+    hits = _engine(ctx).search(query, list(names) or None, limit=limit, options=options)
+    _print_hits(hits, "json" if as_json else fmt, explain)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Show the index, its collections and what search can use."""
+    engine = _engine(ctx)
+    info = {
+        "version": __version__,
+        "index": str(engine.settings.index_path),
+        "config": str(engine.settings.config_file),
+        "vectors_available": engine.store.has_vec,
+        "collections": engine.store.collection_stats(),
+    }
+    if as_json:
+        _emit_json(info)
+        return
+    click.echo(f"qmd-daemon {info['version']}\nindex:  {info['index']}\nconfig: {info['config']}")
+    click.echo(
+        f"sqlite-vec: {'loaded' if info['vectors_available'] else 'unavailable (lexical search only)'}"
+    )
+    for row in info["collections"]:
+        click.echo(f"  {row['name']}: {row['files']} files, {row['chunks']} chunks")
+
+
+@cli.command()
+def demo() -> None:
+    """Index qmd-daemon's own source in a throwaway index and answer a few questions."""
+    from qmd_daemon.demo import run_demo
+
+    run_demo(click.echo)
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except QmdError as exc:
+        click.echo(f"qmd-daemon: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except DatabaseError as exc:
+        click.echo(
+            f"qmd-daemon: error: the index is damaged or locked ({exc}); "
+            "move it away and run `qmd-daemon update`",
+            err=True,
+        )
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)

@@ -1,0 +1,117 @@
+"""index.yml: the registered collections and the `models:` block.
+
+The file is the user's: writing keeps every key this version does not know, and a file that
+does not parse aborts the command before anything is written.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from qmd_daemon.errors import ConfigError
+from qmd_daemon.settings import DEFAULT_MASK
+
+
+@dataclass
+class CollectionConfig:
+    name: str
+    path: Path
+    pattern: str = DEFAULT_MASK
+    ignore: list[str] = field(default_factory=list)
+    include_by_default: bool = False
+
+    def to_yaml(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "pattern": self.pattern,
+            "ignore": list(self.ignore),
+            "includeByDefault": self.include_by_default,
+        }
+
+
+class IndexConfig:
+    """A parsed index.yml; `raw` keeps the whole document so unknown keys survive a save."""
+
+    def __init__(self, path: Path, raw: dict[str, Any]):
+        self.path = path
+        self.raw = raw
+
+    @classmethod
+    def load(cls, path: Path) -> IndexConfig:
+        if not path.exists():
+            return cls(path, {})
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ConfigError(f"cannot parse {path}: {first}; fix or remove it (left untouched)") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path} must hold a mapping at the top level (left untouched)")
+        for key in ("collections", "models"):
+            if raw.get(key) is not None and not isinstance(raw[key], dict):
+                raise ConfigError(f"{path}: '{key}' must be a mapping (left untouched)")
+        return cls(path, raw)
+
+    # -- collections -------------------------------------------------------------------------
+
+    def collections(self) -> dict[str, CollectionConfig]:
+        out: dict[str, CollectionConfig] = {}
+        for name, entry in (self.raw.get("collections") or {}).items():
+            if not isinstance(entry, dict) or "path" not in entry:
+                raise ConfigError(f"{self.path}: collection '{name}' needs a 'path'")
+            ignore = entry.get("ignore") or []
+            if isinstance(ignore, str):
+                ignore = [ignore]
+            out[str(name)] = CollectionConfig(
+                name=str(name),
+                path=Path(str(entry["path"])),
+                pattern=str(entry.get("pattern") or DEFAULT_MASK),
+                ignore=[str(i) for i in ignore],
+                include_by_default=bool(entry.get("includeByDefault", False)),
+            )
+        return out
+
+    def set_collection(self, collection: CollectionConfig) -> None:
+        entries = self.raw.setdefault("collections", {}) or {}
+        self.raw["collections"] = entries
+        existing = entries.get(collection.name)
+        merged = dict(existing) if isinstance(existing, dict) else {}
+        merged.update(collection.to_yaml())
+        entries[collection.name] = merged
+
+    def remove_collection(self, name: str) -> bool:
+        entries = self.raw.get("collections") or {}
+        return entries.pop(name, None) is not None
+
+    # -- models --------------------------------------------------------------------------------
+
+    def models(self) -> dict[str, Any]:
+        return dict(self.raw.get("models") or {})
+
+    def set_models(self, values: dict[str, Any]) -> None:
+        block = dict(self.raw.get("models") or {})
+        block.update(values)
+        self.raw["models"] = block
+
+    def save(self) -> None:
+        """Write atomically (temp file + rename) so a crash never leaves half a file."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = yaml.safe_dump(self.raw, sort_keys=False, allow_unicode=True)
+        fd, tmp = tempfile.mkstemp(prefix=".index.yml.", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise

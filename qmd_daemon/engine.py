@@ -1,0 +1,165 @@
+"""The engine: one index, the configured collections, update and search. Used in-process by the
+CLI, the daemon and the benchmarks; it never imports either front end."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from qmd_daemon.config import CollectionConfig, IndexConfig
+from qmd_daemon.errors import UsageError
+from qmd_daemon.ingest.indexer import UpdateReport, update_collection
+from qmd_daemon.ingest.scan import find_git_root
+from qmd_daemon.search.hit import Hit
+from qmd_daemon.search.pipeline import SearchOptions, run_search
+from qmd_daemon.settings import DEFAULT_MASK, Settings
+from qmd_daemon.store.index_store import IndexStore
+
+_NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def _slug(text: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._").lower()
+    return slug or "root"
+
+
+class Engine:
+    def __init__(self, settings: Settings | None = None):
+        self.settings = settings or Settings.from_env()
+        self._store: IndexStore | None = None
+
+    @property
+    def store(self) -> IndexStore:
+        if self._store is None:
+            self._store = IndexStore(self.settings.index_path)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def config(self) -> IndexConfig:
+        return IndexConfig.load(self.settings.config_file)
+
+    # -- collections ---------------------------------------------------------------------------
+
+    def default_name(self, path: Path, config: IndexConfig) -> str:
+        """`repo-<folder>` for a git repository (its top level), else the folder's name.
+
+        Two different folders with the same name get distinct names that stay stable: the second
+        one carries a short hash of its absolute path.
+        """
+        git_root = find_git_root(path)
+        base = f"repo-{_slug(path.name)}" if git_root == path else _slug(path.name)
+        taken = {n: c.path for n, c in config.collections().items()}
+        if base not in taken or taken[base] == path:
+            return base
+        return f"{base}-{hashlib.sha256(str(path).encode()).hexdigest()[:6]}"
+
+    def collection_for_path(self, path: Path) -> CollectionConfig | None:
+        resolved = path.resolve()
+        for collection in self.config().collections().values():
+            if collection.path == resolved:
+                return collection
+        return None
+
+    def add_collection(
+        self,
+        path: Path,
+        name: str | None = None,
+        *,
+        mask: str | None = None,
+        ignore: list[str] | None = None,
+        include_by_default: bool = False,
+    ) -> CollectionConfig:
+        path = Path(path).expanduser()
+        if not path.exists():
+            raise UsageError(f"path {path} does not exist")
+        if not path.is_dir():
+            raise UsageError(f"path {path} is a file; a collection is a folder")
+        path = path.resolve()
+        config = self.config()
+        existing = self.collection_for_path(path)
+        if name is None and existing is not None:
+            name = existing.name
+        name = name or self.default_name(path, config)
+        if not _NAME_OK.match(name):
+            raise UsageError(f"collection name '{name}' must be letters, digits, '.', '_' or '-'")
+        other = config.collections().get(name)
+        if other is not None and other.path != path:
+            raise UsageError(f"collection '{name}' already exists for {other.path}")
+        collection = CollectionConfig(
+            name=name,
+            path=path,
+            pattern=mask or (other.pattern if other else DEFAULT_MASK),
+            ignore=list(ignore) if ignore is not None else (other.ignore if other else []),
+            include_by_default=include_by_default or (other.include_by_default if other else False),
+        )
+        config.set_collection(collection)
+        config.save()
+        return collection
+
+    def remove_collection(self, name: str) -> None:
+        config = self.config()
+        if not config.remove_collection(name):
+            raise UsageError(f"no collection named '{name}'")
+        with self.store.transaction():
+            self.store.remove_collection(name)
+        config.save()
+
+    def collections(self) -> dict[str, CollectionConfig]:
+        return self.config().collections()
+
+    def _select(self, names: list[str] | None) -> list[CollectionConfig]:
+        known = self.collections()
+        if not names:
+            return list(known.values())
+        missing = [n for n in names if n not in known]
+        if missing:
+            raise UsageError(f"no collection named '{missing[0]}' (see `qmd-daemon collection list`)")
+        return [known[n] for n in names]
+
+    # -- indexing ------------------------------------------------------------------------------
+
+    def update(self, names: list[str] | None = None, *, progress: bool | None = None) -> list[UpdateReport]:
+        return [
+            update_collection(self.store, collection, self.settings, progress=progress)
+            for collection in self._select(names)
+        ]
+
+    def indexed_paths(self, name: str) -> list[str]:
+        collection_id = self.store.collection_id(name)
+        return [] if collection_id is None else self.store.indexed_paths(collection_id)
+
+    def read_indexed_text(self, name: str, path: str) -> str:
+        collection_id = self.store.collection_id(name)
+        text = None if collection_id is None else self.store.file_text(collection_id, path)
+        if text is None:
+            raise UsageError(f"'{path}' is not indexed in collection '{name}'")
+        return text
+
+    # -- search --------------------------------------------------------------------------------
+
+    def search_scope(self, names: list[str] | None) -> list[str]:
+        """Named collections, else those included by default, else all."""
+        if names:
+            return [c.name for c in self._select(names)]
+        known = self.collections()
+        default = [n for n, c in known.items() if c.include_by_default]
+        return default or list(known)
+
+    def search(
+        self,
+        query: str,
+        collections: list[str] | None = None,
+        limit: int = 10,
+        options: SearchOptions | None = None,
+    ) -> list[Hit]:
+        options = options or SearchOptions()
+        options.limit = limit
+        ids = [
+            i for i in (self.store.collection_id(n) for n in self.search_scope(collections)) if i is not None
+        ]
+        return run_search(self.store, query, ids, options)

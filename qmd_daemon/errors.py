@@ -1,0 +1,21 @@
+"""User-facing errors: each one is printed as a single line and ends the command non-zero."""
+
+
+class QmdError(Exception):
+    """An error whose message is meant for the user, not a traceback."""
+
+    exit_code = 1
+
+
+class ConfigError(QmdError):
+    """index.yml cannot be read or would be written wrongly."""
+
+
+class IndexDatabaseError(QmdError):
+    """The SQLite index is missing, corrupt, or from a newer schema."""
+
+
+class UsageError(QmdError):
+    """A command was given arguments it cannot act on (missing path, unknown collection)."""
+
+    exit_code = 2

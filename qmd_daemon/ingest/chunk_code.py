@@ -1,0 +1,696 @@
+"""Chunk source code at symbol boundaries with tree-sitter.
+
+A file is parsed once; one walk records every definition (name, kind, line, signature line),
+then the top-level children are partitioned into units (a definition with the comments,
+decorators and attributes directly above it, or filler such as imports). Small adjacent units
+are merged up to the caps; a large class/impl/namespace is split into its members, each piece
+keeping the container as `heading`; any other large unit is cut into overlapping windows.
+
+`chunk_code` returns None when the language has no grammar or the parse is mostly errors; the
+caller (`chunking.chunk_text`) then uses the regex fallback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from qmd_daemon.ingest.chunk_fallback import (
+    MAX_CHARS,
+    MAX_LINES,
+    OVERLAP_LINES,
+    Caps,
+    DefTable,
+    Lazy,
+    LineIndex,
+    Piece,
+    Unit,
+    clip_signature,
+    group_units,
+    make_units,
+    pieces_to_chunks,
+    split_lines,
+)
+from qmd_daemon.ingest.chunk_model import Chunk, Definition
+
+# Files above these sizes are not parsed (minified bundles, generated blobs): the fallback is
+# cheaper and tree-sitter structure would not help.
+MAX_PARSE_CHARS = 1_000_000
+MAX_PARSE_LINE = 20_000
+# A parse whose top-level ERROR nodes cover more than this share of the lines is abandoned.
+MAX_ERROR_SHARE = 0.5
+_MAX_DEPTH = 12
+
+_GRAMMARS: dict[str, tuple[str, str]] = {
+    "python": ("tree_sitter_python", "language"),
+    "javascript": ("tree_sitter_javascript", "language"),
+    "typescript": ("tree_sitter_typescript", "language_typescript"),
+    "tsx": ("tree_sitter_typescript", "language_tsx"),
+    "go": ("tree_sitter_go", "language"),
+    "rust": ("tree_sitter_rust", "language"),
+    "java": ("tree_sitter_java", "language"),
+    "c": ("tree_sitter_c", "language"),
+    "cpp": ("tree_sitter_cpp", "language"),
+    "ruby": ("tree_sitter_ruby", "language"),
+    "php": ("tree_sitter_php", "language_php"),
+    "csharp": ("tree_sitter_c_sharp", "language"),
+}
+SUPPORTED_LANGUAGES = frozenset(_GRAMMARS)
+
+
+@dataclass(frozen=True)
+class _Spec:
+    defs: dict[str, str]  # node type -> definition kind
+    containers: frozenset[str] = frozenset()  # definitions whose body members are split when large
+    transparent: frozenset[str] = frozenset()  # non-definitions whose children are split when large
+    wrappers: frozenset[str] = frozenset()  # nodes wrapping one definition (export, decorators...)
+    attach: frozenset[str] = frozenset({"comment"})  # siblings that stick to the next definition
+
+
+_JS_DEFS = {
+    "function_declaration": "function",
+    "generator_function_declaration": "function",
+    "class_declaration": "class",
+    "method_definition": "method",
+}
+_TS_DEFS = {
+    **_JS_DEFS,
+    "function_signature": "function",
+    "abstract_class_declaration": "class",
+    "interface_declaration": "interface",
+    "type_alias_declaration": "type",
+    "enum_declaration": "enum",
+    "internal_module": "namespace",
+    "module": "namespace",
+    "method_signature": "method",
+    "abstract_method_signature": "method",
+}
+_C_DEFS = {
+    "function_definition": "function",
+    "struct_specifier": "struct",
+    "union_specifier": "struct",
+    "enum_specifier": "enum",
+    "type_definition": "type",
+    "preproc_def": "const",
+    "preproc_function_def": "macro",
+}
+_C_TRANSPARENT = frozenset(
+    {"preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif", "preproc_elifdef",
+     "linkage_specification"}
+)
+_JS_SPEC = _Spec(
+    _JS_DEFS,
+    containers=frozenset({"class_declaration", "class"}),
+    wrappers=frozenset({"export_statement"}),
+)
+_TS_SPEC = _Spec(
+    _TS_DEFS,
+    containers=frozenset(
+        {"class_declaration", "class", "abstract_class_declaration", "interface_declaration",
+         "internal_module", "module"}
+    ),
+    wrappers=frozenset({"export_statement", "ambient_declaration"}),
+)
+_SPECS: dict[str, _Spec] = {
+    "python": _Spec(
+        {"function_definition": "function", "class_definition": "class"},
+        containers=frozenset({"class_definition"}),
+        wrappers=frozenset({"decorated_definition"}),
+    ),
+    "javascript": _JS_SPEC,
+    "typescript": _TS_SPEC,
+    "tsx": _TS_SPEC,
+    "go": _Spec(
+        {"function_declaration": "function", "method_declaration": "method", "type_spec": "type",
+         "type_alias": "type"},
+        transparent=frozenset({"type_declaration", "const_declaration", "var_declaration"}),
+        wrappers=frozenset({"type_declaration"}),
+    ),
+    "rust": _Spec(
+        {"function_item": "function", "function_signature_item": "function", "struct_item": "struct",
+         "union_item": "struct", "enum_item": "enum", "trait_item": "trait", "impl_item": "impl",
+         "mod_item": "module", "type_item": "type", "const_item": "const", "static_item": "const",
+         "macro_definition": "macro"},
+        containers=frozenset({"impl_item", "trait_item", "mod_item"}),
+        attach=frozenset({"line_comment", "block_comment", "attribute_item"}),
+    ),
+    "java": _Spec(
+        {"class_declaration": "class", "interface_declaration": "interface", "enum_declaration": "enum",
+         "record_declaration": "class", "annotation_type_declaration": "interface",
+         "method_declaration": "method", "constructor_declaration": "method",
+         "compact_constructor_declaration": "method"},
+        containers=frozenset(
+            {"class_declaration", "interface_declaration", "enum_declaration", "record_declaration"}
+        ),
+        transparent=frozenset({"enum_body_declarations"}),
+        attach=frozenset({"line_comment", "block_comment"}),
+    ),
+    "c": _Spec(_C_DEFS, transparent=_C_TRANSPARENT),
+    "cpp": _Spec(
+        {**_C_DEFS, "class_specifier": "class", "namespace_definition": "namespace",
+         "alias_declaration": "type", "concept_definition": "type"},
+        containers=frozenset(
+            {"class_specifier", "struct_specifier", "union_specifier", "namespace_definition"}
+        ),
+        transparent=_C_TRANSPARENT,
+        wrappers=frozenset({"template_declaration"}),
+    ),
+    "ruby": _Spec(
+        {"method": "function", "singleton_method": "method", "class": "class", "singleton_class": "class",
+         "module": "module"},
+        containers=frozenset({"class", "module", "singleton_class"}),
+    ),
+    "php": _Spec(
+        {"function_definition": "function", "class_declaration": "class",
+         "interface_declaration": "interface", "trait_declaration": "trait", "enum_declaration": "enum",
+         "method_declaration": "method",
+         "namespace_definition": "namespace"},
+        containers=frozenset(
+            {"class_declaration", "interface_declaration", "trait_declaration", "enum_declaration",
+             "namespace_definition"}
+        ),
+    ),
+    "csharp": _Spec(
+        {"class_declaration": "class", "struct_declaration": "struct", "interface_declaration": "interface",
+         "enum_declaration": "enum", "record_declaration": "class", "record_struct_declaration": "struct",
+         "delegate_declaration": "type", "method_declaration": "method", "constructor_declaration": "method",
+         "destructor_declaration": "method", "operator_declaration": "method",
+         "conversion_operator_declaration": "method", "property_declaration": "property",
+         "event_declaration": "property", "indexer_declaration": "property",
+         "namespace_declaration": "namespace", "file_scoped_namespace_declaration": "namespace"},
+        containers=frozenset(
+            {"class_declaration", "struct_declaration", "interface_declaration", "record_declaration",
+             "record_struct_declaration", "namespace_declaration"}
+        ),
+    ),
+}
+
+_CLASSY = frozenset({"class", "struct", "interface", "trait", "impl", "enum"})
+_VAR_KINDS = frozenset({"const", "variable"})
+_COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
+# Node types that never contain definitions worth recording: the walk does not enter them.
+_NO_DEFS_INSIDE = frozenset(
+    {"return_statement", "assignment", "augmented_assignment", "dictionary", "list", "tuple", "set", "pair",
+     "keyword_argument", "raise_statement", "assert_statement", "delete_statement", "global_statement",
+     "nonlocal_statement", "pass_statement", "break_statement", "continue_statement", "import_statement",
+     "import_from_statement", "future_import_statement", "lambda", "string", "number", "integer", "float",
+     "true", "false", "none", "null", "comment", "line_comment", "block_comment", "decorator",
+     "field_declaration_list", "enumerator_list", "enum_variant_list", "use_declaration",
+     "import_declaration", "package_clause", "package_declaration", "preproc_include", "using_directive",
+     "namespace_use_declaration",
+     "enum_body", "enum_member_declaration_list", "enum_declaration_list", "object_type"}
+)
+_NO_DEFS_MARKERS = ("expression", "literal", "argument", "parameter", "identifier", "annotation", "string")
+_SKIP_CACHE: dict[str, bool] = {}
+# Languages whose functions often hold nested named functions/classes worth recording; inside a
+# function the walk only enters statement blocks.
+_NESTED_DEFS = frozenset({"python", "javascript", "typescript", "tsx", "ruby", "php"})
+_BLOCKY_SUFFIXES = ("block", "body", "clause", "_statement", "body_statement", "do_block", "then", "else",
+                    "ensure", "rescue", "begin", "when", "in_clause", "case")
+_BLOCKY_CACHE: dict[str, bool] = {}
+# Node types `_Collector.statement` looks at, per language.
+_JS_STATEMENTS = frozenset(
+    {"lexical_declaration", "variable_declaration", "field_definition", "public_field_definition"}
+)
+_STATEMENTS: dict[str, frozenset[str]] = {
+    "python": frozenset({"expression_statement", "type_alias_statement"}),
+    "javascript": _JS_STATEMENTS,
+    "typescript": _JS_STATEMENTS,
+    "tsx": _JS_STATEMENTS,
+    "go": frozenset({"const_spec", "var_spec"}),
+    "c": frozenset({"declaration", "field_declaration"}),
+    "cpp": frozenset({"declaration", "field_declaration"}),
+    "php": frozenset({"const_declaration"}),
+}
+_C_NAME_TYPES = frozenset(
+    {"identifier", "field_identifier", "type_identifier", "qualified_identifier", "destructor_name",
+     "operator_name", "operator_cast", "template_function", "template_type", "primitive_type"}
+)
+_NOT_SIGNATURE = ("@", "#[", "[", "//", "/*", "*", "#")
+_JS_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
+
+
+# ---------------------------------------------------------------------------------------------
+# parsers
+
+_LANGUAGE_CACHE: dict[str, Any] = {}
+_LOCAL = threading.local()
+
+
+def _parser(language: str) -> Any | None:
+    """A tree-sitter Parser for the language, created lazily and cached per thread."""
+    cache = getattr(_LOCAL, "parsers", None)
+    if cache is None:
+        cache = _LOCAL.parsers = {}
+    if language in cache:
+        return cache[language]
+    parser = None
+    try:
+        import tree_sitter
+
+        lang = _LANGUAGE_CACHE.get(language)
+        if lang is None:
+            module_name, func = _GRAMMARS[language]
+            module = importlib.import_module(module_name)
+            lang = _LANGUAGE_CACHE[language] = tree_sitter.Language(getattr(module, func)())
+        parser = tree_sitter.Parser(lang)
+    except Exception:
+        parser = None
+    cache[language] = parser
+    return parser
+
+
+def has_grammar(language: str | None) -> bool:
+    return language in _GRAMMARS and _parser(language) is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# definitions
+
+
+@dataclass
+class _Def:
+    name: str
+    kind: str
+    row: int
+    sig: Lazy
+    body: Any = None  # the member list node, for containers
+    container: bool = False
+    is_var: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.name}".strip()
+
+
+def _eff_end(node: Any) -> int:
+    """The last row a node really occupies (a node ending at column 0 ends on the row before)."""
+    end = node.end_point
+    row = end.row
+    if end.column == 0 and row > node.start_point.row:
+        row -= 1
+    return row
+
+
+@dataclass
+class _Collector:
+    spec: _Spec
+    language: str
+    src: bytes
+    defs: dict[int, _Def] = field(default_factory=dict)  # node id -> definition (wrappers too)
+    table: DefTable = field(default_factory=DefTable)
+
+    # -- text helpers -------------------------------------------------------------------------
+
+    def text(self, node: Any, limit: int = 200) -> str:
+        if node is None:
+            return ""
+        start = node.start_byte
+        return self.src[start : min(node.end_byte, start + limit)].decode("utf-8", "replace")
+
+    def signature(self, node: Any, body: Any, prefix: str = "") -> str:
+        start = node.start_byte
+        stop = node.end_byte
+        if body is not None and start < body.start_byte <= stop:
+            stop = body.start_byte
+        stop = min(stop, start + 1200)
+        raw = self.src[start:stop].decode("utf-8", "replace")
+        lines = raw.split("\n")
+        while len(lines) > 1 and lines[0].strip().startswith(_NOT_SIGNATURE):
+            lines.pop(0)
+        while len(lines) > 1 and (not lines[-1].strip() or lines[-1].strip().startswith(_NOT_SIGNATURE)):
+            lines.pop()
+        if body is None:
+            lines = lines[:1]
+        sig = " ".join(" ".join(lines).split())
+        sig = re.sub(r"\(\s+", "(", sig)
+        sig = re.sub(r"\s+\)", ")", sig)
+        sig = sig.rstrip("{").rstrip()
+        if prefix and not sig.startswith(prefix):
+            sig = prefix + sig
+        return clip_signature(sig)
+
+    def c_name(self, node: Any) -> tuple[str, Any]:
+        decl = node.child_by_field_name("declarator")
+        for _ in range(12):
+            if decl is None:
+                break
+            if decl.type in _C_NAME_TYPES:
+                return self.text(decl, 120), decl
+            nxt = decl.child_by_field_name("declarator")
+            if nxt is None:
+                nxt = next((c for c in decl.named_children if c.type in _C_NAME_TYPES), None)
+                if nxt is None and decl.named_child_count:
+                    nxt = decl.named_children[0]
+            decl = nxt
+        return "", None
+
+    def has_function_declarator(self, node: Any) -> bool:
+        decl = node.child_by_field_name("declarator")
+        for _ in range(12):
+            if decl is None:
+                return False
+            if decl.type == "function_declarator":
+                return True
+            decl = decl.child_by_field_name("declarator")
+        return False
+
+    # -- recording ------------------------------------------------------------------------------
+
+    def add(self, node: Any, name: str, kind: str, name_node: Any, *, body: Any = None, sig_node: Any = None,
+            sig_body: Any = None, container: bool = False, is_var: bool = False, prefix: str = "") -> _Def:
+        name = " ".join(name.split())[:160] or "(anonymous)"
+        row = name_node.start_point.row if name_node is not None else node.start_point.row
+        sig = Lazy(self.signature, sig_node if sig_node is not None else node, sig_body, prefix)
+        info = _Def(name, kind, row, sig, body, container and body is not None, is_var or kind in _VAR_KINDS)
+        self.defs[node.id] = info
+        self.table.add(row, Definition(name, kind, row + 1), sig)
+        return info
+
+    def definition(self, node: Any, kind: str, ctx: str) -> _Def | None:
+        t = node.type
+        lang = self.language
+        body = node.child_by_field_name("body")
+        name_node = node.child_by_field_name("name")
+        name = self.text(name_node, 160)
+        if kind == "function" and ctx in _CLASSY:
+            kind = "method"
+        if lang in ("c", "cpp") and t in ("function_definition", "type_definition"):
+            name, name_node = self.c_name(node)
+            if t == "function_definition" and ctx in _CLASSY:
+                kind = "method"
+        elif t in ("struct_specifier", "union_specifier", "enum_specifier"):
+            if body is None:
+                return None
+        elif t == "impl_item":
+            trait = node.child_by_field_name("trait")
+            typ = node.child_by_field_name("type")
+            name = self.text(typ, 160)
+            if trait is not None:
+                name = f"{self.text(trait, 120)} for {name}"
+            name_node = typ
+        elif t == "type_spec":
+            typ = node.child_by_field_name("type")
+            ttype = typ.type if typ is not None else ""
+            kind = {"struct_type": "struct", "interface_type": "interface"}.get(ttype, "type")
+            return self.add(node, name, kind, name_node, prefix="type ")
+        elif t == "singleton_class":
+            name_node = node.child_by_field_name("value")
+            name = "<< " + self.text(name_node, 120)
+        elif t == "operator_declaration" and not name:
+            name = "operator"
+        if not name and name_node is None:
+            for child in node.named_children:
+                if "identifier" in child.type or child.type in ("name", "constant"):
+                    name_node, name = child, self.text(child, 160)
+                    break
+        container = t in self.spec.containers
+        return self.add(node, name, kind, name_node, body=body, sig_body=body, container=container)
+
+    # -- module-level variables and function-valued declarations -------------------------------------
+
+    def statement(self, node: Any, ctx: str, top: bool) -> bool:
+        """Record variable-like statements; True when the node was handled (do not descend)."""
+        t = node.type
+        lang = self.language
+        if lang == "python":
+            if t == "expression_statement" and top:
+                child = node.named_children[0] if node.named_child_count else None
+                if child is not None and child.type == "assignment":
+                    left = child.child_by_field_name("left")
+                    if left is not None and left.type == "identifier":
+                        name = self.text(left, 160)
+                        if not (name.startswith("__") and name.endswith("__")):
+                            upper = name.upper() == name and any(c.isalpha() for c in name)
+                            kind = "const" if upper else "variable"
+                            if self.text(child.child_by_field_name("type"), 40).strip() == "TypeAlias":
+                                kind = "type"
+                            self.add(node, name, kind, left, is_var=kind != "type")
+                return True
+            if t == "type_alias_statement":
+                left = node.named_children[0] if node.named_child_count else None
+                self.add(node, self.text(left, 160), "type", left)
+                return True
+            return False
+        if lang in ("javascript", "typescript", "tsx"):
+            if t in ("lexical_declaration", "variable_declaration"):
+                first: _Def | None = None
+                is_const = self.src[node.start_byte : node.start_byte + 6].startswith(b"const")
+                for decl in node.named_children:
+                    if decl.type != "variable_declarator":
+                        continue
+                    name_node = decl.child_by_field_name("name")
+                    if name_node is None or name_node.type != "identifier":
+                        continue
+                    value = decl.child_by_field_name("value")
+                    vtype = value.type if value is not None else ""
+                    if vtype in _JS_FUNCTION_VALUES:
+                        info = self.add(decl, self.text(name_node), "function", name_node, sig_node=node,
+                                        sig_body=value.child_by_field_name("body"))
+                    elif vtype == "class":
+                        cbody = value.child_by_field_name("body")
+                        info = self.add(decl, self.text(name_node), "class", name_node, body=cbody,
+                                        sig_node=node, sig_body=cbody, container=True)
+                        self.walk(cbody, "class", False)
+                    elif top:
+                        info = self.add(decl, self.text(name_node), "const" if is_const else "variable",
+                                        name_node, sig_node=node)
+                    else:
+                        continue
+                    if first is None or (first.is_var and not info.is_var):
+                        first = info
+                if first is not None:
+                    self.defs[node.id] = first
+                return True
+            if t in ("field_definition", "public_field_definition") and ctx in _CLASSY:
+                value = node.child_by_field_name("value")
+                name_node = node.child_by_field_name("property") or node.child_by_field_name("name")
+                if value is not None and value.type in _JS_FUNCTION_VALUES and name_node is not None:
+                    self.add(node, self.text(name_node), "method", name_node,
+                             sig_body=value.child_by_field_name("body"))
+                return True
+            return False
+        if lang == "go":
+            if t in ("const_spec", "var_spec") and top:
+                name_node = node.child_by_field_name("name")
+                if name_node is not None:
+                    kind = "const" if t == "const_spec" else "variable"
+                    keyword = "const " if kind == "const" else "var "
+                    self.add(node, self.text(name_node), kind, name_node, prefix=keyword)
+                return True
+            return False
+        if lang in ("c", "cpp"):
+            if t == "declaration" and (top or ctx == "namespace"):
+                if self.has_function_declarator(node):
+                    name, name_node = self.c_name(node)
+                    if name:
+                        self.add(node, name, "function", name_node, is_var=True)
+                    return True
+                return False
+            if t == "field_declaration" and ctx in _CLASSY:
+                if self.has_function_declarator(node):
+                    name, name_node = self.c_name(node)
+                    if name:
+                        self.add(node, name, "method", name_node, is_var=True)
+                    return True
+                return False
+            return False
+        if lang == "php" and t == "const_declaration" and (top or ctx in _CLASSY):
+            for element in node.named_children:
+                if element.type == "const_element":
+                    name_node = next((c for c in element.named_children if c.type == "name"), None)
+                    if name_node is not None:
+                        self.add(element, self.text(name_node), "const", name_node, sig_node=node)
+            return True
+        return False
+
+    # -- the walk -----------------------------------------------------------------------------
+
+    def walk(self, node: Any, ctx: str, top: bool, in_func: bool = False) -> None:
+        """Record the definitions below node. Inside a function only statement blocks are entered
+        (nested functions and classes), and only for languages where those are common."""
+        if node is None:
+            return
+        spec = self.spec
+        statements = _STATEMENTS.get(self.language, frozenset())
+        for child in node.named_children:
+            t = child.type
+            if t in _COMMENTS:
+                continue
+            if t in statements and self.statement(child, ctx, top):
+                continue
+            kind = spec.defs.get(t)
+            if kind is not None:
+                info = self.definition(child, kind, ctx)
+                if t == "type_spec":
+                    continue
+                inner_ctx = info.kind if info is not None else ctx
+                func = inner_ctx in ("function", "method")
+                if func and self.language not in _NESTED_DEFS:
+                    continue
+                self.walk(child.child_by_field_name("body") or child, inner_ctx, False, in_func or func)
+                continue
+            if t in spec.wrappers or (t == "expression_statement" and child.named_child_count == 1
+                                      and child.named_children[0].type in spec.defs):
+                self.walk(child, ctx, top, in_func)
+                for inner in child.named_children:
+                    info = self.defs.get(inner.id)
+                    if info is not None:
+                        self.defs[child.id] = info
+                        break
+                continue
+            skip = _SKIP_CACHE.get(t)
+            if skip is None:
+                skip = _SKIP_CACHE[t] = t in _NO_DEFS_INSIDE or any(m in t for m in _NO_DEFS_MARKERS)
+            if skip:
+                continue
+            if in_func:
+                blocky = _BLOCKY_CACHE.get(t)
+                if blocky is None:
+                    blocky = _BLOCKY_CACHE[t] = t.endswith(_BLOCKY_SUFFIXES)
+                if not blocky:
+                    continue
+            self.walk(child, ctx, top and (t in spec.transparent or t == "declaration_list"), in_func)
+
+
+# ---------------------------------------------------------------------------------------------
+# partition
+
+
+@dataclass
+class _Partitioner:
+    spec: _Spec
+    defs: dict[int, _Def]
+    index: LineIndex
+    caps: Caps
+
+    def members(self, node: Any) -> list[Any]:
+        body = node.child_by_field_name("body")
+        return list((body if body is not None else node).named_children)
+
+    def partition(self, children: list[Any], lo: int, hi: int, heading: str, depth: int) -> list[Piece]:
+        spec = self.spec
+        defs = self.defs
+        items = []
+        for child in children:
+            s = child.start_point.row
+            e = _eff_end(child)
+            if e < lo or s > hi:
+                continue
+            items.append((s, e, child))
+        starts: list[tuple[int, bool, object]] = []
+        i = 0
+        while i < len(items):
+            s, e, child = items[i]
+            if child.type in spec.attach:
+                j, end = i, e
+                while (
+                    j + 1 < len(items) and items[j + 1][2].type in spec.attach and items[j + 1][0] <= end + 1
+                ):
+                    j += 1
+                    end = max(end, items[j][1])
+                nxt = items[j + 1] if j + 1 < len(items) else None
+                if nxt is not None and nxt[0] <= end + 1:
+                    info = defs.get(nxt[2].id)
+                    if info is not None and not info.is_var:
+                        starts.append((s, True, nxt[2]))
+                        i = j + 2
+                        continue
+                starts.append((s, False, None))
+                i = j + 1
+                continue
+            info = defs.get(child.id)
+            payload = child if info is not None or child.type in spec.transparent else None
+            starts.append((s, bool(info is not None and not info.is_var), payload))
+            i += 1
+
+        units: list[Unit] = []
+        for start, end, node in make_units(starts, lo, hi):
+            if node is None:
+                units.append(Unit(start, end))
+                continue
+            info = defs.get(node.id)  # type: ignore[attr-defined]
+            split = None
+            if depth < _MAX_DEPTH:
+                if info is not None and info.container and info.body is not None:
+                    label = info.label
+                    sub_heading = f"{heading} > {label}" if heading else label
+                    split = self._splitter(list(info.body.named_children), sub_heading, depth + 1)
+                elif node.type in spec.transparent:  # type: ignore[attr-defined]
+                    split = self._splitter(self.members(node), heading, depth + 1)
+            if info is not None and not info.is_var:
+                units.append(Unit(start, end, True, info.sig, info.row, split=split))
+            else:
+                units.append(Unit(start, end, split=split))
+        return group_units(units, self.index, self.caps, heading)
+
+    def _splitter(self, members: list[Any], heading: str, depth: int):
+        def split(s: int, e: int) -> list[Piece]:
+            return self.partition(members, s, e, heading, depth)
+
+        return split
+
+
+# ---------------------------------------------------------------------------------------------
+# entry point
+
+
+def _error_share(root: Any, total_lines: int) -> float:
+    if not root.has_error:
+        return 0.0
+    rows = 0
+    for child in root.children:
+        if child.type == "ERROR" or child.is_missing:
+            rows += _eff_end(child) - child.start_point.row + 1
+    return rows / max(1, total_lines)
+
+
+def chunk_code(
+    path: str,
+    text: str,
+    language: str,
+    *,
+    max_lines: int = MAX_LINES,
+    max_chars: int = MAX_CHARS,
+    overlap: int = OVERLAP_LINES,
+) -> list[Chunk] | None:
+    """Chunks of a source file at symbol boundaries, or None to ask for the regex fallback."""
+    if language not in _GRAMMARS:
+        return None
+    if not text.strip():
+        return []
+    if len(text) > MAX_PARSE_CHARS:
+        return None
+    caps = Caps(max_lines, max_chars, overlap).normalized()
+    lines = split_lines(text)
+    if max(map(len, lines)) > MAX_PARSE_LINE:
+        return None
+    src = "\n".join(lines).encode("utf-8", "replace")
+    tree = _parse(language, src, len(lines))
+    if tree is None and language == "c":  # C++ in a .h file
+        language = "cpp"
+        tree = _parse(language, src, len(lines))
+    if tree is None:
+        return None
+    root = tree.root_node
+    spec = _SPECS[language]
+    collector = _Collector(spec, language, src)
+    collector.walk(root, "", True)
+    collector.table.sort()
+    index = LineIndex(lines)
+    partitioner = _Partitioner(spec, collector.defs, index, caps)
+    pieces = partitioner.partition(list(root.named_children), 0, len(lines) - 1, "", 0)
+    return pieces_to_chunks(index, pieces, collector.table, caps)
+
+
+def _parse(language: str, src: bytes, total_lines: int) -> Any | None:
+    parser = _parser(language)
+    if parser is None:
+        return None
+    tree = parser.parse(src)
+    if _error_share(tree.root_node, total_lines) > MAX_ERROR_SHARE:
+        return None
+    return tree

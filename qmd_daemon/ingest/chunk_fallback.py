@@ -1,0 +1,607 @@
+"""Line-based chunking: shared helpers (line splitting, size caps, windows) and the regex fallback.
+
+Every chunker in this package works on the same model: the file is split into lines (on "\\n",
+a trailing "\\r" dropped), structure decides *pieces* (row ranges, 0-based inclusive, with a
+heading and a context signature), and `pieces_to_chunks` turns pieces into `Chunk`s, cutting any
+piece over the caps into overlapping windows and any single enormous line by characters.
+
+The fallback itself (`chunk_fallback`) is for languages without a tree-sitter grammar: it breaks
+at lines that look like definitions at indentation 0, splits a large definition at its own
+less-indented inner definitions (like a class into methods), merges small neighbours, and caps.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import accumulate
+
+from qmd_daemon.ingest.chunk_model import Chunk, Definition
+
+# Default caps shared by every chunker (the lead tunes these on the retrieval eval).
+MAX_LINES = 70
+MAX_CHARS = 2400
+OVERLAP_LINES = 4
+MAX_SIGNATURE_LINES = 5
+MAX_SIGNATURE_CHARS = 160
+MAX_SIGNATURE_TOTAL = 600
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Size limits of one chunk: lines, characters, and the overlap between windows."""
+
+    max_lines: int = MAX_LINES
+    max_chars: int = MAX_CHARS
+    overlap: int = OVERLAP_LINES
+
+    def normalized(self) -> Caps:
+        max_lines = max(1, int(self.max_lines))
+        max_chars = max(16, int(self.max_chars))
+        overlap = max(0, min(int(self.overlap), max_lines // 2))
+        return Caps(max_lines, max_chars, overlap)
+
+
+# ---------------------------------------------------------------------------------------------
+# lines and sizes
+
+
+def split_lines(text: str) -> list[str]:
+    """The file's lines as chunk text uses them: split on "\\n", a trailing "\\r" dropped.
+
+    A file that uses lone "\\r" as its line separator (old Mac) is split on "\\r".
+    """
+    if "\n" not in text and "\r" in text:
+        text = text.replace("\r", "\n")
+    lines = text.split("\n")
+    if "\r" in text:
+        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    return lines
+
+
+class LineIndex:
+    """Prefix sums of line lengths: the characters of any row range in O(1)."""
+
+    __slots__ = ("lines", "prefix", "blank")
+
+    def __init__(self, lines: list[str]):
+        self.lines = lines
+        self.prefix = list(accumulate(map(len, lines), lambda total, n: total + n + 1, initial=0))
+        self.blank = [not line or line.isspace() for line in lines]
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def chars(self, start: int, end: int) -> int:
+        if end < start:
+            return 0
+        return self.prefix[end + 1] - self.prefix[start] - 1
+
+    def fits(self, start: int, end: int, caps: Caps) -> bool:
+        return end - start + 1 <= caps.max_lines and self.chars(start, end) <= caps.max_chars
+
+
+# ---------------------------------------------------------------------------------------------
+# pieces, units, grouping
+
+
+class Lazy:
+    """A signature computed on first use (most definitions never reach a chunk's signature)."""
+
+    __slots__ = ("_fn", "_args", "_value")
+
+    def __init__(self, fn: Callable[..., str], *args: object):
+        self._fn = fn
+        self._args = args
+        self._value: str | None = None
+
+    def get(self) -> str:
+        if self._value is None:
+            try:
+                self._value = self._fn(*self._args)
+            except Exception:
+                self._value = ""
+            self._fn = None  # type: ignore[assignment]
+            self._args = ()
+        return self._value
+
+
+def resolve(sig: str | Lazy | None) -> str:
+    if sig is None:
+        return ""
+    return sig if isinstance(sig, str) else sig.get()
+
+
+@dataclass
+class Piece:
+    """Rows start..end (0-based, inclusive) that should become one chunk (or windows of one)."""
+
+    start: int
+    end: int
+    heading: str = ""
+    context: str | Lazy = ""  # signature of the definition this piece is part of (continuation windows)
+    context_row: int = -1  # the row of that definition, -1 if none
+
+
+@dataclass
+class Unit:
+    """A structural unit at one level: rows start..end; a definition or filler (imports...)."""
+
+    start: int
+    end: int
+    is_def: bool = False
+    context: str | Lazy = ""
+    context_row: int = -1
+    heading: str | None = None  # the unit's own heading (markdown/rst sections), else the level's
+    # splits the unit (rows start..end, possibly extended upwards) into finer pieces when too big
+    split: Callable[[int, int], list[Piece]] | None = None
+
+
+def make_units(starts: Sequence[tuple[int, bool, object]], lo: int, hi: int) -> list[tuple[int, int, object]]:
+    """Turn (start_row, is_def, payload) in order into a partition of lo..hi: (start, end, payload).
+
+    Starts are clamped to lo..hi; a start not after the previous one joins the previous unit.
+    The first unit always starts at lo, the last ends at hi, so every row is covered once.
+    """
+    out: list[list] = []
+    for start, is_def, payload in starts:
+        start = max(lo, min(start, hi))
+        if not out:
+            if start > lo:
+                out.append([lo, None])
+            out.append([start, payload])
+        elif start > out[-1][0]:
+            out.append([start, payload])
+        elif is_def and out[-1][1] is None:
+            out[-1][1] = payload  # same row as the previous unit: keep the definition
+    if not out:
+        return [(lo, hi, None)]
+    result: list[tuple[int, int, object]] = []
+    for i, (start, payload) in enumerate(out):
+        end = out[i + 1][0] - 1 if i + 1 < len(out) else hi
+        result.append((start, end, payload))
+    return result
+
+
+def group_units(units: list[Unit], index: LineIndex, caps: Caps, heading: str) -> list[Piece]:
+    """Merge adjacent small units up to the caps; let a big unit split itself (or stay whole).
+
+    Leading filler (module docstring, imports, comments) right before a big definition is glued to
+    that definition's first piece when it is small, so it is not left alone in a tiny chunk.
+    """
+    pieces: list[Piece] = []
+    group: list[Unit] = []
+
+    def flush() -> None:
+        if group:
+            only = group[0] if len(group) == 1 else None
+            own = [u.heading for u in group if u.heading]
+            pieces.append(
+                Piece(
+                    group[0].start,
+                    group[-1].end,
+                    common_heading(own) if own else heading,
+                    only.context if only else "",
+                    only.context_row if only else -1,
+                )
+            )
+            group.clear()
+
+    for unit in units:
+        if index.fits(unit.start, unit.end, caps):
+            if group and not index.fits(group[0].start, unit.end, caps):
+                flush()
+            group.append(unit)
+            continue
+        start = unit.start
+        if (
+            group
+            and not any(u.is_def for u in group)
+            and index.fits(group[0].start, group[-1].end, Caps(caps.max_lines // 2, caps.max_chars // 2))
+        ):
+            start = group[0].start
+            group.clear()
+        flush()
+        if unit.split is not None:
+            pieces.extend(unit.split(start, unit.end))
+        else:
+            pieces.append(Piece(start, unit.end, heading, unit.context, unit.context_row))
+    flush()
+    return pieces
+
+
+def common_heading(headings: list[str]) -> str:
+    """The common ancestor of heading paths ("A > B", "A > C" -> "A"), else the first one."""
+    parts = [h.split(" > ") for h in headings]
+    common: list[str] = []
+    for level in zip(*parts, strict=False):
+        if any(p != level[0] for p in level):
+            break
+        common.append(level[0])
+    return " > ".join(common) if common else headings[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# windows and chunks
+
+
+def windows(index: LineIndex, start: int, end: int, caps: Caps) -> list[tuple[int, int]]:
+    """Cover rows start..end with windows within the caps, overlapping by a few lines.
+
+    Windows are balanced in lines and prefer to end at a blank line. A single line longer than
+    the char cap becomes a window of its own (cut by characters later).
+    """
+    if end < start:
+        return []
+    if index.fits(start, end, caps):
+        return [(start, end)]
+    total = end - start + 1
+    overlap = caps.overlap
+    step = max(1, caps.max_lines - overlap)
+    count = max(1, -(-max(0, total - overlap) // step))
+    target = min(caps.max_lines, -(-(total + (count - 1) * overlap) // count))
+    out: list[tuple[int, int]] = []
+    s = start
+    prefix = index.prefix
+    blank = index.blank
+    while s <= end:
+        e = min(end, s + target - 1)
+        if prefix[e + 1] - prefix[s] - 1 > caps.max_chars:
+            # the last row whose range from s fits the char cap (s itself at least)
+            e = max(s, bisect_right(prefix, prefix[s] + caps.max_chars + 1, s, e + 2) - 2)
+        if e < end and e > s:
+            floor = s + (e - s) * 3 // 5
+            for b in range(e, floor, -1):
+                if blank[b] and not blank[b - 1]:
+                    e = b
+                    break
+        out.append((s, e))
+        if e >= end:
+            break
+        ov = min(overlap, e - s)
+        # no overlap worth its size: the overlap plus the next line must leave room
+        while ov > 0 and index.chars(e + 1 - ov, e + 1) > caps.max_chars // 2:
+            ov -= 1
+        s = e + 1 - ov
+    return out
+
+
+def _trim(index: LineIndex, start: int, end: int) -> tuple[int, int]:
+    blank = index.blank
+    while start <= end and blank[start]:
+        start += 1
+    while end >= start and blank[end]:
+        end -= 1
+    return start, end
+
+
+@dataclass
+class DefTable:
+    """Definitions of a file sorted by row, with the signature line of each."""
+
+    rows: list[int] = field(default_factory=list)
+    defs: list[Definition] = field(default_factory=list)
+    sigs: list[str | Lazy] = field(default_factory=list)
+
+    def add(self, row: int, definition: Definition, sig: str | Lazy) -> None:
+        self.rows.append(row)
+        self.defs.append(definition)
+        self.sigs.append(sig)
+
+    def sort(self) -> None:
+        order = sorted(range(len(self.rows)), key=lambda i: (self.rows[i], i))
+        self.rows = [self.rows[i] for i in order]
+        self.defs = [self.defs[i] for i in order]
+        self.sigs = [self.sigs[i] for i in order]
+
+    def between(self, start: int, end: int) -> range:
+        return range(bisect_left(self.rows, start), bisect_right(self.rows, end))
+
+
+def clip_signature(line: str) -> str:
+    line = " ".join(line.split())
+    if len(line) > MAX_SIGNATURE_CHARS:
+        line = line[: MAX_SIGNATURE_CHARS - 3].rstrip() + "..."
+    return line
+
+
+def pieces_to_chunks(
+    index: LineIndex,
+    pieces: list[Piece],
+    table: DefTable,
+    caps: Caps,
+    *,
+    with_signature: bool = True,
+) -> list[Chunk]:
+    """Window every piece to the caps, trim blank edges, attach definitions and signatures."""
+    chunks: list[Chunk] = []
+    lines = index.lines
+    last: tuple[int, int] | None = None
+    for piece in pieces:
+        for ws, we in windows(index, piece.start, piece.end, caps):
+            s, e = _trim(index, ws, we)
+            if s > e or (s, e) == last:
+                continue
+            last = (s, e)
+            span = table.between(s, e)
+            definitions = [table.defs[i] for i in span]
+            signature = ""
+            if with_signature:
+                sigs: list[str] = []
+                context = resolve(piece.context)
+                if context and not (s <= piece.context_row <= e):
+                    sigs.append(context)
+                for i in span:
+                    sig = resolve(table.sigs[i])
+                    if sig and sig not in sigs:
+                        sigs.append(sig)
+                    if len(sigs) >= MAX_SIGNATURE_LINES:
+                        break
+                signature = "\n".join(sigs[:MAX_SIGNATURE_LINES])[:MAX_SIGNATURE_TOTAL]
+            if s == e and len(lines[s]) > caps.max_chars:
+                line = lines[s]
+                for off in range(0, len(line), caps.max_chars):
+                    part = line[off : off + caps.max_chars]
+                    if part.strip():
+                        chunks.append(Chunk(s + 1, s + 1, part, list(definitions), signature, piece.heading))
+                continue
+            text = "\n".join(lines[s : e + 1])
+            chunks.append(Chunk(s + 1, e + 1, text, definitions, signature, piece.heading))
+    return chunks
+
+
+def plain_chunks(text: str, caps: Caps | None = None) -> list[Chunk]:
+    """Windows over the lines and nothing else: the last resort, it cannot fail on a str."""
+    caps = (caps or Caps()).normalized()
+    index = LineIndex(split_lines(text))
+    return pieces_to_chunks(index, [Piece(0, len(index) - 1)], DefTable(), caps)
+
+
+# ---------------------------------------------------------------------------------------------
+# the regex / indentation fallback
+
+_NAME = r"[A-Za-z_$][\w$.:!?']*"
+# (pattern, kind): the name is group "name"; matched after the indentation is stripped.
+_GENERIC_PATTERNS: list[tuple[str, str]] = [
+    (rf"(?:(?:export|public|private|protected|internal|open|override|static|async|pub|inline|suspend|"
+     rf"final|abstract|local|extern|tailrec|operator|infix|data|sealed|default)\s+)*"
+     rf"(?:def|defp|func|fun|fn|function|sub|proc|procedure|method)\s+(?:\([^)]*\)\s*)?(?P<name>{_NAME})",
+     "function"),
+    (rf"(?:(?:export|public|private|protected|internal|open|static|abstract|final|sealed|data|case|"
+     rf"inline|value|annotation|enum|pub)\s+)*"
+     rf"(?:class|struct|interface|trait|protocol|object|record|union|extension|actor)\s+(?P<name>{_NAME})",
+     "class"),
+    (rf"(?:(?:export|public|pub)\s+)?enum\s+(?P<name>{_NAME})", "enum"),
+    (rf"(?:defmodule|module|namespace|package|mod)\s+(?P<name>{_NAME})", "module"),
+    (rf"(?:defmacro|defmacrop|macro|defguard)\s+(?P<name>{_NAME})", "macro"),
+    (rf"(?:defstruct|defprotocol|defimpl|defrecord|deftype)\s+(?P<name>{_NAME})?", "struct"),
+    (rf"(?:pub\s+)?const\s+(?P<name>{_NAME})\s*=\s*(?:struct|enum|union)\b", "struct"),
+    (r"(?:typealias|type|newtype|data)\s+(?P<name>[A-Z][\w']*)", "type"),
+    (r"instance\s+(?P<name>[^=]+?)\s+where\b", "type"),
+    (rf"(?P<name>{_NAME})\s*(?:<-|=)\s*function\s*\(", "function"),  # R, Lua tables
+    (rf"(?:local\s+)?(?P<name>{_NAME})\s*=\s*function\b", "function"),
+    (r"(?:message|service|rpc|input|scalar|schema|query|mutation|subscription|fragment)\s+"
+     rf"(?P<name>{_NAME})", "type"),
+    (r"(?:resource|data|module|variable|output|provider)\s+\"(?P<name>[^\"]+)\"(?:\s+\"[^\"]+\")?",
+     "resource"),
+    (r"(?:locals|terraform)(?P<name>)\s*\{", "resource"),
+    (r"(?i:create\s+(?:or\s+replace\s+)?(?:temp(?:orary)?\s+|unique\s+|materialized\s+)?"
+     r"(?:table|view|function|procedure|index|trigger|type|schema|sequence)\s+"
+     r"(?:if\s+not\s+exists\s+)?)(?P<name>[\w.\"`\[\]]+)", "table"),
+    (r"(?:function|macro)\s*\(\s*(?P<name>[\w-]+)", "function"),  # cmake
+    (r"(?P<name>[A-Za-z_][\w-]*)\s*\(\)\s*\{", "function"),  # shell
+    (r"<(?P<name>template|script|style)\b[^>]*>", "section"),  # vue / svelte
+    (r"(?P<name>[a-z_][\w']*)\s+::\s", "function"),  # haskell signature
+]
+_GENERIC_RE = [(re.compile(p), k) for p, k in _GENERIC_PATTERNS]
+# A line can only match a pattern above if its first word is one of these, or if it has one of
+# the _HINTS (cheap test before the regexes).
+_FIRST_WORDS = frozenset(
+    """export public private protected internal open override static async pub inline suspend final
+    abstract local extern tailrec operator infix data sealed default def defp func fun fn function sub
+    proc procedure method class struct interface trait protocol object record union extension actor case
+    value annotation enum defmodule module namespace package mod defmacro defmacrop macro defguard
+    defstruct defprotocol defimpl defrecord deftype const typealias type newtype instance message service
+    rpc input scalar schema query mutation subscription fragment resource variable output provider locals
+    terraform create CREATE Create""".split()  # noqa: SIM905
+)
+_HINTS = ("function", "()", " :: ", "<-")
+_FIRST_WORD_RE = re.compile(r"[A-Za-z_]+")
+_YAML_KEY_RE = re.compile(r"(?P<name>[A-Za-z_\"'][^:#\"']*[\"']?)\s*:(?:\s|$)")
+_TOML_TABLE_RE = re.compile(r"\[\[?(?P<name>[^\]]+)\]\]?\s*(?:#.*)?$")
+_COMMENT_PREFIXES = ("#", "//", "--", ";", "/*", "*", "%", "@", "\"\"\"", "'''", "(*", "{-", "<!--")
+_PROSE_LANGUAGES = {"rst", "text", "markdown"}
+_RST_UNDERLINE_RE = re.compile(r"^([=\-~^\"'`#*+:.<>_])\1{2,}\s*$")
+_MAX_SCAN_LINE = 400
+
+
+@dataclass
+class _Cand:
+    row: int
+    indent: int
+    name: str
+    kind: str
+    sig: str
+
+
+def _indent_of(line: str) -> int:
+    n = 0
+    for ch in line:
+        if ch == " ":
+            n += 1
+        elif ch == "\t":
+            n += 4
+        else:
+            break
+    return n
+
+
+def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
+    out: list[_Cand] = []
+    extra = None
+    if language == "yaml":
+        extra = _YAML_KEY_RE
+    elif language == "toml":
+        extra = _TOML_TABLE_RE
+    for row, line in enumerate(lines):
+        if not line or len(line) > _MAX_SCAN_LINE:
+            continue
+        stripped = line.lstrip()
+        if not stripped or stripped[0] in "#/;%*" or (extra is None and stripped[0] in "\"'"):
+            continue
+        indent = _indent_of(line)
+        if extra is not None:
+            if indent == 0 or extra is _TOML_TABLE_RE:
+                m = extra.match(stripped)
+                if m and m.group("name"):
+                    kind = "table" if extra is _TOML_TABLE_RE else "key"
+                    out.append(_Cand(row, indent, m.group("name").strip().strip("\"'"), kind, stripped))
+            continue
+        first = _FIRST_WORD_RE.match(stripped)
+        if not (
+            (first is not None and first.group() in _FIRST_WORDS)
+            or stripped[0] == "<"
+            or any(h in stripped for h in _HINTS)
+        ):
+            continue
+        for regex, kind in _GENERIC_RE:
+            m = regex.match(stripped)
+            if m:
+                name = (m.group("name") or "").strip() or stripped.split("(")[0].split("{")[0].strip()
+                out.append(_Cand(row, indent, name[:120], kind, stripped))
+                break
+    return out
+
+
+def _rst_candidates(lines: list[str]) -> tuple[list[_Cand], dict[int, int]]:
+    """reStructuredText section titles (underlined, optionally overlined): candidates and levels."""
+    out: list[_Cand] = []
+    levels: dict[int, int] = {}
+    styles: dict[tuple[str, bool], int] = {}
+    n = len(lines)
+    row = 0
+    while row < n - 1:
+        title = lines[row]
+        under = lines[row + 1]
+        if (
+            title.strip()
+            and not title[0].isspace()
+            and len(title) <= _MAX_SCAN_LINE
+            and _RST_UNDERLINE_RE.match(under)
+            and len(under.rstrip()) >= len(title.rstrip())
+            and not _RST_UNDERLINE_RE.match(title)
+        ):
+            start = row
+            over = row > 0 and lines[row - 1].rstrip() == under.rstrip()
+            if over:
+                start = row - 1
+            style = (under[0], over)
+            level = styles.setdefault(style, len(styles) + 1)
+            out.append(_Cand(start, 0, title.strip()[:200], "heading", title.strip()))
+            levels[start] = level
+            row += 2
+            continue
+        row += 1
+    return out, levels
+
+
+def _attach_comments(lines: list[str], row: int, floor: int) -> int:
+    """Move a definition's start up over the comments/decorators directly above it."""
+    start = row
+    while start - 1 > floor:
+        prev = lines[start - 1].strip()
+        if not prev or not prev.startswith(_COMMENT_PREFIXES):
+            break
+        start -= 1
+    return start
+
+
+def chunk_fallback(
+    path: str,
+    text: str,
+    language: str | None = None,
+    *,
+    max_lines: int = MAX_LINES,
+    max_chars: int = MAX_CHARS,
+    overlap: int = OVERLAP_LINES,
+) -> list[Chunk]:
+    """Chunk any text by definition-looking lines (code) or section titles (rst) and size caps."""
+    caps = Caps(max_lines, max_chars, overlap).normalized()
+    lines = split_lines(text)
+    index = LineIndex(lines)
+    n = len(lines)
+    if not text.strip():
+        return []
+    table = DefTable()
+    headings: dict[int, str] = {}
+    if language in _PROSE_LANGUAGES:
+        if language == "rst" or (path or "").lower().endswith((".rst", ".rest")):
+            cands, levels = _rst_candidates(lines)
+            stack: list[tuple[int, str]] = []
+            for cand in cands:
+                level = levels[cand.row]
+                while stack and stack[-1][0] >= level:
+                    stack.pop()
+                stack.append((level, cand.name))
+                headings[cand.row] = " > ".join(title for _, title in stack)
+                title_row = cand.row + 1 if lines[cand.row].strip() != cand.sig else cand.row
+                table.add(title_row, Definition(cand.name, "heading", title_row + 1), "")
+        else:
+            cands = []
+        with_signature = False
+    else:
+        cands = _code_candidates(lines, language)
+        for cand in cands:
+            table.add(cand.row, Definition(cand.name, cand.kind, cand.row + 1), clip_signature(cand.sig))
+        with_signature = True
+    table.sort()
+
+    def split(lo: int, hi: int, heading: str, base_indent: int, depth: int) -> list[Piece]:
+        inner = [c for c in cands if lo <= c.row <= hi and c.indent > base_indent]
+        if base_indent < 0:
+            inner = [c for c in inner if c.indent == 0]
+        elif inner:
+            level = min(c.indent for c in inner)
+            inner = [c for c in inner if c.indent == level and c.row > lo]
+        if not inner or depth > 8:
+            return [Piece(lo, hi, heading)]
+        starts: list[tuple[int, bool, object]] = []
+        floor = lo - 1
+        for cand in inner:
+            start = _attach_comments(lines, cand.row, floor) if with_signature else cand.row
+            starts.append((start, True, cand))
+            floor = cand.row
+        units: list[Unit] = []
+        for start, end, cand in make_units(starts, lo, hi):
+            if not isinstance(cand, _Cand):
+                units.append(Unit(start, end))
+                continue
+            if headings:
+                sub_heading = headings.get(cand.row, heading)
+                units.append(Unit(start, end, True, heading=sub_heading, split=_fixed_heading(sub_heading)))
+                continue
+            label = f"{cand.kind} {cand.name}".strip()
+            sub_heading = f"{heading} > {label}" if heading else label
+
+            def sub(s: int, e: int, _c: _Cand = cand, _h: str = sub_heading) -> list[Piece]:
+                pieces = split(s, e, _h, _c.indent, depth + 1)
+                if len(pieces) == 1:
+                    pieces[0].heading = heading
+                    pieces[0].context = clip_signature(_c.sig)
+                    pieces[0].context_row = _c.row
+                return pieces
+
+            units.append(Unit(start, end, True, clip_signature(cand.sig), cand.row, split=sub))
+        return group_units(units, index, caps, heading)
+
+    pieces = split(0, n - 1, "", -1, 0)
+    return pieces_to_chunks(index, pieces, table, caps, with_signature=with_signature)
+
+
+def _fixed_heading(heading: str) -> Callable[[int, int], list[Piece]]:
+    def sub(s: int, e: int) -> list[Piece]:
+        return [Piece(s, e, heading)]
+
+    return sub

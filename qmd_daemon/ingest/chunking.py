@@ -1,0 +1,69 @@
+"""Split a file's text into chunks: markdown by headings, code by symbols, the rest by heuristics.
+
+`chunk_text` never raises: a chunker that fails falls back to the regex chunker, and that one to
+plain line windows. Lines are 1-based inclusive; a chunk's text is exactly its lines joined with
+"\\n" (a "\\r" before the newline dropped), except that a single enormous line is cut by
+characters into several chunks of that one line.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from qmd_daemon.ingest.chunk_code import SUPPORTED_LANGUAGES, chunk_code
+from qmd_daemon.ingest.chunk_fallback import (
+    MAX_CHARS,
+    MAX_LINES,
+    OVERLAP_LINES,
+    Caps,
+    chunk_fallback,
+    plain_chunks,
+)
+from qmd_daemon.ingest.chunk_markdown import chunk_markdown
+from qmd_daemon.ingest.chunk_model import Chunk
+from qmd_daemon.ingest.languages import language_of
+
+log = logging.getLogger(__name__)
+
+__all__ = ["MAX_CHARS", "MAX_LINES", "OVERLAP_LINES", "SUPPORTED_LANGUAGES", "chunk_text"]
+
+
+def chunk_text(
+    path: str,
+    text: str,
+    language: str | None = None,
+    *,
+    max_lines: int = MAX_LINES,
+    max_chars: int = MAX_CHARS,
+    overlap: int = OVERLAP_LINES,
+) -> list[Chunk]:
+    """Chunks of one file. `language` as in `languages.language_of` (None: guessed from the path).
+
+    Empty or whitespace-only text gives no chunks.
+    """
+    if isinstance(text, bytes | bytearray):
+        text = bytes(text).decode("utf-8", "replace")
+    elif not isinstance(text, str):
+        text = str(text)
+    if not text or text.isspace():
+        return []
+    if language is None:
+        try:
+            language = language_of(path or "")
+        except Exception:
+            language = None
+    sizes = {"max_lines": max_lines, "max_chars": max_chars, "overlap": overlap}
+    try:
+        if language == "markdown":
+            return chunk_markdown(path, text, language, **sizes)
+        if language in SUPPORTED_LANGUAGES:
+            chunks = chunk_code(path, text, language, **sizes)
+            if chunks is not None:
+                return chunks
+    except Exception:  # a parser or chunker bug must not stop indexing
+        log.warning("chunking %s as %s failed; using the fallback", path, language, exc_info=True)
+    try:
+        return chunk_fallback(path, text, language, **sizes)
+    except Exception:
+        log.warning("fallback chunking of %s failed; using plain windows", path, exc_info=True)
+    return plain_chunks(text, Caps(max_lines, max_chars, overlap))

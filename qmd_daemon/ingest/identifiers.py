@@ -1,0 +1,43 @@
+"""Code-aware word splitting shared by indexing and querying.
+
+`getUserName`, `get_user_name` and `get-user-name` all yield `get user name`, so a query in
+words finds identifiers and a query by identifier finds the words.
+"""
+
+from __future__ import annotations
+
+import re
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def split_identifier(word: str) -> list[str]:
+    """Parts of a compound identifier, lowercased; [] when the word is not compound."""
+    parts: list[str] = []
+    for piece in word.split("_"):
+        parts.extend(m.group(0).lower() for m in _CAMEL.finditer(piece))
+    parts = [p for p in parts if p]
+    return parts if len(parts) > 1 else []
+
+
+def identifier_parts_text(text: str) -> str:
+    """The parts of every compound identifier in text, space-separated (one run per occurrence)."""
+    out: list[str] = []
+    for match in IDENTIFIER.finditer(text):
+        word = match.group(0)
+        if len(word) > 2 and (("_" in word.strip("_")) or not (word.islower() or word.isupper())):
+            out.extend(split_identifier(word))
+    return " ".join(out)
+
+
+def looks_like_symbol(word: str) -> bool:
+    """A token a programmer would type as an identifier (semble's rule, plus dotted names)."""
+    core = word.strip("`()")
+    if not core or " " in core:
+        return False
+    if "." in core or "::" in core:
+        return all(IDENTIFIER.fullmatch(p) for p in re.split(r"\.|::", core) if p)
+    if not IDENTIFIER.fullmatch(core):
+        return False
+    return core.startswith("_") or core[0].isupper() or any(c.isupper() or c == "_" for c in core[1:])

@@ -1,0 +1,1 @@
+"""The search pipeline: parse, retrieve (lexical, vector), fuse, rerank, score, shape results."""

@@ -1,0 +1,76 @@
+"""BM25 over chunks with FTS5: all terms first, then any term, so a query never comes back empty
+just because one word is missing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qmd_daemon.ingest.identifiers import split_identifier
+from qmd_daemon.search.query import ParsedQuery
+from qmd_daemon.store.connection import OperationalError
+from qmd_daemon.store.index_store import IndexStore
+
+# bm25 column weights: path, symbols (defined names), body.
+DEFAULT_WEIGHTS = (2.0, 4.0, 1.0)
+
+
+def _quote(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+def term_group(term: str) -> str:
+    """A term, or for a compound identifier: the whole token or all of its parts."""
+    parts = split_identifier(term)
+    whole = _quote(term.lower())
+    if not parts:
+        return whole
+    return f"({whole} OR ({' AND '.join(_quote(p) for p in parts)}))"
+
+
+def _exclusion(parsed: ParsedQuery) -> str:
+    if not parsed.excludes:
+        return ""
+    return " NOT (" + " OR ".join(_quote(e) for e in parsed.excludes) + ")"
+
+
+def match_expressions(parsed: ParsedQuery) -> list[str]:
+    """FTS5 MATCH strings, strictest first: phrases and all terms, then any term."""
+    groups = [term_group(t) for t in parsed.terms]
+    phrases = [_quote(p) for p in parsed.phrases]
+    if not groups and not phrases:
+        return []
+    tail = _exclusion(parsed)
+    strict = " AND ".join(phrases + groups) + tail
+    expressions = [strict]
+    if len(groups) > 1 or (groups and phrases):
+        loose = " OR ".join(groups)
+        expressions.append((f"({loose})" if phrases or tail else loose) + tail)
+    return expressions
+
+
+@dataclass
+class LexicalHit:
+    chunk_id: int
+    score: float  # bm25, larger is better
+    strict: bool  # matched every term
+
+
+def lexical_search(
+    store: IndexStore,
+    parsed: ParsedQuery,
+    collection_ids: list[int],
+    limit: int = 200,
+    weights: tuple[float, float, float] = DEFAULT_WEIGHTS,
+) -> list[LexicalHit]:
+    hits: dict[int, LexicalHit] = {}
+    for index, expression in enumerate(match_expressions(parsed)):
+        try:
+            rows = store.fts_search(expression, collection_ids, limit, weights)
+        except OperationalError:
+            continue  # an expression FTS5 rejects (e.g. only NOT terms) contributes nothing
+        for chunk_id, score in rows:
+            if chunk_id not in hits:
+                hits[chunk_id] = LexicalHit(chunk_id, score, strict=index == 0)
+        if len(hits) >= limit:
+            break
+    return sorted(hits.values(), key=lambda h: (not h.strict, -h.score))

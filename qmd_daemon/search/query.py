@@ -1,0 +1,100 @@
+"""Understanding what was asked: typed lines, phrases, exclusions, identifiers, plain words."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from qmd_daemon.ingest.identifiers import looks_like_symbol, split_identifier
+
+STOPWORDS = frozenset(
+    """
+    a an and are as at be but by can could do does did done for from had has have how i if in into
+    is it its me my of on or our should so than that the their them then there these this those to
+    too via was we were what when where which while who whom why will with would you your use used
+    uses using get gets implemented implement implementation happen happens handle handled handles
+    work works working code file files find show way ways thing things does
+    """.split()
+)
+_TYPED = re.compile(r"^\s*(lex|vec|hyde|intent)\s*:\s*(.*)$", re.IGNORECASE)
+_PHRASE = re.compile(r'"([^"]+)"')
+_EXCLUDE = re.compile(r"(?:^|\s)-([A-Za-z_][\w.-]*)")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*")
+MAX_TERMS = 40
+
+
+@dataclass
+class ParsedQuery:
+    raw: str
+    text: str  # the question in words, typed lines and syntax removed
+    terms: list[str] = field(default_factory=list)  # search words as typed, stopwords removed
+    parts: list[str] = field(default_factory=list)  # lowercased parts of compound terms
+    phrases: list[str] = field(default_factory=list)
+    excludes: list[str] = field(default_factory=list)
+    symbols: list[str] = field(default_factory=list)  # identifiers as typed (ClientSession, _request)
+    lex: list[str] = field(default_factory=list)
+    vec: list[str] = field(default_factory=list)
+    hyde: list[str] = field(default_factory=list)
+    intent: str = ""
+
+    @property
+    def is_symbol_query(self) -> bool:
+        """A bare identifier (or two): lean lexical and boost definitions."""
+        words = self.text.split()
+        return bool(self.symbols) and len(words) <= 2 and all(looks_like_symbol(w) for w in words)
+
+
+def _words(text: str) -> list[str]:
+    return [m.group(0) for m in _WORD.finditer(text)]
+
+
+def parse_query(raw: str) -> ParsedQuery:
+    parsed = ParsedQuery(raw=raw, text="")
+    plain_lines: list[str] = []
+    for line in raw.splitlines() or [raw]:
+        typed = _TYPED.match(line)
+        if not typed:
+            plain_lines.append(line)
+            continue
+        kind, body = typed.group(1).lower(), typed.group(2).strip()
+        if not body:
+            continue
+        if kind == "intent":
+            parsed.intent = body
+        else:
+            getattr(parsed, kind).append(body)
+    text = " ".join(" ".join(plain_lines).split())
+    parsed.phrases = [p.strip() for p in _PHRASE.findall(text) if p.strip()]
+    text_wo_phrases = _PHRASE.sub(" ", text)
+    parsed.excludes = [e.lower() for e in _EXCLUDE.findall(text_wo_phrases)]
+    positive = _EXCLUDE.sub(" ", text_wo_phrases)
+    parsed.text = " ".join((positive + " " + " ".join(parsed.phrases)).split())
+    words = _words(positive) + [w for lex in parsed.lex for w in _words(lex)]
+    if not words and not parsed.phrases:
+        words = [w for v in parsed.vec + parsed.hyde for w in _words(v)]
+    parsed.symbols = list(dict.fromkeys(w for w in words if looks_like_symbol(w)))
+    terms: dict[str, str] = {}
+    for word in words:
+        for piece in re.split(r"\.|::", word):
+            low = piece.lower()
+            if len(low) < 2 or low in STOPWORDS:
+                continue
+            terms.setdefault(low, piece)
+    ordered = list(terms.values())
+    if len(ordered) > MAX_TERMS:
+        # Long bug reports: keep identifiers first (they pin code), then the earliest words.
+        idents = [t for t in ordered if split_identifier(t)]
+        ordered = list(dict.fromkeys(idents + ordered))[:MAX_TERMS]
+    parsed.terms = ordered
+    parts: dict[str, None] = {}
+    for term in ordered:
+        for part in split_identifier(term):
+            if len(part) > 2 and part not in STOPWORDS:
+                parts.setdefault(part, None)
+    parsed.parts = list(parts)
+    return parsed
+
+
+def content_words(parsed: ParsedQuery) -> list[str]:
+    """Lowercased words for path and name matching: the terms and the parts of compound ones."""
+    return list(dict.fromkeys([t.lower() for t in parsed.terms] + parsed.parts))

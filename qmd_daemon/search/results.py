@@ -1,0 +1,68 @@
+"""From ranked chunks to hits an agent can use: per-file cap, snippet, related files, token budget."""
+
+from __future__ import annotations
+
+from qmd_daemon.search.candidates import Candidate
+from qmd_daemon.search.hit import Hit
+from qmd_daemon.search.snippets import best_window
+
+CHARS_PER_TOKEN = 4
+RESULT_OVERHEAD_TOKENS = 30
+
+
+def display_score(raw: float) -> float:
+    """Map an unbounded pipeline score into [0, 1), monotonic."""
+    return round(max(raw, 0.0) / (max(raw, 0.0) + 1.0), 4)
+
+
+def shape_hits(
+    ranked: list[Candidate],
+    words: list[str],
+    *,
+    limit: int,
+    per_file: int,
+    max_tokens: int | None,
+    min_score: float,
+    related: dict[int, list[str]],
+    explain: bool,
+) -> list[Hit]:
+    hits: list[Hit] = []
+    per_file_count: dict[tuple[str, str], int] = {}
+    budget = max_tokens if max_tokens and max_tokens > 0 else None
+    used = 0
+    for cand in ranked:
+        chunk = cand.chunk
+        key = (chunk.collection, chunk.path)
+        if per_file and per_file_count.get(key, 0) >= per_file:
+            continue
+        score = display_score(cand.score)
+        if score < min_score:
+            break
+        line, snippet = best_window(chunk.text, chunk.start_line, words)
+        cost = RESULT_OVERHEAD_TOKENS + len(snippet) // CHARS_PER_TOKEN
+        if budget is not None and used + cost > budget and hits:
+            break
+        used += cost
+        per_file_count[key] = per_file_count.get(key, 0) + 1
+        hit = Hit(
+            path=chunk.path,
+            line=line,
+            end_line=chunk.end_line,
+            score=score,
+            snippet=snippet,
+            collection=chunk.collection,
+            symbol=chunk.symbols.split(" ")[0] if chunk.symbols else "",
+            kind=chunk.kind,
+            related=related.get(chunk.file_id, [])[:5],
+        )
+        if explain:
+            hit.explain = {
+                "chunk_lines": [chunk.start_line, chunk.end_line],
+                "ranks": dict(cand.ranks),
+                "boosts": dict(cand.boosts),
+                "raw_score": round(cand.score, 4),
+            }
+        hits.append(hit)
+        if len(hits) >= limit:
+            break
+    return hits

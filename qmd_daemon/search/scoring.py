@@ -1,0 +1,139 @@
+"""Code-aware score adjustments, each a small rule with its own weight (all in ScoringWeights).
+
+Ideas from semble and gsd-qdrant-knowledge; every weight was kept only where the dev eval showed
+it helping (bench/retrieval.py runs the ablations).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from qmd_daemon.ingest.identifiers import split_identifier
+from qmd_daemon.search.candidates import Candidate
+from qmd_daemon.search.query import ParsedQuery, content_words
+
+
+@dataclass(frozen=True)
+class ScoringWeights:
+    definition: float = 3.0  # x top score, for chunks defining a queried symbol
+    definition_stem: float = 1.5  # extra factor when the file stem is the symbol
+    path_words: float = 0.5  # x top score x fraction of query words in the file stem/folder
+    coherence: float = 0.2  # x top score x the file's share of candidate score
+    test_penalty: float = 0.3
+    example_penalty: float = 0.3
+    compat_penalty: float = 0.3
+    init_penalty: float = 0.5
+    dts_penalty: float = 0.7
+    saturation: float = 0.5  # each further chunk of an already-ranked file
+
+
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|testing|__tests__|spec|specs)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+|conftest\.py)$"
+)
+_EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|docs_src)/")
+_COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|v1|single_include)/|(^|/)[^/]*compat[^/]*\.\w+$")
+
+
+def is_test_path(path: str) -> bool:
+    return bool(_TEST_PATH.search(path.lower()))
+
+
+def _stem_words(path: str) -> set[str]:
+    pure = PurePosixPath(path)
+    stem = pure.name.split(".")[0]
+    words = {stem.lower(), *split_identifier(stem)}
+    if pure.parent.name:
+        words |= {pure.parent.name.lower(), *split_identifier(pure.parent.name)}
+    return {w for w in words if w}
+
+
+def _word_matches(word: str, names: set[str]) -> bool:
+    if word in names:
+        return True
+    if len(word) < 3:
+        return False
+    return any(n.startswith(word) or (len(n) >= 3 and word.startswith(n)) for n in names)
+
+
+def path_word_boost(cands: list[Candidate], parsed: ParsedQuery, top: float, weights: ScoringWeights) -> None:
+    words = content_words(parsed)
+    if not words or weights.path_words == 0:
+        return
+    for cand in cands:
+        names = _stem_words(cand.chunk.path)
+        matched = sum(1 for w in words if _word_matches(w, names))
+        cand.add("path_words", weights.path_words * top * matched / len(words))
+
+
+def _stem(path: str) -> str:
+    return PurePosixPath(path).name.split(".")[0].lower()
+
+
+def definition_boost(
+    cands: list[Candidate],
+    parsed: ParsedQuery,
+    top: float,
+    weights: ScoringWeights,
+    defined: dict[int, set[str]],
+) -> None:
+    """`defined`: chunk id -> lowercased query symbols that chunk defines."""
+    if not parsed.symbols or weights.definition == 0:
+        return
+    factor = 1.0 if parsed.is_symbol_query else 0.5
+    for cand in cands:
+        names = defined.get(cand.chunk.id)
+        if not names:
+            continue
+        amount = weights.definition * top * factor
+        stem = _stem(cand.chunk.path)
+        if any(stem in (n, n.replace("_", ""), n.rstrip("s")) for n in names):
+            amount *= weights.definition_stem
+        cand.add("definition", amount)
+
+
+def coherence_boost(cands: list[Candidate], top: float, weights: ScoringWeights) -> None:
+    sums: dict[str, float] = {}
+    best: dict[str, Candidate] = {}
+    for cand in cands:
+        key = cand.chunk.collection + "/" + cand.chunk.path
+        sums[key] = sums.get(key, 0.0) + max(cand.score, 0.0)
+        if key not in best or cand.score > best[key].score:
+            best[key] = cand
+    largest = max(sums.values(), default=0.0)
+    if largest <= 0:
+        return
+    for key, cand in best.items():
+        cand.add("coherence", weights.coherence * top * sums[key] / largest)
+
+
+def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: ScoringWeights) -> None:
+    asked = {w.lower() for w in parsed.terms}
+    wants_tests = bool(asked & {"test", "tests", "testing", "spec", "fixture", "fixtures", "conftest"})
+    wants_examples = bool(asked & {"example", "examples", "sample", "demo", "tutorial"})
+    for cand in cands:
+        path = cand.chunk.path.lower()
+        if not wants_tests and is_test_path(path):
+            cand.scale("test_path", weights.test_penalty)
+        if not wants_examples and _EXAMPLE_PATH.search(path):
+            cand.scale("example_path", weights.example_penalty)
+        if _COMPAT_PATH.search(path):
+            cand.scale("compat_path", weights.compat_penalty)
+        name = PurePosixPath(path).name
+        if name in ("__init__.py", "package-info.java", "index.js", "index.ts", "mod.rs"):
+            cand.scale("package_init", weights.init_penalty)
+        if name.endswith(".d.ts"):
+            cand.scale("type_declarations", weights.dts_penalty)
+
+
+def saturate(ranked: list[Candidate], weights: ScoringWeights) -> list[Candidate]:
+    """Each further chunk of a file is worth less, so one file does not fill the page."""
+    seen: dict[str, int] = {}
+    for cand in ranked:
+        key = cand.chunk.collection + "/" + cand.chunk.path
+        count = seen.get(key, 0)
+        if count:
+            cand.scale("file_saturation", weights.saturation**count)
+        seen[key] = count + 1
+    return sorted(ranked, key=lambda c: -c.score)

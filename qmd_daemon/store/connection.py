@@ -1,0 +1,69 @@
+"""Opening the index with a SQLite build that can load sqlite-vec.
+
+Many Python builds (this machine's pyenv python among them) cannot load SQLite extensions, so an
+extension-capable binding from PyPI (pysqlite3-binary) is preferred, then the stdlib module when
+it can load extensions. Without either, lexical search still works and vectors are reported off.
+"""
+
+from __future__ import annotations
+
+import sqlite3 as _stdlib_sqlite3
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from qmd_daemon.errors import IndexDatabaseError
+
+
+def _pick_module() -> ModuleType:
+    try:
+        import pysqlite3.dbapi2 as module  # type: ignore[import-not-found]
+
+        return module
+    except ImportError:
+        return _stdlib_sqlite3
+
+
+sqlite = _pick_module()
+DatabaseError: type[Exception] = sqlite.DatabaseError
+OperationalError: type[Exception] = sqlite.OperationalError
+Connection = Any  # the binding's Connection class (pysqlite3 or stdlib): same DB-API surface
+
+
+def _load_vec(conn: Any) -> bool:
+    if not hasattr(conn, "enable_load_extension"):
+        return False
+    try:
+        import sqlite_vec
+
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        return True
+    except (ImportError, AttributeError, sqlite.OperationalError):
+        return False
+
+
+def connect(path: Path, *, readonly: bool = False) -> tuple[Any, bool]:
+    """Open (creating if needed) the index; returns the connection and whether sqlite-vec loaded."""
+    if path.exists() and path.is_dir():
+        raise IndexDatabaseError(f"index path {path} is a folder, not a SQLite file")
+    if not readonly:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    target = f"file:{path}?mode=ro" if readonly else str(path)
+    try:
+        conn = sqlite.connect(
+            target, uri=readonly, timeout=30.0, isolation_level=None, check_same_thread=False
+        )
+        conn.execute("PRAGMA busy_timeout = 30000")
+        if not readonly:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite.DatabaseError as exc:
+        raise IndexDatabaseError(
+            f"index {path} is not a usable SQLite database ({exc}); move it away and run "
+            "`qmd-daemon update` to rebuild it"
+        ) from None
+    return conn, _load_vec(conn)

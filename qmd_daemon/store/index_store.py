@@ -1,0 +1,338 @@
+"""Typed reads and writes on the index. Callers hold one transaction per collection update."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from qmd_daemon.ingest.chunk_model import Chunk
+from qmd_daemon.ingest.identifiers import identifier_parts_text
+from qmd_daemon.store.connection import connect
+from qmd_daemon.store.schema import migrate
+
+
+@dataclass(frozen=True)
+class FileState:
+    id: int
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: int
+    file_id: int
+    collection: str
+    path: str
+    kind: str
+    language: str | None
+    start_line: int
+    end_line: int
+    text: str
+    symbols: str
+    signature: str
+    heading: str
+    hash: str
+
+
+_CHUNK_SELECT = """
+    SELECT c.id, c.file_id, col.name, f.path, f.kind, f.language, c.start_line, c.end_line,
+           c.text, c.symbols, c.signature, c.heading, c.hash
+    FROM chunks c JOIN files f ON f.id = c.file_id JOIN collections col ON col.id = f.collection_id
+"""
+
+
+def fts_body(chunk: Chunk) -> str:
+    return chunk.text + "\n" + identifier_parts_text(chunk.text)
+
+
+def fts_symbols(chunk: Chunk) -> str:
+    names = " ".join(chunk.symbols)
+    return names + " " + identifier_parts_text(names)
+
+
+def fts_path(path: str) -> str:
+    return path + " " + identifier_parts_text(path)
+
+
+class IndexStore:
+    def __init__(self, path: Path):
+        self.path = path
+        self.conn, self.has_vec = connect(path)
+        migrate(self.conn, str(path))
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction: everything inside lands together or not at all."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # -- collections ---------------------------------------------------------------------------
+
+    def ensure_collection(self, name: str, root: Path) -> int:
+        row = self.conn.execute("SELECT id, root FROM collections WHERE name = ?", (name,)).fetchone()
+        if row:
+            if row[1] != str(root):
+                self.conn.execute("UPDATE collections SET root = ? WHERE id = ?", (str(root), row[0]))
+            return int(row[0])
+        cur = self.conn.execute("INSERT INTO collections (name, root) VALUES (?, ?)", (name, str(root)))
+        return int(cur.lastrowid)
+
+    def collection_id(self, name: str) -> int | None:
+        row = self.conn.execute("SELECT id FROM collections WHERE name = ?", (name,)).fetchone()
+        return int(row[0]) if row else None
+
+    def remove_collection(self, name: str) -> None:
+        self.conn.execute("DELETE FROM collections WHERE name = ?", (name,))
+
+    def mark_updated(self, collection_id: int) -> None:
+        self.conn.execute("UPDATE collections SET updated_at = ? WHERE id = ?", (time.time(), collection_id))
+
+    def collection_stats(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            """SELECT col.name, col.root, col.updated_at,
+                      (SELECT count(*) FROM files f WHERE f.collection_id = col.id),
+                      (SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id
+                        WHERE f.collection_id = col.id)
+               FROM collections col ORDER BY col.name"""
+        ).fetchall()
+        return [{"name": r[0], "root": r[1], "updated_at": r[2], "files": r[3], "chunks": r[4]} for r in rows]
+
+    # -- files ---------------------------------------------------------------------------------
+
+    def file_states(self, collection_id: int) -> dict[str, FileState]:
+        rows = self.conn.execute(
+            "SELECT path, id, size, mtime_ns, hash FROM files WHERE collection_id = ?", (collection_id,)
+        )
+        return {r[0]: FileState(r[1], r[2], r[3], r[4]) for r in rows}
+
+    def touch_file(self, file_id: int, size: int, mtime_ns: int) -> None:
+        self.conn.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, file_id))
+
+    def delete_files(self, file_ids: Iterable[int]) -> None:
+        self.conn.executemany("DELETE FROM files WHERE id = ?", [(i,) for i in file_ids])
+
+    def write_file(
+        self,
+        collection_id: int,
+        path: str,
+        *,
+        size: int,
+        mtime_ns: int,
+        content_hash: str,
+        language: str | None,
+        kind: str,
+        line_count: int,
+        chunks: list[Chunk],
+    ) -> tuple[int, int]:
+        """Store a new or changed file; only chunks whose content changed are rewritten.
+
+        Returns (chunks added, chunks removed).
+        """
+        row = self.conn.execute(
+            "SELECT id FROM files WHERE collection_id = ? AND path = ?", (collection_id, path)
+        ).fetchone()
+        if row is None:
+            cur = self.conn.execute(
+                """INSERT INTO files (collection_id, path, size, mtime_ns, hash, language, kind, line_count)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                (collection_id, path, size, mtime_ns, content_hash, language, kind, line_count),
+            )
+            file_id = int(cur.lastrowid)
+            existing: dict[str, list[int]] = {}
+        else:
+            file_id = int(row[0])
+            self.conn.execute(
+                """UPDATE files SET size = ?, mtime_ns = ?, hash = ?, language = ?, kind = ?, line_count = ?
+                   WHERE id = ?""",
+                (size, mtime_ns, content_hash, language, kind, line_count, file_id),
+            )
+            existing = {}
+            for chunk_id, chunk_hash in self.conn.execute(
+                "SELECT id, hash FROM chunks WHERE file_id = ? ORDER BY seq", (file_id,)
+            ):
+                existing.setdefault(chunk_hash, []).append(int(chunk_id))
+        added = 0
+        for seq, chunk in enumerate(chunks):
+            reusable = existing.get(chunk.content_hash)
+            if reusable:
+                self.conn.execute(
+                    "UPDATE chunks SET seq = ?, start_line = ?, end_line = ? WHERE id = ?",
+                    (seq, chunk.start_line, chunk.end_line, reusable.pop(0)),
+                )
+                continue
+            self._insert_chunk(file_id, path, seq, chunk)
+            added += 1
+        stale = [chunk_id for ids in existing.values() for chunk_id in ids]
+        self.conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in stale])
+        return added, len(stale)
+
+    def _insert_chunk(self, file_id: int, path: str, seq: int, chunk: Chunk) -> None:
+        cur = self.conn.execute(
+            """INSERT INTO chunks
+                 (file_id, seq, start_line, end_line, text, symbols, signature, heading, hash)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                file_id,
+                seq,
+                chunk.start_line,
+                chunk.end_line,
+                chunk.text,
+                " ".join(chunk.symbols),
+                chunk.signature,
+                chunk.heading,
+                chunk.content_hash,
+            ),
+        )
+        chunk_id = int(cur.lastrowid)
+        self.conn.execute(
+            "INSERT INTO chunks_fts (rowid, path, symbols, body) VALUES (?, ?, ?, ?)",
+            (chunk_id, fts_path(path), fts_symbols(chunk), fts_body(chunk)),
+        )
+        self.conn.executemany(
+            "INSERT INTO definitions (chunk_id, name, kind, line) VALUES (?, ?, ?, ?)",
+            [(chunk_id, d.name, d.kind, d.line) for d in chunk.definitions],
+        )
+
+    def indexed_paths(self, collection_id: int) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT path FROM files WHERE collection_id = ? ORDER BY path", (collection_id,)
+        )
+        return [r[0] for r in rows]
+
+    def file_text(self, collection_id: int, path: str) -> str | None:
+        """The file's indexed text, rebuilt from its chunks (overlaps removed)."""
+        rows = self.conn.execute(
+            """SELECT c.start_line, c.text FROM chunks c JOIN files f ON f.id = c.file_id
+               WHERE f.collection_id = ? AND f.path = ? ORDER BY c.seq""",
+            (collection_id, path),
+        ).fetchall()
+        if not rows:
+            return None
+        lines: dict[int, str] = {}
+        for start, text in rows:
+            for offset, line in enumerate(text.split("\n")):
+                lines.setdefault(start + offset, line)
+        return "\n".join(lines[n] for n in sorted(lines))
+
+    # -- links ---------------------------------------------------------------------------------
+
+    def replace_links(self, collection_id: int, links: list[tuple[int, int, str]]) -> None:
+        self.conn.execute(
+            """DELETE FROM links WHERE doc_chunk_id IN (
+                 SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.collection_id = ?)""",
+            (collection_id,),
+        )
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO links (doc_chunk_id, code_file_id, via) VALUES (?, ?, ?)", links
+        )
+
+    def doc_chunks(self, collection_id: int) -> list[tuple[int, str]]:
+        return self.conn.execute(
+            """SELECT c.id, c.text FROM chunks c JOIN files f ON f.id = c.file_id
+               WHERE f.collection_id = ? AND f.kind = 'doc'""",
+            (collection_id,),
+        ).fetchall()
+
+    def code_files(self, collection_id: int) -> dict[str, int]:
+        rows = self.conn.execute(
+            "SELECT path, id FROM files WHERE collection_id = ? AND kind = 'code'", (collection_id,)
+        )
+        return {r[0]: int(r[1]) for r in rows}
+
+    def definition_files(self, collection_id: int) -> dict[str, set[int]]:
+        rows = self.conn.execute(
+            """SELECT d.name, c.file_id FROM definitions d JOIN chunks c ON c.id = d.chunk_id
+               JOIN files f ON f.id = c.file_id WHERE f.collection_id = ? AND f.kind = 'code'""",
+            (collection_id,),
+        )
+        out: dict[str, set[int]] = {}
+        for name, file_id in rows:
+            out.setdefault(name, set()).add(int(file_id))
+        return out
+
+    def related_paths(self, file_ids: list[int]) -> dict[int, list[str]]:
+        """For each file: the code files its doc chunks cite, or the docs that cite it."""
+        if not file_ids:
+            return {}
+        marks = ",".join("?" * len(file_ids))
+        out: dict[int, list[str]] = {}
+        rows = self.conn.execute(
+            f"""SELECT c.file_id, f.path FROM links l JOIN chunks c ON c.id = l.doc_chunk_id
+                JOIN files f ON f.id = l.code_file_id WHERE c.file_id IN ({marks})
+                UNION
+                SELECT l.code_file_id, df.path FROM links l JOIN chunks c ON c.id = l.doc_chunk_id
+                JOIN files df ON df.id = c.file_id WHERE l.code_file_id IN ({marks})""",
+            [*file_ids, *file_ids],
+        )
+        for file_id, path in rows:
+            bucket = out.setdefault(int(file_id), [])
+            if path not in bucket:
+                bucket.append(path)
+        return out
+
+    # -- reads for search ----------------------------------------------------------------------
+
+    def fts_search(
+        self, match: str, collection_ids: list[int], limit: int, weights: tuple[float, float, float]
+    ) -> list[tuple[int, float]]:
+        """(chunk id, bm25) best first; bm25 is negated so that larger is better."""
+        marks = ",".join("?" * len(collection_ids))
+        rows = self.conn.execute(
+            f"""SELECT chunks_fts.rowid, bm25(chunks_fts, ?, ?, ?) AS score
+                FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+                JOIN files f ON f.id = c.file_id
+                WHERE chunks_fts MATCH ? AND f.collection_id IN ({marks})
+                ORDER BY score LIMIT ?""",
+            (*weights, match, *collection_ids, limit),
+        ).fetchall()
+        return [(int(r[0]), -float(r[1])) for r in rows]
+
+    def chunks_by_ids(self, chunk_ids: list[int]) -> dict[int, ChunkRow]:
+        if not chunk_ids:
+            return {}
+        marks = ",".join("?" * len(chunk_ids))
+        rows = self.conn.execute(f"{_CHUNK_SELECT} WHERE c.id IN ({marks})", chunk_ids)
+        return {int(r[0]): ChunkRow(*r) for r in rows}
+
+    def chunks_defining(self, names: list[str], collection_ids: list[int]) -> list[tuple[int, str, str]]:
+        """(chunk id, name, kind) for chunks that define any of names (case-insensitive)."""
+        if not names or not collection_ids:
+            return []
+        name_marks = ",".join("?" * len(names))
+        col_marks = ",".join("?" * len(collection_ids))
+        return self.conn.execute(
+            f"""SELECT d.chunk_id, d.name, d.kind FROM definitions d JOIN chunks c ON c.id = d.chunk_id
+                JOIN files f ON f.id = c.file_id
+                WHERE d.name COLLATE NOCASE IN ({name_marks}) AND f.collection_id IN ({col_marks})""",
+            [*names, *collection_ids],
+        ).fetchall()
+
+    def chunks_of_files_named(self, stems: list[str], collection_ids: list[int]) -> list[int]:
+        """First chunks of files whose stem is one of stems: such files are candidates by name."""
+        if not stems or not collection_ids:
+            return []
+        col_marks = ",".join("?" * len(collection_ids))
+        clauses = " OR ".join("f.path LIKE ? OR f.path LIKE ?" for _ in stems)
+        params: list[Any] = []
+        for stem in stems:
+            params.extend([f"%/{stem}.%", f"{stem}.%"])
+        rows = self.conn.execute(
+            f"""SELECT min(c.id) FROM chunks c JOIN files f ON f.id = c.file_id
+                WHERE f.collection_id IN ({col_marks}) AND ({clauses}) GROUP BY f.id LIMIT 50""",
+            [*collection_ids, *params],
+        )
+        return [int(r[0]) for r in rows]

@@ -1,0 +1,113 @@
+"""Schema and migrations. Each migration is a list of statements run in one transaction.
+
+A database written by a newer qmd-daemon is refused with a clear error rather than altered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qmd_daemon.errors import IndexDatabaseError
+
+# FTS: `porter` stems natural-language words; tokenchars '_' keeps snake_case identifiers whole,
+# and the indexer appends their parts (and camelCase parts) so both forms match.
+_V1 = [
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE collections (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        root TEXT NOT NULL,
+        updated_at REAL
+    )""",
+    """CREATE TABLE files (
+        id INTEGER PRIMARY KEY,
+        collection_id INTEGER NOT NULL REFERENCES collections(id) ON DELETE CASCADE,
+        path TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        hash TEXT NOT NULL,
+        language TEXT,
+        kind TEXT NOT NULL,
+        line_count INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (collection_id, path)
+    )""",
+    """CREATE TABLE chunks (
+        id INTEGER PRIMARY KEY,
+        file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        start_line INTEGER NOT NULL,
+        end_line INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        symbols TEXT NOT NULL DEFAULT '',
+        signature TEXT NOT NULL DEFAULT '',
+        heading TEXT NOT NULL DEFAULT '',
+        hash TEXT NOT NULL
+    )""",
+    "CREATE INDEX chunks_by_file ON chunks(file_id, seq)",
+    "CREATE INDEX chunks_by_hash ON chunks(hash)",
+    """CREATE TABLE definitions (
+        chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        line INTEGER NOT NULL
+    )""",
+    "CREATE INDEX definitions_by_name ON definitions(name COLLATE NOCASE)",
+    "CREATE INDEX definitions_by_chunk ON definitions(chunk_id)",
+    """CREATE TABLE links (
+        doc_chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+        code_file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+        via TEXT NOT NULL,
+        PRIMARY KEY (doc_chunk_id, code_file_id)
+    )""",
+    "CREATE INDEX links_by_code ON links(code_file_id)",
+    """CREATE VIRTUAL TABLE chunks_fts USING fts5(
+        path, symbols, body, tokenize = "porter unicode61 tokenchars '_'"
+    )""",
+    """CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+        DELETE FROM chunks_fts WHERE rowid = old.id;
+    END""",
+    """CREATE TABLE llm_cache (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        created_at REAL NOT NULL
+    )""",
+]
+
+MIGRATIONS: dict[int, list[str]] = {1: _V1}
+SCHEMA_VERSION = max(MIGRATIONS)
+
+
+def current_version(conn: Any) -> int:
+    has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+    if not has_meta:
+        return 0
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(conn: Any, path: str) -> None:
+    """Bring the schema to SCHEMA_VERSION; each step is atomic."""
+    version = current_version(conn)
+    if version > SCHEMA_VERSION:
+        raise IndexDatabaseError(
+            f"index {path} has schema version {version}, newer than this qmd-daemon understands "
+            f"({SCHEMA_VERSION}); upgrade qmd-daemon or point QMD_INDEX_PATH elsewhere"
+        )
+    if version == 0:
+        foreign = conn.execute(
+            "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
+        ).fetchone()[0]
+        if foreign:
+            raise IndexDatabaseError(f"{path} is a SQLite database, but not a qmd-daemon index")
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in MIGRATIONS[target]:
+                conn.execute(statement)
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(target),)
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise

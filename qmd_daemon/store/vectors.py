@@ -1,0 +1,156 @@
+"""Chunk vectors in sqlite-vec.
+
+One vec0 table for the active embedding model (`chunk_vectors`, rowid = chunk id, cosine
+distance, the collection as a metadata column so the filter runs inside the KNN). The model's
+fingerprint and dimension live in `meta`; a different model drops the table and everything is
+embedded again cleanly. Identical chunks (same content hash) are embedded once: a new chunk whose
+hash already has a vector copies it.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+from qmd_daemon.store.index_store import IndexStore
+
+QUANTIZATIONS = ("float", "int8")
+
+
+def _pack(vector: Sequence[float]) -> bytes:
+    return struct.pack(f"{len(vector)}f", *vector)
+
+
+class VectorIndex:
+    """Vectors of one embedding model inside the index database."""
+
+    def __init__(self, store: IndexStore, quantization: str = "float"):
+        if quantization not in QUANTIZATIONS:
+            raise ValueError(f"quantization must be one of {QUANTIZATIONS}")
+        self.store = store
+        self.conn: Any = store.conn
+        self.quantization = quantization
+
+    @property
+    def available(self) -> bool:
+        return self.store.has_vec
+
+    def _meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def active_model(self) -> tuple[str, int, str] | None:
+        fingerprint, dim = self._meta("vector_model"), self._meta("vector_dim")
+        if not fingerprint or not dim:
+            return None
+        return fingerprint, int(dim), self._meta("vector_quantization") or "float"
+
+    def ensure(self, fingerprint: str, dim: int) -> bool:
+        """Make the table fit this model; returns True when earlier vectors were dropped."""
+        current = self.active_model()
+        if current == (fingerprint, dim, self.quantization):
+            return False
+        with self.store.transaction():
+            self.conn.execute("DROP TRIGGER IF EXISTS chunk_vectors_delete")
+            self.conn.execute("DROP TABLE IF EXISTS chunk_vectors")
+            column = f"embedding {'int8' if self.quantization == 'int8' else 'float'}[{dim}]"
+            self.conn.execute(
+                f"CREATE VIRTUAL TABLE chunk_vectors USING vec0("
+                f"collection_id integer, {column} distance_metric=cosine)"
+            )
+            self.conn.execute(
+                """CREATE TRIGGER chunk_vectors_delete AFTER DELETE ON chunks BEGIN
+                     DELETE FROM chunk_vectors WHERE rowid = old.id;
+                   END"""
+            )
+            for key, value in (
+                ("vector_model", fingerprint),
+                ("vector_dim", str(dim)),
+                ("vector_quantization", self.quantization),
+            ):
+                self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        return current is not None
+
+    def _encode(self) -> str:
+        return "vec_quantize_int8(?, 'unit')" if self.quantization == "int8" else "?"
+
+    def pending(
+        self, collection_ids: list[int] | None = None, limit: int | None = None
+    ) -> list[tuple[int, int, str]]:
+        """(chunk id, collection id, content hash) of chunks that have no vector yet."""
+        if self.active_model() is None:
+            return []
+        where = ""
+        params: list[Any] = []
+        if collection_ids:
+            where = f"AND f.collection_id IN ({','.join('?' * len(collection_ids))})"
+            params.extend(collection_ids)
+        sql = f"""SELECT c.id, f.collection_id, c.hash FROM chunks c JOIN files f ON f.id = c.file_id
+                  WHERE c.id NOT IN (SELECT rowid FROM chunk_vectors) {where} ORDER BY c.id"""
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return [(int(r[0]), int(r[1]), r[2]) for r in self.conn.execute(sql, params)]
+
+    def pending_count(self, collection_ids: list[int] | None = None) -> int:
+        if self.active_model() is None:
+            return 0
+        where, params = "", []
+        if collection_ids:
+            where = f"AND f.collection_id IN ({','.join('?' * len(collection_ids))})"
+            params = list(collection_ids)
+        return int(
+            self.conn.execute(
+                f"""SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id
+                WHERE c.id NOT IN (SELECT rowid FROM chunk_vectors) {where}""",
+                params,
+            ).fetchone()[0]
+        )
+
+    def copy_identical(self, pending: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+        """Give chunks whose content already has a vector that vector; returns those still without."""
+        left: list[tuple[int, int, str]] = []
+        with self.store.transaction():
+            for chunk_id, collection_id, content_hash in pending:
+                donor = self.conn.execute(
+                    """SELECT v.embedding FROM chunks c JOIN chunk_vectors v ON v.rowid = c.id
+                       WHERE c.hash = ? AND c.id != ? LIMIT 1""",
+                    (content_hash, chunk_id),
+                ).fetchone()
+                if donor is None:
+                    left.append((chunk_id, collection_id, content_hash))
+                    continue
+                self.conn.execute(
+                    "INSERT INTO chunk_vectors (rowid, collection_id, embedding) VALUES (?, ?, ?)",
+                    (chunk_id, collection_id, donor[0]),
+                )
+        return left
+
+    def put(self, rows: list[tuple[int, int, Sequence[float]]]) -> int:
+        """Store (chunk id, collection id, vector) in one transaction; skips chunks deleted meanwhile."""
+        written = 0
+        with self.store.transaction():
+            for chunk_id, collection_id, vector in rows:
+                if not self.conn.execute("SELECT 1 FROM chunks WHERE id = ?", (chunk_id,)).fetchone():
+                    continue
+                self.conn.execute("DELETE FROM chunk_vectors WHERE rowid = ?", (chunk_id,))
+                self.conn.execute(
+                    "INSERT INTO chunk_vectors (rowid, collection_id, embedding) "
+                    f"VALUES (?, ?, {self._encode()})",
+                    (chunk_id, collection_id, _pack(vector)),
+                )
+                written += 1
+        return written
+
+    def search(self, vector: Sequence[float], collection_ids: list[int], k: int) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) best first, filtered to the collections inside the KNN."""
+        if self.active_model() is None or not collection_ids:
+            return []
+        marks = ",".join("?" * len(collection_ids))
+        rows = self.conn.execute(
+            f"""SELECT rowid, distance FROM chunk_vectors
+                WHERE embedding MATCH {self._encode()} AND k = ? AND collection_id IN ({marks})
+                ORDER BY distance""",
+            (_pack(vector), k, *collection_ids),
+        ).fetchall()
+        return [(int(r[0]), 1.0 - float(r[1])) for r in rows]

@@ -1,0 +1,105 @@
+"""Shared fixtures: every test runs against its own QMD_DAEMON_HOME in a temp dir."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    state = tmp_path / "qmd-home"
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(state))
+    for var in ("QMD_CONFIG_DIR", "QMD_INDEX_PATH", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    return state
+
+
+@pytest.fixture
+def engine(home: Path):
+    from qmd_daemon.engine import Engine
+    from qmd_daemon.settings import Settings
+
+    eng = Engine(Settings.from_env())
+    yield eng
+    eng.close()
+
+
+def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, content in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content, encoding="utf-8")
+    return root
+
+
+def run_cli(
+    *args: str, env_home: Path, check: bool = False, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run the real console entry point in a subprocess (what a user runs)."""
+    env = dict(os.environ, QMD_DAEMON_HOME=str(env_home))
+    proc = subprocess.run(
+        [sys.executable, "-c", "from qmd_daemon.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"qmd-daemon {' '.join(args)} failed: {proc.stderr}")
+    return proc
+
+
+SAMPLE_PY = '''"""HTTP client sessions."""
+
+import asyncio
+
+
+class ClientSession:
+    """First-class interface for making HTTP requests."""
+
+    def __init__(self, connector=None):
+        self._connector = connector
+
+    async def _request(self, method, url):
+        """Perform an HTTP request through the connection pool."""
+        return await self._connector.connect(method, url)
+
+
+def parse_cookie_header(header):
+    """Split a Cookie header into name/value pairs."""
+    return dict(part.split("=", 1) for part in header.split("; "))
+'''
+
+SAMPLE_GO = """package pool
+
+// TCPConnector keeps a pool of keep-alive connections.
+type TCPConnector struct {
+    limit int
+}
+
+// Acquire returns a pooled connection or dials a new one.
+func (c *TCPConnector) Acquire(host string) error {
+    return nil
+}
+"""
+
+SAMPLE_MD = """# Guide
+
+## Sessions
+
+Use `ClientSession` to make requests; see `client.py` for details.
+
+## Cookies
+
+Cookies are parsed by parse_cookie_header.
+"""

@@ -1,0 +1,736 @@
+"""chunk_text: symbol-boundary chunking with real tree-sitter grammars, and its invariants."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from qmd_daemon.ingest.chunk_code import SUPPORTED_LANGUAGES, chunk_code, has_grammar
+from qmd_daemon.ingest.chunk_model import Chunk
+from qmd_daemon.ingest.chunking import chunk_text
+
+
+def split_file_lines(text: str) -> list[str]:
+    if "\n" not in text and "\r" in text:  # old Mac line endings
+        text = text.replace("\r", "\n")
+    lines = text.split("\n")
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def assert_valid(text: str, chunks: list[Chunk]) -> None:
+    """Lines in range, text = the lines, in order, every non-blank line covered, defs inside."""
+    lines = split_file_lines(text)
+    covered = [False] * len(lines)
+    previous_start = 0
+    for chunk in chunks:
+        assert 1 <= chunk.start_line <= chunk.end_line <= len(lines), chunk
+        assert chunk.start_line >= previous_start, "chunks out of order"
+        previous_start = chunk.start_line
+        expected = "\n".join(lines[chunk.start_line - 1 : chunk.end_line])
+        if chunk.text != expected:
+            # only a single enormous line may be cut by characters
+            assert chunk.start_line == chunk.end_line and chunk.text in expected, chunk
+        assert chunk.text.strip()
+        for definition in chunk.definitions:
+            assert chunk.start_line <= definition.line <= chunk.end_line, (definition, chunk)
+        for row in range(chunk.start_line - 1, chunk.end_line):
+            covered[row] = True
+    missing = [i + 1 for i, line in enumerate(lines) if line.strip() and not covered[i]]
+    assert not missing, f"non-blank lines not in any chunk: {missing[:10]}"
+
+
+def chunk_of(chunks: list[Chunk], name: str) -> Chunk:
+    for chunk in chunks:
+        if name in chunk.symbols:
+            return chunk
+    raise AssertionError(f"no chunk defines {name}: {[c.symbols for c in chunks]}")
+
+
+def defs_by_name(chunks: list[Chunk]) -> dict[str, tuple[str, int]]:
+    return {d.name: (d.kind, d.line) for c in chunks for d in c.definitions}
+
+
+def line_of(text: str, needle: str) -> int:
+    for i, line in enumerate(text.split("\n"), 1):
+        if needle in line:
+            return i
+    raise AssertionError(needle)
+
+
+def big_python_class(methods: int = 12, body_lines: int = 8) -> str:
+    parts = [
+        '"""HTTP client session."""',
+        "",
+        "import asyncio",
+        "from typing import Any",
+        "",
+        "",
+        "class ClientSession:",
+        '    """First-class interface for making HTTP requests."""',
+        "",
+        "    ATTRS = frozenset(['_base_url', '_connector'])",
+        "",
+    ]
+    for i in range(methods):
+        if i % 3 == 0:
+            parts.append("    @property")
+        parts.append(f"    async def method_{i}(self, url: str, *, timeout: float = 5.0) -> Any:")
+        parts.append(f'        """Do thing number {i}."""')
+        for j in range(body_lines):
+            parts.append(f"        value_{j} = await self._request('GET', url, attempt={j})  # step {j}")
+        parts.append(f"        return value_{body_lines - 1}")
+        parts.append("")
+    return "\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# python
+
+
+PY_SMALL = textwrap.dedent(
+    '''\
+    """Helpers for cookies."""
+
+    import re
+    from http.cookies import SimpleCookie
+
+    MAX_AGE = 3600
+    _COOKIE_RE = re.compile(r"(\\w+)=(\\w+)")
+
+
+    def parse_cookie(header: str) -> dict[str, str]:
+        """Parse a Cookie header."""
+        return dict(_COOKIE_RE.findall(header))
+
+
+    # Serialize one cookie.
+    @staticmethod
+    def dump_cookie(name: str, value: str) -> str:
+        return f"{name}={value}"
+
+
+    class CookieJar:
+        """Stores cookies."""
+
+        def __init__(self) -> None:
+            self._cookies = SimpleCookie()
+
+        def update(self, header: str) -> None:
+            for key, value in parse_cookie(header).items():
+                self._cookies[key] = value
+    '''
+)
+
+
+def test_python_small_file_merges_into_one_chunk_with_all_definitions() -> None:
+    chunks = chunk_text("aiohttp/cookies.py", PY_SMALL, "python")
+    assert_valid(PY_SMALL, chunks)
+    assert len(chunks) == 1
+    defs = defs_by_name(chunks)
+    assert defs["parse_cookie"] == ("function", line_of(PY_SMALL, "def parse_cookie"))
+    assert defs["dump_cookie"] == ("function", line_of(PY_SMALL, "def dump_cookie"))
+    assert defs["CookieJar"] == ("class", line_of(PY_SMALL, "class CookieJar"))
+    assert defs["__init__"][0] == "method"
+    assert defs["update"] == ("method", line_of(PY_SMALL, "def update"))
+    assert defs["MAX_AGE"][0] == "const"
+    sig = chunks[0].signature.split("\n")
+    assert "def parse_cookie(header: str) -> dict[str, str]:" in sig
+    assert len(sig) <= 5
+
+
+def test_python_boundaries_at_functions_with_decorators_and_comments() -> None:
+    chunks = chunk_text("cookies.py", PY_SMALL, "python", max_lines=10)
+    assert_valid(PY_SMALL, chunks)
+    dump = chunk_of(chunks, "dump_cookie")
+    # the comment and the decorator above the function are in its chunk
+    assert dump.start_line == line_of(PY_SMALL, "# Serialize one cookie.")
+    assert "@staticmethod" in dump.text
+    assert dump.signature.startswith("def dump_cookie(name: str, value: str) -> str:")
+    parse = chunk_of(chunks, "parse_cookie")
+    assert parse.text.rstrip().endswith("return dict(_COOKIE_RE.findall(header))")
+    # the module docstring goes into the first chunk
+    assert chunks[0].start_line == 1 and '"""Helpers for cookies."""' in chunks[0].text
+
+
+def test_python_large_class_is_split_into_methods_with_heading() -> None:
+    text = big_python_class()
+    chunks = chunk_text("aiohttp/client.py", text, "python")
+    assert_valid(text, chunks)
+    assert len(chunks) > 2
+    first = chunk_of(chunks, "ClientSession")
+    assert first.start_line == 1  # module docstring and imports glued to the class header
+    assert first.signature.split("\n")[0] == "class ClientSession:"
+    assert first.heading == "class ClientSession"
+    for i in range(12):
+        chunk = chunk_of(chunks, f"method_{i}")
+        assert chunk.heading == "class ClientSession"
+        definition = next(d for d in chunk.definitions if d.name == f"method_{i}")
+        assert definition.kind == "method"
+        assert definition.line == line_of(text, f"async def method_{i}(")
+        assert f"async def method_{i}(self, url: str, *, timeout: float = 5.0) -> Any:" in chunk.signature
+        if i % 3 == 0:  # the decorator line is in the method's chunk
+            assert chunk.start_line <= definition.line - 1
+            assert text.split("\n")[definition.line - 2].strip() == "@property"
+    # no method is cut between chunks: each method's lines are inside one chunk
+    for i in range(12):
+        start = line_of(text, f"async def method_{i}(")
+        chunk = chunk_of(chunks, f"method_{i}")
+        assert chunk.start_line <= start and start + 10 <= chunk.end_line
+    assert all(c.end_line - c.start_line + 1 <= 70 for c in chunks)
+
+
+def test_python_long_function_is_windowed_with_overlap() -> None:
+    body = "\n".join(f"    total += compute({i}, total)  # accumulate step {i}" for i in range(200))
+    text = f"def run(n: int) -> int:\n    total = 0\n{body}\n    return total\n"
+    chunks = chunk_text("run.py", text, "python", max_lines=60, overlap=4)
+    assert_valid(text, chunks)
+    assert len(chunks) >= 4
+    assert all(c.end_line - c.start_line + 1 <= 60 for c in chunks)
+    for a, b in zip(chunks, chunks[1:], strict=False):
+        assert b.start_line <= a.end_line  # a little overlap
+        assert a.end_line - b.start_line + 1 <= 4
+    assert chunks[0].definitions[0].name == "run"
+    # continuation windows keep the function's signature as context
+    assert all(c.signature.startswith("def run(n: int) -> int:") for c in chunks)
+
+
+def test_python_nested_class_heading_path() -> None:
+    inner = "\n".join(
+        f"        def m{i}(self):\n" + "\n".join(f"            x = {j}" for j in range(12)) for i in range(6)
+    )
+    text = f"class Outer:\n    class Inner:\n{inner}\n"
+    chunks = chunk_text("n.py", text, "python", max_lines=30)
+    assert_valid(text, chunks)
+    assert chunk_of(chunks, "m3").heading == "class Outer > class Inner"
+
+
+# ---------------------------------------------------------------------------------------------
+# other languages
+
+JS = textwrap.dedent(
+    """\
+    // Router utilities.
+    import { parse } from 'url';
+    const METHODS = ['get', 'post'];
+
+    /**
+     * Create a router.
+     */
+    export function createRouter(options) {
+      const stack = [];
+      return { stack, options };
+    }
+
+    export default class Router extends EventEmitter {
+      constructor(opts) {
+        super();
+        this.opts = opts;
+      }
+
+      handle(req, res, next) {
+        return next();
+      }
+    }
+
+    const toPath = (url) => parse(url).pathname;
+    """
+)
+
+TS = textwrap.dedent(
+    """\
+    import type { Request } from './request';
+
+    export interface Handler {
+      handle(req: Request): Promise<void>;
+    }
+
+    export type Middleware = (req: Request, next: () => void) => void;
+
+    export enum Method { Get = 'GET', Post = 'POST' }
+
+    export abstract class BaseHandler implements Handler {
+      private count = 0;
+      abstract handle(req: Request): Promise<void>;
+      protected log(message: string): void {
+        console.log(message);
+      }
+    }
+
+    namespace Internal {
+      export function helper(): number { return 1; }
+    }
+    """
+)
+
+TSX = textwrap.dedent(
+    """\
+    import React from 'react';
+
+    export function Button({ label }: { label: string }) {
+      return <button className="btn">{label}</button>;
+    }
+
+    export const Panel: React.FC = () => <div>panel</div>;
+    """
+)
+
+GO = textwrap.dedent(
+    """\
+    package server
+
+    import (
+    \t"fmt"
+    \t"net/http"
+    )
+
+    // MaxConns bounds the pool.
+    const MaxConns = 64
+
+    // Server serves HTTP.
+    type Server struct {
+    \tAddr string
+    \tmux  *http.ServeMux
+    }
+
+    // Handler handles one request.
+    type Handler interface {
+    \tServeHTTP(w http.ResponseWriter, r *http.Request)
+    }
+
+    // ListenAndServe starts the server.
+    func (s *Server) ListenAndServe() error {
+    \treturn http.ListenAndServe(s.Addr, s.mux)
+    }
+
+    func New(addr string) *Server {
+    \tfmt.Println("new server", addr)
+    \treturn &Server{Addr: addr, mux: http.NewServeMux()}
+    }
+    """
+)
+
+RUST = textwrap.dedent(
+    """\
+    use std::fmt;
+
+    /// A parsed URL.
+    #[derive(Debug, Clone)]
+    pub struct Url {
+        scheme: String,
+        host: String,
+    }
+
+    impl Url {
+        pub fn parse(input: &str) -> Result<Url, Error> {
+            todo!()
+        }
+
+        pub fn host(&self) -> &str {
+            &self.host
+        }
+    }
+
+    impl fmt::Display for Url {
+        fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            write!(f, "{}://{}", self.scheme, self.host)
+        }
+    }
+
+    pub trait Resolve {
+        fn resolve(&self, name: &str) -> Vec<String>;
+    }
+
+    pub enum Error { Invalid, Empty }
+
+    const DEFAULT_PORT: u16 = 80;
+    """
+)
+
+JAVA = textwrap.dedent(
+    """\
+    package com.example.http;
+
+    import java.util.List;
+
+    /** A client. */
+    @ThreadSafe
+    public class HttpClient implements AutoCloseable {
+        private final int timeout;
+
+        public HttpClient(int timeout) {
+            this.timeout = timeout;
+        }
+
+        @Override
+        public void close() {
+            pool.shutdown();
+        }
+
+        public List<String> send(Request request) throws IOException {
+            return List.of(request.url());
+        }
+    }
+
+    interface Request { String url(); }
+
+    enum Status { OK, ERROR }
+    """
+)
+
+C = textwrap.dedent(
+    """\
+    #ifndef BUFFER_H
+    #define BUFFER_H
+
+    #include <stdlib.h>
+
+    #define BUF_MAX 4096
+
+    typedef struct buffer {
+        char *data;
+        size_t len;
+    } buffer_t;
+
+    /* Allocate a buffer. */
+    buffer_t *buffer_new(size_t cap) {
+        buffer_t *b = malloc(sizeof(buffer_t));
+        b->data = malloc(cap);
+        b->len = 0;
+        return b;
+    }
+
+    void buffer_free(buffer_t *b);
+
+    #endif
+    """
+)
+
+CPP = textwrap.dedent(
+    """\
+    #include <vector>
+
+    namespace net {
+
+    template <typename T>
+    class Queue {
+     public:
+      void push(const T& item) { items_.push_back(item); }
+      bool empty() const;
+     private:
+      std::vector<T> items_;
+    };
+
+    struct Endpoint {
+      int port;
+    };
+
+    }  // namespace net
+
+    bool net::Queue<int>::empty() const { return items_.empty(); }
+    """
+)
+
+RUBY = textwrap.dedent(
+    """\
+    require 'json'
+
+    # Serializes records.
+    module Serializers
+      class JsonSerializer < Base
+        attr_reader :options
+
+        def initialize(options = {})
+          @options = options
+        end
+
+        def self.call(record)
+          new.serialize(record)
+        end
+
+        def serialize(record)
+          JSON.generate(record.to_h)
+        end
+      end
+    end
+
+    def helper
+      42
+    end
+    """
+)
+
+PHP = textwrap.dedent(
+    """\
+    <?php
+    namespace App\\Http;
+
+    use Psr\\Log\\LoggerInterface;
+
+    function helper(string $name): string {
+        return strtoupper($name);
+    }
+
+    interface Middleware {
+        public function handle($request);
+    }
+
+    /**
+     * The kernel.
+     */
+    final class Kernel implements Middleware {
+        const VERSION = '1.0';
+
+        public function __construct(private LoggerInterface $logger) {}
+
+        public function handle($request) {
+            return $this->logger->info('handled');
+        }
+    }
+    """
+)
+
+CSHARP = textwrap.dedent(
+    """\
+    using System;
+
+    namespace Shop.Orders
+    {
+        /// <summary>An order.</summary>
+        [Serializable]
+        public class Order
+        {
+            public int Id { get; set; }
+
+            public Order(int id)
+            {
+                Id = id;
+            }
+
+            public decimal Total()
+            {
+                return 0m;
+            }
+        }
+
+        public interface IOrderRepository
+        {
+            Order Find(int id);
+        }
+
+        public enum Status { Open, Closed }
+
+        public struct Money { public decimal Amount; }
+    }
+    """
+)
+
+# (language, path, text, {name: kind}, name of a container, name of a member inside it)
+CASES = [
+    ("javascript", "src/router.js", JS,
+     {"createRouter": "function", "Router": "class", "constructor": "method", "handle": "method",
+      "toPath": "function", "METHODS": "const"}, "Router", "handle"),
+    ("typescript", "src/handler.ts", TS,
+     {"Handler": "interface", "Middleware": "type", "Method": "enum", "BaseHandler": "class", "log": "method",
+      "Internal": "namespace", "helper": "function"}, "BaseHandler", "log"),
+    ("tsx", "src/button.tsx", TSX, {"Button": "function", "Panel": "function"}, None, None),
+    ("go", "server/server.go", GO,
+     {"MaxConns": "const", "Server": "struct", "Handler": "interface", "ListenAndServe": "method",
+      "New": "function"}, None, None),
+    ("rust", "src/url.rs", RUST,
+     {"Url": "struct", "parse": "method", "host": "method", "fmt::Display for Url": "impl", "Resolve": "trait",
+      "Error": "enum", "DEFAULT_PORT": "const", "fmt": "method"}, "Url", "host"),
+    ("java", "src/HttpClient.java", JAVA,
+     {"HttpClient": "class", "close": "method", "send": "method", "Request": "interface", "Status": "enum"},
+     "HttpClient", "send"),
+    ("c", "src/buffer.h", C,
+     {"BUF_MAX": "const", "buffer_t": "type", "buffer": "struct", "buffer_new": "function",
+      "buffer_free": "function"}, None, None),
+    ("cpp", "src/queue.cpp", CPP,
+     {"net": "namespace", "Queue": "class", "push": "method", "empty": "method", "Endpoint": "struct",
+      "net::Queue<int>::empty": "function"}, "Queue", "push"),
+    ("ruby", "lib/serializers.rb", RUBY,
+     {"Serializers": "module", "JsonSerializer": "class", "initialize": "method", "call": "method",
+      "serialize": "method", "helper": "function"}, "JsonSerializer", "serialize"),
+    ("php", "src/Kernel.php", PHP,
+     {"helper": "function", "Middleware": "interface", "Kernel": "class", "handle": "method",
+      "VERSION": "const"}, "Kernel", "__construct"),
+    ("csharp", "src/Order.cs", CSHARP,
+     {"Shop.Orders": "namespace", "Order": "class", "Id": "property", "Total": "method",
+      "IOrderRepository": "interface", "Status": "enum", "Money": "struct"}, "Order", "Total"),
+]
+
+
+def test_every_supported_language_has_a_case_and_a_grammar() -> None:
+    assert {case[0] for case in CASES} | {"python"} == set(SUPPORTED_LANGUAGES)
+    for language in SUPPORTED_LANGUAGES:
+        assert has_grammar(language), language
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_language_definitions_and_small_chunks(case) -> None:
+    language, path, text, expected, _container, _member = case
+    chunks = chunk_code(path, text, language)
+    assert chunks is not None, "tree-sitter path not taken"
+    assert_valid(text, chunks)
+    found: dict[str, set[str]] = {}
+    for chunk in chunks:
+        for d in chunk.definitions:
+            found.setdefault(d.name, set()).add(d.kind)
+            # the line of a definition shows its name
+            assert d.name.split("::")[-1].split(" for ")[-1].split(".")[-1] in text.split("\n")[d.line - 1]
+    for name, kind in expected.items():
+        assert kind in found.get(name, set()), (name, kind, found)
+    assert any(c.signature for c in chunks)
+    assert chunk_text(path, text, language) == chunks
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_language_boundaries_at_symbols_with_tiny_caps(case) -> None:
+    language, path, text, _expected, container, member = case
+    chunks = chunk_code(path, text, language, max_lines=6, max_chars=400, overlap=1)
+    assert chunks is not None
+    assert_valid(text, chunks)
+    assert len(chunks) >= 2
+    assert all(c.end_line - c.start_line + 1 <= 6 for c in chunks)
+    if container:
+        chunk = chunk_of(chunks, member)
+        assert container in chunk.heading, (chunk.heading, container)
+
+
+def test_go_method_and_doc_comment_in_one_chunk() -> None:
+    chunks = chunk_code("server.go", GO, "go", max_lines=6)
+    chunk = chunk_of(chunks, "ListenAndServe")
+    assert chunk.text.startswith("// ListenAndServe starts the server.")
+    assert chunk.signature.split("\n")[0] == "func (s *Server) ListenAndServe() error"
+    assert "type Server struct" in chunk_of(chunks, "Server").signature
+
+
+def test_rust_attributes_and_doc_comments_stay_with_the_item() -> None:
+    chunks = chunk_code("url.rs", RUST, "rust", max_lines=8)
+    chunk = chunk_of(chunks, "Url")
+    assert chunk.text.split("\n")[0] in ("/// A parsed URL.", "use std::fmt;")
+    assert "#[derive(Debug, Clone)]" in chunk.text
+    impl = chunk_of(chunks, "fmt")
+    assert "impl fmt::Display for Url" in (impl.heading + impl.signature)
+
+
+def test_java_annotations_belong_to_the_method() -> None:
+    chunks = chunk_code("HttpClient.java", JAVA, "java", max_lines=5)
+    chunk = chunk_of(chunks, "close")
+    assert chunk.text.strip().startswith("@Override")
+    assert chunk.heading == "class HttpClient"
+    assert "public void close()" in chunk.signature
+
+
+def test_small_pieces_are_merged_until_the_cap() -> None:
+    functions = "\n\n".join(f"def f{i}(x):\n    return x + {i}" for i in range(30))
+    text = "import os\nimport sys\n\nLIMIT = 3\n\n\n" + functions + "\n"
+    chunks = chunk_text("many.py", text, "python", max_lines=40)
+    assert_valid(text, chunks)
+    assert 2 <= len(chunks) <= 4
+    assert all(c.end_line - c.start_line + 1 <= 40 for c in chunks)
+    assert all(len(c.definitions) >= 5 for c in chunks)
+    assert sum(len(c.definitions) for c in chunks) == 31
+
+
+def test_broken_syntax_still_chunks() -> None:
+    text = "def ok():\n    return 1\n\ndef broken(:\n    pass\n\nclass K:\n    x = (\n"
+    chunks = chunk_text("broken.py", text, "python")
+    assert_valid(text, chunks)
+    assert "ok" in defs_by_name(chunks)
+
+
+def test_garbage_in_a_code_language_falls_back() -> None:
+    text = "\n".join("}{ ]] <<<>>> ;;; @@@ ~~~ }" for _ in range(50))
+    chunks = chunk_text("garbage.rs", text, "rust")
+    assert_valid(text, chunks)
+
+
+def test_c_header_with_cpp_content() -> None:
+    text = "#pragma once\nclass Widget {\n public:\n  Widget();\n  int size() const;\n};\n" * 3
+    chunks = chunk_text("widget.h", text, "c")
+    assert_valid(text, chunks)
+
+
+def test_crlf_line_endings() -> None:
+    text = PY_SMALL.replace("\n", "\r\n")
+    chunks = chunk_text("crlf.py", text, "python", max_lines=10)
+    assert_valid(text, chunks)
+    assert all("\r" not in c.text for c in chunks)
+    assert defs_by_name(chunks)["parse_cookie"][1] == line_of(PY_SMALL, "def parse_cookie")
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input never raises
+
+BAD_INPUTS = {
+    "empty": "",
+    "whitespace": "   \n\t\n  \n",
+    "nul": "def f():\n    return '\x00'\n\x00\x00\nclass A:\n    pass\n",
+    "surrogates": "def f():\n    return '\udcff\ud800'\n# \udc80 comment\n",
+    "one_mb_line": "x = '" + "a" * 1_000_000 + "'\n",
+    "crlf": "def a():\r\n    pass\r\n\r\nclass B:\r\n    def c(self):\r\n        pass\r\n",
+    "cr_only": "def a():\r    pass\r\rdef b():\r    pass\r",
+    "binaryish": "".join(chr(i) for i in range(1, 300)) * 20,
+    "no_final_newline": "def a():\n    pass",
+    "deep_nesting": "x = " + "[" * 3000 + "]" * 3000 + "\n",
+    "only_comments": "# a\n# b\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUTS))
+@pytest.mark.parametrize(
+    "path,language",
+    [("f.py", "python"), ("f.js", "javascript"), ("f.go", "go"), ("f.md", "markdown"), ("f.kt", "kotlin"),
+     ("f.rst", "rst"), ("f.txt", "text"), ("f.bin", None), ("f.yaml", "yaml")],
+)
+def test_bad_input_never_raises(name: str, path: str, language: str | None) -> None:
+    text = BAD_INPUTS[name]
+    chunks = chunk_text(path, text, language)
+    if not text.strip():
+        assert chunks == []
+        return
+    assert chunks
+    assert_valid(text, chunks)
+    for chunk in chunks:
+        assert len(chunk.text) <= 2400 or chunk.end_line - chunk.start_line + 1 > 1
+        chunk.content_hash  # hashable even with surrogates  # noqa: B018
+
+
+def test_one_mb_line_is_cut_by_characters() -> None:
+    text = "x = '" + "a" * 1_000_000 + "'\n"
+    chunks = chunk_text("big.py", text, "python", max_chars=2400)
+    assert len(chunks) >= 400
+    assert all(c.start_line == c.end_line == 1 and len(c.text) <= 2400 for c in chunks)
+    assert "".join(c.text for c in chunks) == text.rstrip("\n")
+
+
+def test_bytes_input_is_decoded() -> None:
+    chunks = chunk_text("b.py", PY_SMALL.encode(), "python")  # type: ignore[arg-type]
+    assert_valid(PY_SMALL, chunks)
+
+
+def test_language_guessed_from_path_when_none() -> None:
+    chunks = chunk_text("src/url.rs", RUST, None, max_lines=8)
+    found = {(d.name, d.kind, d.line) for c in chunks for d in c.definitions}
+    assert ("Url", "struct", line_of(RUST, "pub struct Url")) in found
+    assert ("Url", "impl", line_of(RUST, "impl Url")) in found
+
+
+def test_real_files_from_the_installed_packages(tmp_path: Path) -> None:
+    """Chunk real source files from disk (the chunker's own package and pytest) with invariants."""
+    import _pytest
+    import qmd_daemon
+
+    roots = [Path(qmd_daemon.__file__).parent, Path(_pytest.__file__).parent]
+    files = [p for root in roots for p in sorted(root.rglob("*.py"))][:80]
+    assert files
+    copy = tmp_path / "copy.py"
+    for file in files:
+        text = file.read_text(encoding="utf-8", errors="surrogateescape")
+        copy.write_text(text, encoding="utf-8", errors="surrogateescape")
+        chunks = chunk_text(str(copy), copy.read_text(encoding="utf-8", errors="surrogateescape"), "python")
+        assert_valid(text, chunks)
+        assert all(c.end_line - c.start_line + 1 <= 70 and len(c.text) <= 2400 for c in chunks), file

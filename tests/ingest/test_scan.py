@@ -1,0 +1,61 @@
+import os
+import subprocess
+from pathlib import Path
+
+from qmd_daemon.ingest.scan import expand_braces, scan
+from qmd_daemon.settings import DEFAULT_EXCLUDES, DEFAULT_MASK
+from tests.conftest import write_tree
+
+
+def _scan(root: Path, **kw) -> list[str]:
+    params = {"mask": DEFAULT_MASK, "ignore": [], "excludes": DEFAULT_EXCLUDES, "max_file_bytes": 1 << 20}
+    params.update(kw)
+    return [f.path for f in scan(root, **params).files]
+
+
+def test_expand_braces() -> None:
+    assert expand_braces("**/*.{md,py}") == ["**/*.md", "**/*.py"]
+    assert expand_braces("{a,b}/{c,d}") == ["a/c", "a/d", "b/c", "b/d"]
+
+
+def test_walk_applies_nested_gitignore_and_builtin_excludes(tmp_path: Path) -> None:
+    write_tree(
+        tmp_path,
+        {
+            ".gitignore": "*.log\nsecret/\n",
+            "src/a.py": "x = 1\n",
+            "src/.gitignore": "gen_*.py\n",
+            "src/gen_b.py": "y = 2\n",
+            "secret/k.py": "z\n",
+            "node_modules/m/index.js": "module.exports = 1\n",
+            "notes.log.md": "kept: a .md even though *.log exists\n",
+            "image.png": "not in mask",
+        },
+    )
+    assert _scan(tmp_path) == ["notes.log.md", "src/a.py"]
+
+
+def test_git_repository_uses_git_ignore_rules(tmp_path: Path) -> None:
+    write_tree(tmp_path, {".gitignore": "ignored.py\n", "a.py": "1\n", "ignored.py": "2\n", "new.py": "3\n"})
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "a.py"], check=True)
+    assert _scan(tmp_path) == ["a.py", "new.py"]
+
+
+def test_user_ignore_mask_and_size_limit(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"a.py": "1\n", "b.md": "2\n", "gen/c.py": "3\n", "big.py": "x" * 5000})
+    result = scan(tmp_path, mask="**/*.py", ignore=["gen/"], excludes=(), max_file_bytes=1000)
+    assert [f.path for f in result.files] == ["a.py"]
+    assert result.skipped["too_large"] == 1
+
+
+def test_symlinks_never_leave_the_root_and_loops_end(tmp_path: Path) -> None:
+    outside = write_tree(tmp_path / "outside", {"secret.py": "password = 1\n"})
+    root = write_tree(tmp_path / "root", {"a.py": "1\n"})
+    os.symlink(outside / "secret.py", root / "leak.py")
+    os.symlink(outside, root / "leakdir")
+    os.symlink(root, root / "loop")
+    os.symlink(root / "a.py", root / "alias.py")
+    result = scan(root, mask=DEFAULT_MASK, ignore=[], excludes=(), max_file_bytes=1 << 20)
+    assert [f.path for f in result.files] == ["a.py", "alias.py"]
+    assert result.skipped["symlink_outside_root"] == 1

@@ -1,0 +1,88 @@
+from pathlib import Path
+
+from qmd_daemon.engine import Engine
+from qmd_daemon.search.lexical import match_expressions
+from qmd_daemon.search.pipeline import SearchOptions
+from qmd_daemon.search.query import parse_query
+from tests.conftest import SAMPLE_GO, SAMPLE_PY, write_tree
+
+
+def _indexed(engine: Engine, root: Path, files: dict[str, str]) -> str:
+    write_tree(root, files)
+    name = engine.add_collection(root).name
+    engine.update([name])
+    return name
+
+
+def test_parse_typed_lines_phrases_and_excludes() -> None:
+    parsed = parse_query(
+        'lex: cookie jar\nvec: how cookies are stored\nintent: web client\n"exact words" -legacy parse'
+    )
+    assert parsed.lex == ["cookie jar"] and parsed.vec == ["how cookies are stored"]
+    assert parsed.intent == "web client"
+    assert parsed.phrases == ["exact words"] and parsed.excludes == ["legacy"]
+    assert "parse" in parsed.terms and "cookie" in parsed.terms
+
+
+def test_compound_identifier_matches_whole_or_parts() -> None:
+    expressions = match_expressions(parse_query("getUserName"))
+    assert expressions == ['("getusername" OR ("get" AND "user" AND "name"))']
+
+
+def test_words_find_camel_and_snake_identifiers(engine: Engine, tmp_path: Path) -> None:
+    name = _indexed(engine, tmp_path / "p", {"client.py": SAMPLE_PY, "conn.go": SAMPLE_GO})
+    assert engine.search("client session", [name])[0].path == "client.py"
+    assert engine.search("cookie header", [name])[0].path == "client.py"
+    assert engine.search("tcp connector", [name])[0].path == "conn.go"
+
+
+def test_all_terms_first_then_partial_fallback(engine: Engine, tmp_path: Path) -> None:
+    name = _indexed(engine, tmp_path / "p", {"client.py": SAMPLE_PY, "conn.go": SAMPLE_GO})
+    hits = engine.search("TCPConnector nonexistentword", [name])
+    assert hits and hits[0].path == "conn.go"
+
+
+def test_phrase_and_exclusion(engine: Engine, tmp_path: Path) -> None:
+    name = _indexed(
+        engine,
+        tmp_path / "p",
+        {
+            "a.py": "def one():\n    # connection pool limit\n    pass\n",
+            "b.py": "def two():\n    # pool of connection limit legacy\n    pass\n",
+        },
+    )
+    assert [h.path for h in engine.search('"connection pool"', [name])] == ["a.py"]
+    assert [h.path for h in engine.search("connection limit -legacy", [name])] == ["a.py"]
+
+
+def test_symbol_query_puts_definition_first(engine: Engine, tmp_path: Path) -> None:
+    uses = "\n".join(
+        f"def use_{i}():\n    return ClientSession()  # ClientSession ClientSession\n" for i in range(5)
+    )
+    name = _indexed(engine, tmp_path / "p", {"client.py": SAMPLE_PY, "callers.py": uses})
+    top = engine.search("ClientSession", [name])[0]
+    assert top.path == "client.py" and top.symbol == "ClientSession"
+
+
+def test_test_files_rank_below_source(engine: Engine, tmp_path: Path) -> None:
+    name = _indexed(
+        engine,
+        tmp_path / "p",
+        {
+            "src/cookies.py": "def parse_cookie(header):\n    return header.split(';')\n",
+            "tests/test_cookies.py": "def test_parse_cookie():\n"
+            "    assert parse_cookie('a=1; b=2') == ['a=1', ' b=2']\n"
+            "    parse_cookie('x')\n    parse_cookie('y')\n",
+        },
+    )
+    assert engine.search("parse cookie", [name])[0].path == "src/cookies.py"
+    assert engine.search("parse cookie tests", [name])[0].path == "tests/test_cookies.py"
+
+
+def test_per_file_cap_and_token_budget(engine: Engine, tmp_path: Path) -> None:
+    body = "\n\n".join(f"def widget_{i}():\n    return 'widget {i}'\n" + "\n" * 60 for i in range(8))
+    name = _indexed(engine, tmp_path / "p", {"w.py": body, "v.py": "def widget():\n    pass\n"})
+    hits = engine.search("widget", [name], limit=10, options=SearchOptions(per_file=2))
+    assert sum(1 for h in hits if h.path == "w.py") == 2
+    small = engine.search("widget", [name], limit=10, options=SearchOptions(per_file=0, max_tokens=60))
+    assert len(small) == 1

@@ -1,0 +1,107 @@
+from pathlib import Path
+
+import pytest
+
+from qmd_daemon.errors import IndexDatabaseError
+from qmd_daemon.ingest.chunk_model import Chunk, Definition
+from qmd_daemon.store.connection import sqlite
+from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.store.schema import SCHEMA_VERSION
+
+
+def test_fresh_index_has_schema_and_vectors(tmp_path: Path) -> None:
+    store = IndexStore(tmp_path / "i.sqlite")
+    assert store.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(
+        SCHEMA_VERSION
+    )
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.has_vec, "sqlite-vec should load through the extension-capable binding"
+    store.close()
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "i.sqlite"
+    IndexStore(path).close()
+    conn = sqlite.connect(str(path))
+    conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(IndexDatabaseError, match="newer"):
+        IndexStore(path)
+
+
+def test_not_a_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "i.sqlite"
+    path.write_bytes(b"this is not sqlite at all" * 100)
+    with pytest.raises(IndexDatabaseError, match="not a usable SQLite database"):
+        IndexStore(path)
+    assert path.read_bytes().startswith(b"this is not sqlite")
+
+
+def test_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.sqlite"
+    conn = sqlite.connect(str(path))
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(IndexDatabaseError, match="not a qmd-daemon index"):
+        IndexStore(path)
+
+
+def _chunk(text: str, start: int, name: str) -> Chunk:
+    return Chunk(start, start + text.count("\n"), text, [Definition(name, "function", start)])
+
+
+def test_write_file_replaces_only_changed_chunks_and_fts_follows(tmp_path: Path) -> None:
+    store = IndexStore(tmp_path / "i.sqlite")
+    with store.transaction():
+        cid = store.ensure_collection("c", tmp_path)
+        a, b = (
+            _chunk("def alpha():\n    return 1", 1, "alpha"),
+            _chunk("def beta():\n    return 2", 4, "beta"),
+        )
+        assert store.write_file(
+            cid,
+            "m.py",
+            size=1,
+            mtime_ns=1,
+            content_hash="h1",
+            language="python",
+            kind="code",
+            line_count=5,
+            chunks=[a, b],
+        ) == (2, 0)
+    ids_before = {r[0]: r[1] for r in store.conn.execute("SELECT hash, id FROM chunks")}
+    with store.transaction():
+        c = _chunk("def gamma():\n    return 3", 4, "gamma")
+        moved_a = Chunk(2, 3, a.text, a.definitions)
+        assert store.write_file(
+            cid,
+            "m.py",
+            size=2,
+            mtime_ns=2,
+            content_hash="h2",
+            language="python",
+            kind="code",
+            line_count=6,
+            chunks=[moved_a, c],
+        ) == (1, 1)
+    rows = store.conn.execute("SELECT hash, id, start_line FROM chunks ORDER BY seq").fetchall()
+    assert rows[0][1] == ids_before[a.content_hash] and rows[0][2] == 2
+    fts = [r[0] for r in store.conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'beta'")]
+    assert fts == []
+    assert len(store.fts_search('"gamma"', [cid], 10, (1.0, 1.0, 1.0))) == 1
+    with store.transaction():
+        store.delete_files([store.file_states(cid)["m.py"].id])
+    assert store.conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0] == 0
+    assert store.conn.execute("SELECT count(*) FROM definitions").fetchone()[0] == 0
+    store.close()
+
+
+def test_failed_transaction_rolls_back(tmp_path: Path) -> None:
+    store = IndexStore(tmp_path / "i.sqlite")
+    with pytest.raises(RuntimeError), store.transaction():
+        store.ensure_collection("c", tmp_path)
+        raise RuntimeError("boom")
+    assert store.collection_id("c") is None
+    store.close()

@@ -1,0 +1,76 @@
+from pathlib import Path
+
+from qmd_daemon.ingest.chunk_model import Chunk
+from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.store.vectors import VectorIndex
+
+
+def _store_with_chunks(tmp_path: Path) -> tuple[IndexStore, int, int]:
+    store = IndexStore(tmp_path / "i.sqlite")
+    with store.transaction():
+        a = store.ensure_collection("a", tmp_path)
+        b = store.ensure_collection("b", tmp_path)
+        for cid, path in ((a, "x.py"), (b, "y.py")):
+            store.write_file(
+                cid,
+                path,
+                size=1,
+                mtime_ns=1,
+                content_hash=path,
+                language="python",
+                kind="code",
+                line_count=3,
+                chunks=[Chunk(1, 1, "same text"), Chunk(2, 2, f"unique {path}")],
+            )
+    return store, a, b
+
+
+def test_pending_copy_put_search_and_collection_filter(tmp_path: Path) -> None:
+    store, a, b = _store_with_chunks(tmp_path)
+    vectors = VectorIndex(store)
+    assert vectors.ensure("model-1", 3) is False
+    pending = vectors.pending()
+    assert len(pending) == 4
+    first = [p for p in pending if p[1] == a]
+    assert (
+        vectors.put(
+            [
+                (cid, col, [1.0, 0.0, 0.0] if i == 0 else [0.0, 1.0, 0.0])
+                for i, (cid, col, _h) in enumerate(first)
+            ]
+        )
+        == 2
+    )
+    left = vectors.copy_identical(vectors.pending())
+    assert len(left) == 1, "the identical chunk in collection b copies its vector instead of re-embedding"
+    vectors.put([(left[0][0], b, [0.0, 0.0, 1.0])])
+    assert vectors.pending_count() == 0
+    hits_a = vectors.search([1.0, 0.0, 0.0], [a], k=5)
+    assert len(hits_a) == 2 and abs(hits_a[0][1] - 1.0) < 1e-6
+    hits_b = vectors.search([0.0, 0.0, 1.0], [b], k=5)
+    assert [h[0] for h in hits_b][0] == left[0][0]
+    store.close()
+
+
+def test_model_change_drops_vectors_and_deleted_chunks_lose_theirs(tmp_path: Path) -> None:
+    store, a, _b = _store_with_chunks(tmp_path)
+    vectors = VectorIndex(store)
+    vectors.ensure("model-1", 3)
+    vectors.put([(cid, col, [1.0, 1.0, 0.0]) for cid, col, _h in vectors.pending()])
+    assert vectors.pending_count() == 0
+    with store.transaction():
+        store.delete_files([store.file_states(a)["x.py"].id])
+    assert store.conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0] == 2
+    assert vectors.ensure("model-2", 4) is True
+    assert vectors.pending_count() == 2
+    store.close()
+
+
+def test_int8_quantization_round_trip(tmp_path: Path) -> None:
+    store, a, _b = _store_with_chunks(tmp_path)
+    vectors = VectorIndex(store, quantization="int8")
+    vectors.ensure("model-1", 4)
+    rows = vectors.pending([a])
+    vectors.put([(rows[0][0], a, [0.9, 0.1, 0.0, 0.0]), (rows[1][0], a, [0.0, 0.0, 0.2, 0.9])])
+    assert vectors.search([1.0, 0.0, 0.0, 0.0], [a], k=2)[0][0] == rows[0][0]
+    store.close()

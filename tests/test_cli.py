@@ -1,0 +1,141 @@
+"""The command line as a user runs it: real subprocesses, one-line errors, no tracebacks."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLE_GO, SAMPLE_MD, SAMPLE_PY, run_cli, write_tree
+
+
+def _one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = write_tree(
+        tmp_path / "myproj", {"client.py": SAMPLE_PY, "pool/conn.go": SAMPLE_GO, "README.md": SAMPLE_MD}
+    )
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def test_add_update_search_json(home: Path, project: Path) -> None:
+    added = run_cli("collection", "add", str(project), env_home=home, check=True)
+    assert "repo-myproj" in added.stdout
+    update = run_cli("update", "--json", env_home=home, check=True)
+    assert json.loads(update.stdout)[0]["files"] == 3
+    out = run_cli("search", "TCPConnector", "--json", env_home=home, check=True)
+    hits = json.loads(out.stdout)
+    assert hits[0]["path"] == "pool/conn.go"
+    assert set(hits[0]) >= {"path", "line", "end_line", "score", "snippet", "collection"}
+    assert 0 <= hits[0]["score"] <= 1 and hits[0]["collection"] == "repo-myproj"
+    listed = json.loads(run_cli("collection", "list", "--json", env_home=home, check=True).stdout)
+    assert listed[0]["files"] == 3
+    run_cli("collection", "remove", "repo-myproj", env_home=home, check=True)
+    assert json.loads(run_cli("collection", "list", "--json", env_home=home, check=True).stdout) == []
+
+
+def test_same_folder_name_gets_distinct_stable_names(home: Path, tmp_path: Path) -> None:
+    names = []
+    for parent in ("a", "b"):
+        root = write_tree(tmp_path / parent / "app", {"x.py": "x = 1\n"})
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+        names.append(run_cli("collection", "add", str(root), "--no-update", env_home=home, check=True).stdout)
+    again = run_cli(
+        "collection", "add", str(tmp_path / "b" / "app"), "--no-update", env_home=home, check=True
+    )
+    assert "repo-app ->" in names[0]
+    assert "repo-app-" in names[1] and names[1].split()[1] == again.stdout.split()[1]
+
+
+def test_missing_path(home: Path, tmp_path: Path) -> None:
+    assert "does not exist" in _one_line_error(
+        run_cli("collection", "add", str(tmp_path / "nope"), env_home=home)
+    )
+
+
+def test_path_is_a_file(home: Path, tmp_path: Path) -> None:
+    (tmp_path / "f.py").write_text("x = 1\n")
+    assert "is a file" in _one_line_error(run_cli("collection", "add", str(tmp_path / "f.py"), env_home=home))
+
+
+def test_unknown_collection(home: Path) -> None:
+    assert "no collection named" in _one_line_error(run_cli("search", "x", "-c", "ghost", env_home=home))
+
+
+def test_unparsable_index_yml_is_left_untouched(home: Path, project: Path) -> None:
+    config = home / "config" / "index.yml"
+    config.parent.mkdir(parents=True)
+    config.write_text("collections: {broken\n")
+    assert "cannot parse" in _one_line_error(run_cli("collection", "add", str(project), env_home=home))
+    assert config.read_text() == "collections: {broken\n"
+
+
+def test_corrupt_database(home: Path, project: Path) -> None:
+    run_cli("collection", "add", str(project), env_home=home, check=True)
+    index = home / "cache" / "index.sqlite"
+    for suffix in ("-wal", "-shm"):
+        Path(str(index) + suffix).unlink(missing_ok=True)
+    index.write_bytes(b"\x00garbage" * 4096)
+    assert "not a usable SQLite database" in _one_line_error(run_cli("search", "x", env_home=home))
+    assert index.read_bytes().startswith(b"\x00garbage")
+
+
+def test_missing_root_on_update(home: Path, project: Path, tmp_path: Path) -> None:
+    run_cli("collection", "add", str(project), env_home=home, check=True)
+    project.rename(tmp_path / "moved")
+    assert "does not exist" in _one_line_error(run_cli("update", env_home=home))
+    # the previous index stays searchable
+    assert json.loads(run_cli("search", "TCPConnector", "--json", env_home=home, check=True).stdout)
+
+
+def test_no_match_prints_empty_list(home: Path, project: Path) -> None:
+    run_cli("collection", "add", str(project), env_home=home, check=True)
+    assert json.loads(run_cli("search", "zzzqqqxxx", "--json", env_home=home, check=True).stdout) == []
+
+
+def _big_tree(root: Path, version: str, files: int) -> None:
+    body = "\n".join(
+        f"def function_{i}_{version}(arg):\n    return arg * {i}  # marker_{version}\n" for i in range(30)
+    )
+    for n in range(files):
+        target = root / f"pkg{n % 20}" / f"mod{n}.py"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(f'"""module {n}"""\n' + body)
+
+
+def test_kill_minus_9_mid_update_leaves_previous_index_searchable(home: Path, tmp_path: Path) -> None:
+    root = tmp_path / "big"
+    _big_tree(root, "old", 1500)
+    run_cli("collection", "add", str(root), "--name", "big", "--no-update", env_home=home, check=True)
+    started = time.monotonic()
+    run_cli("update", env_home=home, check=True)
+    full_seconds = time.monotonic() - started
+    _big_tree(root, "new", 1500)
+    env = dict(os.environ, QMD_DAEMON_HOME=str(home))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from qmd_daemon.cli import main; main()", "update"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(max(0.5, full_seconds * 0.5))
+    assert proc.poll() is None, "update finished before it could be killed; make the tree bigger"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    old = json.loads(run_cli("search", "marker_old", "--json", env_home=home, check=True).stdout)
+    assert old, "the previous index must stay searchable after kill -9"
+    assert json.loads(run_cli("search", "marker_new", "--json", env_home=home, check=True).stdout) == []
+    run_cli("update", env_home=home, check=True)
+    assert json.loads(run_cli("search", "marker_new", "--json", env_home=home, check=True).stdout)
