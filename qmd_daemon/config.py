@@ -17,6 +17,8 @@ import yaml
 from qmd_daemon.errors import ConfigError
 from qmd_daemon.settings import DEFAULT_MASK
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~20x faster
+
 
 @dataclass
 class CollectionConfig:
@@ -47,7 +49,7 @@ class IndexConfig:
         if not path.exists():
             return cls(path, {})
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+            raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ConfigError(f"cannot parse {path}: {first}; fix or remove it (left untouched)") from None

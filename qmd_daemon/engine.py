@@ -28,6 +28,7 @@ class Engine:
     def __init__(self, settings: Settings | None = None):
         self.settings = settings or Settings.from_env()
         self._store: IndexStore | None = None
+        self._config: tuple[tuple[int, int], IndexConfig] | None = None
 
     @property
     def store(self) -> IndexStore:
@@ -41,7 +42,16 @@ class Engine:
             self._store = None
 
     def config(self) -> IndexConfig:
-        return IndexConfig.load(self.settings.config_file)
+        """index.yml, re-read only when the file changed (searches read it every time)."""
+        path = self.settings.config_file
+        try:
+            stat = path.stat()
+            stamp = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            return IndexConfig.load(path)
+        if self._config is None or self._config[0] != stamp:
+            self._config = (stamp, IndexConfig.load(path))
+        return self._config[1]
 
     # -- collections ---------------------------------------------------------------------------
 
@@ -80,7 +90,7 @@ class Engine:
         if not path.is_dir():
             raise UsageError(f"path {path} is a file; a collection is a folder")
         path = path.resolve()
-        config = self.config()
+        config = IndexConfig.load(self.settings.config_file)
         existing = self.collection_for_path(path)
         if name is None and existing is not None:
             name = existing.name
@@ -102,7 +112,7 @@ class Engine:
         return collection
 
     def remove_collection(self, name: str) -> None:
-        config = self.config()
+        config = IndexConfig.load(self.settings.config_file)
         if not config.remove_collection(name):
             raise UsageError(f"no collection named '{name}'")
         with self.store.transaction():

@@ -213,7 +213,8 @@ _BLOCKY_SUFFIXES = ("block", "body", "clause", "_statement", "body_statement", "
 _BLOCKY_CACHE: dict[str, bool] = {}
 # Node types `_Collector.statement` looks at, per language.
 _JS_STATEMENTS = frozenset(
-    {"lexical_declaration", "variable_declaration", "field_definition", "public_field_definition"}
+    {"lexical_declaration", "variable_declaration", "field_definition", "public_field_definition",
+     "expression_statement"}
 )
 _STATEMENTS: dict[str, frozenset[str]] = {
     "python": frozenset({"expression_statement", "type_alias_statement"}),
@@ -447,6 +448,8 @@ class _Collector:
                         continue
                     value = decl.child_by_field_name("value")
                     vtype = value.type if value is not None else ""
+                    if vtype == "call_expression" and self.text(value, 8).startswith("require"):
+                        continue  # an import
                     if vtype in _JS_FUNCTION_VALUES:
                         info = self.add(decl, self.text(name_node), "function", name_node, sig_node=node,
                                         sig_body=value.child_by_field_name("body"))
@@ -464,6 +467,20 @@ class _Collector:
                         first = info
                 if first is not None:
                     self.defs[node.id] = first
+                return True
+            if t == "expression_statement" and top:
+                # CommonJS style: app.listen = function listen() {...}; module.exports = function...
+                child = node.named_children[0] if node.named_child_count else None
+                if child is None or child.type != "assignment_expression":
+                    return False
+                left = child.child_by_field_name("left")
+                right = child.child_by_field_name("right")
+                if left is None or right is None or right.type not in _JS_FUNCTION_VALUES:
+                    return True
+                name = self.text(left, 160)
+                kind = "method" if ".prototype." in name else "function"
+                info = self.add(node, name, kind, left, sig_body=right.child_by_field_name("body"))
+                self.defs[node.id] = info
                 return True
             if t in ("field_definition", "public_field_definition") and ctx in _CLASSY:
                 value = node.child_by_field_name("value")

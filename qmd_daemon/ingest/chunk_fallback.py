@@ -485,16 +485,16 @@ def _rst_candidates(lines: list[str]) -> tuple[list[_Cand], dict[int, int]]:
     while row < n - 1:
         title = lines[row]
         under = lines[row + 1]
+        over = row > 0 and lines[row - 1].rstrip() == under.rstrip()
         if (
             title.strip()
-            and not title[0].isspace()
+            and (over or not title[0].isspace())
             and len(title) <= _MAX_SCAN_LINE
             and _RST_UNDERLINE_RE.match(under)
             and len(under.rstrip()) >= len(title.rstrip())
             and not _RST_UNDERLINE_RE.match(title)
         ):
             start = row
-            over = row > 0 and lines[row - 1].rstrip() == under.rstrip()
             if over:
                 start = row - 1
             style = (under[0], over)
@@ -554,7 +554,8 @@ def chunk_fallback(
     else:
         cands = _code_candidates(lines, language)
         for cand in cands:
-            table.add(cand.row, Definition(cand.name, cand.kind, cand.row + 1), clip_signature(cand.sig))
+            sig = clip_signature(cand.sig.rstrip().rstrip("{").rstrip())
+            table.add(cand.row, Definition(cand.name, cand.kind, cand.row + 1), sig)
         with_signature = True
     table.sort()
 

@@ -61,10 +61,13 @@ def path_word_boost(cands: list[Candidate], parsed: ParsedQuery, top: float, wei
     words = content_words(parsed)
     if not words or weights.path_words == 0:
         return
+    fractions: dict[str, float] = {}
     for cand in cands:
-        names = _stem_words(cand.chunk.path)
-        matched = sum(1 for w in words if _word_matches(w, names))
-        cand.add("path_words", weights.path_words * top * matched / len(words))
+        path = cand.chunk.path
+        if path not in fractions:
+            names = _stem_words(path)
+            fractions[path] = sum(1 for w in words if _word_matches(w, names)) / len(words)
+        cand.add("path_words", weights.path_words * top * fractions[path])
 
 
 def _stem(path: str) -> str:

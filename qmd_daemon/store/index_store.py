@@ -291,12 +291,15 @@ class IndexStore:
     ) -> list[tuple[int, float]]:
         """(chunk id, bm25) best first; bm25 is negated so that larger is better."""
         marks = ",".join("?" * len(collection_ids))
+        # MATERIALIZED makes FTS5 run once; joined directly, the planner probes it per chunk.
         rows = self.conn.execute(
-            f"""SELECT chunks_fts.rowid, bm25(chunks_fts, ?, ?, ?) AS score
-                FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
-                JOIN files f ON f.id = c.file_id
-                WHERE chunks_fts MATCH ? AND f.collection_id IN ({marks})
-                ORDER BY score LIMIT ?""",
+            f"""WITH matched AS MATERIALIZED (
+                    SELECT rowid AS id, bm25(chunks_fts, ?, ?, ?) AS score
+                    FROM chunks_fts WHERE chunks_fts MATCH ?)
+                SELECT matched.id, matched.score FROM matched
+                JOIN chunks c ON c.id = matched.id JOIN files f ON f.id = c.file_id
+                WHERE f.collection_id IN ({marks})
+                ORDER BY matched.score LIMIT ?""",
             (*weights, match, *collection_ids, limit),
         ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]

@@ -235,6 +235,10 @@ JS = textwrap.dedent(
     }
 
     const toPath = (url) => parse(url).pathname;
+
+    Router.prototype.route = function route(path) {
+      return new Route(path);
+    };
     """
 )
 
@@ -530,7 +534,7 @@ CSHARP = textwrap.dedent(
 CASES = [
     ("javascript", "src/router.js", JS,
      {"createRouter": "function", "Router": "class", "constructor": "method", "handle": "method",
-      "toPath": "function", "METHODS": "const"}, "Router", "handle"),
+      "toPath": "function", "METHODS": "const", "Router.prototype.route": "method"}, "Router", "handle"),
     ("typescript", "src/handler.ts", TS,
      {"Handler": "interface", "Middleware": "type", "Method": "enum", "BaseHandler": "class", "log": "method",
       "Internal": "namespace", "helper": "function"}, "BaseHandler", "log"),
@@ -539,8 +543,8 @@ CASES = [
      {"MaxConns": "const", "Server": "struct", "Handler": "interface", "ListenAndServe": "method",
       "New": "function"}, None, None),
     ("rust", "src/url.rs", RUST,
-     {"Url": "struct", "parse": "method", "host": "method", "fmt::Display for Url": "impl", "Resolve": "trait",
-      "Error": "enum", "DEFAULT_PORT": "const", "fmt": "method"}, "Url", "host"),
+     {"Url": "struct", "parse": "method", "host": "method", "fmt::Display for Url": "impl",
+      "Resolve": "trait", "Error": "enum", "DEFAULT_PORT": "const", "fmt": "method"}, "Url", "host"),
     ("java", "src/HttpClient.java", JAVA,
      {"HttpClient": "class", "close": "method", "send": "method", "Request": "interface", "Status": "enum"},
      "HttpClient", "send"),
@@ -722,6 +726,7 @@ def test_language_guessed_from_path_when_none() -> None:
 def test_real_files_from_the_installed_packages(tmp_path: Path) -> None:
     """Chunk real source files from disk (the chunker's own package and pytest) with invariants."""
     import _pytest
+
     import qmd_daemon
 
     roots = [Path(qmd_daemon.__file__).parent, Path(_pytest.__file__).parent]
