@@ -25,7 +25,10 @@ from qmd_daemon.ingest.languages import language_of
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MAX_CHARS", "MAX_LINES", "OVERLAP_LINES", "SUPPORTED_LANGUAGES", "chunk_text"]
+__all__ = ["CHUNKER_VERSION", "MAX_CHARS", "MAX_LINES", "OVERLAP_LINES", "SUPPORTED_LANGUAGES", "chunk_text"]
+
+# Stored per collection: when chunking changes, the next update re-chunks every file.
+CHUNKER_VERSION = f"1:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}"
 
 
 def chunk_text(

@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from qmd_daemon.config import CollectionConfig
 from qmd_daemon.errors import UsageError
-from qmd_daemon.ingest.chunking import chunk_text
+from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
 from qmd_daemon.ingest.languages import kind_of, language_of
 from qmd_daemon.ingest.links import find_links
 from qmd_daemon.ingest.scan import ScannedFile, scan
@@ -87,12 +87,14 @@ def update_collection(
     with store.transaction():
         collection_id = store.ensure_collection(collection.name, root.resolve())
         states = store.file_states(collection_id)
+        rechunk = store.chunker_version(collection_id) != CHUNKER_VERSION
         seen: set[str] = set()
         for scanned in tqdm(
             result.files, desc=collection.name, unit="file", disable=not show, file=sys.stderr, leave=False
         ):
             state = states.get(scanned.path)
-            if state and state.size == scanned.size and state.mtime_ns == scanned.mtime_ns:
+            same_stat = state and state.size == scanned.size and state.mtime_ns == scanned.mtime_ns
+            if same_stat and not rechunk:
                 seen.add(scanned.path)
                 report.unchanged += 1
                 continue
@@ -102,7 +104,7 @@ def update_collection(
                 continue
             seen.add(scanned.path)
             digest = hashlib.sha256(data).hexdigest()
-            if state and state.hash == digest:
+            if state and state.hash == digest and not rechunk:
                 store.touch_file(state.id, scanned.size, scanned.mtime_ns)
                 report.unchanged += 1
                 continue
@@ -138,7 +140,7 @@ def update_collection(
                     store.definition_files(collection_id),
                 ),
             )
-        store.mark_updated(collection_id)
+        store.mark_updated(collection_id, CHUNKER_VERSION)
     report.files = len(seen)
     report.skipped = dict(skipped)
     report.seconds = round(time.perf_counter() - started, 3)

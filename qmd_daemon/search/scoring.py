@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from qmd_daemon.ingest.identifiers import split_identifier
 from qmd_daemon.search.candidates import Candidate
@@ -40,12 +39,17 @@ def is_test_path(path: str) -> bool:
     return bool(_TEST_PATH.search(path.lower()))
 
 
+def _name_and_parent(path: str) -> tuple[str, str]:
+    parts = path.rsplit("/", 2)
+    return parts[-1], parts[-2] if len(parts) > 1 else ""
+
+
 def _stem_words(path: str) -> set[str]:
-    pure = PurePosixPath(path)
-    stem = pure.name.split(".")[0]
+    name, parent = _name_and_parent(path)
+    stem = name.split(".")[0]
     words = {stem.lower(), *split_identifier(stem)}
-    if pure.parent.name:
-        words |= {pure.parent.name.lower(), *split_identifier(pure.parent.name)}
+    if parent:
+        words |= {parent.lower(), *split_identifier(parent)}
     return {w for w in words if w}
 
 
@@ -71,7 +75,7 @@ def path_word_boost(cands: list[Candidate], parsed: ParsedQuery, top: float, wei
 
 
 def _stem(path: str) -> str:
-    return PurePosixPath(path).name.split(".")[0].lower()
+    return _name_and_parent(path)[0].split(".")[0].lower()
 
 
 def definition_boost(
@@ -123,7 +127,7 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
             cand.scale("example_path", weights.example_penalty)
         if _COMPAT_PATH.search(path):
             cand.scale("compat_path", weights.compat_penalty)
-        name = PurePosixPath(path).name
+        name = _name_and_parent(path)[0]
         if name in ("__init__.py", "package-info.java", "index.js", "index.ts", "mod.rs"):
             cand.scale("package_init", weights.init_penalty)
         if name.endswith(".d.ts"):

@@ -60,6 +60,10 @@ def fts_path(path: str) -> str:
     return path + " " + identifier_parts_text(path)
 
 
+def fts_collection_token(collection_id: int) -> str:
+    return f"qmdcol{collection_id}"
+
+
 class IndexStore:
     def __init__(self, path: Path):
         self.path = path
@@ -98,8 +102,17 @@ class IndexStore:
     def remove_collection(self, name: str) -> None:
         self.conn.execute("DELETE FROM collections WHERE name = ?", (name,))
 
-    def mark_updated(self, collection_id: int) -> None:
-        self.conn.execute("UPDATE collections SET updated_at = ? WHERE id = ?", (time.time(), collection_id))
+    def mark_updated(self, collection_id: int, chunker_version: str) -> None:
+        self.conn.execute(
+            "UPDATE collections SET updated_at = ?, chunker_version = ? WHERE id = ?",
+            (time.time(), chunker_version, collection_id),
+        )
+
+    def chunker_version(self, collection_id: int) -> str:
+        row = self.conn.execute(
+            "SELECT chunker_version FROM collections WHERE id = ?", (collection_id,)
+        ).fetchone()
+        return row[0] if row else ""
 
     def collection_stats(self) -> list[dict[str, Any]]:
         rows = self.conn.execute(
@@ -174,13 +187,13 @@ class IndexStore:
                     (seq, chunk.start_line, chunk.end_line, reusable.pop(0)),
                 )
                 continue
-            self._insert_chunk(file_id, path, seq, chunk)
+            self._insert_chunk(collection_id, file_id, path, seq, chunk)
             added += 1
         stale = [chunk_id for ids in existing.values() for chunk_id in ids]
         self.conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in stale])
         return added, len(stale)
 
-    def _insert_chunk(self, file_id: int, path: str, seq: int, chunk: Chunk) -> None:
+    def _insert_chunk(self, collection_id: int, file_id: int, path: str, seq: int, chunk: Chunk) -> None:
         cur = self.conn.execute(
             """INSERT INTO chunks
                  (file_id, seq, start_line, end_line, text, symbols, signature, heading, hash)
@@ -199,8 +212,14 @@ class IndexStore:
         )
         chunk_id = int(cur.lastrowid)
         self.conn.execute(
-            "INSERT INTO chunks_fts (rowid, path, symbols, body) VALUES (?, ?, ?, ?)",
-            (chunk_id, fts_path(path), fts_symbols(chunk), fts_body(chunk)),
+            "INSERT INTO chunks_fts (rowid, collection, path, symbols, body) VALUES (?, ?, ?, ?, ?)",
+            (
+                chunk_id,
+                fts_collection_token(collection_id),
+                fts_path(path),
+                fts_symbols(chunk),
+                fts_body(chunk),
+            ),
         )
         self.conn.executemany(
             "INSERT INTO definitions (chunk_id, name, kind, line) VALUES (?, ?, ?, ?)",
@@ -290,17 +309,11 @@ class IndexStore:
         self, match: str, collection_ids: list[int], limit: int, weights: tuple[float, float, float]
     ) -> list[tuple[int, float]]:
         """(chunk id, bm25) best first; bm25 is negated so that larger is better."""
-        marks = ",".join("?" * len(collection_ids))
-        # MATERIALIZED makes FTS5 run once; joined directly, the planner probes it per chunk.
+        scope = " OR ".join(fts_collection_token(i) for i in collection_ids)
         rows = self.conn.execute(
-            f"""WITH matched AS MATERIALIZED (
-                    SELECT rowid AS id, bm25(chunks_fts, ?, ?, ?) AS score
-                    FROM chunks_fts WHERE chunks_fts MATCH ?)
-                SELECT matched.id, matched.score FROM matched
-                JOIN chunks c ON c.id = matched.id JOIN files f ON f.id = c.file_id
-                WHERE f.collection_id IN ({marks})
-                ORDER BY matched.score LIMIT ?""",
-            (*weights, match, *collection_ids, limit),
+            """SELECT rowid, bm25(chunks_fts, 0.0, ?, ?, ?) AS score FROM chunks_fts
+               WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?""",
+            (*weights, f"collection : ({scope}) AND ({match})", limit),
         ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
 

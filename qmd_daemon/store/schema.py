@@ -10,14 +10,17 @@ from typing import Any
 from qmd_daemon.errors import IndexDatabaseError
 
 # FTS: `porter` stems natural-language words; tokenchars '_' keeps snake_case identifiers whole,
-# and the indexer appends their parts (and camelCase parts) so both forms match.
+# and the indexer appends their parts (and camelCase parts) so both forms match. The `collection`
+# column holds one token per row (`qmdcol<id>`) so FTS5 itself narrows to the searched
+# collections instead of ranking every collection's matches first.
 _V1 = [
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE collections (
         id INTEGER PRIMARY KEY,
         name TEXT NOT NULL UNIQUE,
         root TEXT NOT NULL,
-        updated_at REAL
+        updated_at REAL,
+        chunker_version TEXT NOT NULL DEFAULT ''
     )""",
     """CREATE TABLE files (
         id INTEGER PRIMARY KEY,
@@ -61,7 +64,7 @@ _V1 = [
     )""",
     "CREATE INDEX links_by_code ON links(code_file_id)",
     """CREATE VIRTUAL TABLE chunks_fts USING fts5(
-        path, symbols, body, tokenize = "porter unicode61 tokenchars '_'"
+        collection, path, symbols, body, tokenize = "porter unicode61 tokenchars '_'"
     )""",
     """CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
         DELETE FROM chunks_fts WHERE rowid = old.id;

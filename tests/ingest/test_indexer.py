@@ -89,3 +89,15 @@ def test_doc_code_links_both_ways(engine: Engine, tmp_path: Path) -> None:
     assert doc_hits and "client.py" in doc_hits[0].related
     code_hits = [h for h in engine.search("parse_cookie_header", [name]) if h.path == "client.py"]
     assert code_hits and "README.md" in code_hits[0].related
+
+
+def test_new_chunker_version_rechunks_every_file(engine: Engine, tmp_path: Path) -> None:
+    root = _tree(tmp_path / "proj")
+    name = engine.add_collection(root).name
+    engine.update([name])
+    collection_id = engine.store.collection_id(name)
+    with engine.store.transaction():
+        engine.store.mark_updated(collection_id, "an older chunker")
+    report = engine.update([name])[0]
+    assert report.changed == 3 and report.unchanged == 0
+    assert engine.update([name])[0].unchanged == 3
