@@ -25,6 +25,8 @@ DEFAULT_EXCLUDES = (
     "dist/",
     "build/",
     "__pycache__/",
+    "*.egg-info/",
+    ".eggs/",
     ".venv/",
     "venv/",
     ".tox/",
@@ -67,7 +69,8 @@ class Settings:
 
     @property
     def models_dir(self) -> Path:
-        return self.cache_dir / "models"
+        """Built and downloaded models; QMD_MODELS_DIR shares one copy between several homes."""
+        return _env_path("QMD_MODELS_DIR") or self.cache_dir / "models"
 
     @classmethod
     def from_env(cls) -> Settings:

@@ -19,7 +19,9 @@ class FusionParams:
     podium_bonus: float = 0.02  # ranks 2 and 3
 
 
-def fuse(lists: list[RankedList], params: FusionParams = FusionParams()) -> dict[int, tuple[float, dict[str, int]]]:
+def fuse(
+    lists: list[RankedList], params: FusionParams = FusionParams()
+) -> dict[int, tuple[float, dict[str, int]]]:
     """chunk id -> (fused score, {list name: rank}). Bonuses go to a chunk's best rank anywhere."""
     scores: dict[int, float] = {}
     ranks: dict[int, dict[str, int]] = {}

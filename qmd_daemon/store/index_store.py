@@ -240,7 +240,10 @@ class IndexStore:
             (collection_id, path),
         ).fetchall()
         if not rows:
-            return None
+            known = self.conn.execute(
+                "SELECT 1 FROM files WHERE collection_id = ? AND path = ?", (collection_id, path)
+            ).fetchone()
+            return "" if known else None
         lines: dict[int, str] = {}
         for start, text in rows:
             for offset, line in enumerate(text.split("\n")):

@@ -101,3 +101,11 @@ def test_new_chunker_version_rechunks_every_file(engine: Engine, tmp_path: Path)
     report = engine.update([name])[0]
     assert report.changed == 3 and report.unchanged == 0
     assert engine.update([name])[0].unchanged == 3
+
+
+def test_empty_file_is_indexed_with_empty_text(engine: Engine, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "proj", {"pkg/__init__.py": "", "pkg/a.py": "x = 1\n"})
+    name = engine.add_collection(root).name
+    engine.update([name])
+    assert "pkg/__init__.py" in engine.indexed_paths(name)
+    assert engine.read_indexed_text(name, "pkg/__init__.py") == ""

@@ -1,0 +1,421 @@
+"""Retrieval eval: the engine against a plain file-level BM25 on /work/shared/eval.
+
+    python bench/retrieval.py [--set queries|issues|all] [--scope root|whole] [--corpora DIR]
+                              [--home DIR] [--repos a,b] [--methods engine,bm25-file] [--json OUT]
+
+Each repo is registered as a collection (root scope: corpus/<repo>/<root>; whole: corpus/<repo>;
+the issues set is always the whole tree) in a persistent home (default
+~/.cache/qmd-eval/home-<scope>), so re-runs only pay the incremental `update`. Every query runs through
+every selected method; hits are reduced to files, prefixed with the collection's folder relative to
+the corpus and scored with bench/metrics.py (protocol: /work/shared/eval/README.md).
+
+Methods are named ablations: METHODS maps a name to a factory(ctx) -> callable(query, collection)
+-> collection-relative paths, best first. Engine variants only need an entry in ENGINE_VARIANTS
+(keyword arguments passed to `Engine.search`). `--files walk` skips the engine entirely and scores
+the non-engine methods over the files the engine's scanner would pick (for validating the baseline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench.baseline_bm25 import BM25Index, mask_extensions, walk_files  # noqa: E402
+from bench.metrics import aggregate, reduce_to_files, score_query  # noqa: E402
+from qmd_daemon.ingest.languages import kind_of, language_of  # noqa: E402
+
+EVAL_DIR = Path(os.environ.get("QMD_EVAL_DIR", "/work/shared/eval"))
+SET_FILES = {"queries": "dev-queries.jsonl", "issues": "dev-issues.jsonl"}
+DEFAULT_CORPORA = Path("~/.cache/qmd-eval/corpora").expanduser()
+CACHE_ROOT = Path("~/.cache/qmd-eval").expanduser()
+BASELINE = "bm25-file"
+SEARCH_LIMIT = 30  # hits are per chunk; ask for more so that 10 distinct files remain
+WARMUP_QUERY = "warm up the search path"
+
+MethodFn = Callable[[str, str], list[str]]
+
+# name -> SearchOptions fields for Engine.search (add lexical/vector/hybrid/+expansion/+rerank here).
+# max_tokens=None: the output token budget must not cut the 30 hits the bench asks for; the ranking
+# is what is measured.
+ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
+    "engine": {"max_tokens": None},
+    "engine-noboost": {"max_tokens": None, "boosts": False},
+}
+
+
+@dataclass
+class Target:
+    """One collection: a repo at one scope."""
+
+    repo: str
+    name: str  # collection name
+    folder: Path  # on disk
+    prefix: str  # the collection's folder relative to the corpus root, "" or "aiohttp/"
+
+
+@dataclass
+class Context:
+    engine: Any = None  # qmd_daemon.engine.Engine, or None with --files walk
+    targets: dict[str, Target] = field(default_factory=dict)  # by collection name
+    walked: dict[str, dict[str, str]] = field(default_factory=dict)  # --files walk: name -> path -> text
+    _docs: dict[str, dict[str, str]] = field(default_factory=dict)
+    _bm25: dict[tuple[str, str], BM25Index] = field(default_factory=dict)
+
+    def documents(self, name: str) -> dict[str, str]:
+        if name not in self._docs:
+            if self.engine is None:
+                self._docs[name] = self.walked[name]
+            else:
+                self._docs[name] = {p: self._indexed_text(name, p) for p in self.engine.indexed_paths(name)}
+        return self._docs[name]
+
+    def _indexed_text(self, name: str, path: str) -> str:
+        try:
+            return self.engine.read_indexed_text(name, path)
+        except Exception:  # an indexed file without chunks (empty or blank): read it from disk
+            text = (self.targets[name].folder / path).read_bytes().decode("utf-8", errors="replace")
+            if text.strip():
+                log(f"[warn] {name}: read_indexed_text failed for non-blank {path}; using the disk copy")
+            return text
+
+    def bm25(self, name: str, variant: str = "file") -> BM25Index:
+        """variant "file": every indexed file; "code": only code files (no md/rst/txt docs)."""
+        if (name, variant) not in self._bm25:
+            docs = self.documents(name)
+            if variant == "code":
+                docs = {p: t for p, t in docs.items() if kind_of(language_of(p)) == "code"}
+            self._bm25[(name, variant)] = BM25Index(docs)
+        return self._bm25[(name, variant)]
+
+
+def engine_method(**option_fields: Any) -> Callable[[Context], MethodFn]:
+    """A method calling Engine.search with SearchOptions(**option_fields) (fresh per call)."""
+
+    def factory(ctx: Context) -> MethodFn:
+        if ctx.engine is None:
+            raise RuntimeError("needs the engine (not available with --files walk)")
+        from qmd_daemon.search.pipeline import SearchOptions
+
+        def run(query: str, collection: str) -> list[str]:
+            options = SearchOptions(**option_fields)
+            hits = ctx.engine.search(query, collections=[collection], limit=SEARCH_LIMIT, options=options)
+            return [h.path for h in hits]
+
+        return run
+
+    return factory
+
+
+def bm25_method(variant: str) -> Callable[[Context], MethodFn]:
+    def factory(ctx: Context) -> MethodFn:
+        return lambda query, collection: ctx.bm25(collection, variant).search(query, limit=10)
+
+    return factory
+
+
+# file-level BM25 over the files the engine indexed; bm25-code drops docs (closest to the README's
+# "file-level BM25" reference row, which appears to have indexed code files only)
+BASELINES: dict[str, Callable[[Context], MethodFn]] = {
+    BASELINE: bm25_method("file"),
+    "bm25-code": bm25_method("code"),
+}
+METHODS: dict[str, Callable[[Context], MethodFn]] = {
+    **{name: engine_method(**opts) for name, opts in ENGINE_VARIANTS.items()},
+    **BASELINES,
+}
+ENGINE_FREE = set(BASELINES)
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# -- eval data ---------------------------------------------------------------------------------
+
+
+def load_set(set_name: str) -> list[dict]:
+    path = EVAL_DIR / SET_FILES[set_name]
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for i, row in enumerate(rows):
+        row["set"], row["index"] = set_name, i
+    return rows
+
+
+def target_for(row: dict, scope: str, corpora: Path) -> Target:
+    repo = row["repo"]
+    if row["set"] == "queries" and scope == "root":
+        root = row["root"].strip("/")
+        return Target(repo, f"{repo}-root", corpora / repo / root, root + "/")
+    return Target(repo, repo, corpora / repo, "")
+
+
+# -- engine ------------------------------------------------------------------------------------
+
+
+def open_engine(home: Path) -> Any:
+    os.environ["QMD_DAEMON_HOME"] = str(home)
+    home.mkdir(parents=True, exist_ok=True)
+    from qmd_daemon.engine import Engine
+    from qmd_daemon.settings import Settings
+
+    return Engine(Settings.from_env())
+
+
+def _registered(engine: Any) -> dict[str, Path]:
+    for attr in ("collections", "list_collections"):
+        fn = getattr(engine, attr, None)
+        if callable(fn):
+            try:
+                found = fn()
+            except TypeError:
+                continue
+            items = found.values() if isinstance(found, dict) else found
+            return {c.name: Path(c.path) for c in items if hasattr(c, "name") and hasattr(c, "path")}
+    return {}
+
+
+def ensure_collections(engine: Any, targets: list[Target], skip_update: bool) -> list[dict]:
+    registered = _registered(engine)
+    reports: list[dict] = []
+    for t in targets:
+        if t.name in registered and registered[t.name].resolve() == t.folder.resolve():
+            pass
+        else:
+            try:
+                engine.add_collection(t.folder, name=t.name)
+            except Exception as exc:  # already registered by an engine without a listing method
+                if "exist" not in str(exc).lower() and "already" not in str(exc).lower():
+                    raise
+        if skip_update:
+            continue
+        log(f"[index] {t.name}: updating {t.folder} ...")
+        start = time.perf_counter()
+        try:
+            out = engine.update([t.name], progress=True)
+        except TypeError:  # an engine without the progress flag
+            out = engine.update([t.name])
+        secs = time.perf_counter() - start
+        dicts = [r.as_dict() if hasattr(r, "as_dict") else dict(vars(r)) for r in out or []]
+        summary = "; ".join(
+            ", ".join(f"{k}={v}" for k, v in d.items() if isinstance(v, int | float | str) and k != "name")
+            for d in dicts
+        )
+        log(f"[index] {t.name}: {secs:.1f}s  {summary}")
+        reports.append({"collection": t.name, "seconds": round(secs, 3), "reports": dicts})
+    return reports
+
+
+def walk_targets(targets: list[Target]) -> dict[str, dict[str, str]]:
+    """The file set the engine's scanner would pick, read from disk (no engine needed)."""
+    try:
+        from qmd_daemon.ingest.scan import scan
+        from qmd_daemon.settings import DEFAULT_EXCLUDES, DEFAULT_MASK, Settings
+    except ImportError:
+        scan = None
+        from qmd_daemon.settings import DEFAULT_EXCLUDES, DEFAULT_MASK
+    out: dict[str, dict[str, str]] = {}
+    for t in targets:
+        if scan is None:
+            out[t.name] = walk_files(t.folder, mask_extensions(DEFAULT_MASK), DEFAULT_EXCLUDES)
+        else:
+            s = Settings.from_env()
+            res = scan(t.folder, mask=DEFAULT_MASK, ignore=[], excludes=s.excludes,
+                       max_file_bytes=s.max_file_bytes)
+            docs = {}
+            for f in res.files:
+                data = (t.folder / f.path).read_bytes()
+                if b"\0" not in data[:8192]:
+                    docs[f.path] = data.decode("utf-8", errors="replace")
+            out[t.name] = docs
+        log(f"[walk] {t.name}: {len(out[t.name])} files")
+    return out
+
+
+# -- running and reporting ---------------------------------------------------------------------
+
+
+def run_method(fn: MethodFn, rows: list[dict], targets: dict[tuple, Target], progress: str) -> list[dict]:
+    results = []
+    warmed: set[str] = set()
+    for n, row in enumerate(rows, 1):
+        t = targets[(row["set"], row["repo"])]
+        if t.name not in warmed:
+            fn(WARMUP_QUERY, t.name)
+            warmed.add(t.name)
+        start = time.perf_counter()
+        paths = fn(row["query"], t.name)
+        ms = (time.perf_counter() - start) * 1000
+        files = [t.prefix + p for p in reduce_to_files(paths)][:10]
+        scores = score_query(files, row["relevant"], row.get("secondary", []))
+        results.append({"set": row["set"], "index": row["index"], "repo": row["repo"],
+                        "category": row["category"], "query": row["query"][:200],
+                        "relevant": row["relevant"], "files": files, "ms": round(ms, 3), **scores})
+        if n % 10 == 0 or n == len(rows):
+            log(f"[{progress}] {n}/{len(rows)}")
+    return results
+
+
+def group_rows(results: list[dict]) -> dict[str, list[dict]]:
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for r in results:
+        groups[f"repo:{r['repo']}"].append(r)
+    cats = {r["category"] for r in results}
+    for r in results:
+        if len(cats) > 1:  # one category (the issues set) would only repeat ALL
+            groups[f"cat:{r['category']}"].append(r)
+    groups["ALL"] = list(results)
+    return groups
+
+
+def format_method_table(method: str, set_name: str, results: list[dict]) -> str:
+    cols = ["ndcg@10", "acc@1", "acc@5"] + (["acc@10"] if set_name == "issues" else []) + ["mrr@10"]
+    head = f"{'group':<22}{'n':>4}" + "".join(f"{c:>9}" for c in cols) + f"{'p50ms':>9}{'p95ms':>9}"
+    lines = [f"== {set_name} / {method}", head, "-" * len(head)]
+    for g, rows in group_rows(results).items():
+        a = aggregate(rows)
+        lines.append(f"{g:<22}{len(rows):>4}" + "".join(f"{a[c]:>9.3f}" for c in cols)
+                     + f"{a['p50_ms']:>9.1f}{a['p95_ms']:>9.1f}")
+    return "\n".join(lines)
+
+
+def format_comparison(set_name: str, by_method: dict[str, list[dict]], metric: str) -> str:
+    methods = list(by_method)
+    others = [m for m in methods if m != BASELINE]
+    w = max(10, *(len(m) + 3 for m in methods))
+    head = f"{'group':<22}" + "".join(f"{m:>{w}}" for m in methods)
+    if BASELINE in by_method:
+        head += "".join(f"{'Δ' + m:>{w}}" for m in others)
+    title = f"== {set_name}: {metric} side by side" + (f" (Δ vs {BASELINE})" if BASELINE in by_method else "")
+    lines = [title, head, "-" * len(head)]
+    grouped = {m: group_rows(rs) for m, rs in by_method.items()}
+    for g in grouped[methods[0]]:
+        vals = {m: aggregate(grouped[m][g])[metric] for m in methods}
+        line = f"{g:<22}" + "".join(f"{vals[m]:>{w}.3f}" for m in methods)
+        if BASELINE in by_method:
+            line += "".join(f"{vals[m] - vals[BASELINE]:>+{w}.3f}" for m in others)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--set", choices=["queries", "issues", "all"], default="queries")
+    p.add_argument("--scope", choices=["root", "whole"], default="root",
+                   help="dev-queries scope (issues always use the whole tree)")
+    p.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
+    p.add_argument("--home", type=Path, default=None,
+                   help="engine state dir (default ~/.cache/qmd-eval/home-<scope>; reused across runs)")
+    p.add_argument("--repos", default="", help="comma-separated repo names (default: all)")
+    p.add_argument("--methods", default=f"engine,{BASELINE}",
+                   help=f"comma-separated, from: {', '.join(METHODS)}")
+    p.add_argument("--files", choices=["engine", "walk"], default="engine",
+                   help="file set: what the engine indexed, or a walk with the engine's scanner (no engine)")
+    p.add_argument("--skip-update", action="store_true", help="search the index as it is")
+    p.add_argument("--json", type=Path, default=None, help="write per-query results and aggregates here")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        log(f"unknown method(s) {unknown}; known: {', '.join(METHODS)}")
+        return 2
+    if args.files == "walk":
+        dropped = [m for m in methods if m not in ENGINE_FREE]
+        methods = [m for m in methods if m in ENGINE_FREE]
+        if dropped:
+            log(f"--files walk: skipping engine methods {dropped}")
+    if not methods:
+        log("no methods to run")
+        return 2
+    corpora = args.corpora.expanduser()
+    if not corpora.is_dir():
+        log(f"no corpora at {corpora}: run /work/shared/eval/get-dev-corpora.sh {corpora}")
+        return 2
+
+    sets = ["queries", "issues"] if args.set == "all" else [args.set]
+    rows = [r for s in sets for r in load_set(s)]
+    if args.repos:
+        keep = {r.strip() for r in args.repos.split(",")}
+        rows = [r for r in rows if r["repo"] in keep]
+    if not rows:
+        log("no queries selected")
+        return 2
+    targets = {(r["set"], r["repo"]): target_for(r, args.scope, corpora) for r in rows}
+    unique = list({t.name: t for t in targets.values()}.values())
+    missing = [str(t.folder) for t in unique if not t.folder.is_dir()]
+    if missing:
+        log(f"missing corpus folders {missing}: run /work/shared/eval/get-dev-corpora.sh {corpora}")
+        return 2
+
+    ctx = Context(targets={t.name: t for t in unique})
+    index_reports: list[dict] = []
+    home = None
+    if args.files == "walk":
+        ctx.walked = walk_targets(unique)
+    else:
+        scope = "whole" if args.set == "issues" else args.scope
+        home = (args.home or CACHE_ROOT / f"home-{scope}").expanduser()
+        log(f"[engine] home {home}")
+        ctx.engine = open_engine(home)
+    try:
+        if ctx.engine is not None:
+            index_reports = ensure_collections(ctx.engine, unique, args.skip_update)
+        for m in (m for m in methods if m in BASELINES):
+            for t in unique:
+                start = time.perf_counter()
+                n = len(ctx.bm25(t.name, m.removeprefix("bm25-")).paths)
+                log(f"[{m}] {t.name}: {n} files indexed in {time.perf_counter() - start:.1f}s")
+        results: dict[str, dict[str, list[dict]]] = {s: {} for s in sets}
+        for m in methods:
+            fn = METHODS[m](ctx)
+            for s in sets:
+                srows = [r for r in rows if r["set"] == s]
+                if srows:
+                    results[s][m] = run_method(fn, srows, targets, f"{s}/{m}")
+    finally:
+        if ctx.engine is not None:
+            ctx.engine.close()
+
+    out_json: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "home": str(home),
+                                "index": index_reports, "sets": {}}
+    for s in sets:
+        by_method = results[s]
+        if not by_method:
+            continue
+        scope_note = "whole tree" if s == "issues" else f"scope={args.scope}"
+        n = len(next(iter(by_method.values())))
+        print(f"\n##### {s} ({n} queries, {scope_note}, files={args.files})")
+        for m, rs in by_method.items():
+            print("\n" + format_method_table(m, s, rs))
+        headline = "acc@5" if s == "issues" else "ndcg@10"
+        print("\n" + format_comparison(s, by_method, headline))
+        if s == "issues":
+            print("\n" + format_comparison(s, by_method, "mrr@10"))
+        out_json["sets"][s] = {
+            m: {"groups": {g: aggregate(v) for g, v in group_rows(rs).items()}, "queries": rs}
+            for m, rs in by_method.items()
+        }
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(out_json, indent=1), encoding="utf-8")
+        log(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

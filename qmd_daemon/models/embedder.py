@@ -1,0 +1,125 @@
+"""Text embeddings for chunks and queries, with the conventions of each model family.
+
+Families (from the GGUF header): BERT-like encoders use their declared pooling (mean for MiniLM)
+and no prefix; decoder embedders (Qwen3-Embedding) use last-token pooling, an EOS appended to
+every input, and an instruction prefix on queries only. Inputs are truncated by tokens so a
+sequence always fits one ubatch. Vectors are L2-normalised.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from qmd_daemon.models import ModelError
+from qmd_daemon.models.gguf_info import read_gguf_info
+from qmd_daemon.models.runtime import ModelHandle, is_encoder, llama_module
+
+QUERY_INSTRUCTION = "Given a code search query, retrieve relevant code snippets that answer it"
+_POOLING_MEAN, _POOLING_LAST = 1, 3
+
+
+def file_fingerprint(path: Path) -> str:
+    """Model identity for cache keys and vector rows: name, size and a hash of the first MiB."""
+    with path.open("rb") as f:
+        head = hashlib.sha256(f.read(1 << 20)).hexdigest()[:16]
+    return f"{path.name}:{path.stat().st_size}:{head}"
+
+
+def _normalise(vec: Sequence[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vec))
+    return [x / norm for x in vec] if norm > 0 else list(vec)
+
+
+class Embedder:
+    """Embeds documents and queries with one GGUF model; thread-safe through the model lock."""
+
+    def __init__(self, path: Path | str, *, device: str | None = None, threads: int | None = None,
+                 n_ctx: int = 2048, query_instruction: str = QUERY_INSTRUCTION,
+                 seqs_per_decode: int = 1) -> None:
+        info = read_gguf_info(path)
+        self.encoder = is_encoder(info)
+        self.family = "bert" if self.encoder else "decoder"
+        declared = info.arch_value("pooling_type")
+        pooling = None if self.encoder and declared else (_POOLING_MEAN if self.encoder else _POOLING_LAST)
+        self.handle = ModelHandle(Path(path), embedding=True, n_ctx=n_ctx, pooling_type=pooling,
+                                  device=device, threads=threads)
+        dim = info.arch_value("embedding_length")
+        self.dim: int = int(dim) if isinstance(dim, int) else 0
+        self.fingerprint = file_fingerprint(self.handle.path)
+        self.query_instruction = query_instruction
+        # Measured on 2 cores: one sequence per decode was as fast or faster than packing several.
+        self.seqs_per_decode = max(1, seqs_per_decode)
+        self._batch: Any = None
+
+    def query_text(self, query: str) -> str:
+        """What is embedded for a query: decoder embedders get the instruction prefix."""
+        if self.encoder:
+            return query
+        return f"Instruct: {self.query_instruction}\nQuery: {query}"
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """One normalised vector per text, in order."""
+        if not texts:
+            return []
+        with self.handle.acquire() as llm:
+            token_lists = [self._tokens(llm, t) for t in texts]
+            out: list[list[float]] = []
+            for i in range(0, len(token_lists), self.seqs_per_decode):
+                out.extend(self._decode(llm, token_lists[i : i + self.seqs_per_decode]))
+            return out
+
+    def embed_query(self, text: str) -> list[float]:
+        """The normalised vector of a search query."""
+        return self.embed_documents([self.query_text(text)])[0]
+
+    def unload(self) -> None:
+        self.handle.unload()
+        self._batch = None
+
+    def _tokens(self, llm: Any, text: str) -> list[int]:
+        tokens = llm.tokenize(text.encode("utf-8", "replace"), add_bos=True, special=False)
+        limit = self.handle.n_ctx
+        if self.encoder:  # keep the closing [SEP]
+            return tokens if len(tokens) <= limit else tokens[: limit - 1] + tokens[-1:]
+        eos = llm.token_eos()
+        if tokens and tokens[-1] == eos:
+            tokens = tokens[:-1]
+        return tokens[: limit - 1] + [eos]
+
+    def _decode(self, llm: Any, token_lists: list[list[int]]) -> list[list[float]]:
+        llama_cpp = llama_module()
+        if self.dim == 0:
+            self.dim = llm.n_embd()
+        if self._batch is None:
+            from llama_cpp._internals import LlamaBatch
+
+            self._batch = LlamaBatch(n_tokens=self.handle.n_ctx, embd=0, n_seq_max=1, verbose=False)
+        out: list[list[float]] = []
+        batch, start = self._batch, 0
+        while start < len(token_lists):
+            batch.reset()
+            used, seqs = 0, []
+            for toks in token_lists[start:]:
+                if seqs and used + len(toks) > self.handle.n_ctx:
+                    break
+                batch.add_sequence(toks, len(seqs), True)
+                used += len(toks)
+                seqs.append(toks)
+            memory = llama_cpp.llama_get_memory(llm.ctx)
+            if memory:
+                llama_cpp.llama_memory_clear(memory, True)
+            rc = llama_cpp.llama_decode(llm.ctx, batch.batch)
+            if rc != 0:
+                raise ModelError(f"embedding failed in llama.cpp (llama_decode returned {rc})")
+            for seq in range(len(seqs)):
+                ptr = llama_cpp.llama_get_embeddings_seq(llm.ctx, seq)
+                if not ptr:
+                    raise ModelError("the embedding model returned no pooled vector (no pooling type?)")
+                out.append(_normalise(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float))[: self.dim]))
+            start += len(seqs)
+        return out

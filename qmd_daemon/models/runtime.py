@@ -1,0 +1,148 @@
+"""llama-cpp-python runtime: lazy import, device and threads, one lock and lazy load per model.
+
+OMP_WAIT_POLICY=PASSIVE is set before llama_cpp is first imported: with other load on a small
+box, spinning OpenMP threads made 2 threads 3-5x slower than 1.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from qmd_daemon.models import ModelError
+from qmd_daemon.models.gguf_info import GGUFInfo, read_gguf_info
+
+BERT_ARCHS = frozenset({"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3",
+                        "modern-bert", "neo-bert", "eurobert", "t5encoder"})
+
+
+_log = logging.getLogger("qmd_daemon.llama")
+_log_callback: Any = None
+
+
+def llama_module() -> ModuleType:
+    """Import llama_cpp on first use, with the OpenMP policy set first and its logs quieted."""
+    global _log_callback
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import llama_cpp
+
+    if _log_callback is None:
+        # llama.cpp prints some notices at level NONE, which verbose=False lets through to stderr;
+        # route everything to Python logging instead (errors stay visible at ERROR level).
+        @llama_cpp.llama_log_callback
+        def _forward(level: int, text: bytes, user_data: Any) -> None:
+            # ggml levels: 1 debug, 2 info, 3 warn, 4 error, 5 continuation.
+            message = text.decode("utf-8", "replace").rstrip()
+            _log.log(logging.ERROR if level == 4 else logging.DEBUG, "%s", message)
+
+        _log_callback = _forward
+        llama_cpp.llama_log_set(_log_callback, ctypes.c_void_p(0))
+    return llama_cpp
+
+
+def gpu_available() -> bool:
+    """Whether this llama.cpp build can offload layers to a GPU."""
+    try:
+        return bool(llama_module().llama_supports_gpu_offload())
+    except (ImportError, OSError, AttributeError):
+        return False
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def select_device(configured: str | None = None) -> str:
+    """`cpu` or `gpu`: QMD_FORCE_CPU wins, then QMD_LLAMA_GPU, then `device` from index.yml, then auto."""
+    if _truthy("QMD_FORCE_CPU"):
+        return "cpu"
+    wanted = (os.environ.get("QMD_LLAMA_GPU") or configured or "auto").strip().lower()
+    if wanted in ("0", "off", "false", "no", "cpu"):
+        return "cpu"
+    return "gpu" if gpu_available() else "cpu"
+
+
+def default_threads() -> int:
+    """QMD_THREADS, else min(4, cores): more threads than cores only adds contention."""
+    try:
+        value = int(os.environ.get("QMD_THREADS", "0"))
+    except ValueError:
+        value = 0
+    return value if value > 0 else max(1, min(4, os.cpu_count() or 1))
+
+
+def is_encoder(info: GGUFInfo) -> bool:
+    """BERT-like (non-causal) encoders need the whole input in one ubatch."""
+    return info.architecture in BERT_ARCHS or info.arch_value("attention.causal") is False
+
+
+@dataclass
+class ModelHandle:
+    """One GGUF model: loaded on first `acquire()`, used under its own lock, freed by `unload()`."""
+
+    path: Path
+    embedding: bool = False
+    n_ctx: int = 2048
+    pooling_type: int | None = None
+    device: str | None = None
+    threads: int | None = None
+    info: GGUFInfo = field(init=False)
+    _llm: Any = field(default=None, init=False, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+        self.info = read_gguf_info(self.path)  # checks the file before llama.cpp sees it
+        train_ctx = self.info.arch_value("context_length")
+        if isinstance(train_ctx, int) and train_ctx > 0:
+            self.n_ctx = min(self.n_ctx, train_ctx)
+        if is_encoder(self.info):
+            self.n_ctx = min(self.n_ctx, 512)
+
+    @property
+    def loaded(self) -> bool:
+        return self._llm is not None
+
+    def _load(self) -> Any:
+        llama_cpp = llama_module()
+        device = self.device if self.device in ("cpu", "gpu") else select_device(self.device)
+        threads = self.threads or default_threads()
+        kwargs: dict[str, Any] = dict(
+            model_path=str(self.path), n_ctx=self.n_ctx, n_threads=threads, n_threads_batch=threads,
+            n_gpu_layers=-1 if device == "gpu" else 0, embedding=self.embedding, verbose=False,
+        )
+        if self.embedding:
+            # Every sequence must fit one ubatch: a pooled (or encoder) sequence split across
+            # ubatches aborts the whole process ("encoder requires n_ubatch >= n_tokens").
+            kwargs.update(n_batch=self.n_ctx, n_ubatch=self.n_ctx)
+        else:
+            kwargs.update(n_batch=min(512, self.n_ctx), n_ubatch=min(512, self.n_ctx))
+        if self.pooling_type is not None:
+            kwargs["pooling_type"] = self.pooling_type
+        try:
+            return llama_cpp.Llama(**kwargs)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ModelError(f"llama.cpp could not load {self.path.name}: {exc}") from None
+
+    @contextmanager
+    def acquire(self) -> Iterator[Any]:
+        """The loaded `llama_cpp.Llama`, held under this model's lock for the `with` block."""
+        with self._lock:
+            if self._llm is None:
+                self._llm = self._load()
+            yield self._llm
+
+    def unload(self) -> None:
+        """Free the model's memory; the next `acquire()` loads it again."""
+        with self._lock:
+            llm, self._llm = self._llm, None
+            if llm is not None:
+                llm.close()

@@ -1,0 +1,114 @@
+"""bench/retrieval.py plumbing (scopes, path prefixes, tables) and bench/ingest.py's tree generator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import retrieval
+from bench.ingest import generate_tree
+
+
+def _row(**kw):
+    base = {"set": "queries", "index": 0, "repo": "aiohttp", "root": "aiohttp", "query": "q",
+            "relevant": ["aiohttp/client.py"], "secondary": [], "category": "semantic"}
+    return {**base, **kw}
+
+
+def test_target_scopes(tmp_path):
+    t = retrieval.target_for(_row(), "root", tmp_path)
+    assert (t.name, t.folder, t.prefix) == ("aiohttp-root", tmp_path / "aiohttp" / "aiohttp", "aiohttp/")
+    t = retrieval.target_for(_row(), "whole", tmp_path)
+    assert (t.name, t.folder, t.prefix) == ("aiohttp", tmp_path / "aiohttp", "")
+    # the issues set is always the whole tree
+    t = retrieval.target_for(_row(set="issues"), "root", tmp_path)
+    assert (t.name, t.prefix) == ("aiohttp", "")
+
+
+def test_run_method_prefixes_reduces_and_scores(tmp_path):
+    row = _row(secondary=["aiohttp/formdata.py"])
+    target = retrieval.target_for(row, "root", tmp_path)
+    hits = ["x.py", "x.py", "client.py", "formdata.py"]  # collection-relative, per chunk
+    out = retrieval.run_method(lambda q, c: hits, [row], {("queries", "aiohttp"): target}, "t")
+    r = out[0]
+    assert r["files"] == ["aiohttp/x.py", "aiohttp/client.py", "aiohttp/formdata.py"]
+    assert r["acc@1"] == 0.0 and r["acc@5"] == 1.0 and r["mrr@10"] == 0.5
+    assert 0 < r["ndcg@10"] < 1 and r["ms"] >= 0
+
+
+def test_tables_show_groups_and_delta():
+    rows = [{"set": "queries", "repo": "a", "category": "symbol", "ms": 1.0, "ndcg@10": 1.0, "acc@1": 1.0,
+             "acc@5": 1.0, "acc@10": 1.0, "mrr@10": 1.0}]
+    rows.append({**rows[0], "repo": "b", "category": "semantic"})
+    worse = [{**r, "ndcg@10": 0.25} for r in rows]
+    table = retrieval.format_method_table("engine", "queries", rows)
+    assert "repo:a" in table and "cat:symbol" in table and "ALL" in table and "acc@10" not in table
+    # a single category (the issues set) is not repeated as its own row
+    assert "cat:" not in retrieval.format_method_table("engine", "issues", rows[:1])
+    assert "acc@10" in retrieval.format_method_table("engine", "issues", rows)
+    cmp = retrieval.format_comparison("queries", {"engine": rows, retrieval.BASELINE: worse}, "ndcg@10")
+    assert "+0.750" in cmp
+
+
+def test_methods_registry_has_baselines_and_engine_variants():
+    assert retrieval.BASELINE in retrieval.METHODS and "bm25-code" in retrieval.METHODS
+    assert all(name in retrieval.METHODS for name in retrieval.ENGINE_VARIANTS)
+
+
+def test_missing_corpora_prints_hint(tmp_path, capsys):
+    assert retrieval.main(["--corpora", str(tmp_path / "nope"), "--files", "walk"]) == 2
+    assert "get-dev-corpora.sh" in capsys.readouterr().err
+
+
+def test_generate_tree_is_deterministic(tmp_path):
+    a = generate_tree(tmp_path / "a", 40, seed=3)
+    b = generate_tree(tmp_path / "b", 40, seed=3)
+    assert a == b and len(a) == 40
+    assert all((tmp_path / "a" / p).read_text() == (tmp_path / "b" / p).read_text() for p in a)
+    assert {p.rsplit(".", 1)[1] for p in a} <= {"py", "js", "go", "md"}
+    assert (tmp_path / "a" / ".gitignore").is_file() and (tmp_path / "a" / "build").is_dir()
+    sizes = [len((tmp_path / "a" / p).read_text().splitlines()) for p in a]
+    assert min(sizes) >= 40 and max(sizes) <= 260
+
+
+def _tiny_eval(tmp_path: Path) -> tuple[Path, Path]:
+    corpora = tmp_path / "corpora"
+    pkg = corpora / "demo" / "demo"
+    pkg.mkdir(parents=True)
+    (pkg / "pool.py").write_text("class ConnectionPool:\n    '''Pooling of TCP connections.'''\n")
+    (pkg / "cookies.py").write_text("class CookieJar:\n    def update_cookies(self): ...\n")
+    (corpora / "demo" / "README.md").write_text("# demo\n")
+    evald = tmp_path / "eval"
+    evald.mkdir()
+    q = {"repo": "demo", "root": "demo", "query": "TCP connection pooling", "relevant": ["demo/pool.py"],
+         "secondary": [], "category": "semantic"}
+    (evald / "dev-queries.jsonl").write_text(json.dumps(q) + "\n")
+    return corpora, evald
+
+
+def test_walk_baseline_end_to_end(tmp_path, monkeypatch, capsys):
+    corpora, evald = _tiny_eval(tmp_path)
+    monkeypatch.setattr(retrieval, "EVAL_DIR", evald)
+    out = tmp_path / "r.json"
+    assert retrieval.main(["--corpora", str(corpora), "--files", "walk", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    q = data["sets"]["queries"][retrieval.BASELINE]["queries"][0]
+    assert q["files"][0] == "demo/pool.py" and q["acc@1"] == 1.0
+
+
+def test_engine_end_to_end(tmp_path, monkeypatch):
+    pytest.importorskip("qmd_daemon.engine", exc_type=ImportError)
+    corpora, evald = _tiny_eval(tmp_path)
+    monkeypatch.setattr(retrieval, "EVAL_DIR", evald)
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(tmp_path / "home"))
+    out = tmp_path / "r.json"
+    argv = ["--corpora", str(corpora), "--home", str(tmp_path / "home"), "--json", str(out)]
+    assert retrieval.main(argv) == 0
+    assert retrieval.main(argv) == 0  # re-run on the same home: registration is idempotent
+    data = json.loads(out.read_text())
+    base = data["sets"]["queries"][retrieval.BASELINE]["queries"][0]
+    eng = data["sets"]["queries"]["engine"]["queries"][0]
+    assert base["files"][0] == "demo/pool.py"
+    assert eng["files"] and eng["files"][0] == "demo/pool.py"
