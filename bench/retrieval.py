@@ -49,9 +49,18 @@ MethodFn = Callable[[str, str], list[str]]
 # name -> SearchOptions fields for Engine.search (add lexical/vector/hybrid/+expansion/+rerank here).
 # max_tokens=None: the output token budget must not cut the 30 hits the bench asks for; the ranking
 # is what is measured.
+# The ablations of the search pipeline, all in one run (issue 4): each is SearchOptions fields.
 ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
     "engine": {"max_tokens": None},
     "engine-noboost": {"max_tokens": None, "boosts": False},
+    "lexical": {"max_tokens": None, "vectors": False},
+    "vector": {"max_tokens": None, "lexical": False, "boosts": False},
+    "vector+boosts": {"max_tokens": None, "lexical": False},
+    "hybrid": {"max_tokens": None},
+    "hybrid-noboost": {"max_tokens": None, "boosts": False},
+    "+expansion": {"max_tokens": None, "expand": True},
+    "+rerank": {"max_tokens": None, "rerank": True},
+    "full": {"max_tokens": None, "expand": True, "rerank": True},
 }
 
 
@@ -164,13 +173,19 @@ def target_for(row: dict, scope: str, corpora: Path) -> Target:
 # -- engine ------------------------------------------------------------------------------------
 
 
-def open_engine(home: Path) -> Any:
+def open_engine(home: Path, profile: str | None) -> Any:
     os.environ["QMD_DAEMON_HOME"] = str(home)
     home.mkdir(parents=True, exist_ok=True)
+    from qmd_daemon.config import IndexConfig
     from qmd_daemon.engine import Engine
     from qmd_daemon.settings import Settings
 
-    return Engine(Settings.from_env())
+    settings = Settings.from_env()
+    if profile:
+        config = IndexConfig.load(settings.config_file)
+        config.set_models({"profile": profile})
+        config.save()
+    return Engine(settings)
 
 
 def _registered(engine: Any) -> dict[str, Path]:
@@ -186,7 +201,7 @@ def _registered(engine: Any) -> dict[str, Path]:
     return {}
 
 
-def ensure_collections(engine: Any, targets: list[Target], skip_update: bool) -> list[dict]:
+def ensure_collections(engine: Any, targets: list[Target], skip_update: bool, embed: bool) -> list[dict]:
     registered = _registered(engine)
     reports: list[dict] = []
     for t in targets:
@@ -213,7 +228,12 @@ def ensure_collections(engine: Any, targets: list[Target], skip_update: bool) ->
             for d in dicts
         )
         log(f"[index] {t.name}: {secs:.1f}s  {summary}")
-        reports.append({"collection": t.name, "seconds": round(secs, 3), "reports": dicts})
+        entry = {"collection": t.name, "seconds": round(secs, 3), "reports": dicts}
+        if embed:
+            embedded = engine.embed([t.name], progress=True).as_dict()
+            log(f"[embed] {t.name}: {embedded}")
+            entry["embed"] = embedded
+        reports.append(entry)
     return reports
 
 
@@ -323,6 +343,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--files", choices=["engine", "walk"], default="engine",
                    help="file set: what the engine indexed, or a walk with the engine's scanner (no engine)")
     p.add_argument("--skip-update", action="store_true", help="search the index as it is")
+    p.add_argument("--profile", choices=["small", "qwen3"], default=None,
+                   help="model profile: stored in the bench home's index.yml, and chunks are embedded")
     p.add_argument("--json", type=Path, default=None, help="write per-query results and aggregates here")
     return p.parse_args(argv)
 
@@ -371,10 +393,10 @@ def main(argv: list[str] | None = None) -> int:
         scope = "whole" if args.set == "issues" else args.scope
         home = (args.home or CACHE_ROOT / f"home-{scope}").expanduser()
         log(f"[engine] home {home}")
-        ctx.engine = open_engine(home)
+        ctx.engine = open_engine(home, args.profile)
     try:
         if ctx.engine is not None:
-            index_reports = ensure_collections(ctx.engine, unique, args.skip_update)
+            index_reports = ensure_collections(ctx.engine, unique, args.skip_update, bool(args.profile))
         for m in (m for m in methods if m in BASELINES):
             for t in unique:
                 start = time.perf_counter()

@@ -174,6 +174,9 @@ def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
 )
 @click.option("--min-score", default=0.0, type=click.FloatRange(0, 1))
 @click.option("--explain", is_flag=True, help="Show each hit's ranks and boosts.")
+@click.option("--vectors/--no-vectors", default=True, help="Use vector search when embedded.")
+@click.option("--expand/--no-expand", default=False, help="Expand the query with the expansion model.")
+@click.option("--rerank/--no-rerank", default=False, help="Rerank the top candidates.")
 @click.pass_context
 def search(
     ctx: click.Context,
@@ -186,37 +189,96 @@ def search(
     max_tokens: int,
     min_score: float,
     explain: bool,
+    vectors: bool,
+    expand: bool,
+    rerank: bool,
 ) -> None:
-    """Search the index (lexical, code-aware)."""
+    """Search the index: code-aware BM25, plus vectors once embedded."""
     if not query.strip():
         raise click.UsageError("empty query")
     options = SearchOptions(
-        per_file=per_file, max_tokens=max_tokens or None, min_score=min_score, explain=explain
+        per_file=per_file,
+        max_tokens=max_tokens or None,
+        min_score=min_score,
+        explain=explain,
+        vectors=vectors,
+        expand=expand,
+        rerank=rerank,
     )
     hits = _engine(ctx).search(query, list(names) or None, limit=limit, options=options)
     _print_hits(hits, "json" if as_json else fmt, explain)
 
 
 @cli.command()
+@click.option("-c", "--collection", "names", multiple=True, help="Collection to embed (default: all).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def embed(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
+    """Embed every chunk that has no vector yet (resumable; one run at a time)."""
+    engine = _engine(ctx)
+    report = engine.embed(list(names) or None).as_dict()
+    if as_json:
+        _emit_json(report)
+    elif not report["model"]:
+        reason = engine.models.status()["roles"]["embed"].get("reason", "no embedding model configured")
+        raise QmdError(f"cannot embed: {reason}")
+    else:
+        click.echo(
+            f"embedded {report['embedded']} chunks (+{report['copied']} identical copied) in "
+            f"{report['seconds']:.1f}s; {report['pending']} pending; model {report['model']}"
+        )
+
+
+@cli.command()
+@click.option(
+    "--profile", type=click.Choice(["qwen3", "small"]), help="Store this profile in index.yml first."
+)
+@click.option("--role", type=click.Choice(["all", "embed", "rerank", "expand"]), default="all")
+@click.option("--refresh", is_flag=True, help="Download again even when cached.")
+@click.pass_context
+def pull(ctx: click.Context, profile: str | None, role: str, refresh: bool) -> None:
+    """Download (hf:) or build (small profile) the models, with progress."""
+    from qmd_daemon.config import IndexConfig
+    from qmd_daemon.models.profiles import profile_uris
+    from qmd_daemon.models.uris import pull as pull_models
+
+    engine = _engine(ctx)
+    config = IndexConfig.load(engine.settings.config_file)
+    if profile:
+        config.set_models({"profile": profile})
+        config.save()
+    models = config.models()
+    uris = profile_uris(str(models.get("profile") or "qwen3"), engine.settings.models_dir)
+    for name, path in pull_models(role, models, refresh=refresh, progress=True, profile_uris=uris).items():
+        click.echo(f"{name}: {path}")
+
+
+@cli.command()
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
-    """Show the index, its collections and what search can use."""
+    """Show the index, its collections, vectors and which models search can use."""
     engine = _engine(ctx)
-    info = {
-        "version": __version__,
-        "index": str(engine.settings.index_path),
-        "config": str(engine.settings.config_file),
-        "vectors_available": engine.store.has_vec,
-        "collections": engine.store.collection_stats(),
-    }
+    engine.models.embedder()
+    info = {"version": __version__, **engine.status()}
     if as_json:
         _emit_json(info)
         return
     click.echo(f"qmd-daemon {info['version']}\nindex:  {info['index']}\nconfig: {info['config']}")
-    click.echo(
-        f"sqlite-vec: {'loaded' if info['vectors_available'] else 'unavailable (lexical search only)'}"
-    )
+    vectors = info["vectors"]
+    if not info["sqlite_vec"]:
+        click.echo("vectors: sqlite-vec unavailable (lexical search only)")
+    elif vectors["model"]:
+        click.echo(
+            f"vectors: {vectors['model']} ({vectors['dim']} dims), {vectors['pending']} chunks pending"
+        )
+    else:
+        click.echo("vectors: none yet (run `qmd-daemon embed`)")
+    models = info["models"]
+    click.echo(f"models: profile {models['profile']}, device {models['device']}")
+    for role, state in models["roles"].items():
+        detail = state.get("model") or state.get("reason") or ""
+        click.echo(f"  {role}: {state['state']}{'  ' + detail if detail else ''}")
     for row in info["collections"]:
         click.echo(f"  {row['name']}: {row['files']} files, {row['chunks']} chunks")
 

@@ -6,15 +6,20 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
+from typing import Any
 
 from qmd_daemon.config import CollectionConfig, IndexConfig
 from qmd_daemon.errors import UsageError
 from qmd_daemon.ingest.indexer import UpdateReport, update_collection
 from qmd_daemon.ingest.scan import find_git_root
+from qmd_daemon.models.model_set import ModelSet
 from qmd_daemon.search.hit import Hit
-from qmd_daemon.search.pipeline import SearchOptions, run_search
+from qmd_daemon.search.pipeline import SearchModels, SearchOptions, SearchTrace, run_search
 from qmd_daemon.settings import DEFAULT_MASK, Settings
 from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.store.llm_cache import SqliteLLMCache
+from qmd_daemon.store.vectors import VectorIndex
+from qmd_daemon.vectorize import EmbedReport, embed_pending
 
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -29,6 +34,7 @@ class Engine:
         self.settings = settings or Settings.from_env()
         self._store: IndexStore | None = None
         self._config: tuple[tuple[int, int], IndexConfig] | None = None
+        self._models: ModelSet | None = None
 
     @property
     def store(self) -> IndexStore:
@@ -36,7 +42,23 @@ class Engine:
             self._store = IndexStore(self.settings.index_path)
         return self._store
 
+    @property
+    def models(self) -> ModelSet:
+        """The configured models (index.yml `models:`), built lazily, never downloaded here."""
+        if self._models is None:
+            self._models = ModelSet(
+                self.config().models(), self.settings.models_dir, SqliteLLMCache(self.store)
+            )
+        return self._models
+
+    @property
+    def vectors(self) -> VectorIndex | None:
+        return VectorIndex(self.store) if self.store.has_vec else None
+
     def close(self) -> None:
+        if self._models is not None:
+            self._models.unload()
+            self._models = None
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -139,6 +161,37 @@ class Engine:
             for collection in self._select(names)
         ]
 
+    def _collection_ids(self, names: list[str]) -> list[int]:
+        return [i for i in (self.store.collection_id(n) for n in names) if i is not None]
+
+    def embed(
+        self, names: list[str] | None = None, *, progress: bool | None = None, limit: int | None = None
+    ) -> EmbedReport:
+        """Give every chunk without a vector one; a no-op report when no embedding model is ready."""
+        selected = [c.name for c in self._select(names)]
+        vectors, embedder = self.vectors, self.models.embedder()
+        ids = self._collection_ids(selected)
+        if vectors is None or embedder is None:
+            return EmbedReport(pending=sum(self.store.chunk_count(i) for i in ids))
+        lock = self.settings.state_dir / "embed.lock"
+        return embed_pending(self.store, vectors, embedder, ids, lock, progress=progress, limit=limit)
+
+    def status(self) -> dict[str, Any]:
+        vectors = self.vectors
+        active = vectors.active_model() if vectors else None
+        return {
+            "index": str(self.settings.index_path),
+            "config": str(self.settings.config_file),
+            "sqlite_vec": self.store.has_vec,
+            "vectors": {
+                "model": active[0] if active else None,
+                "dim": active[1] if active else None,
+                "pending": vectors.pending_count() if vectors and active else None,
+            },
+            "models": self.models.status(),
+            "collections": self.store.collection_stats(),
+        }
+
     def indexed_paths(self, name: str) -> list[str]:
         collection_id = self.store.collection_id(name)
         return [] if collection_id is None else self.store.indexed_paths(collection_id)
@@ -166,10 +219,15 @@ class Engine:
         collections: list[str] | None = None,
         limit: int = 10,
         options: SearchOptions | None = None,
+        trace: SearchTrace | None = None,
     ) -> list[Hit]:
         options = options or SearchOptions()
         options.limit = limit
-        ids = [
-            i for i in (self.store.collection_id(n) for n in self.search_scope(collections)) if i is not None
-        ]
-        return run_search(self.store, query, ids, options)
+        ids = self._collection_ids(self.search_scope(collections))
+        models = SearchModels(
+            vectors=self.vectors if options.vectors else None,
+            embedder=self.models.embedder() if options.vectors else None,
+            expander=self.models.expander() if options.expand else None,
+            reranker=self.models.reranker() if options.rerank else None,
+        )
+        return run_search(self.store, query, ids, options, models, trace)

@@ -42,11 +42,13 @@ class Chunk:
         return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def embedding_header(path: str, chunk: Chunk) -> str:
-    """What a vector sees before the code: the path first, then context and signatures."""
+def embedding_text(path: str, heading: str, signature: str, text: str) -> str:
+    """What a vector sees: the path first, then context and signatures, then the lines themselves
+    (as an agent reads code: where it is, what it defines, how)."""
     parts = [path]
-    if chunk.heading:
-        parts.append(chunk.heading)
-    if chunk.signature:
-        parts.append(chunk.signature)
+    if heading:
+        parts.append(heading)
+    if signature and signature not in text[: len(signature) + 200]:
+        parts.append(signature)
+    parts.append(text)
     return "\n".join(parts)

@@ -1,13 +1,18 @@
-"""The search pipeline, one step a module: parse, retrieve, score, shape."""
+"""The search pipeline, one step a module: parse, retrieve (lexical, vector, expansions), fuse,
+score, rerank, shape. Each model is optional; without one the pipeline does what it can."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from qmd_daemon.search.candidates import Candidate
+from qmd_daemon.search.fusion import FusionParams, RankedList, fuse
 from qmd_daemon.search.hit import Hit
-from qmd_daemon.search.lexical import DEFAULT_WEIGHTS, lexical_search
+from qmd_daemon.search.lexical import DEFAULT_WEIGHTS, LexicalHit, lexical_search
 from qmd_daemon.search.query import ParsedQuery, content_words, parse_query
+from qmd_daemon.search.rerank import rerank
 from qmd_daemon.search.results import shape_hits
 from qmd_daemon.search.scoring import (
     ScoringWeights,
@@ -17,9 +22,22 @@ from qmd_daemon.search.scoring import (
     path_word_boost,
     saturate,
 )
+from qmd_daemon.search.vector import vector_search
 from qmd_daemon.store.index_store import IndexStore
 
 LEXICAL_CANDIDATES = 200
+FUSED_CANDIDATES = 200
+STRONG_TOP, STRONG_GAP = 0.85, 0.15
+
+
+@dataclass
+class SearchModels:
+    """What the engine could load; any of it may be None."""
+
+    vectors: Any = None  # store.vectors.VectorIndex
+    embedder: Any = None  # models.embedder.Embedder
+    expander: Any = None  # models.expander.Expander
+    reranker: Any = None  # models.reranker.Reranker
 
 
 @dataclass
@@ -30,30 +48,44 @@ class SearchOptions:
     min_score: float = 0.0
     explain: bool = False
     boosts: bool = True
+    lexical: bool = True
+    vectors: bool = True
+    expand: bool = False
+    rerank: bool = False
+    rerank_candidates: int = 40
+    lexical_weight: float = 2.0
+    vector_weight: float = 2.0
+    symbol_vector_weight: float = 0.6  # identifier queries lean lexical (semble: 0.3 vs 0.5)
     bm25_weights: tuple[float, float, float] = DEFAULT_WEIGHTS
+    fusion: FusionParams = field(default_factory=FusionParams)
     weights: ScoringWeights = field(default_factory=ScoringWeights)
 
 
-def _lexical_candidates(
-    store: IndexStore, parsed: ParsedQuery, collection_ids: list[int], options: SearchOptions
-) -> dict[int, Candidate]:
-    lexical = lexical_search(store, parsed, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights)
+@dataclass
+class SearchTrace:
+    """What ran, for `--explain`, `status` and the benchmarks."""
+
+    lists: dict[str, int] = field(default_factory=dict)
+    expanded: list[str] = field(default_factory=list)
+    strong_signal: bool = False
+    reranked: int = 0
+    stale: bool = False
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+def _strong_signal(lexical: list[LexicalHit]) -> bool:
+    """QMD's probe: BM25's top hit far ahead on a |x|/(1+|x|) scale means expansion adds noise."""
     if not lexical:
-        return {}
-    rows = store.chunks_by_ids([h.chunk_id for h in lexical])
-    top = max(h.score for h in lexical) or 1.0
-    out: dict[int, Candidate] = {}
-    for rank, hit in enumerate(lexical, start=1):
-        row = rows.get(hit.chunk_id)
-        if row is not None:
-            out[hit.chunk_id] = Candidate(row, score=hit.score / top, ranks={"bm25": rank})
-    return out
+        return False
+    norm = [h.score / (1 + h.score) for h in lexical[:2]]
+    gap = norm[0] - (norm[1] if len(norm) > 1 else 0.0)
+    return norm[0] >= STRONG_TOP and gap >= STRONG_GAP
 
 
 def _symbol_candidates(
     store: IndexStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate]
 ) -> dict[int, set[str]]:
-    """Chunks that define a queried symbol join the candidates even when BM25 missed them."""
+    """Chunks that define a queried symbol join the candidates even when no retriever found them."""
     names = list(dict.fromkeys(s.split(".")[-1].split("::")[-1] for s in parsed.symbols))
     defined: dict[int, set[str]] = {}
     for chunk_id, name, _kind in store.chunks_defining(names, collection_ids):
@@ -65,24 +97,120 @@ def _symbol_candidates(
     return defined
 
 
-def run_search(store: IndexStore, query: str, collection_ids: list[int], options: SearchOptions) -> list[Hit]:
+class _Clock:
+    def __init__(self, trace: SearchTrace):
+        self.trace, self.last = trace, time.perf_counter()
+
+    def lap(self, step: str) -> None:
+        now = time.perf_counter()
+        self.trace.timings_ms[step] = round(
+            self.trace.timings_ms.get(step, 0.0) + (now - self.last) * 1000, 2
+        )
+        self.last = now
+
+
+def _retrieve(
+    store: IndexStore,
+    parsed: ParsedQuery,
+    collection_ids: list[int],
+    options: SearchOptions,
+    models: SearchModels,
+    trace: SearchTrace,
+    clock: _Clock,
+) -> tuple[list[RankedList], dict[int, float]]:
+    """Every ranked list, and the BM25 score of each lexical hit (for a lexical-only base)."""
+    lists: list[RankedList] = []
+    bm25: dict[int, float] = {}
+    lexical: list[LexicalHit] = []
+    if options.lexical:
+        lexical = lexical_search(store, parsed, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights)
+        bm25 = {h.chunk_id: h.score for h in lexical}
+        lists.append(RankedList("bm25", [h.chunk_id for h in lexical], options.lexical_weight))
+    clock.lap("lexical")
+    trace.strong_signal = _strong_signal(lexical)
+    lex_lines, vec_lines = list(parsed.lex), list(parsed.vec) + list(parsed.hyde)
+    if (
+        options.expand
+        and models.expander is not None
+        and not trace.strong_signal
+        and not (lex_lines or vec_lines)
+    ):
+        for expansion in models.expander.expand(parsed.text or parsed.raw):
+            (lex_lines if expansion.kind == "lex" else vec_lines).append(expansion.text)
+            trace.expanded.append(f"{expansion.kind}: {expansion.text}")
+        clock.lap("expand")
+    for i, line in enumerate(lex_lines, start=1):
+        hits = lexical_search(
+            store, parse_query(line), collection_ids, LEXICAL_CANDIDATES, options.bm25_weights
+        )
+        lists.append(RankedList(f"bm25:lex{i}", [h.chunk_id for h in hits], 1.0))
+    use_vectors = options.vectors and models.vectors is not None and models.embedder is not None
+    if use_vectors:
+        weight = options.vector_weight * (options.symbol_vector_weight if parsed.is_symbol_query else 1.0)
+        texts = [(parsed.text or parsed.raw, "vec", weight)]
+        texts += [(line, f"vec:{i}", 1.0) for i, line in enumerate(vec_lines, start=1)]
+        for text, name, list_weight in texts:
+            hits = vector_search(models.vectors, models.embedder, text, collection_ids)
+            if hits:
+                lists.append(RankedList(name, [h.chunk_id for h in hits], list_weight))
+        trace.stale = models.vectors.pending_count(collection_ids) > 0
+        clock.lap("vector")
+    trace.lists = {r.name: len(r.chunk_ids) for r in lists}
+    return lists, bm25
+
+
+def _candidates(
+    store: IndexStore, lists: list[RankedList], bm25: dict[int, float], options: SearchOptions
+) -> dict[int, Candidate]:
+    """Fused candidates with a base score in [0, 1] (the best is 1)."""
+    if len([r for r in lists if r.chunk_ids]) <= 1 and bm25:
+        top = max(bm25.values()) or 1.0
+        base = {cid: s / top for cid, s in bm25.items()}
+        ranks = {cid: {"bm25": r} for r, cid in enumerate(sorted(bm25, key=lambda c: -bm25[c]), start=1)}
+    else:
+        fused = fuse(lists, options.fusion)
+        order = sorted(fused, key=lambda c: -fused[c][0])[:FUSED_CANDIDATES]
+        top = fused[order[0]][0] if order else 1.0
+        base = {cid: fused[cid][0] / top for cid in order}
+        ranks = {cid: fused[cid][1] for cid in order}
+    rows = store.chunks_by_ids(list(base))
+    return {cid: Candidate(rows[cid], score=base[cid], ranks=dict(ranks[cid])) for cid in base if cid in rows}
+
+
+def run_search(
+    store: IndexStore,
+    query: str,
+    collection_ids: list[int],
+    options: SearchOptions,
+    models: SearchModels | None = None,
+    trace: SearchTrace | None = None,
+) -> list[Hit]:
+    models = models or SearchModels()
+    trace = trace if trace is not None else SearchTrace()
+    clock = _Clock(trace)
     parsed = parse_query(query)
     if not collection_ids:
         return []
-    cands = _lexical_candidates(store, parsed, collection_ids, options)
+    lists, bm25 = _retrieve(store, parsed, collection_ids, options, models, trace, clock)
+    cands = _candidates(store, lists, bm25, options)
     if options.boosts:
         defined = _symbol_candidates(store, parsed, collection_ids, cands)
         pool = list(cands.values())
-        top = 1.0
-        definition_boost(pool, parsed, top, options.weights, defined)
-        path_word_boost(pool, parsed, top, options.weights)
+        definition_boost(pool, parsed, 1.0, options.weights, defined)
+        path_word_boost(pool, parsed, 1.0, options.weights)
         path_penalties(pool, parsed, options.weights)
-        coherence_boost(pool, top, options.weights)
+        coherence_boost(pool, 1.0, options.weights)
     ranked = sorted(cands.values(), key=lambda c: -c.score)
+    clock.lap("score")
+    if options.rerank and models.reranker is not None and ranked:
+        count = max(0, options.rerank_candidates)
+        ranked = rerank(models.reranker, parsed.text or parsed.raw, ranked, count)
+        trace.reranked = min(count, len(ranked))
+        clock.lap("rerank")
     if options.boosts:
         ranked = saturate(ranked, options.weights)
     related = store.related_paths(list({c.chunk.file_id for c in ranked[: options.limit * 3]}))
-    return shape_hits(
+    hits = shape_hits(
         ranked,
         content_words(parsed),
         limit=options.limit,
@@ -92,3 +220,5 @@ def run_search(store: IndexStore, query: str, collection_ids: list[int], options
         related=related,
         explain=options.explain,
     )
+    clock.lap("shape")
+    return hits

@@ -102,15 +102,15 @@ class IndexStore:
     def remove_collection(self, name: str) -> None:
         self.conn.execute("DELETE FROM collections WHERE name = ?", (name,))
 
-    def mark_updated(self, collection_id: int, chunker_version: str) -> None:
+    def mark_updated(self, collection_id: int, index_format: str) -> None:
         self.conn.execute(
-            "UPDATE collections SET updated_at = ?, chunker_version = ? WHERE id = ?",
-            (time.time(), chunker_version, collection_id),
+            "UPDATE collections SET updated_at = ?, index_format = ? WHERE id = ?",
+            (time.time(), index_format, collection_id),
         )
 
-    def chunker_version(self, collection_id: int) -> str:
+    def index_format(self, collection_id: int) -> str:
         row = self.conn.execute(
-            "SELECT chunker_version FROM collections WHERE id = ?", (collection_id,)
+            "SELECT index_format FROM collections WHERE id = ?", (collection_id,)
         ).fetchone()
         return row[0] if row else ""
 
@@ -224,6 +224,14 @@ class IndexStore:
         self.conn.executemany(
             "INSERT INTO definitions (chunk_id, name, kind, line) VALUES (?, ?, ?, ?)",
             [(chunk_id, d.name, d.kind, d.line) for d in chunk.definitions],
+        )
+
+    def chunk_count(self, collection_id: int) -> int:
+        return int(
+            self.conn.execute(
+                "SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.collection_id = ?",
+                (collection_id,),
+            ).fetchone()[0]
         )
 
     def indexed_paths(self, collection_id: int) -> list[str]:

@@ -20,7 +20,7 @@ _V1 = [
         name TEXT NOT NULL UNIQUE,
         root TEXT NOT NULL,
         updated_at REAL,
-        chunker_version TEXT NOT NULL DEFAULT ''
+        index_format TEXT NOT NULL DEFAULT ''
     )""",
     """CREATE TABLE files (
         id INTEGER PRIMARY KEY,

@@ -1,0 +1,87 @@
+"""The three model roles as one lazily built set; each role is optional.
+
+Search never downloads: a role whose file is not on disk yet is reported unavailable (with the
+reason) and the pipeline degrades to what is there. `qmd-daemon pull` fetches them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from qmd_daemon.models import ModelError
+from qmd_daemon.models.cache import LLMCache
+from qmd_daemon.models.embedder import Embedder
+from qmd_daemon.models.expander import Expander
+from qmd_daemon.models.profiles import resolve_role
+from qmd_daemon.models.reranker import Reranker
+from qmd_daemon.models.runtime import select_device
+
+_FACTORIES = {"embed": Embedder, "rerank": Reranker, "expand": Expander}
+
+
+class ModelSet:
+    def __init__(self, models: Mapping[str, Any], models_dir: Path, cache: LLMCache | None = None):
+        self.config = dict(models)
+        self.models_dir = models_dir
+        self.cache = cache
+        self.device = select_device(str(self.config["device"]) if self.config.get("device") else None)
+        self._built: dict[str, Any] = {}
+        self._errors: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def enabled(self, role: str) -> bool:
+        """`models: {rerank: off}` (or false/none) switches a role off."""
+        value = self.config.get(role, True)
+        return str(value).strip().lower() not in ("off", "false", "none", "no", "0")
+
+    def get(self, role: str) -> Any | None:
+        if not self.enabled(role):
+            return None
+        with self._lock:
+            if role in self._built:
+                return self._built[role]
+            if role in self._errors:
+                return None
+            try:
+                path = resolve_role(role, self.config, self.models_dir, download=False)
+                kwargs: dict[str, Any] = {"device": self.device}
+                if role != "embed":
+                    kwargs["cache"] = self.cache
+                self._built[role] = _FACTORIES[role](path, **kwargs)
+            except ModelError as exc:
+                self._errors[role] = str(exc)
+                return None
+            return self._built[role]
+
+    def embedder(self) -> Embedder | None:
+        return self.get("embed")
+
+    def reranker(self) -> Reranker | None:
+        return self.get("rerank")
+
+    def expander(self) -> Expander | None:
+        return self.get("expand")
+
+    def unload(self) -> None:
+        for model in self._built.values():
+            model.unload()
+
+    def status(self) -> dict[str, Any]:
+        roles: dict[str, Any] = {}
+        for role in _FACTORIES:
+            if not self.enabled(role):
+                roles[role] = {"state": "off"}
+            elif role in self._built:
+                model = self._built[role]
+                roles[role] = {
+                    "state": "loaded" if model.handle.loaded else "ready",
+                    "model": model.handle.path.name,
+                }
+            elif role in self._errors:
+                roles[role] = {"state": "unavailable", "reason": self._errors[role]}
+            else:
+                roles[role] = {"state": "not loaded yet"}
+        return {"device": self.device, "profile": self.config.get("profile", "qwen3"), "roles": roles}

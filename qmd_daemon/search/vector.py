@@ -1,0 +1,26 @@
+"""Vector retrieval: the question (and its vec/hyde rewrites) embedded, nearest chunks from
+sqlite-vec, filtered to the searched collections inside the KNN."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qmd_daemon.models.embedder import Embedder
+from qmd_daemon.store.vectors import VectorIndex
+
+VECTOR_CANDIDATES = 100
+
+
+@dataclass
+class VectorHit:
+    chunk_id: int
+    similarity: float
+
+
+def vector_search(
+    vectors: VectorIndex, embedder: Embedder, text: str, collection_ids: list[int], k: int = VECTOR_CANDIDATES
+) -> list[VectorHit]:
+    active = vectors.active_model()
+    if active is None or active[0] != embedder.fingerprint or not text.strip():
+        return []
+    return [VectorHit(c, s) for c, s in vectors.search(embedder.embed_query(text), collection_ids, k)]

@@ -1,0 +1,100 @@
+"""The embedding pass: chunks without a vector get one.
+
+Resumable by construction: vectors are committed batch by batch, and what is pending is simply
+"chunks with no vector", so an interrupted run continues where it stopped. A lock file keeps two
+runs (two terminals, the daemon and a CLI) from embedding the same chunks twice.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from qmd_daemon.errors import QmdError
+from qmd_daemon.ingest.chunk_model import embedding_text
+from qmd_daemon.models.embedder import Embedder
+from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.store.vectors import VectorIndex
+
+BATCH = 16
+
+
+class EmbedBusy(QmdError):
+    """Another process is embedding right now."""
+
+
+@dataclass
+class EmbedReport:
+    embedded: int = 0
+    copied: int = 0
+    pending: int = 0
+    reset: bool = False
+    seconds: float = 0.0
+    model: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@contextmanager
+def embed_lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise EmbedBusy("another `embed` is running on this index; it will finish the work") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def embed_pending(
+    store: IndexStore,
+    vectors: VectorIndex,
+    embedder: Embedder,
+    collection_ids: list[int] | None,
+    lock_path: Path,
+    *,
+    progress: bool | None = None,
+    limit: int | None = None,
+) -> EmbedReport:
+    started = time.perf_counter()
+    report = EmbedReport(model=embedder.fingerprint)
+    with embed_lock(lock_path):
+        if embedder.dim == 0:
+            embedder.embed_query("dimension probe")
+        report.reset = vectors.ensure(embedder.fingerprint, embedder.dim)
+        pending = vectors.pending(collection_ids, limit)
+        todo = vectors.copy_identical(pending)
+        report.copied = len(pending) - len(todo)
+        show = sys.stderr.isatty() if progress is None else progress
+        bar = tqdm(total=len(todo), desc="embedding", unit="chunk", disable=not show, file=sys.stderr)
+        try:
+            for start in range(0, len(todo), BATCH):
+                batch = todo[start : start + BATCH]
+                rows = store.chunks_by_ids([chunk_id for chunk_id, _c, _h in batch])
+                present = [(cid, col) for cid, col, _h in batch if cid in rows]
+                texts = [
+                    embedding_text(rows[cid].path, rows[cid].heading, rows[cid].signature, rows[cid].text)
+                    for cid, _col in present
+                ]
+                vecs = embedder.embed_documents(texts)
+                rows_out = [(cid, col, v) for (cid, col), v in zip(present, vecs, strict=True)]
+                report.embedded += vectors.put(rows_out)
+                bar.update(len(batch))
+        finally:
+            bar.close()
+    report.pending = vectors.pending_count(collection_ids)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
