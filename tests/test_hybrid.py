@@ -20,8 +20,8 @@ from tests.models.tiny_qwen3 import write_tiny_qwen3
 MODELS_DIR = REPO_ROOT / ".test-cache" / "models"
 
 FILES = {
-    "net/retry.py": "def backoff_delays(attempts):\n    \"\"\"Wait longer after every failed attempt.\"\"\"\n"
-                    "    return [2 ** n for n in range(attempts)]\n",
+    "net/retry.py": 'def backoff_delays(attempts):\n    """Wait longer after every failed attempt."""\n'
+    "    return [2 ** n for n in range(attempts)]\n",
     "text/slug.py": "def slugify(title):\n    return '-'.join(title.lower().split())\n",
     "db/pool.py": "class ConnectionPool:\n    def acquire(self):\n        return self._idle.pop()\n",
 }
@@ -56,8 +56,11 @@ def test_embed_then_vectors_find_meaning_without_shared_words(small_engine: Engi
     hits = small_engine.search("exponential wait between retries", [name], trace=trace)
     assert "vec" in trace.lists and not trace.stale
     assert hits[0].path == "net/retry.py"
-    vector_only = small_engine.search("make a url friendly version of a headline", [name],
-                                      options=SearchOptions(lexical=False, boosts=False))
+    vector_only = small_engine.search(
+        "make a url friendly version of a headline",
+        [name],
+        options=SearchOptions(lexical=False, boosts=False),
+    )
     assert vector_only[0].path == "text/slug.py"
 
 
@@ -98,17 +101,25 @@ def test_second_embed_run_is_refused_while_one_holds_the_lock(tmp_path: Path) ->
 
 
 def test_killed_embed_resumes_where_it_stopped(small_engine: Engine, tmp_path: Path) -> None:
-    files = {f"m{i}.py": f"def function_{i}(value):\n    return value * {i} + {i * i}\n" * 30 for i in range(60)}
+    files = {
+        f"m{i}.py": f"def function_{i}(value):\n    return value * {i} + {i * i}\n" * 30 for i in range(60)
+    }
     name = small_engine.add_collection(write_tree(tmp_path / "p", files)).name
     small_engine.update([name])
     env = dict(os.environ)
-    proc = subprocess.Popen([sys.executable, "-c", "from qmd_daemon.cli import main; main()", "embed"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from qmd_daemon.cli import main; main()", "embed"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     vectors = small_engine.vectors
     while time.monotonic() < deadline and proc.poll() is None:
         model = vectors.active_model()
-        if model and vectors.pending_count() < small_engine.store.chunk_count(small_engine.store.collection_id(name)):
+        if model and vectors.pending_count() < small_engine.store.chunk_count(
+            small_engine.store.collection_id(name)
+        ):
             break
         time.sleep(0.2)
     assert proc.poll() is None, "embed finished before it could be killed"
