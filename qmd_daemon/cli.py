@@ -12,6 +12,7 @@ import click
 from qmd_daemon import __version__
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
+from qmd_daemon.search.context_report import detect_stack, render_context
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.pipeline import SearchOptions
 from qmd_daemon.store.connection import DatabaseError
@@ -30,8 +31,10 @@ def _emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def _print_hits(hits: list[Hit], fmt: str, explain: bool) -> None:
-    if fmt == "json":
+def _print_hits(query: str, hits: list[Hit], fmt: str, explain: bool) -> None:
+    if fmt == "md":
+        click.echo(render_context(query, hits, [], []), nl=False)
+    elif fmt == "json":
         _emit_json([h.to_dict(explain=explain) for h in hits])
     elif fmt == "files":
         for path in dict.fromkeys(f"{h.collection}:{h.path}" for h in hits):
@@ -163,7 +166,7 @@ def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
 @click.option("-c", "--collection", "names", multiple=True, help="Collection(s) to search.")
 @click.option("-n", "--limit", default=10, show_default=True, type=click.IntRange(1, 200))
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "files"]), default="text")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "md", "files"]), default="text")
 @click.option("--per-file", default=2, show_default=True, type=click.IntRange(0, 100))
 @click.option(
     "--max-tokens",
@@ -206,7 +209,24 @@ def search(
         rerank=rerank,
     )
     hits = _engine(ctx).search(query, list(names) or None, limit=limit, options=options)
-    _print_hits(hits, "json" if as_json else fmt, explain)
+    _print_hits(query, hits, "json" if as_json else fmt, explain)
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-c", "--collection", "names", multiple=True, help="Collection(s) to search.")
+@click.option("-n", "--limit", default=8, show_default=True, type=click.IntRange(1, 50))
+@click.option("--max-tokens", default=4000, show_default=True, type=click.IntRange(0, 1_000_000))
+@click.pass_context
+def context(ctx: click.Context, query: str, names: tuple[str, ...], limit: int, max_tokens: int) -> None:
+    """Markdown for an agent's context: hits, languages and frameworks, related docs."""
+    if not query.strip():
+        raise click.UsageError("empty query")
+    engine = _engine(ctx)
+    scope = engine.search_scope(list(names) or None)
+    hits = engine.search(query, scope, limit=limit, options=SearchOptions(max_tokens=max_tokens or None))
+    languages, frameworks = detect_stack(engine.store, engine.collection_ids(scope))
+    click.echo(render_context(query, hits, languages, frameworks), nl=False)
 
 
 @cli.command()
@@ -281,6 +301,17 @@ def status(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"  {role}: {state['state']}{'  ' + detail if detail else ''}")
     for row in info["collections"]:
         click.echo(f"  {row['name']}: {row['files']} files, {row['chunks']} chunks")
+
+
+@cli.command()
+@click.option("--idle-minutes", type=float, default=None, help="Exit after this long without a request.")
+def serve(idle_minutes: float | None) -> None:
+    """Run the search daemon on 127.0.0.1 (a no-op when one is already healthy)."""
+    from qmd_daemon.daemon.server import serve_forever
+
+    code = serve_forever(idle_minutes=idle_minutes, out=click.echo)
+    if code:
+        sys.exit(code)
 
 
 @cli.command()

@@ -161,7 +161,7 @@ class Engine:
             for collection in self._select(names)
         ]
 
-    def _collection_ids(self, names: list[str]) -> list[int]:
+    def collection_ids(self, names: list[str]) -> list[int]:
         return [i for i in (self.store.collection_id(n) for n in names) if i is not None]
 
     def embed(
@@ -170,7 +170,7 @@ class Engine:
         """Give every chunk without a vector one; a no-op report when no embedding model is ready."""
         selected = [c.name for c in self._select(names)]
         vectors, embedder = self.vectors, self.models.embedder()
-        ids = self._collection_ids(selected)
+        ids = self.collection_ids(selected)
         if vectors is None or embedder is None:
             return EmbedReport(pending=sum(self.store.chunk_count(i) for i in ids))
         lock = self.settings.state_dir / "embed.lock"
@@ -223,7 +223,7 @@ class Engine:
     ) -> list[Hit]:
         options = options or SearchOptions()
         options.limit = limit
-        ids = self._collection_ids(self.search_scope(collections))
+        ids = self.collection_ids(self.search_scope(collections))
         models = SearchModels(
             vectors=self.vectors if options.vectors else None,
             embedder=self.models.embedder() if options.vectors else None,
