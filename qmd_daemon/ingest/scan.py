@@ -129,7 +129,11 @@ def scan(
         full = root / rel
         try:
             if full.is_symlink():
-                target = full.resolve(strict=True)
+                try:
+                    target = full.resolve(strict=True)
+                except (OSError, RuntimeError):
+                    result.skipped["broken_symlink"] += 1
+                    continue
                 if not target.is_relative_to(real_root):
                     result.skipped["symlink_outside_root"] += 1
                     continue

@@ -1,6 +1,8 @@
 import os
 from pathlib import Path
 
+import pytest
+
 from qmd_daemon.engine import Engine
 from tests.conftest import SAMPLE_GO, SAMPLE_MD, SAMPLE_PY, write_tree
 
@@ -24,12 +26,14 @@ def test_unchanged_size_and_mtime_means_file_is_not_read(engine: Engine, tmp_pat
     root = _tree(tmp_path / "proj")
     name = engine.add_collection(root).name
     engine.update([name])
-    os.chmod(root / "client.py", 0)  # unreadable: reading it now would be counted as a skip
-    try:
-        report = engine.update([name])[0]
-    finally:
-        os.chmod(root / "client.py", 0o644)
-    assert report.unchanged == 3 and "unreadable" not in report.skipped
+    target = root / "client.py"
+    before = target.stat()
+    # Same length, same mtime, other bytes: only a read would notice the new word.
+    target.write_text(SAMPLE_PY.replace("asyncio", "zqxwvut"))
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    report = engine.update([name])[0]
+    assert report.unchanged == 3
+    assert engine.search("zqxwvut", [name]) == []
 
 
 def test_touched_file_with_same_bytes_is_not_rechunked(engine: Engine, tmp_path: Path) -> None:
@@ -61,6 +65,31 @@ def test_deleted_file_disappears(engine: Engine, tmp_path: Path) -> None:
     (root / "pool/conn.go").unlink()
     assert engine.update([name])[0].removed == 1
     assert engine.search("TCPConnector", [name]) == []
+
+
+def test_dangling_symlink_is_counted(engine: Engine, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "proj", {"ok.py": "x = 1\n"})
+    os.symlink(root / "missing.py", root / "broken.py")
+    report = engine.update([engine.add_collection(root).name])[0]
+    assert report.skipped == {"broken_symlink": 1} and report.files == 1
+
+
+def test_unreadable_file_is_counted_and_the_rest_indexed(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Tests run as root, and root reads a mode-000 file anyway, so the permission error that a
+    # normal user gets is raised by patching the one read the indexer makes.
+    root = write_tree(tmp_path / "proj", {"ok.py": "x = 1\n", "secret.py": "y = 2\n"})
+    real_read = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        if self.name == "secret.py":
+            raise PermissionError(13, "Permission denied")
+        return real_read(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    report = engine.update([engine.add_collection(root).name])[0]
+    assert report.skipped == {"unreadable": 1} and report.files == 1
 
 
 def test_bad_files_are_counted_not_fatal(engine: Engine, tmp_path: Path) -> None:
