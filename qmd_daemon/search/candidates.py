@@ -13,6 +13,7 @@ class Candidate:
     score: float = 0.0
     ranks: dict[str, int] = field(default_factory=dict)  # list name -> 1-based rank there
     boosts: dict[str, float] = field(default_factory=dict)  # rule -> effect, for --explain
+    similarity: float | None = None  # cosine to the question, when vectors ran
 
     def add(self, rule: str, amount: float) -> None:
         if amount:

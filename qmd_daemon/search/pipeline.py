@@ -117,10 +117,12 @@ def _retrieve(
     models: SearchModels,
     trace: SearchTrace,
     clock: _Clock,
-) -> tuple[list[RankedList], dict[int, float]]:
-    """Every ranked list, and the BM25 score of each lexical hit (for a lexical-only base)."""
+) -> tuple[list[RankedList], dict[int, float], dict[int, float]]:
+    """Every ranked list, the BM25 score of each lexical hit (for a lexical-only base), and the
+    cosine of each vector hit to the question (for calibrated scores)."""
     lists: list[RankedList] = []
     bm25: dict[int, float] = {}
+    similarity: dict[int, float] = {}
     lexical: list[LexicalHit] = []
     if options.lexical:
         lexical = lexical_search(store, parsed, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights)
@@ -151,12 +153,14 @@ def _retrieve(
         texts += [(line, f"vec:{i}", 1.0) for i, line in enumerate(vec_lines, start=1)]
         for text, name, list_weight in texts:
             hits = vector_search(models.vectors, models.embedder, text, collection_ids)
+            if name == "vec":
+                similarity = {h.chunk_id: h.similarity for h in hits}
             if hits:
                 lists.append(RankedList(name, [h.chunk_id for h in hits], list_weight))
         trace.stale = models.vectors.pending_count(collection_ids) > 0
         clock.lap("vector")
     trace.lists = {r.name: len(r.chunk_ids) for r in lists}
-    return lists, bm25
+    return lists, bm25, similarity
 
 
 def _candidates(
@@ -191,8 +195,10 @@ def run_search(
     parsed = parse_query(query)
     if not collection_ids:
         return []
-    lists, bm25 = _retrieve(store, parsed, collection_ids, options, models, trace, clock)
+    lists, bm25, similarity = _retrieve(store, parsed, collection_ids, options, models, trace, clock)
     cands = _candidates(store, lists, bm25, options)
+    for chunk_id, cand in cands.items():
+        cand.similarity = similarity.get(chunk_id)
     if options.boosts:
         defined = _symbol_candidates(store, parsed, collection_ids, cands)
         pool = list(cands.values())

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
+from qmd_daemon.search.calibration import features, probability
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.snippets import best_window
 
 CHARS_PER_TOKEN = 4
 RESULT_OVERHEAD_TOKENS = 30
-
-
-def display_score(raw: float) -> float:
-    """Map an unbounded pipeline score into [0, 1), monotonic."""
-    return round(max(raw, 0.0) / (max(raw, 0.0) + 1.0), 4)
 
 
 def shape_hits(
@@ -30,12 +26,15 @@ def shape_hits(
     per_file_count: dict[tuple[str, str], int] = {}
     budget = max_tokens if max_tokens and max_tokens > 0 else None
     used = 0
+    top = max((c.score for c in ranked), default=0.0)
+    ceiling = 1.0  # scores never rise down the list, so a threshold cuts a prefix
     for cand in ranked:
         chunk = cand.chunk
         key = (chunk.collection, chunk.path)
         if per_file and per_file_count.get(key, 0) >= per_file:
             continue
-        score = display_score(cand.score)
+        values = features(cand, top, words)
+        score = round(min(ceiling, probability(values)), 4)
         if score < min_score:
             break
         line, snippet = best_window(chunk.text, chunk.start_line, words)
@@ -44,6 +43,7 @@ def shape_hits(
             break
         used += cost
         per_file_count[key] = per_file_count.get(key, 0) + 1
+        ceiling = score
         hit = Hit(
             path=chunk.path,
             line=line,
@@ -61,6 +61,7 @@ def shape_hits(
                 "ranks": dict(cand.ranks),
                 "boosts": dict(cand.boosts),
                 "raw_score": round(cand.score, 4),
+                "features": {k: round(v, 4) for k, v in values.items()},
             }
         hits.append(hit)
         if len(hits) >= limit:
