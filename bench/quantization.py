@@ -75,9 +75,8 @@ def main() -> int:
     print(f"{len(rows)} vectors, {dim} dims, {len(recalls)} queries")
     print(f"int8 recall@{args.k} vs float: mean {statistics.mean(recalls):.3f}, min {min(recalls):.2f}")
     print(f"bytes per vector: float {4 * dim}, int8 {dim} (ratio {dim / (4 * dim):.2f})")
-    print(
-        f"KNN p50: float {statistics.median(t_float) * 1000:.2f} ms, int8 {statistics.median(t_int8) * 1000:.2f} ms"
-    )
+    float_ms, int8_ms = statistics.median(t_float) * 1000, statistics.median(t_int8) * 1000
+    print(f"KNN p50: float {float_ms:.2f} ms, int8 {int8_ms:.2f} ms")
     return 0
 
 
