@@ -129,3 +129,21 @@ def test_killed_embed_resumes_where_it_stopped(small_engine: Engine, tmp_path: P
     assert left > 0
     report = small_engine.embed([name])
     assert report.embedded == left and report.pending == 0
+
+
+def test_int8_quantization_from_config_reembeds_and_still_finds(small_engine: Engine, tmp_path: Path) -> None:
+    name = small_engine.add_collection(write_tree(tmp_path / "p", FILES)).name
+    small_engine.update([name])
+    small_engine.embed([name])
+    config = IndexConfig.load(small_engine.settings.config_file)
+    config.set_models({"quantization": "int8"})
+    config.save()
+    report = small_engine.embed([name])
+    assert report.reset and report.embedded == 3
+    assert small_engine.status()["vectors"]["pending"] == 0
+    hits = small_engine.search(
+        "make a url friendly version of a headline",
+        [name],
+        options=SearchOptions(lexical=False, boosts=False),
+    )
+    assert hits[0].path == "text/slug.py"
