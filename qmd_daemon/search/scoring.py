@@ -18,8 +18,8 @@ from qmd_daemon.search.query import ParsedQuery, content_words
 class ScoringWeights:
     definition: float = 3.0  # x top score, for chunks defining a queried symbol
     definition_stem: float = 1.5  # extra factor when the file stem is the symbol
-    path_words: float = 0.5  # x top score x fraction of query words in the file stem/folder
-    coherence: float = 0.2  # x top score x the file's share of candidate score
+    path_words: float = 1.0  # x top score x fraction of query words in the file stem/folder
+    coherence: float = 0.4  # x top score x the file's share of candidate score
     test_penalty: float = 0.3
     example_penalty: float = 0.3
     compat_penalty: float = 0.3
