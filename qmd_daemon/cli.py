@@ -315,6 +315,37 @@ def serve(idle_minutes: float | None) -> None:
 
 
 @cli.command()
+@click.option("--auto", "auto_mode", is_flag=True, help="The install-time speed check (docs/install.md).")
+@click.option("--profile", type=click.Choice(["qwen3", "small"]), default="qwen3", show_default=True)
+@click.option("--device", "devices", multiple=True, type=click.Choice(["gpu", "cpu"]), help="Repeatable.")
+@click.option("--fixtures", type=click.Path(path_type=Path), help="Default: benchmark_fixtures/.")
+@click.option("--json", "as_json", is_flag=True)
+def bench(
+    auto_mode: bool, profile: str, devices: tuple[str, ...], fixtures: Path | None, as_json: bool
+) -> None:
+    """Time the full pipeline per device on benchmark_fixtures/ in a temporary index."""
+    from qmd_daemon.setup.bench import auto
+
+    if not auto_mode:
+        raise click.UsageError("only `bench --auto` is built in; retrieval benchmarks live in bench/")
+    summary = auto(profile, list(devices) or None, fixtures, echo=lambda s: click.echo(s, err=True))
+    if as_json:
+        _emit_json(summary)
+    else:
+        click.echo(f"passed: {summary['passed']} ({summary['device']})")
+    sys.exit(0 if summary["passed"] else 1)
+
+
+@cli.command()
+@click.pass_context
+def mcp(ctx: click.Context) -> None:
+    """Serve `search` and `get` over MCP (stdio) for clients that prefer MCP to the skill."""
+    from qmd_daemon.setup.mcp_server import McpServer
+
+    McpServer(_engine(ctx)).serve()
+
+
+@cli.command()
 def demo() -> None:
     """Index qmd-daemon's own source in a throwaway index and answer a few questions."""
     from qmd_daemon.demo import run_demo

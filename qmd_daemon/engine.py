@@ -51,6 +51,11 @@ class Engine:
             )
         return self._models
 
+    def share_models_with(self, other: Engine) -> None:
+        """Use `other`'s models: one copy of each in memory and one lock per model, for a second
+        Engine (the daemon's writer) that works beside the first on its own connection."""
+        self._models = other.models
+
     @property
     def vectors(self) -> VectorIndex | None:
         """Vectors as `models: {quantization: float|int8}` says (int8: 1/4 the size; recall@10

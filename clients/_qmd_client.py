@@ -1,0 +1,423 @@
+"""What `ai-search` and `qmd-warm` share: find the daemon, talk HTTP to it, start it, fall back.
+
+Standard library only, and only cheap modules at import time (no urllib, http.client, ssl,
+pathlib): a client pays for its interpreter start on every call. Paths mirror
+qmd_daemon/settings.py (QMD_DAEMON_HOME, XDG_STATE_HOME); keep the two in step.
+"""
+
+from __future__ import annotations
+
+import _socket  # the C module: `socket` drags in selectors, enum and IDNA on connect
+import contextlib
+import json
+import os
+import sys
+import time
+
+if False:  # annotations only: importing typing costs ~5 ms on every call
+    from typing import Any
+
+STATE_FILE = "daemon.json"
+SPAWN_MARKER = "spawn.marker"
+START_TIMEOUT_S = float(os.environ.get("QMD_START_TIMEOUT", "20"))
+LOG_MAX_BYTES = 5 * 1024 * 1024
+
+
+class DaemonUnavailable(Exception):
+    """The daemon is not running, did not start, or rejects our token: start one or fall back."""
+
+
+class DaemonError(Exception):
+    """The daemon answered with an error body (bad request, unknown collection ...)."""
+
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+# -- paths ---------------------------------------------------------------------------------------
+
+
+def _env_path(name: str) -> str | None:
+    value = os.environ.get(name)
+    return os.path.expanduser(value) if value else None
+
+
+def state_dir() -> str:
+    home = _env_path("QMD_DAEMON_HOME")
+    if home:
+        return os.path.join(home, "state")
+    base = _env_path("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "qmd-daemon")
+
+
+def log_dir() -> str:
+    return os.path.join(state_dir(), "logs")
+
+
+def private_dir(path: str) -> str:
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    return path
+
+
+def log_file(name: str) -> Any:
+    """Append handle on log_dir/name, rotated once past 5 MB."""
+    path = os.path.join(private_dir(log_dir()), name)
+    try:
+        if os.path.getsize(path) > LOG_MAX_BYTES:
+            os.replace(path, path + ".1")
+    except OSError:
+        pass
+    return open(path, "ab")  # noqa: SIM115 - handed to a child process
+
+
+# -- repository ----------------------------------------------------------------------------------
+
+
+def repo_root(start: str) -> tuple[str, bool]:
+    """The git top level above `start` (a `.git` folder or file), else `start`; and whether git."""
+    path = os.path.realpath(start)
+    candidate = path
+    while True:
+        if os.path.exists(os.path.join(candidate, ".git")):
+            return candidate, True
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            return path, False
+        candidate = parent
+
+
+def _porcelain_paths(out: bytes) -> list[bytes]:
+    """Paths named by `git status --porcelain=v2 -z` (changed, renamed, unmerged, untracked)."""
+    paths: list[bytes] = []
+    records = out.split(b"\0")
+    skip_next = False
+    for record in records:
+        if skip_next:  # a rename's original path
+            skip_next = False
+            continue
+        if record.startswith(b"1 "):
+            paths.append(record.split(b" ", 8)[-1])
+        elif record.startswith(b"2 "):
+            paths.append(record.split(b" ", 9)[-1])
+            skip_next = True
+        elif record.startswith(b"u "):
+            paths.append(record.split(b" ", 10)[-1])
+        elif record.startswith(b"? "):
+            paths.append(record[2:])
+    return paths
+
+
+def run_git(root: str, *args: str) -> bytes | None:
+    """`git -C root args...` stdout, or None when git fails. posix_spawn where there is one:
+    importing subprocess costs more than the git call itself."""
+    argv = ["git", "-C", root, *args]
+    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")  # never take index.lock from the user's git
+    if hasattr(os, "posix_spawnp"):
+        read_fd, write_fd = os.pipe()
+        null = os.open(os.devnull, os.O_RDWR)
+        try:
+            actions = [
+                (os.POSIX_SPAWN_DUP2, null, 0),
+                (os.POSIX_SPAWN_DUP2, write_fd, 1),
+                (os.POSIX_SPAWN_DUP2, null, 2),
+            ]
+            pid = os.posix_spawnp("git", argv, env, file_actions=actions)
+        except OSError:
+            os.close(read_fd)
+            return None
+        finally:
+            os.close(write_fd)
+            os.close(null)
+        chunks = []
+        with os.fdopen(read_fd, "rb") as out:
+            while chunk := out.read(1 << 16):
+                chunks.append(chunk)
+        _, status = os.waitpid(pid, 0)
+        return b"".join(chunks) if os.waitstatus_to_exitcode(status) == 0 else None
+    import subprocess
+
+    try:
+        proc = subprocess.run(argv, capture_output=True, env=env, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def repo_signature(root: str) -> str | None:
+    """HEAD + `git status` + size/mtime of every dirty or untracked file: equal signatures mean
+    nothing the index sees has changed. None when git cannot tell (the caller then refreshes).
+    A checksum, not a cryptographic hash: a miss costs one refresh the watcher would do anyway."""
+    import zlib
+
+    out = run_git(root, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all")
+    if out is None:
+        return None
+    parts = [out]
+    broot = os.fsencode(root)
+    for rel in _porcelain_paths(out):
+        try:
+            st = os.stat(os.path.join(broot, rel))
+            parts.append(b"%s %d %d\0" % (rel, st.st_size, st.st_mtime_ns))
+        except OSError:
+            parts.append(b"%s gone\0" % rel)
+    blob = b"".join(parts)
+    return f"{len(blob)}-{zlib.crc32(blob):08x}-{zlib.adler32(blob):08x}"
+
+
+def _stamp_path(root: str) -> str:
+    import zlib
+
+    name = "".join(c if c.isalnum() else "_" for c in os.path.basename(root))[:40]
+    return os.path.join(state_dir(), "repos", f"{name}-{zlib.crc32(os.fsencode(root)):08x}.json")
+
+
+def read_stamp(root: str) -> str | None:
+    try:
+        with open(_stamp_path(root), encoding="utf-8") as handle:
+            data = json.load(handle)
+        return data.get("signature") if data.get("root") == root else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def write_stamp(root: str, signature: str | None) -> None:
+    if signature is None:
+        return
+    path = _stamp_path(root)
+    try:
+        private_dir(os.path.dirname(path))
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump({"root": root, "signature": signature, "at": time.time()}, handle)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+# -- HTTP ----------------------------------------------------------------------------------------
+
+
+def read_state() -> dict[str, Any] | None:
+    try:
+        with open(os.path.join(state_dir(), STATE_FILE), encoding="utf-8") as handle:
+            state = json.load(handle)
+        return state if isinstance(state, dict) and "port" in state and "token" in state else None
+    except (OSError, ValueError):
+        return None
+
+
+def _dechunk(data: bytes) -> bytes:
+    out, pos = [], 0
+    while True:
+        end = data.index(b"\r\n", pos)
+        size = int(data[pos:end].split(b";")[0], 16)
+        if size == 0:
+            return b"".join(out)
+        out.append(data[end + 2 : end + 2 + size])
+        pos = end + 2 + size + 2
+
+
+def http(state: dict[str, Any], method: str, path: str, body: Any = None, timeout: float = 30.0) -> Any:
+    """One request to the daemon (a plain socket: http.client would cost an ssl import).
+    Connection trouble or a rejected token -> DaemonUnavailable; an error body -> DaemonError."""
+    port = int(state["port"])
+    payload = b"" if body is None else json.dumps(body).encode("utf-8")
+    head = (
+        f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {state['token']}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+    )
+    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(head.encode("latin-1") + payload)
+        parts = []
+        while data := sock.recv(262144):
+            parts.append(data)
+    except OSError as exc:
+        raise DaemonUnavailable(f"cannot reach the daemon on port {port}: {exc}") from None
+    finally:
+        sock.close()
+    raw = b"".join(parts)
+    header, sep, rest = raw.partition(b"\r\n\r\n")
+    if not sep:
+        raise DaemonUnavailable(f"truncated reply from port {port}")
+    try:
+        lines = header.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            rest = _dechunk(rest)
+        elif "content-length" in headers:
+            rest = rest[: int(headers["content-length"])]
+        data = json.loads(rest) if rest.strip() else {}
+    except (IndexError, ValueError) as exc:
+        raise DaemonUnavailable(f"unreadable reply from port {port}: {exc}") from None
+    if status == 401:
+        raise DaemonUnavailable("the daemon rejected the token (stale state file)")
+    if status >= 400:
+        err = data.get("error", {}) if isinstance(data, dict) else {}
+        raise DaemonError(
+            status, str(err.get("code", "http_error")), str(err.get("message", f"HTTP {status}"))
+        )
+    return data
+
+
+# -- starting the daemon ---------------------------------------------------------------------------
+
+
+def _shebang_python(script: str) -> str | None:
+    try:
+        with open(script, "rb") as handle:
+            first = handle.readline(512)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].strip().split()
+    if not words:
+        return None
+    exe = os.fsdecode(words[0])
+    if os.path.basename(exe) == "env" and len(words) > 1:
+        import shutil
+
+        return shutil.which(os.fsdecode(words[1]))
+    return exe if os.path.exists(exe) else None
+
+
+def daemon_python() -> list[str]:
+    """How to run `python -m qmd_daemon.daemon`: $QMD_DAEMON_PYTHON, else this interpreter when it
+    has qmd_daemon, else the interpreter of the `qmd-daemon` console script."""
+    configured = os.environ.get("QMD_DAEMON_PYTHON")
+    if configured:
+        return [configured, "-m", "qmd_daemon.daemon"]
+    import importlib.util
+
+    if importlib.util.find_spec("qmd_daemon") is not None:
+        return [sys.executable, "-m", "qmd_daemon.daemon"]
+    import shutil
+
+    for script in (
+        os.path.join(os.path.dirname(sys.executable), "qmd-daemon"),
+        os.path.join(os.path.dirname(os.path.abspath(sys.argv[0])), "qmd-daemon"),
+        shutil.which("qmd-daemon"),
+    ):
+        if script and os.path.exists(script):
+            python = _shebang_python(script)
+            if python:
+                return [python, "-m", "qmd_daemon.daemon"]
+    raise DaemonUnavailable("qmd_daemon is not installed for this Python (set QMD_DAEMON_PYTHON)")
+
+
+def spawn_detached(argv: list[str], log_name: str) -> None:
+    import subprocess
+
+    log = log_file(log_name)
+    kwargs: dict[str, Any] = dict(
+        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, close_fds=True
+    )
+    if os.name == "nt":  # pragma: no cover
+        kwargs["creationflags"] = (
+            subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.CREATE_NO_WINDOW
+        )
+    else:
+        kwargs["start_new_session"] = True
+    try:
+        subprocess.Popen(argv, cwd=private_dir(state_dir()), **kwargs)
+    finally:
+        log.close()
+
+
+def _claim_spawn() -> bool:
+    """Only one of many clients starting at once spawns the daemon (the daemon's own lock would
+    sort out the rest, but each spawn costs a full interpreter start)."""
+    marker = os.path.join(private_dir(state_dir()), SPAWN_MARKER)
+    for _ in range(2):
+        try:
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            os.write(fd, str(os.getpid()).encode())
+            os.close(fd)
+            return True
+        except FileExistsError:
+            try:
+                if time.time() - os.path.getmtime(marker) < START_TIMEOUT_S + 5:
+                    return False
+                os.unlink(marker)  # left by a client that died while starting one
+            except OSError:
+                pass
+        except OSError:
+            return True
+    return False
+
+
+def _release_spawn() -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(state_dir(), SPAWN_MARKER))
+
+
+def healthy(state: dict[str, Any] | None, timeout: float = 2.0) -> bool:
+    if state is None:
+        return False
+    try:
+        return bool(http(state, "GET", "/health", timeout=timeout).get("ok"))
+    except (DaemonUnavailable, DaemonError):
+        return False
+
+
+def ensure_daemon(timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
+    """The state of a healthy daemon, starting one (detached) when there is none."""
+    state = read_state()
+    if healthy(state):
+        return state  # type: ignore[return-value]
+    spawned = _claim_spawn()
+    try:
+        if spawned:
+            spawn_detached([*daemon_python(), "serve"], "daemon.log")
+        deadline = time.monotonic() + timeout
+        delay = 0.02
+        while time.monotonic() < deadline:
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.2)
+            state = read_state()
+            if healthy(state):
+                return state  # type: ignore[return-value]
+    finally:
+        if spawned:
+            _release_spawn()
+    raise DaemonUnavailable(f"the daemon did not answer within {timeout:g}s (see {log_dir()}/daemon.log)")
+
+
+def call(method: str, path: str, body: Any = None, timeout: float = 30.0, start: bool = True) -> Any:
+    """A request to the running daemon; when it is absent or stale, start one and retry once."""
+    state = read_state()
+    if state is not None:
+        try:
+            return http(state, method, path, body, timeout)
+        except DaemonUnavailable:
+            if not start:
+                raise
+    elif not start:
+        raise DaemonUnavailable("no daemon is running")
+    return http(ensure_daemon(), method, path, body, timeout)
+
+
+def fallback_search(body: dict[str, Any], timeout: float = 600.0) -> dict[str, Any]:
+    """The same search in a one-off process (`python -m qmd_daemon.daemon search`): slower, but
+    needs nothing running."""
+    import subprocess
+
+    argv = [*daemon_python(), "search", "--request", json.dumps(body)]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise DaemonUnavailable(f"in-process search failed to run: {exc}") from None
+    try:
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise DaemonUnavailable(f"in-process search failed: {tail}") from None
+    if isinstance(data, dict) and "error" in data:
+        err = data["error"]
+        raise DaemonError(400, str(err.get("code")), str(err.get("message")))
+    return data

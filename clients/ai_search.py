@@ -1,0 +1,154 @@
+"""`ai-search "question"`: ask the warm qmd-daemon about the repository you are in.
+
+Standard library only, so it starts in a few tens of milliseconds. It resolves the git top level
+of --repo (default: the current folder) to its `repo-<name>` collection (registered on first use),
+asks the daemon to refresh it when `git status` says files changed since the last refresh, and
+searches it together with the collections included by default. With no daemon it starts one
+(detached) and waits for it; when none can be used it searches in a one-off process instead.
+
+Output: a JSON list of {path, line, end_line, score, snippet, collection}, best first, paths
+relative to the repository; a table when stdout is a terminal; `[]` when nothing matches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+if False:  # annotations only: importing typing (or argparse, below) costs ms on every call
+    import argparse
+    from typing import Any
+
+if __package__:
+    from . import _qmd_client as qc
+else:  # run as a file (python clients/ai_search.py): its folder is sys.path[0]
+    import importlib
+
+    qc = importlib.import_module("_qmd_client")
+
+PROG = "ai-search"
+OUTPUT_KEYS = ("path", "line", "end_line", "score", "snippet", "collection")
+
+
+def _parser() -> argparse.ArgumentParser:
+    import argparse
+
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Search the current repository with qmd-daemon.",
+        # a fixed width: the default asks shutil for the terminal size, and shutil costs ~5 ms
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, width=100),
+    )
+    p.add_argument("query", nargs="+", help="what to look for (words, identifiers, a question)")
+    p.add_argument("--json", action="store_true", help="JSON even on a terminal")
+    p.add_argument("-n", "--limit", type=int, default=10, help="number of results (default 10)")
+    p.add_argument("-c", "--collection", action="append", help="search this collection instead (repeatable)")
+    p.add_argument("--repo", help="repository folder (default: the current folder)")
+    p.add_argument("--min-score", type=float, default=None)
+    p.add_argument("--max-tokens", type=int, default=None, help="stop adding results past this many tokens")
+    p.add_argument(
+        "--rerank", action=argparse.BooleanOptionalAction, default=None, help="rerank with the model"
+    )
+    p.add_argument(
+        "--wait", type=float, default=60.0, help="seconds to wait for a pending refresh (default 60)"
+    )
+    p.add_argument("--no-daemon", action="store_true", help="search in-process, without the daemon")
+    return p
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return code
+
+
+def _request(args: argparse.Namespace, query: str, root: str, refresh: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {"query": query, "limit": args.limit, "refresh": refresh, "wait": args.wait}
+    if args.collection:
+        body["collections"] = args.collection
+    else:
+        body["path"] = root
+    for key in ("min_score", "max_tokens", "rerank"):
+        if getattr(args, key) is not None:
+            body[key] = getattr(args, key)
+    return body
+
+
+def shape(response: dict[str, Any], root: str) -> list[dict[str, Any]]:
+    """Hits with paths relative to the repository (absolute when outside it)."""
+    roots = response.get("roots") or {}
+    out = []
+    for hit in response.get("hits") or []:
+        base = roots.get(hit.get("collection"))
+        path = hit.get("path", "")
+        if base:
+            full = os.path.join(base, path)
+            path = os.path.relpath(full, root) if full.startswith(root + os.sep) else full
+        row = {k: hit.get(k) for k in OUTPUT_KEYS}
+        row["path"] = path
+        out.append(row)
+    return out
+
+
+def _table(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        print("no results")
+    for row in rows:
+        print(f"{row['score']:.2f}  {row['path']}:{row['line']}-{row['end_line']}")
+        for offset, text in enumerate(str(row["snippet"]).split("\n")[:6]):
+            print(f"      {row['line'] + offset:>5} | {text}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser().parse_args(argv)
+    query = " ".join(args.query).strip()
+    if not query:
+        return _fail("empty query", 2)
+    if not 1 <= args.limit <= 200:
+        return _fail("--limit must be between 1 and 200", 2)
+    start = os.path.abspath(args.repo or os.getcwd())
+    if not os.path.isdir(start):
+        return _fail(f"{start} is not a folder", 2)
+    root, is_git = qc.repo_root(start)
+    signature = qc.repo_signature(root) if is_git else None
+    refresh = signature is None or signature != qc.read_stamp(root)
+    body = _request(args, query, root, refresh)
+    response = None
+    try:
+        if not args.no_daemon and os.environ.get("QMD_NO_DAEMON") != "1":
+            try:
+                response = qc.call("POST", "/search", body, timeout=args.wait + 60)
+            except qc.DaemonUnavailable as exc:
+                print(f"{PROG}: daemon unavailable ({exc}); searching in-process", file=sys.stderr)
+        if response is None:
+            response = qc.fallback_search(body)
+    except (qc.DaemonUnavailable, qc.DaemonError) as exc:
+        return _fail(str(exc))
+    if refresh and response.get("refreshed") and not args.collection:
+        qc.write_stamp(root, signature)
+    if os.environ.get("QMD_TIMING"):  # for bench/daemon.py: the daemon's side of this call
+        keys = ("search_ms", "took_ms", "refreshed", "stale", "in_process")
+        print(json.dumps({"qmd_timing": {k: response.get(k) for k in keys}}), file=sys.stderr)
+    rows = shape(response, root)
+    if args.json or not sys.stdout.isatty():
+        json.dump(rows, sys.stdout, ensure_ascii=False, indent=1)
+        sys.stdout.write("\n")
+    else:
+        _table(rows)
+        if response.get("stale"):
+            print("(the index is still catching up with recent changes)", file=sys.stderr)
+    return 0
+
+
+def run() -> None:
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    run()

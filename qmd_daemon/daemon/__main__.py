@@ -1,0 +1,81 @@
+"""`python -m qmd_daemon.daemon serve|search`: what the stdlib clients run, with the Python that
+has qmd_daemon installed, so they never need the console scripts on PATH.
+
+`search` is the clients' in-process fallback: one process that resolves (or registers) the
+repository's collection, refreshes it when asked and prints the same JSON body as POST /search.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+
+def _search(raw: str) -> int:
+    from qmd_daemon.daemon import api
+    from qmd_daemon.engine import Engine
+    from qmd_daemon.errors import QmdError
+    from qmd_daemon.search.pipeline import SearchTrace
+
+    started = time.perf_counter()
+    engine = Engine()
+    try:
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise api.ApiError(400, "bad_request", "the request must be a JSON object")
+            req = api.parse_search(body)
+            home, created = (None, False)
+            if req.path is not None and not req.names:
+                home, created = api.resolve_path(engine, req.path, create=True)
+            scope = api.search_scope(engine, req.names, home)
+            refreshed = None
+            if created or req.refresh:
+                engine.update([home.name] if home is not None else req.names, progress=False)
+                refreshed = True
+            trace = SearchTrace()
+            hits, search_ms = api.run_search(engine, req, scope, trace)
+            out: dict[str, Any] = {
+                "hits": hits,
+                "stale": bool(trace.stale),
+                "collection": home.name if home is not None else None,
+                "collections": scope,
+                "roots": api.roots_of(engine, scope),
+                "created": created,
+                "refreshed": refreshed,
+                "search_ms": round(search_ms, 3),
+                "took_ms": round((time.perf_counter() - started) * 1000, 3),
+                "in_process": True,
+            }
+        except api.ApiError as exc:
+            print(json.dumps(exc.as_dict()))
+            return 2
+        except (QmdError, ValueError) as exc:
+            print(json.dumps({"error": {"code": "engine_error", "message": str(exc)}}))
+            return 1
+        print(json.dumps(out))
+        return 0
+    finally:
+        engine.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m qmd_daemon.daemon")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the daemon (a no-op when one is healthy)")
+    serve.add_argument("--idle-minutes", type=float, default=None)
+    search = sub.add_parser("search", help="one in-process search; prints the /search JSON body")
+    search.add_argument("--request", required=True, help="the /search request body, as JSON")
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        from qmd_daemon.daemon.server import serve_forever
+
+        return serve_forever(idle_minutes=args.idle_minutes)
+    return _search(args.request)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

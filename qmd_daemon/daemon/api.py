@@ -1,0 +1,170 @@
+"""Request parsing and the engine calls behind the endpoints, shared by the server and the
+in-process fallback (`python -m qmd_daemon.daemon search`), so both answer in one shape."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from qmd_daemon.config import CollectionConfig
+from qmd_daemon.engine import Engine
+from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
+
+MAX_LIMIT = 200
+_OPTION_FIELDS = {f.name for f in dataclasses.fields(SearchOptions)}
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message}}
+
+
+def _int(body: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
+    value = body.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+        raise ApiError(400, "bad_request", f"'{key}' must be an integer")
+    if not low <= int(value) <= high:
+        raise ApiError(400, "bad_request", f"'{key}' must be between {low} and {high}")
+    return int(value)
+
+
+def _float(body: dict[str, Any], key: str, default: float, low: float, high: float) -> float:
+    value = body.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= float(value) <= high:
+        raise ApiError(400, "bad_request", f"'{key}' must be a number between {low} and {high}")
+    return float(value)
+
+
+def _names(body: dict[str, Any]) -> list[str] | None:
+    names: list[str] = []
+    one = body.get("collection")
+    many = body.get("collections")
+    if one is not None:
+        if not isinstance(one, str) or not one:
+            raise ApiError(400, "bad_request", "'collection' must be a name")
+        names.append(one)
+    if many is not None:
+        if not isinstance(many, list) or not all(isinstance(n, str) and n for n in many):
+            raise ApiError(400, "bad_request", "'collections' must be a list of names")
+        names.extend(many)
+    return list(dict.fromkeys(names)) or None
+
+
+def _path(body: dict[str, Any]) -> Path | None:
+    value = body.get("path")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ApiError(400, "bad_request", "'path' must be a folder path")
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        raise ApiError(400, "bad_request", "'path' must be absolute")
+    return path
+
+
+@dataclass
+class SearchRequest:
+    query: str
+    names: list[str] | None
+    path: Path | None
+    limit: int
+    options: SearchOptions
+    explain: bool
+    refresh: bool
+    wait: float
+
+
+def parse_search(body: dict[str, Any]) -> SearchRequest:
+    query = body.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ApiError(400, "bad_request", "'query' must be a non-empty string")
+    limit = _int(body, "limit", 10, 1, MAX_LIMIT)
+    explain = bool(body.get("explain", False))
+    wanted: dict[str, Any] = {
+        "per_file": _int(body, "per_file", 2, 0, 100),
+        "max_tokens": _int(body, "max_tokens", 8000, 0, 1_000_000) or None,
+        "min_score": _float(body, "min_score", 0.0, 0.0, 1.0),
+        "explain": explain,
+    }
+    if body.get("rerank_candidates") is not None:
+        wanted["rerank_candidates"] = _int(body, "rerank_candidates", 40, 0, MAX_LIMIT)
+    for flag in ("rerank", "expand", "vectors"):
+        if body.get(flag) is not None:
+            wanted[flag] = bool(body[flag])
+    options = SearchOptions(**{k: v for k, v in wanted.items() if k in _OPTION_FIELDS})
+    return SearchRequest(
+        query=query,
+        names=_names(body),
+        path=_path(body),
+        limit=limit,
+        options=options,
+        explain=explain,
+        refresh=bool(body.get("refresh", False)),
+        wait=_float(body, "wait", 30.0, 0.0, 3600.0),
+    )
+
+
+def parse_targets(body: dict[str, Any]) -> tuple[list[str] | None, Path | None]:
+    return _names(body), _path(body)
+
+
+def _is_within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def resolve_path(engine: Engine, path: Path, *, create: bool) -> tuple[CollectionConfig | None, bool]:
+    """The collection for `path`: the one rooted there, else the deepest one containing it, else
+    (with `create`) a new one for the folder (`repo-<name>` for a git top level). Returns it and
+    whether it was created."""
+    resolved = path.resolve()
+    exact = engine.collection_for_path(resolved)
+    if exact is not None:
+        return exact, False
+    containing = [c for c in engine.collections().values() if _is_within(resolved, c.path)]
+    if containing:
+        return max(containing, key=lambda c: len(c.path.parts)), False
+    if not create:
+        return None, False
+    if not resolved.is_dir():
+        raise ApiError(404, "not_found", f"folder {resolved} does not exist")
+    if resolved == Path(resolved.anchor) or resolved == Path.home().resolve():
+        raise ApiError(400, "bad_request", f"refusing to index {resolved} as a whole; pass a repository")
+    return engine.add_collection(resolved), True
+
+
+def search_scope(engine: Engine, names: list[str] | None, home: CollectionConfig | None) -> list[str]:
+    """Named collections; else the path's collection plus those included by default; else the
+    engine's default scope."""
+    if names:
+        return names
+    if home is not None:
+        extra = [n for n, c in engine.collections().items() if c.include_by_default and n != home.name]
+        return [home.name, *extra]
+    return engine.search_scope(None)
+
+
+def run_search(
+    engine: Engine, req: SearchRequest, scope: list[str], trace: SearchTrace | None = None
+) -> tuple[list[dict[str, Any]], float]:
+    started = time.perf_counter()
+    hits = engine.search(req.query, scope, limit=req.limit, options=req.options, trace=trace)
+    took_ms = (time.perf_counter() - started) * 1000
+    return [h.to_dict(explain=req.explain) for h in hits], took_ms
+
+
+def roots_of(engine: Engine, names: list[str]) -> dict[str, str]:
+    known = engine.collections()
+    return {n: str(known[n].path) for n in names if n in known}

@@ -1,0 +1,214 @@
+"""Background refresh and embed jobs.
+
+Jobs run one at a time on a dedicated writer thread with their own Engine (their own SQLite
+connection), so the searcher's connection is never held by a write: WAL lets searches read the last
+committed index while a refresh transaction is open. Identical jobs that are still queued merge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from qmd_daemon.engine import Engine
+from qmd_daemon.errors import QmdError
+
+log = logging.getLogger("qmd_daemon.jobs")
+
+KINDS = ("refresh", "embed")
+_ids = itertools.count(1)
+
+
+@dataclass
+class Job:
+    kind: str
+    names: tuple[str, ...] | None  # None: every collection
+    id: str = field(default_factory=lambda: f"job-{next(_ids)}")
+    state: str = "queued"  # queued | running | done | failed
+    created_at: float = field(default_factory=time.time)
+    started_at: float | None = None
+    finished_at: float | None = None
+    result: Any = None
+    error: dict[str, str] | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    def covers(self, name: str) -> bool:
+        return self.names is None or name in self.names
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "collections": list(self.names) if self.names is not None else None,
+            "state": self.state,
+            "created_at": self.created_at,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "result": self.result,
+            "error": self.error,
+        }
+
+    async def wait(self, timeout: float | None) -> bool:
+        """True when the job finished within `timeout` seconds (0: do not wait)."""
+        if self.done.is_set():
+            return True
+        if timeout is not None and timeout <= 0:
+            return False
+        try:
+            await asyncio.wait_for(self.done.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+
+class JobQueue:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        auto_embed: bool = True,
+        on_finished: Callable[[Job], None] | None = None,
+    ):
+        self.engine = engine
+        self.auto_embed = auto_embed
+        self.on_finished = on_finished
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qmd-writer")
+        self._queue: deque[Job] = deque()
+        self._wakeup = asyncio.Event()
+        self._running: Job | None = None
+        self._recent: deque[Job] = deque(maxlen=50)
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    # -- submission ----------------------------------------------------------------------------
+
+    def submit(self, kind: str, names: list[str] | tuple[str, ...] | None = None) -> Job:
+        if kind not in KINDS:
+            raise ValueError(f"unknown job kind {kind!r}")
+        key = tuple(sorted(set(names))) if names else None
+        for job in self._queue:
+            if job.kind == kind and job.names == key:
+                return job
+        job = Job(kind=kind, names=key)
+        self._queue.append(job)
+        self._wakeup.set()
+        return job
+
+    def get(self, job_id: str) -> Job | None:
+        for job in (*self._queue, *([self._running] if self._running else []), *self._recent):
+            if job.id == job_id:
+                return job
+        return None
+
+    @property
+    def idle(self) -> bool:
+        return self._running is None and not self._queue
+
+    def busy_for(self, name: str, kinds: tuple[str, ...] = ("refresh",)) -> bool:
+        """A job of `kinds` covering `name` is queued or running."""
+        active = [*self._queue, *([self._running] if self._running else [])]
+        return any(j.kind in kinds and j.covers(name) for j in active)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "running": self._running.as_dict() if self._running else None,
+            "queued": [j.as_dict() for j in self._queue],
+            "recent": [j.as_dict() for j in list(self._recent)[-10:]],
+        }
+
+    # -- running -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._worker(), name="qmd-jobs")
+
+    async def _worker(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._closing:
+            if not self._queue:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            job = self._queue.popleft()
+            self._running = job
+            job.state, job.started_at = "running", time.time()
+            try:
+                job.result = await loop.run_in_executor(self._executor, self._run, job)
+                job.state = "done"
+            except QmdError as exc:
+                job.state, job.error = "failed", {"code": "job_failed", "message": str(exc)}
+            except Exception as exc:  # noqa: BLE001 - a failed job must not stop the queue
+                log.exception("job %s failed", job.id)
+                job.state, job.error = (
+                    "failed",
+                    {"code": "job_failed", "message": f"{type(exc).__name__}: {exc}"},
+                )
+            finally:
+                job.finished_at = time.time()
+                self._running = None
+                self._recent.append(job)
+                job.done.set()
+            log.info(
+                "%s %s %s in %.2fs",
+                job.kind,
+                job.names or "all",
+                job.state,
+                job.finished_at - (job.started_at or job.finished_at),
+            )
+            if job.state == "done" and job.kind == "refresh" and self.auto_embed:
+                touched = [r["collection"] for r in job.result.get("reports", []) if r.get("touched")]
+                if touched:
+                    self.submit("embed", touched)
+            if self.on_finished is not None:
+                try:
+                    self.on_finished(job)
+                except Exception:  # noqa: BLE001
+                    log.exception("job callback failed")
+
+    def _run(self, job: Job) -> dict[str, Any]:
+        names = list(job.names) if job.names is not None else None
+        if job.kind == "refresh":
+            reports = []
+            for report in self.engine.update(names, progress=False):
+                data = report.as_dict()
+                data["touched"] = report.touched
+                reports.append(data)
+            return {"reports": reports}
+        embed = getattr(self.engine, "embed", None)
+        if embed is None:
+            return {"skipped": "this engine has no embedding support"}
+        result = embed(names, progress=False)
+        if hasattr(result, "as_dict"):
+            return dict(result.as_dict())
+        return result if isinstance(result, dict) else {"result": result}
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        """Run `fn` on the writer thread (serialised with jobs)."""
+        return asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def close(self, timeout: float = 10.0) -> bool:
+        """Stop taking jobs, wait up to `timeout` for the running one; True when the writer is free."""
+        self._closing = True
+        self._wakeup.set()
+        for job in self._queue:
+            job.state, job.error = "failed", {"code": "shutting_down", "message": "the daemon is stopping"}
+            job.done.set()
+        self._queue.clear()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), timeout)
+            except TimeoutError:
+                log.warning(
+                    "a %s job is still running at shutdown; its transaction will roll back",
+                    self._running.kind if self._running else "?",
+                )
+                self._executor.shutdown(wait=False, cancel_futures=True)
+                return False
+        self._executor.shutdown(wait=True)
+        return True

@@ -1,0 +1,508 @@
+"""The aiohttp server: token and Host guards, the endpoints, the idle timer and the lifetime.
+
+Threads: one reader thread owns the searching Engine (its SQLite connection and the models), one
+writer thread owns a second Engine for refresh/embed jobs (jobs.py). Both share one ModelSet, and
+each model has its own lock, so a search's query embedding and a background embedding batch take
+turns on the model while the event loop stays free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from aiohttp import web
+
+from qmd_daemon import __version__
+from qmd_daemon.daemon import api
+from qmd_daemon.daemon.api import ApiError
+from qmd_daemon.daemon.jobs import Job, JobQueue
+from qmd_daemon.daemon.state import (
+    DaemonState,
+    LifetimeLock,
+    probe_health,
+    read_state,
+    remove_state,
+    write_state,
+)
+from qmd_daemon.daemon.watcher import RootWatcher
+from qmd_daemon.engine import Engine
+from qmd_daemon.errors import QmdError, UsageError
+from qmd_daemon.search.pipeline import SearchTrace
+from qmd_daemon.settings import Settings
+
+log = logging.getLogger("qmd_daemon.server")
+
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+T = TypeVar("T")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_STATUS_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
+
+
+def error_response(status: int, code: str, message: str) -> web.Response:
+    return web.json_response({"error": {"code": code, "message": message}}, status=status)
+
+
+def split_host(value: str) -> tuple[str, str | None]:
+    """'127.0.0.1:8080' -> ('127.0.0.1', '8080'); '[::1]:80' -> ('[::1]', '80')."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return value, None
+        rest = value[end + 1 :]
+        if rest and not rest.startswith(":"):
+            return value, None
+        return value[: end + 1], rest[1:] if rest else None
+    name, sep, port = value.partition(":")
+    return name, port if sep else None
+
+
+class Daemon:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        idle_minutes: float | None = None,
+        watch: bool = True,
+        auto_embed: bool = True,
+        preload: bool = False,
+        check_interval: float = 30.0,
+        write_state_file: bool = True,
+    ):
+        self.settings = settings
+        self.clock = clock
+        minutes = settings.idle_minutes if idle_minutes is None else idle_minutes
+        self.idle_seconds = max(0.0, float(minutes) * 60.0)
+        self.check_interval = check_interval
+        self.write_state_file = write_state_file
+        self.preload = preload
+        self.token = secrets.token_urlsafe(32)
+        self._token_bytes = self.token.encode()
+        self.started_at = time.time()
+        self.port = 0
+        self.stop_reason: str | None = None
+        self.reader = Engine(settings)
+        self.writer = Engine(settings)
+        self._reader_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qmd-reader")
+        self.jobs = JobQueue(self.writer, auto_embed=auto_embed, on_finished=self._job_finished)
+        self.watcher = RootWatcher(self._on_files_changed, settings.excludes) if watch else None
+        self._last_activity = clock()
+        self._inflight = 0
+        self._stop = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self._idle_task: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        self._closed = False
+        self.writer_abandoned = False  # a job was still running at exit (its work rolls back)
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    async def _read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run `fn` on the reader thread (the searching engine is used from that thread only)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._reader_pool, lambda: fn(*args, **kwargs))
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def touch(self) -> None:
+        self._last_activity = self.clock()
+
+    def idle_remaining(self) -> float:
+        return self.idle_seconds - (self.clock() - self._last_activity)
+
+    @property
+    def state(self) -> DaemonState:
+        return DaemonState(
+            port=self.port, token=self.token, pid=os.getpid(), version=__version__, started_at=self.started_at
+        )
+
+    # -- guards --------------------------------------------------------------------------------
+
+    def host_allowed(self, host: str | None) -> bool:
+        if not host:
+            return False
+        name, port = split_host(host)
+        return name in LOOPBACK_NAMES and (port is None or port == str(self.port))
+
+    def origin_allowed(self, origin: str | None) -> bool:
+        if origin is None:
+            return True
+        scheme, sep, rest = origin.partition("://")
+        return bool(sep) and scheme in ("http", "https") and self.host_allowed(rest.split("/", 1)[0])
+
+    def token_ok(self, request: web.Request) -> bool:
+        given = ""
+        auth = request.headers.get("Authorization", "")
+        if auth[:7].lower() == "bearer ":
+            given = auth[7:].strip()
+        elif "X-QMD-Token" in request.headers:
+            given = request.headers["X-QMD-Token"].strip()
+        return hmac.compare_digest(given.encode(), self._token_bytes)
+
+    @web.middleware
+    async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not self.host_allowed(request.headers.get("Host")) or not self.origin_allowed(
+            request.headers.get("Origin")
+        ):
+            return error_response(403, "forbidden_host", "requests must address 127.0.0.1 or localhost")
+        if not self.token_ok(request):
+            return error_response(401, "unauthorized", "missing or wrong token (see the daemon state file)")
+        self._inflight += 1
+        self.touch()
+        try:
+            return await handler(request)
+        except ApiError as exc:
+            return error_response(exc.status, exc.code, exc.message)
+        except web.HTTPException as exc:
+            code = _STATUS_CODES.get(exc.status, "http_error")
+            return error_response(exc.status, code, exc.reason)
+        except UsageError as exc:
+            status = 404 if str(exc).startswith("no collection") else 400
+            return error_response(status, "not_found" if status == 404 else "bad_request", str(exc))
+        except QmdError as exc:
+            return error_response(500, "engine_error", str(exc))
+        except Exception as exc:  # noqa: BLE001 - every error is JSON
+            log.exception("%s %s failed", request.method, request.path)
+            return error_response(500, "internal", f"{type(exc).__name__}: {exc}")
+        finally:
+            self._inflight -= 1
+            self.touch()
+
+    # -- app -----------------------------------------------------------------------------------
+
+    def make_app(self) -> web.Application:
+        app = web.Application(middlewares=[self._middleware], client_max_size=1 << 20)
+        app.router.add_get("/health", self.health)
+        app.router.add_post("/search", self.search)
+        app.router.add_post("/refresh", self.refresh)
+        app.router.add_post("/embed", self.embed)
+        app.router.add_get("/status", self.status)
+        app.router.add_get("/jobs/{id}", self.job)
+        app.router.add_post("/shutdown", self.shutdown)
+        return app
+
+    @staticmethod
+    async def _body(request: web.Request) -> dict[str, Any]:
+        raw = await request.read()
+        if not raw.strip():
+            return {}
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise ApiError(400, "bad_request", "the body is not valid JSON") from None
+        if not isinstance(body, dict):
+            raise ApiError(400, "bad_request", "the body must be a JSON object")
+        return body
+
+    # -- endpoints -----------------------------------------------------------------------------
+
+    async def health(self, request: web.Request) -> web.Response:
+        return web.json_response(
+            {
+                "ok": True,
+                "pid": os.getpid(),
+                "version": __version__,
+                "port": self.port,
+                "uptime_s": round(time.time() - self.started_at, 3),
+            }
+        )
+
+    async def _resolve(self, path: Path, create: bool) -> tuple[Any, bool]:
+        collection, created = await self._read(api.resolve_path, self.reader, path, create=create)
+        if collection is None:
+            raise ApiError(404, "not_found", f"no collection covers {path}")
+        if created:
+            log.info("registered collection %s -> %s", collection.name, collection.path)
+            self._spawn(self._sync_watch())
+        return collection, created
+
+    async def _check_names(self, names: list[str] | None) -> None:
+        if names:
+            known = await self._read(self.reader.collections)
+            missing = [n for n in names if n not in known]
+            if missing:
+                raise ApiError(404, "not_found", f"no collection named '{missing[0]}'")
+
+    async def search(self, request: web.Request) -> web.Response:
+        started = time.perf_counter()
+        req = api.parse_search(await self._body(request))
+        home, created = (None, False)
+        if req.path is not None and not req.names:
+            home, created = await self._resolve(req.path, create=True)
+        await self._check_names(req.names)
+        scope = await self._read(api.search_scope, self.reader, req.names, home)
+        refreshed: bool | None = None
+        job: Job | None = None
+        if created or req.refresh:
+            job = self.jobs.submit("refresh", [home.name] if home is not None else req.names)
+            refreshed = await job.wait(req.wait) and job.state == "done"
+        trace = SearchTrace()
+
+        def run() -> tuple[list[dict[str, Any]], float, dict[str, str]]:
+            hits, took = api.run_search(self.reader, req, scope, trace)
+            return hits, took, api.roots_of(self.reader, scope)
+
+        hits, search_ms, roots = await self._read(run)
+        stale = bool(trace.stale) or any(self.jobs.busy_for(n) for n in scope)
+        body: dict[str, Any] = {
+            "hits": hits,
+            "stale": stale,
+            "collection": home.name if home is not None else None,
+            "collections": scope,
+            "roots": roots,
+            "created": created,
+            "refreshed": refreshed,
+            "search_ms": round(search_ms, 3),
+            "took_ms": round((time.perf_counter() - started) * 1000, 3),
+        }
+        if job is not None and job.error:
+            body["refresh_error"] = job.error
+        return web.json_response(body)
+
+    async def _jobs_request(self, request: web.Request, kinds: tuple[str, ...]) -> web.Response:
+        body = await self._body(request)
+        names, path = api.parse_targets(body)
+        wait = api._float(body, "wait", 0.0, 0.0, 3600.0)
+        home, created = (None, False)
+        if path is not None:
+            home, created = await self._resolve(path, create=bool(body.get("create", True)))
+            names = [home.name]
+        await self._check_names(names)
+        if kinds == ("refresh",) and body.get("embed"):
+            kinds = ("refresh", "embed")
+        jobs = [self.jobs.submit(kind, names) for kind in kinds]
+        done = True
+        deadline = time.monotonic() + wait
+        for job in jobs:
+            done = await job.wait(max(0.0, deadline - time.monotonic())) and done
+        return web.json_response(
+            {
+                "collection": home.name if home is not None else None,
+                "root": str(home.path) if home is not None else None,
+                "created": created,
+                "done": done,
+                "jobs": [j.as_dict() for j in jobs],
+            }
+        )
+
+    async def refresh(self, request: web.Request) -> web.Response:
+        return await self._jobs_request(request, ("refresh",))
+
+    async def embed(self, request: web.Request) -> web.Response:
+        return await self._jobs_request(request, ("embed",))
+
+    async def job(self, request: web.Request) -> web.Response:
+        job = self.jobs.get(request.match_info["id"])
+        if job is None:
+            raise ApiError(404, "not_found", f"no job {request.match_info['id']}")
+        return web.json_response(job.as_dict())
+
+    async def status(self, request: web.Request) -> web.Response:
+        info = await self._read(self.reader.status)
+        info["version"] = __version__
+        info["daemon"] = {
+            "pid": os.getpid(),
+            "port": self.port,
+            "started_at": self.started_at,
+            "uptime_s": round(time.time() - self.started_at, 3),
+            "idle_minutes": self.idle_seconds / 60.0,
+            "idle_exit_in_s": round(max(0.0, self.idle_remaining()), 1),
+            "state_file": str(self.settings.state_dir / "daemon.json"),
+            "watching": [str(r) for r in self.watcher.roots] if self.watcher else [],
+            "watched_folders": len(self.watcher.dirs) if self.watcher else 0,
+            "watch_error": self.watcher.error if self.watcher else None,
+        }
+        info["jobs"] = self.jobs.snapshot()
+        return web.json_response(info)
+
+    async def shutdown(self, request: web.Request) -> web.Response:
+        asyncio.get_running_loop().call_later(0.05, self.request_stop, "shutdown request")
+        return web.json_response({"ok": True, "pid": os.getpid()})
+
+    # -- background: watching, idle, jobs ------------------------------------------------------
+
+    async def _sync_watch(self) -> None:
+        if self.watcher is None or self._closed:
+            return
+        collections = await self._read(self.reader.collections)
+        await self.watcher.sync([c.path for c in collections.values()])
+
+    def _on_files_changed(self, roots: set[Path]) -> None:
+        self._spawn(self._refresh_roots(roots))
+
+    async def _refresh_roots(self, roots: set[Path]) -> None:
+        collections = await self._read(self.reader.collections)
+        names = [n for n, c in collections.items() if c.path in roots]
+        if names and not self._closed:
+            self.jobs.submit("refresh", names)
+
+    def _job_finished(self, job: Job) -> None:
+        if job.kind == "refresh" and not self._closed:
+            self._spawn(self._sync_watch())
+
+    async def _idle_loop(self) -> None:
+        while not self._stop.is_set():
+            remaining = self.idle_remaining()
+            if remaining <= 0:
+                if self._inflight == 0 and self.jobs.idle:
+                    self.request_stop(f"idle for {self.idle_seconds / 60:g} minutes")
+                    return
+                remaining = self.check_interval
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), max(0.01, min(remaining, self.check_interval)))
+
+    def _share_models(self) -> None:
+        self.writer.share_models_with(self.reader)
+        self.reader.store  # noqa: B018 - open (and migrate) the index now, not on the first search
+
+    def _preload_models(self) -> None:
+        """Load the embedding model now so the first search does not pay for it."""
+        try:
+            embedder = self.reader.models.embedder()
+            if embedder is not None:
+                embedder.embed_query("warm up")
+        except Exception as exc:  # noqa: BLE001 - search degrades to lexical; status says why
+            log.warning("could not preload the embedding model: %s", exc)
+
+    # -- lifetime ------------------------------------------------------------------------------
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
+        await self._read(self._share_models)
+        self._runner = web.AppRunner(
+            self.make_app(), access_log=None, handle_signals=False, shutdown_timeout=15
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+        self.jobs.start()
+        await self._sync_watch()
+        self.touch()
+        self._idle_task = asyncio.get_running_loop().create_task(self._idle_loop(), name="qmd-idle")
+        if self.write_state_file:
+            write_state(self.settings.state_dir, self.state)
+        if self.preload:
+            self._spawn(self._read(self._preload_models))
+        log.info("listening on 127.0.0.1:%d (pid %d)", self.port, os.getpid())
+        return self.port
+
+    def request_stop(self, reason: str) -> None:
+        if not self._stop.is_set():
+            self.stop_reason = reason
+            log.info("stopping: %s", reason)
+            self._stop.set()
+
+    async def wait_stopped(self) -> None:
+        await self._stop.wait()
+        await self.close()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        if self.write_state_file:
+            remove_state(self.settings.state_dir, self.token)
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._idle_task
+        if self.watcher is not None:
+            await self.watcher.close()
+        if self._runner is not None:
+            await self._runner.cleanup()  # stops listening, lets in-flight requests finish
+        writer_free = await self.jobs.close(timeout=10.0)
+        self.writer_abandoned = not writer_free
+        for task in list(self._background):
+            task.cancel()
+        if writer_free:
+            self.writer.close()
+        await self._read(self.reader.close)
+        self._reader_pool.shutdown(wait=True)
+
+
+async def _serve(settings: Settings, idle_minutes: float | None, out: Callable[[str], None]) -> int:
+    daemon = Daemon(settings, idle_minutes=idle_minutes, preload=os.environ.get("QMD_PRELOAD", "1") != "0")
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, daemon.request_stop, f"signal {sig.name}")
+    try:
+        port = await daemon.start()
+    except BaseException:
+        await daemon.close()
+        raise
+    out(f"qmd-daemon listening on 127.0.0.1:{port} (pid {os.getpid()})")
+    await daemon.wait_stopped()
+    out(f"qmd-daemon stopped ({daemon.stop_reason})")
+    if daemon.writer_abandoned:
+        # the writer thread cannot be interrupted and the interpreter would wait for it at exit;
+        # its open transaction rolls back (embedding resumes from its last committed batch)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+    return 0
+
+
+def _running(state_dir: Path) -> DaemonState | None:
+    state = read_state(state_dir)
+    return state if state is not None and probe_health(state, timeout=2.0) is not None else None
+
+
+def serve_forever(
+    settings: Settings | None = None,
+    *,
+    idle_minutes: float | None = None,
+    out: Callable[[str], None] | None = None,
+    wait_for_other: float = 20.0,
+) -> int:
+    """`qmd-daemon serve`: run until idle, /shutdown or SIGTERM. A healthy daemon already running
+    makes this a no-op (prints its port, returns 0); a stale state file is replaced."""
+    settings = settings or Settings.from_env()
+
+    def say(line: str) -> None:
+        (out or print)(line)
+        sys.stdout.flush()
+
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    lock = LifetimeLock(settings.state_dir)
+    if not lock.try_acquire():
+        deadline = time.monotonic() + wait_for_other
+        while time.monotonic() < deadline:
+            state = _running(settings.state_dir)
+            if state is not None:
+                say(f"qmd-daemon already running on 127.0.0.1:{state.port} (pid {state.pid})")
+                return 0
+            time.sleep(0.1)
+        print(f"qmd-daemon: error: another daemon holds {lock.path} but does not answer", file=sys.stderr)
+        return 1
+    try:
+        state = _running(settings.state_dir)
+        if state is not None:
+            say(f"qmd-daemon already running on 127.0.0.1:{state.port} (pid {state.pid})")
+            return 0
+        if read_state(settings.state_dir) is not None:
+            log.info("replacing a stale state file")
+            remove_state(settings.state_dir)
+        return asyncio.run(_serve(settings, idle_minutes, say))
+    finally:
+        lock.release()

@@ -1,0 +1,189 @@
+"""The Python environment the package runs from, and the subprocess calls into it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from qmd_daemon.setup.journal import Journal, SetupError
+from qmd_daemon.setup.paths import REPO_ROOT
+
+MIN_PYTHON = (3, 11)
+
+
+def env_python(env: Path) -> Path:
+    return env / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def resolve_env(path: Path) -> Path:
+    """An environment folder, given the folder or its interpreter (`.venv/bin/python`)."""
+    path = path.expanduser().absolute()
+    return path.parent.parent if path.is_file() else path
+
+
+def env_bin(env: Path) -> Path:
+    return env / ("Scripts" if os.name == "nt" else "bin")
+
+
+def base_python() -> str:
+    """The interpreter that creates the virtual environment (QMD_SETUP_BASE_PYTHON, else this one)."""
+    return os.environ.get("QMD_SETUP_BASE_PYTHON", "").strip() or sys.executable
+
+
+def python_version(python: str) -> tuple[int, int] | None:
+    try:
+        out = subprocess.run(
+            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.fullmatch(r"(\d+)\.(\d+)", out.stdout.strip())
+    return (int(match.group(1)), int(match.group(2))) if out.returncode == 0 and match else None
+
+
+def has_pip(python: str) -> bool:
+    try:
+        out = subprocess.run(
+            [python, "-m", "pip", "--version"], capture_output=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0
+
+
+def prerequisites(python: str, need_pip: bool) -> list[str]:
+    """What is missing, one line each (empty: all there)."""
+    problems = []
+    version = python_version(python)
+    if version is None:
+        problems.append(f"Python {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer is required; {python} does not run")
+    elif version < MIN_PYTHON:
+        problems.append(
+            f"Python {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer is required; {python} is "
+            f"{version[0]}.{version[1]}"
+        )
+    if need_pip and version is not None and not has_pip(python):
+        problems.append(f"pip is required; `{python} -m pip` is not available (install python3-pip)")
+    return problems
+
+
+def default_package_spec() -> str:
+    """This checkout when it is one (install.sh sits beside pyproject.toml), else the PyPI name."""
+    return str(REPO_ROOT) if (REPO_ROOT / "pyproject.toml").exists() else "qmd-daemon"
+
+
+def create_venv(journal: Journal, venv: Path, spec: str, pip_args: list[str]) -> None:
+    """`python -m venv` + `pip install <spec>`; the whole tree is removed again on rollback."""
+    journal.ensure_dir(venv.parent)
+    journal.created_tree(venv)
+    run_checked([base_python(), "-m", "venv", str(venv)], "create the virtual environment")
+    extra = os.environ.get("QMD_SETUP_VENV_EXTRA_SITE", "").strip()
+    if extra:  # test seam: lend the fresh venv already-installed dependencies (no network in tests)
+        site = run_json(
+            [
+                str(env_python(venv)),
+                "-c",
+                "import json, sysconfig; print(json.dumps(sysconfig.get_paths()['purelib']))",
+            ]
+        )
+        Path(site, "_qmd_setup_extra.pth").write_text(extra + "\n", encoding="utf-8")
+    pip_install(venv, spec, pip_args)
+
+
+def pip_install(venv: Path, spec: str, pip_args: list[str]) -> None:
+    run_checked(
+        [str(env_python(venv)), "-m", "pip", "install", "--disable-pip-version-check", *pip_args, spec],
+        f"pip install {spec}",
+    )
+
+
+def run_checked(
+    cmd: list[str],
+    what: str,
+    *,
+    capture: bool = False,
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess[str]:
+    try:
+        proc = subprocess.run(cmd, text=True, capture_output=capture, env=env, timeout=timeout, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SetupError(f"cannot {what}: {exc}") from None
+    if proc.returncode != 0:
+        tail = ""
+        if capture:
+            tail = ": " + ((proc.stderr or "").strip().splitlines() or ["no output"])[-1]
+        raise SetupError(f"cannot {what} (exit {proc.returncode}){tail}")
+    return proc
+
+
+def run_json(
+    cmd: list[str], what: str = "", *, env: dict[str, str] | None = None, timeout: float | None = None
+) -> Any:
+    """Run a command whose last stdout line is JSON; stderr (progress) passes through to the user."""
+    try:
+        proc = subprocess.run(
+            cmd, text=True, stdout=subprocess.PIPE, stderr=None, env=env, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise SetupError(f"{what or cmd[0]} timed out") from None
+    except OSError as exc:
+        raise SetupError(f"cannot run {what or cmd[0]}: {exc}") from None
+    text = proc.stdout.strip()
+    if proc.returncode not in (0, 1) or not text:
+        raise SetupError(f"{what or cmd[0]} failed (exit {proc.returncode})")
+    try:
+        data = json.loads(text[text.find("{") :] if "{" in text else text)
+    except ValueError:
+        raise SetupError(f"{what or cmd[0]} printed no JSON result") from None
+    if proc.returncode != 0 and not (isinstance(data, dict) and "devices" in data):
+        raise SetupError(f"{what or cmd[0]} failed")
+    return data
+
+
+def task(python: Path, *args: str, what: str) -> Any:
+    """`python -m qmd_daemon.setup.tasks ...` in the target environment; its stderr (progress bars,
+    the one-line error) goes straight to the user."""
+    try:
+        proc = subprocess.run(
+            [str(python), "-m", "qmd_daemon.setup.tasks", *args],
+            text=True,
+            stdout=subprocess.PIPE,
+            check=False,
+            cwd=str(Path.home()),
+        )
+    except OSError as exc:
+        raise SetupError(f"cannot {what}: {exc}") from None
+    if proc.returncode != 0:
+        raise SetupError(f"cannot {what} (the reason is printed above)")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def find_client(python: Path, env: Path, name: str) -> list[str] | None:
+    """argv that runs client `name` (ai-search, qmd-warm, qmd-daemon) with the environment's Python."""
+    script = env_bin(env) / (f"{name}.exe" if os.name == "nt" else name)
+    if script.exists():
+        return [str(script)]
+    if name == "qmd-daemon":
+        return [str(python), "-c", "from qmd_daemon.cli import main; main()"]
+    module = "clients." + name.replace("-", "_")
+    probe = subprocess.run(
+        [str(python), "-c", f"import importlib.util as u; print(bool(u.find_spec({module!r})))"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=str(Path.home()),
+    )
+    if probe.stdout.strip() == "True":
+        return [str(python), "-m", module]
+    source = REPO_ROOT / "clients" / f"{name.replace('-', '_')}.py"
+    return [str(python), str(source)] if source.exists() else None

@@ -1,0 +1,601 @@
+"""The y/N/a setup behind install.sh and install.ps1 (standard library only: it runs before the
+package's dependencies exist). See docs/install.md for what each answer does, step by step.
+
+    python -m qmd_daemon.setup [--semantic-retrieval yes|no|auto] [--dry-run] [--profile qwen3|small]
+                               [--python-env DIR] [--auto-retrieve] [--git-hook REPO] ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qmd_daemon.setup import envs
+from qmd_daemon.setup import integrations as integ
+from qmd_daemon.setup.journal import Journal, SetupError
+from qmd_daemon.setup.paths import REPO_ROOT, SetupPaths
+from qmd_daemon.setup.state import InstallState, dump_state, load_state
+
+QUESTION = "Enable local QMD search models (Qwen3 embedding, Qwen3 reranker, QMD query expansion)?"
+ANSWERS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "auto", "auto": "auto"}
+
+
+@dataclass
+class Options:
+    selection: str | None = None
+    dry_run: bool = False
+    profile: str | None = None
+    python_env: Path | None = None
+    package_spec: str = field(default_factory=envs.default_package_spec)
+    pip_args: list[str] = field(default_factory=list)
+    auto_retrieve: bool | None = None
+    git_hooks: list[Path] = field(default_factory=list)
+    assume_tty: bool | None = None
+
+
+def parse_args(argv: list[str] | None) -> Options:
+    ap = argparse.ArgumentParser(
+        prog="install.sh", description="Set up qmd-daemon for Claude Code and Codex."
+    )
+    ap.add_argument(
+        "--semantic-retrieval",
+        "-SemanticRetrieval",
+        dest="selection",
+        type=lambda s: ANSWERS.get(s.strip().lower()) or _bad(s),
+        metavar="yes|no|auto",
+        help="answer the question without asking (default: ask on a terminal, else the stored "
+        "selection, else no)",
+    )
+    ap.add_argument(
+        "--dry-run", "-DryRun", action="store_true", help="print every step as DRYRUN ...; change nothing"
+    )
+    ap.add_argument(
+        "--profile",
+        choices=["qwen3", "small"],
+        help="model profile (default: the stored one, else qwen3; small = offline, CPU-sized)",
+    )
+    ap.add_argument(
+        "--python-env",
+        type=Path,
+        metavar="DIR",
+        help="use this existing Python environment (with qmd-daemon installed) instead of creating "
+        "one; the setup then does not own the package",
+    )
+    ap.add_argument(
+        "--package-spec",
+        default=envs.default_package_spec(),
+        help="what pip installs into the owned environment (default: this checkout)",
+    )
+    ap.add_argument(
+        "--pip-arg",
+        action="append",
+        default=[],
+        dest="pip_args",
+        help="extra argument for that pip install (repeatable), e.g. --pip-arg=--no-index",
+    )
+    ap.add_argument(
+        "--auto-retrieve",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also install the opt-in UserPromptSubmit hook (default: keep the stored choice, off)",
+    )
+    ap.add_argument(
+        "--git-hook",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="REPO",
+        help="install a post-commit hook that refreshes REPO's collection (repeatable)",
+    )
+    ns = ap.parse_args(argv)
+    return Options(
+        selection=ns.selection,
+        dry_run=ns.dry_run,
+        profile=ns.profile,
+        python_env=ns.python_env,
+        package_spec=ns.package_spec,
+        pip_args=list(ns.pip_args),
+        auto_retrieve=ns.auto_retrieve,
+        git_hooks=[p.expanduser().resolve() for p in ns.git_hook],
+    )
+
+
+def _bad(value: str) -> str:
+    raise argparse.ArgumentTypeError(f"expected yes, no or auto, not {value!r}")
+
+
+def ask(default: str, stdin=None, stdout=None) -> str:
+    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    letters = {"yes": "Y/n/a", "no": "y/N/a", "auto": "y/n/A"}[default]
+    for _ in range(3):
+        stdout.write(f"{QUESTION} [{letters}] ")
+        stdout.flush()
+        line = stdin.readline()
+        if not line:
+            return default
+        answer = line.strip().lower()
+        if not answer:
+            return default
+        if answer in ANSWERS:
+            return ANSWERS[answer]
+        stdout.write("Please answer y (yes), n (no) or a (auto: benchmark, then decide).\n")
+    return default
+
+
+class Setup:
+    def __init__(self, opts: Options, paths: SetupPaths):
+        self.opts = opts
+        self.paths = paths
+        self.before = load_state(paths.install_json)
+        self.state = InstallState.from_dict(self.before.as_dict()) if self.before else InstallState()
+        self.j = Journal(dry_run=opts.dry_run)
+        self.summary: list[dict[str, Any]] = []
+        self.python: Path | None = None
+        self.env: Path | None = None
+
+    @property
+    def owned(self) -> set[str]:
+        return set(self.state.created_files) | {str(p) for p in self.j.created_files}
+
+    def echo(self, line: str) -> None:
+        self.j.echo(line)
+
+    # -- environment and models ----------------------------------------------------------------
+
+    def ensure_env(self) -> None:
+        if self.opts.python_env is not None:
+            env = envs.resolve_env(self.opts.python_env)
+            self.env, self.python = env, envs.env_python(env)
+            owned = self.state.owned_package and self.state.python_env == str(env)
+            label = f"use the Python environment {env} ({'owned' if owned else 'not owned'})"
+            if self.j.step("env", label) and not self.python.exists():
+                raise SetupError(f"{self.python} does not exist (--python-env)")
+            self.state.owned_package = owned
+        else:
+            venv = self.paths.venv_dir
+            self.env, self.python = venv, envs.env_python(venv)
+            owned = self.state.owned_package and self.state.python_env == str(venv)
+            if venv.exists() and owned:
+                if self.j.step(
+                    "env", f"update qmd-daemon in {venv}: pip install --upgrade {self.opts.package_spec}"
+                ):
+                    envs.pip_install(venv, self.opts.package_spec, ["--upgrade", *self.opts.pip_args])
+            elif venv.exists():
+                self.j.step(
+                    "env", f"use the existing environment {venv} (not created by this setup: not owned)"
+                )
+            else:
+                if self.j.step(
+                    "env", f"create the virtual environment {venv} and pip install {self.opts.package_spec}"
+                ):
+                    envs.create_venv(self.j, venv, self.opts.package_spec, self.opts.pip_args)
+                owned = True
+            self.state.owned_package = owned
+        self.state.python_env = str(self.env)
+        self.j.done("env")
+
+    def detect_device(self) -> str:
+        if not self.j.step("device", "ask llama.cpp whether a usable GPU is present (device gpu, else cpu)"):
+            return "gpu|cpu"
+        device = envs.task(self.python, "device", what="detect the device")["device"]
+        self.j.note(f"device: {device}")
+        self.j.done("device")
+        return device
+
+    def pull(self, profile: str) -> None:
+        what = (
+            "download the Qwen3 models (embedding, reranker, query expansion) with progress"
+            if profile == "qwen3"
+            else "build the small model profile (MiniLM + Gemma 3 270M, offline)"
+        )
+        if not self.j.step(f"pull-{profile}", what):
+            return
+        result = envs.task(self.python, "pull", profile, what=f"pull the {profile} models")
+        created = [str(p) for p in result.get("created", [])]
+        for role, path in result.get("paths", {}).items():
+            self.j.note(f"{role}: {path}")
+        if created:
+            self.state.owned_models = sorted(set(self.state.owned_models) | set(created))
+            self.j.on_undo("pull", lambda: _remove_paths(created))
+        self.j.done(f"pull-{profile}")
+
+    def write_models_block(self, profile: str, device: str) -> None:
+        values = {"profile": profile, "device": device}
+        if not self.j.step(
+            "models", f"write models: {json.dumps(values)} into {self.paths.index_yml} (other keys kept)"
+        ):
+            return
+        path = self.paths.index_yml
+        old = path.read_bytes() if path.exists() else None
+        self.j.ensure_dir(path.parent)
+        result = envs.task(self.python, "set-models", json.dumps(values), what="write the models block")
+        self.j.on_undo("models", lambda: _restore_bytes(path, old))
+        if self.state.models_block_written is None:  # first install: remember what was there before
+            self.state.models_block_before = result.get("before")
+            self.state.index_yml_created = not result.get("existed", True)
+        self.state.models_block_written = result.get("written")
+        self.j.done("models")
+
+    def bench(self, profile: str, devices: list[str] | None = None) -> dict[str, Any] | None:
+        label = (
+            f"run `qmd-daemon bench --auto` for the {profile} models on benchmark_fixtures/ "
+            f"({', '.join(devices) if devices else 'GPU first, then CPU'}; temporary index)"
+        )
+        if not self.j.step(f"bench-{profile}", label):
+            return None
+        cmd = envs.find_client(self.python, self.env, "qmd-daemon") or []
+        cmd += [
+            "bench",
+            "--auto",
+            "--json",
+            "--profile",
+            profile,
+            "--fixtures",
+            str(REPO_ROOT / "benchmark_fixtures"),
+        ]
+        for device in devices or []:
+            cmd += ["--device", device]
+        summary = envs.run_json(cmd, "the benchmark")
+        for row in summary.get("devices", []):
+            compact = {k: row.get(k) for k in ("device", "querySeconds", "chunksPerSecond", "passed")}
+            self.summary.append({"profile": profile, **compact})
+            self.j.note(json.dumps(compact) + (f"  ({row['error']})" if row.get("error") else ""))
+        self.j.done(f"bench-{profile}")
+        return summary
+
+    # -- agent integration -----------------------------------------------------------------------
+
+    def install_integrations(self) -> None:
+        paths, owned = self.paths, self.owned
+        auto_retrieve = (
+            self.opts.auto_retrieve if self.opts.auto_retrieve is not None else self.state.auto_retrieve
+        )
+        self.state.auto_retrieve = bool(auto_retrieve)
+        for name in integ.WRAPPERS:
+            argv = ["<env>", name] if self.opts.dry_run else envs.find_client(self.python, self.env, name)
+            target = integ.wrapper_path(paths, name)
+            if argv is None:
+                self.j.note(f"skipped {target}: {name} is not available in {self.env}")
+                continue
+            if self.j.step(f"wrapper-{name}", f"install wrapper script {target}"):
+                integ.install_wrapper(self.j, paths, name, argv, owned)
+                self.j.done(f"wrapper-{name}")
+        if self.j.step(
+            "hook-scripts",
+            f"install hook scripts into {paths.hooks_dir}{' (with auto-retrieve)' if auto_retrieve else ''}",
+        ):
+            integ.install_hook_scripts(self.j, paths, self.python, bool(auto_retrieve))
+            if not auto_retrieve:
+                for ext in (".sh", ".ps1", ".py"):
+                    stale = paths.hooks_dir / f"{integ.RETRIEVE_HOOK}{ext}"
+                    if str(stale) in owned and stale.exists():
+                        self.j.remove_file(stale)
+            self.j.done("hook-scripts")
+        for client, target in integ.skill_targets(paths).items():
+            if self.j.step(f"skill-{client}", f"install the semantic-search skill into {target}"):
+                integ.install_skill(self.j, target, owned)
+                self.j.done(f"skill-{client}")
+        wanted = integ.desired_hooks(paths, bool(auto_retrieve))
+        for client, target in integ.hook_files(paths).items():
+            events = " + ".join(wanted)
+            if self.j.step(f"hooks-{client}", f"add the {events} hook to {target}"):
+                integ.install_hook_entries(self.j, target, wanted)
+                self.j.done(f"hooks-{client}")
+        for client, target in integ.instruction_files(paths).items():
+            if self.j.step(f"instruction-{client}", f"add the semantic-search instruction line to {target}"):
+                integ.install_instruction(self.j, target)
+                self.j.done(f"instruction-{client}")
+        for repo in self.opts.git_hooks:
+            if self.j.step("git-hook", f"add the post-commit refresh hook to {repo}/.git/hooks/post-commit"):
+                integ.install_git_hook(self.j, paths, repo)
+                self.state.git_hooks = sorted(set(self.state.git_hooks) | {str(repo)})
+                self.j.done("git-hook")
+        if not self.opts.dry_run and str(paths.bin_dir) not in os.environ.get("PATH", "").split(os.pathsep):
+            self.j.note(f"note: {paths.bin_dir} is not on PATH; add it to run ai-search by name")
+
+    def save_state(self, selection: str, device: str | None, profile: str | None) -> None:
+        self.state.selection, self.state.device, self.state.profile = selection, device, profile
+        from qmd_daemon import __version__
+
+        self.state.version = __version__
+        install_json = str(self.paths.install_json)
+        self.state.created_files = sorted(self.owned - {install_json})
+        self.state.created_dirs = sorted(set(self.state.created_dirs) | {str(p) for p in self.j.created_dirs})
+        if self.j.step("state", f"record selection {selection} in {self.paths.install_json}"):
+            self.j.write_file(self.paths.install_json, dump_state(self.state))
+
+    # -- the three answers -------------------------------------------------------------------------
+
+    def run_yes(
+        self, profile: str, device: str | None = None, *, env_ready: bool = False, pulled: bool = False
+    ) -> None:
+        if not env_ready:
+            self.ensure_env()
+        device = device or self.detect_device()
+        if not pulled:
+            self.pull(profile)
+        self.write_models_block(profile, device)
+        self.install_integrations()
+        self.save_state("yes", device, profile)
+
+    def run_auto(self, profile: str) -> bool:
+        """True when a device passed (and the setup continued as Yes)."""
+        self.ensure_env()
+        if self.opts.dry_run:
+            self.pull(profile)
+            self.bench(profile, None if profile == "qwen3" else ["cpu"])
+            fallback = (
+                "build the small profile and benchmark it on CPU; if that fails too, "
+                if profile == "qwen3"
+                else ""
+            )
+            self.j.step(
+                "auto-fallback",
+                f"if no device passes: {fallback}undo this run, record selection no and continue as No",
+            )
+            self.j.step("auto-yes", "on a pass: continue as Yes with the passing device, as follows")
+            self.run_yes(profile, "gpu|cpu" if profile == "qwen3" else "cpu", env_ready=True, pulled=True)
+            return True
+        if profile == "qwen3":
+            try:
+                self.pull("qwen3")
+                summary = self.bench("qwen3")
+            except SetupError as exc:
+                self.j.note(f"the Qwen3 models are not usable here: {exc}")
+                summary = {"passed": False}
+            if summary is None or summary.get("passed"):
+                device = summary["device"] if summary else None
+                self.echo(
+                    f"Auto: the Qwen3 models passed on {device or 'the best device'}; continuing as Yes"
+                )
+                self.run_yes("qwen3", device, env_ready=True, pulled=True)
+                return True
+            self.echo("Auto: the Qwen3 models did not pass; trying the small profile on CPU")
+        self.pull("small")
+        summary = self.bench("small", ["cpu"])
+        if summary is None or summary.get("passed"):
+            self.echo("Auto: the small profile passed on cpu; continuing as Yes with it")
+            self.run_yes("small", "cpu", env_ready=True, pulled=True)
+            return True
+        return False
+
+    def run_no(self, *, keep_selection: bool) -> None:
+        """Remove what the setup created and nothing else; with keep_selection store selection no."""
+        paths, owned, j = self.paths, self.owned, self.j
+        self.stop_daemon()
+        for client, target in integ.hook_files(paths).items():
+            text = target.read_text(encoding="utf-8", errors="replace") if target.exists() else ""
+            ours = any(n in text for n in integ.OUR_HOOK_NAMES)
+            if ours and j.step(f"unhook-{client}", f"remove the qmd-daemon hook entries from {target}"):
+                integ.remove_hook_entries(j, target, str(target) in owned)
+        for client, target in integ.instruction_files(paths).items():
+            text = target.read_text(encoding="utf-8", errors="replace") if target.exists() else ""
+            if integ.BEGIN in text and j.step(
+                f"uninstruct-{client}", f"remove the instruction line from {target}"
+            ):
+                integ.remove_instruction(j, target, str(target) in owned)
+        for repo in list(self.state.git_hooks):
+            hook = Path(repo) / ".git" / "hooks" / "post-commit"
+            if j.step("ungit-hook", f"remove the post-commit refresh hook from {hook}"):
+                integ.remove_git_hook(j, Path(repo), str(hook) in owned)
+        roots = [*integ.skill_targets(paths).values(), paths.hooks_dir]
+        wrappers = {integ.wrapper_path(paths, n) for n in integ.WRAPPERS}
+        removable = [
+            Path(p)
+            for p in sorted(owned)
+            if Path(p).is_file() and (Path(p) in wrappers or any(Path(p).is_relative_to(r) for r in roots))
+        ]
+        for name in integ.WRAPPERS:  # our wrappers carry a mark even if install.json was lost
+            w = integ.wrapper_path(paths, name)
+            if w.exists() and w not in removable and integ.WRAPPER_MARK in w.read_text(errors="replace"):
+                removable.append(w)
+        for path in removable:
+            if j.step("remove-file", f"remove {path}"):
+                j.remove_file(path)
+        if self.state.models_block_written is not None and paths.index_yml.exists():
+            self.restore_models_block()
+        models = [p for p in self.state.owned_models if os.path.lexists(p)]
+        if models and j.step(
+            "remove-models", f"remove the model files this setup downloaded: {', '.join(models)}"
+        ):
+            _remove_paths(models)
+        env = self.state.python_env
+        owned_env = self.state.owned_package and env and Path(env).exists()
+        if owned_env and j.step(
+            "remove-env", f"remove the virtual environment {env} (created by this setup)"
+        ):
+            shutil.rmtree(self.state.python_env)
+        dirs = sorted(
+            {*self.state.created_dirs, *(str(d) for d in j.created_dirs)},
+            key=lambda d: d.count(os.sep),
+            reverse=True,
+        )
+        empty = [d for d in dirs if Path(d).is_dir() and not _has_files(Path(d), paths.install_json)]
+        fresh = InstallState(selection="no")
+        if keep_selection:
+            if j.step("state", f"record selection no in {paths.install_json}"):
+                j.write_file(paths.install_json, dump_state(fresh))
+        elif paths.install_json.exists() and j.step("state", f"remove {paths.install_json}"):
+            j.remove_file(paths.install_json)
+        if keep_selection:
+            empty = [d for d in empty if not Path(paths.install_json).is_relative_to(d)]
+        if empty and j.step(
+            "remove-dirs", f"remove the empty folders this setup created: {', '.join(empty)}"
+        ):
+            for d in empty:
+                with contextlib.suppress(OSError):
+                    Path(d).rmdir()
+
+    def restore_models_block(self) -> None:
+        python = Path(self.state.python_env or "") and envs.env_python(Path(self.state.python_env or ""))
+        if not (python and python.exists()):
+            python = Path(sys.executable)
+        args = [
+            json.dumps({"before": self.state.models_block_before, "written": self.state.models_block_written})
+        ]
+        if self.state.index_yml_created:
+            args.append("--delete-if-empty")
+        if self.j.step("unmodels", f"remove the models: keys this setup wrote from {self.paths.index_yml}"):
+            path = self.paths.index_yml
+            old = path.read_bytes()
+            try:
+                envs.task(python, "restore-models", *args, what="restore the models block")
+            except (SetupError, ValueError) as exc:
+                self.j.note(f"warning: {exc}; edit {path} by hand to remove the models: block")
+                return
+            self.j.on_undo("unmodels", lambda: _restore_bytes(path, old))
+
+    def stop_daemon(self) -> None:
+        state_file = self.paths.state_dir / "daemon.json"
+        try:
+            daemon = json.loads(state_file.read_text(encoding="utf-8"))
+            pid, port, token = int(daemon["pid"]), int(daemon["port"]), str(daemon["token"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return
+        if not _alive(pid):
+            return
+        if not self.j.step("stop-daemon", f"stop the running daemon (pid {pid})"):
+            return
+        with contextlib.suppress(OSError, http.client.HTTPException):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request(
+                "POST",
+                "/shutdown",
+                body=b"{}",
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            )
+            conn.getresponse().read()
+            conn.close()
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if _alive(pid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    # a zombie child of ours counts as gone
+    with contextlib.suppress(ChildProcessError, OSError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    return True
+
+
+def _has_files(folder: Path, ignore: Path) -> bool:
+    return any(p.is_file() and p != ignore for p in folder.rglob("*"))
+
+
+def _restore_bytes(path: Path, old: bytes | None) -> None:
+    if old is None:
+        path.unlink(missing_ok=True)
+    else:
+        path.write_bytes(old)
+
+
+def _remove_paths(paths: list[str]) -> None:
+    for p in paths:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(p)
+
+
+def _drop_bootstrap_path() -> None:
+    """install.sh puts the checkout on PYTHONPATH to run this; the environment must not inherit it."""
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    kept = [p for p in parts if Path(p).resolve() != REPO_ROOT]
+    if kept:
+        os.environ["PYTHONPATH"] = os.pathsep.join(kept)
+    else:
+        os.environ.pop("PYTHONPATH", None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse_args(argv)
+    _drop_bootstrap_path()
+    paths = SetupPaths.from_env()
+    setup = Setup(opts, paths)
+    stored = setup.before.selection if setup.before else "no"
+    interactive = opts.assume_tty if opts.assume_tty is not None else sys.stdin.isatty()
+    selection = opts.selection or (ask(stored) if interactive else stored)
+    profile = opts.profile or (setup.before.profile if setup.before and setup.before.profile else "qwen3")
+    echo = setup.echo
+    echo(
+        f"qmd-daemon setup: selection {selection}"
+        + (f", profile {profile}" if selection != "no" else "")
+        + (" (dry run: nothing will change)" if opts.dry_run else "")
+    )
+    code = 0
+    try:
+        if selection in ("yes", "auto"):
+            need_pip = opts.python_env is None
+            problems = envs.prerequisites(
+                envs.base_python() if need_pip else str(envs.env_python(envs.resolve_env(opts.python_env))),
+                need_pip,
+            )
+            if problems and selection == "yes":
+                for line in problems:
+                    print(f"install: error: {line}", file=sys.stderr)
+                print("install: nothing was changed", file=sys.stderr)
+                return 2
+            if problems:
+                for line in problems:
+                    echo(f"Auto: unsuitable: {line}")
+                setup.run_no(keep_selection=True)
+            elif selection == "yes":
+                setup.run_yes(profile)
+            elif not setup.run_auto(profile):
+                echo(
+                    "Auto: no device passed; removing what this run downloaded and installed, "
+                    "then continuing as No"
+                )
+                failed = setup.j.rollback()
+                for line in failed:
+                    echo(f"  could not undo {line}")
+                setup.state = (
+                    InstallState.from_dict(setup.before.as_dict()) if setup.before else InstallState()
+                )
+                setup.j.created_dirs.clear()
+                setup.j.created_files.clear()
+                setup.run_no(keep_selection=True)
+        else:
+            setup.run_no(keep_selection=False)
+        setup.j.commit()
+    except (SetupError, KeyboardInterrupt) as exc:
+        message = str(exc) or "interrupted"
+        print(f"install: error: {message}", file=sys.stderr)
+        failed = setup.j.rollback()
+        print(
+            "install: rolled back the changes of this run"
+            + (f"; could not undo: {failed}" if failed else ""),
+            file=sys.stderr,
+        )
+        code = 1
+    if setup.summary:
+        echo("benchmark summary:")
+        for row in setup.summary:
+            echo("  " + json.dumps(row))
+    if code == 0 and not opts.dry_run:
+        echo("done")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Where the setup puts things. Every location can be moved by an env var (tests use a temp HOME)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from qmd_daemon.settings import Settings
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env(name: str) -> Path | None:
+    value = os.environ.get(name, "").strip()
+    return Path(value).expanduser() if value else None
+
+
+@dataclass(frozen=True)
+class SetupPaths:
+    home: Path
+    config_dir: Path  # index.yml and install.json
+    state_dir: Path  # daemon state file, logs
+    models_dir: Path  # small-profile builds (hf: downloads go to the Hugging Face cache)
+    data_dir: Path  # the owned virtual environment and the installed hook scripts
+    bin_dir: Path  # wrapper scripts (ai-search, qmd-warm, qmd-daemon)
+    claude_dir: Path
+    codex_dir: Path
+
+    @property
+    def install_json(self) -> Path:
+        return self.config_dir / "install.json"
+
+    @property
+    def index_yml(self) -> Path:
+        return self.config_dir / "index.yml"
+
+    @property
+    def venv_dir(self) -> Path:
+        return self.data_dir / "venv"
+
+    @property
+    def hooks_dir(self) -> Path:
+        return self.data_dir / "hooks"
+
+    @property
+    def log_file(self) -> Path:
+        return self.state_dir / "logs" / "setup.log"
+
+    @classmethod
+    def from_env(cls) -> SetupPaths:
+        settings = Settings.from_env()
+        home = Path.home()
+        qmd_home = _env("QMD_DAEMON_HOME")
+        if qmd_home is not None:
+            data = qmd_home / "data"
+        else:
+            data = (_env("XDG_DATA_HOME") or home / ".local" / "share") / "qmd-daemon"
+        return cls(
+            home=home,
+            config_dir=settings.config_dir,
+            state_dir=settings.state_dir,
+            models_dir=settings.models_dir,
+            data_dir=_env("QMD_SETUP_DATA_DIR") or data,
+            bin_dir=_env("QMD_SETUP_BIN_DIR") or home / ".local" / "bin",
+            claude_dir=_env("CLAUDE_CONFIG_DIR") or home / ".claude",
+            codex_dir=_env("CODEX_HOME") or home / ".codex",
+        )

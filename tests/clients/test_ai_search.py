@@ -1,0 +1,147 @@
+"""`ai-search` end to end: real subprocesses, a real daemon started on demand, the fallback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.daemon.support import (
+    CLIENTS,
+    env_for,
+    make_repo,
+    pid_running,
+    run_client,
+    state_of,
+    stop_daemon,
+    wait_for,
+)
+
+
+@pytest.fixture
+def qhome(tmp_path: Path):
+    home = tmp_path / "qmd-home"
+    yield home
+    stop_daemon(home)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "proj")
+
+
+def search(home: Path, repo: Path, *args: str, **env: str) -> list[dict]:
+    proc = run_client("ai_search.py", *args, home=home, cwd=repo, **env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_starts_the_daemon_and_answers_with_repository_paths(qhome: Path, repo: Path) -> None:
+    hits = search(qhome, repo / "src", "parse cookie header")
+    assert hits and hits[0]["path"] == "src/client.py"
+    assert set(hits[0]) == {"path", "line", "end_line", "score", "snippet", "collection"}
+    assert hits[0]["collection"] == "repo-proj" and 0 <= hits[0]["score"] <= 1
+    state = state_of(qhome)
+    assert state is not None and pid_running(state["pid"])
+    assert search(qhome, repo, "parse cookie header") == hits
+    assert state_of(qhome)["pid"] == state["pid"]  # the same daemon answered
+    assert search(qhome, repo, "zzqqxx_nothing_like_it") == []
+    assert (qhome / "state" / "logs" / "daemon.log").exists()
+
+
+def test_sees_edits_at_once_and_reports_failures(qhome: Path, repo: Path) -> None:
+    search(qhome, repo, "cookie")
+    (repo / "src" / "fresh.py").write_text("def brand_new_helper_function():\n    return 42\n")
+    hits = search(qhome, repo, "brand_new_helper_function", "-n", "3")
+    assert hits[0]["path"] == "src/fresh.py"
+    proc = run_client("ai_search.py", "x", "-c", "no-such-collection", home=qhome, cwd=repo)
+    assert proc.returncode != 0 and proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1 and "no-such-collection" in proc.stderr
+    proc = run_client("ai_search.py", "x", "--repo", str(repo / "missing"), home=qhome, cwd=repo)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_recovers_after_kill_9(qhome: Path, repo: Path) -> None:
+    first = search(qhome, repo, "TCPConnector acquire")
+    old = state_of(qhome)
+    os.kill(old["pid"], signal.SIGKILL)
+    wait_for(lambda: not pid_running(old["pid"]), timeout=10)
+    assert state_of(qhome)["token"] == old["token"]  # the stale file is still there
+    assert search(qhome, repo, "TCPConnector acquire") == first
+    new = state_of(qhome)
+    assert new["pid"] != old["pid"] and new["token"] != old["token"] and pid_running(new["pid"])
+
+
+def test_twenty_concurrent_calls_from_cold(qhome: Path, repo: Path) -> None:
+    env = env_for(qhome)
+    argv = [sys.executable, str(CLIENTS / "ai_search.py"), "connection pool", "--json"]
+
+    def one(_: int) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=90)
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        results = list(pool.map(one, range(20)))
+    assert all(r.returncode == 0 for r in results), [r.stderr for r in results if r.returncode]
+    outputs = {r.stdout for r in results}
+    assert len(outputs) == 1 and json.loads(outputs.pop())
+    assert not any("in-process" in r.stderr for r in results)  # all were served by one daemon
+    assert not (qhome / "state" / "spawn.marker").exists()
+
+
+def test_fallback_without_a_daemon(qhome: Path, repo: Path, tmp_path: Path) -> None:
+    fallback = search(qhome, repo, "parse cookie header", "--no-daemon")
+    assert fallback and fallback[0]["path"] == "src/client.py"
+    assert state_of(qhome) is None and not (qhome / "state" / "logs" / "daemon.log").exists()
+    assert search(qhome, repo, "parse cookie header", QMD_NO_DAEMON="1") == fallback
+    # a daemon that cannot start: the client says so on stderr and still answers
+    broken = tmp_path / "broken-python"
+    broken.write_text(f'#!/bin/sh\nif [ "$3" = serve ]; then exit 3; fi\nexec {sys.executable} "$@"\n')
+    broken.chmod(0o755)
+    proc = run_client(
+        "ai_search.py",
+        "parse cookie header",
+        home=qhome,
+        cwd=repo,
+        QMD_DAEMON_PYTHON=str(broken),
+        QMD_START_TIMEOUT="2",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "searching in-process" in proc.stderr
+    assert json.loads(proc.stdout) == fallback
+    # and with the daemon the answer is the same
+    assert search(qhome, repo, "parse cookie header") == fallback
+
+
+def test_table_on_a_terminal(qhome: Path, repo: Path) -> None:
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.run(
+        [sys.executable, str(CLIENTS / "ai_search.py"), "cookie header", "--no-daemon"],
+        cwd=repo,
+        env=env_for(qhome),
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        timeout=90,
+    )
+    os.close(follower)
+    out = os.read(leader, 65536).decode()
+    os.close(leader)
+    assert proc.returncode == 0
+    assert "src/client.py:" in out and " | " in out and not out.lstrip().startswith("[")
+
+
+def test_client_imports_stay_cheap(qhome: Path, repo: Path) -> None:
+    search(qhome, repo, "cookie")  # daemon up, stamp written
+    proc = run_client("ai_search.py", "cookie", home=qhome, cwd=repo, PYTHONPROFILEIMPORTTIME="1")
+    assert proc.returncode == 0
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    heavy = {"ssl", "http.client", "urllib.request", "subprocess", "asyncio", "typing", "email"}
+    assert not imported & heavy, imported & heavy
+    assert not any(name.startswith("qmd_daemon") for name in imported)

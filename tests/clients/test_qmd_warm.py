@@ -1,0 +1,68 @@
+"""`qmd-warm`: returns at once, warms the repository in the background, one warm per repository."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.daemon.support import make_repo, run_client, state_of, stop_daemon, wait_for
+
+
+@pytest.fixture
+def qhome(tmp_path: Path):
+    home = tmp_path / "qmd-home"
+    yield home
+    stop_daemon(home)
+
+
+def test_warm_detaches_and_warms(qhome: Path, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "proj")
+    started = time.monotonic()
+    proc = run_client("qmd_warm.py", "--repo", str(repo), home=qhome, cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+    assert time.monotonic() - started < 5
+    log = qhome / "state" / "logs" / "warm.log"
+    wait_for(lambda: log.exists() and "refresh done" in log.read_text(), timeout=40)
+    wait_for(lambda: "embed done" in log.read_text() or "embed failed" in log.read_text(), timeout=20)
+    assert state_of(qhome) is not None
+    stamps = list((qhome / "state" / "repos").glob("proj-*.json"))
+    assert len(stamps) == 1 and json.loads(stamps[0].read_text())["root"] == str(repo.resolve())
+    wait_for(lambda: not list((qhome / "state" / "warm").glob("*.lock")), timeout=10)
+
+
+def test_one_warm_per_repository(qhome: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clients import qmd_warm
+
+    repo = make_repo(tmp_path / "proj")
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(qhome))
+    held = qmd_warm.take_lock(str(repo.resolve()))
+    assert held is not None and qmd_warm.take_lock(str(repo.resolve())) is None
+    proc = run_client("qmd_warm.py", "--foreground", "--repo", str(repo), home=qhome, cwd=tmp_path)
+    assert proc.returncode == 0
+    log = qhome / "state" / "logs" / "warm.log"
+    assert "already warming" in log.read_text()
+    assert state_of(qhome) is None  # it did nothing: no daemon, no jobs
+    old = time.time() - 2 * qmd_warm.LOCK_STALE_S  # its holder died: the lock goes stale
+    os.utime(held, (old, old))
+    proc = run_client("qmd_warm.py", "--foreground", "--repo", str(repo), home=qhome, cwd=tmp_path)
+    assert proc.returncode == 0 and "refresh done" in log.read_text()
+    assert not Path(held).exists()
+
+
+def test_warm_never_fails(qhome: Path, tmp_path: Path) -> None:
+    proc = run_client(
+        "qmd_warm.py",
+        "--foreground",
+        "--repo",
+        str(tmp_path),
+        home=qhome,
+        cwd=tmp_path,
+        QMD_DAEMON_PYTHON="/nonexistent/python",
+        QMD_START_TIMEOUT="1",
+    )
+    assert proc.returncode == 0
+    assert "qmd-warm failed" in (qhome / "state" / "logs" / "warm.log").read_text()

@@ -1,0 +1,121 @@
+"""Helpers shared by the daemon and client tests: real repositories, real processes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import SAMPLE_GO, SAMPLE_MD, SAMPLE_PY, write_tree
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CLIENTS = REPO_ROOT / "clients"
+
+
+def make_repo(root: Path, files: dict[str, str] | None = None) -> Path:
+    write_tree(
+        root, files or {"src/client.py": SAMPLE_PY, "pool/pool.go": SAMPLE_GO, "docs/guide.md": SAMPLE_MD}
+    )
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def env_for(home: Path, **extra: str) -> dict[str, str]:
+    env = dict(os.environ, QMD_DAEMON_HOME=str(home), QMD_PRELOAD="0", HF_HUB_OFFLINE="1")
+    for var in ("QMD_CONFIG_DIR", "QMD_INDEX_PATH", "QMD_NO_DAEMON", "QMD_IDLE_MINUTES"):
+        env.pop(var, None)
+    env.update(extra)
+    return env
+
+
+def run_client(
+    script: str, *args: str, home: Path, cwd: Path, timeout: float = 90, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(CLIENTS / script), *args],
+        cwd=cwd,
+        env=env_for(home, **extra),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def state_of(home: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((home / "state" / "daemon.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def wait_for(predicate: Any, timeout: float = 20.0, step: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError(f"timed out after {timeout}s waiting for {predicate}")
+
+
+def start_serve(home: Path, **extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "qmd_daemon.daemon", "serve"],
+        env=env_for(home, **extra),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def pid_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie child of ours counts as gone
+    with contextlib.suppress(ChildProcessError, OSError):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def is_our_daemon(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return b"qmd_daemon" in handle.read()
+    except OSError:
+        return False
+
+
+def stop_daemon(home: Path) -> None:
+    """SIGTERM (then SIGKILL) the daemon recorded in this test's home: only ones we started."""
+    pids = set()
+    state = state_of(home)
+    if state:
+        pids.add(int(state["pid"]))
+    with contextlib.suppress(OSError, ValueError):
+        pids.add(int((home / "state" / "daemon.lock").read_text().strip()))
+    for pid in pids:
+        if pid <= 0 or pid == os.getpid() or not pid_running(pid) or not is_our_daemon(pid):
+            continue
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        try:
+            wait_for(lambda p=pid: not pid_running(p), timeout=10)
+        except AssertionError:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

@@ -1,0 +1,286 @@
+"""The daemon in-process: a real aiohttp server on 127.0.0.1, real engines, an injected clock."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import stat
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from qmd_daemon.daemon.server import Daemon, split_host
+from qmd_daemon.daemon.state import read_state
+from qmd_daemon.settings import Settings
+from tests.daemon.support import make_repo
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+async def daemon(home: Path):
+    d = Daemon(Settings.from_env(), watch=False, idle_minutes=30)
+    await d.start()
+    yield d
+    await d.close()
+
+
+@pytest.fixture
+async def http():
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+def url(d: Daemon, path: str) -> str:
+    return f"http://127.0.0.1:{d.port}{path}"
+
+
+def auth(d: Daemon) -> dict[str, str]:
+    return {"Authorization": f"Bearer {d.token}"}
+
+
+async def call(
+    http: aiohttp.ClientSession, d: Daemon, method: str, path: str, body: Any = None, **headers: str
+) -> tuple[int, Any]:
+    hdrs = {**auth(d), **headers}
+    async with http.request(method, url(d, path), json=body, headers=hdrs) as resp:
+        return resp.status, await resp.json()
+
+
+async def test_state_file_is_private_and_removed_on_close(home: Path) -> None:
+    d = Daemon(Settings.from_env(), watch=False)
+    port = await d.start()
+    path = home / "state" / "daemon.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    data = json.loads(path.read_text())
+    assert set(data) == {"port", "token", "pid", "version", "started_at"}
+    assert data["port"] == port and data["token"] == d.token
+    assert stat.S_IMODE((home / "state").stat().st_mode) == 0o700
+    await d.close()
+    assert not path.exists()
+
+
+async def test_token_is_required_and_nothing_runs_without_it(
+    daemon: Daemon, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    repo = make_repo(tmp_path / "proj")
+    for headers in (
+        {},
+        {"Authorization": "Bearer nope"},
+        {"X-QMD-Token": daemon.token[:-1]},
+        {"Authorization": daemon.token},
+    ):
+        async with http.post(url(daemon, "/refresh"), json={"path": str(repo)}, headers=headers) as resp:
+            assert resp.status == 401
+            assert (await resp.json())["error"]["code"] == "unauthorized"
+    for path in ("/health", "/status", "/nowhere"):
+        async with http.get(url(daemon, path)) as resp:
+            assert resp.status == 401
+    assert daemon.jobs.idle and daemon.jobs.snapshot()["recent"] == []
+    assert daemon.reader.collections() == {}
+    async with http.get(url(daemon, "/health"), headers={"X-QMD-Token": daemon.token}) as resp:
+        assert resp.status == 200 and (await resp.json())["ok"] is True
+    async with http.get(url(daemon, "/health"), headers=auth(daemon)) as resp:
+        assert resp.status == 200
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed"),
+    [
+        ("127.0.0.1:{port}", True),
+        ("localhost:{port}", True),
+        ("[::1]:{port}", True),
+        ("LOCALHOST", True),
+        ("evil.example:{port}", False),
+        ("127.0.0.1.nip.io:{port}", False),
+        ("127.0.0.1:1", False),
+        ("localhost.:{port}", False),
+    ],
+)
+async def test_host_guard(daemon: Daemon, http: aiohttp.ClientSession, host: str, allowed: bool) -> None:
+    status, body = await call(http, daemon, "GET", "/health", Host=host.format(port=daemon.port))
+    assert status == (200 if allowed else 403)
+    if not allowed:
+        assert body["error"]["code"] == "forbidden_host"
+
+
+async def test_foreign_origin_is_refused(daemon: Daemon, http: aiohttp.ClientSession) -> None:
+    status, _ = await call(http, daemon, "GET", "/health", Origin="http://evil.example")
+    assert status == 403
+    status, _ = await call(http, daemon, "GET", "/health", Origin=f"http://localhost:{daemon.port}")
+    assert status == 200
+
+
+def test_split_host() -> None:
+    assert split_host("[::1]:80") == ("[::1]", "80")
+    assert split_host("[::1]") == ("[::1]", None)
+    assert split_host("LocalHost:9") == ("localhost", "9")
+
+
+async def test_errors_are_json(daemon: Daemon, http: aiohttp.ClientSession) -> None:
+    async with http.post(url(daemon, "/search"), data=b"{not json", headers=auth(daemon)) as resp:
+        assert resp.status == 400
+        assert (await resp.json())["error"]["code"] == "bad_request"
+    assert (await call(http, daemon, "POST", "/search", {"query": "  "}))[0] == 400
+    assert (await call(http, daemon, "POST", "/search", {"query": "x", "limit": 0}))[0] == 400
+    status, body = await call(http, daemon, "POST", "/search", {"query": "x", "collections": ["nope"]})
+    assert status == 404 and body["error"]["code"] == "not_found"
+    status, body = await call(http, daemon, "POST", "/search", {"query": "x", "path": "relative/dir"})
+    assert status == 400
+    status, body = await call(http, daemon, "GET", "/nowhere")
+    assert status == 404 and set(body["error"]) == {"code", "message"}
+    status, body = await call(http, daemon, "GET", "/search")
+    assert status == 405 and body["error"]["code"] == "method_not_allowed"
+
+
+async def test_search_registers_the_repository_and_answers(
+    daemon: Daemon, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    repo = make_repo(tmp_path / "proj")
+    status, body = await call(
+        http, daemon, "POST", "/search", {"query": "parse cookie header", "path": str(repo)}
+    )
+    assert status == 200, body
+    assert body["collection"] == "repo-proj" and body["created"] is True and body["refreshed"] is True
+    assert body["roots"] == {"repo-proj": str(repo.resolve())}
+    assert body["hits"][0]["path"] == "src/client.py"
+    assert {"path", "line", "end_line", "score", "snippet"} <= set(body["hits"][0])
+    assert body["search_ms"] <= body["took_ms"]
+    # a sub-folder resolves to the same collection; nothing new is registered
+    status, again = await call(
+        http, daemon, "POST", "/search", {"query": "cookie", "path": str(repo / "src")}
+    )
+    assert again["collection"] == "repo-proj" and again["created"] is False
+    status, status_body = await call(http, daemon, "GET", "/status")
+    assert status == 200
+    assert status_body["daemon"]["port"] == daemon.port
+    assert [c["name"] for c in status_body["collections"]] == ["repo-proj"]
+    assert "models" in status_body and "vectors" in status_body and "index" in status_body
+
+
+async def test_refresh_and_embed_jobs(daemon: Daemon, http: aiohttp.ClientSession, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "proj")
+    status, body = await call(
+        http, daemon, "POST", "/refresh", {"path": str(repo), "wait": 30, "embed": True}
+    )
+    assert status == 200 and body["done"] is True, body
+    kinds = [j["kind"] for j in body["jobs"]]
+    assert kinds == ["refresh", "embed"]
+    assert body["jobs"][0]["result"]["reports"][0]["added"] == 3
+    status, embed = await call(http, daemon, "POST", "/embed", {"collection": "repo-proj", "wait": 30})
+    assert status == 200 and embed["done"] and embed["jobs"][0]["state"] == "done"
+    status, job = await call(http, daemon, "GET", f"/jobs/{embed['jobs'][0]['id']}")
+    assert status == 200 and job["kind"] == "embed"
+    assert (await call(http, daemon, "POST", "/embed", {"collection": "nope"}))[0] == 404
+
+
+async def test_searches_are_served_while_a_refresh_runs(
+    daemon: Daemon, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    repo = make_repo(tmp_path / "proj")
+    await call(http, daemon, "POST", "/refresh", {"path": str(repo), "wait": 30})
+    (repo / "src" / "late.py").write_text("def freshly_added_function():\n    return 1\n")
+    release = threading.Event()
+    real_update = daemon.writer.update
+
+    def slow_update(*args: Any, **kwargs: Any) -> Any:
+        release.wait(10)  # the refresh holds the writer until the searches below are done
+        return real_update(*args, **kwargs)
+
+    daemon.writer.update = slow_update  # type: ignore[method-assign]
+    status, body = await call(http, daemon, "POST", "/refresh", {"collection": "repo-proj"})
+    job_id = body["jobs"][0]["id"]
+    await asyncio.sleep(0.05)
+    assert daemon.jobs.get(job_id).state == "running"
+    started = time.perf_counter()
+    results = await asyncio.gather(
+        *[
+            call(http, daemon, "POST", "/search", {"query": "TCPConnector", "path": str(repo)})
+            for _ in range(10)
+        ]
+    )
+    elapsed = time.perf_counter() - started
+    assert all(s == 200 and b["hits"] and b["stale"] is True for s, b in results)
+    assert elapsed < 5 and daemon.jobs.get(job_id).state == "running"
+    release.set()
+    status, body = await call(
+        http,
+        daemon,
+        "POST",
+        "/search",
+        {"query": "freshly_added_function", "path": str(repo), "refresh": True},
+    )
+    assert body["refreshed"] is True and body["stale"] is False
+    assert body["hits"][0]["path"] == "src/late.py"
+
+
+async def test_idle_exit_with_an_injected_clock(home: Path) -> None:
+    clock = FakeClock()
+    d = Daemon(Settings.from_env(), clock=clock, idle_minutes=0.5, watch=False, check_interval=0.01)
+    await d.start()
+    waiter = asyncio.ensure_future(d.wait_stopped())
+    try:
+        clock.now += 20
+        await asyncio.sleep(0.1)
+        assert not waiter.done()
+        async with aiohttp.ClientSession() as http:  # a request restarts the countdown
+            await call(http, d, "GET", "/health")
+        clock.now += 20
+        await asyncio.sleep(0.1)
+        assert not waiter.done() and read_state(home / "state") is not None
+        clock.now += 11
+        await asyncio.wait_for(waiter, 5)
+    finally:
+        await d.close()
+    assert d.stop_reason is not None and "idle" in d.stop_reason
+    assert not (home / "state" / "daemon.json").exists()
+
+
+async def test_shutdown_endpoint(home: Path) -> None:
+    d = Daemon(Settings.from_env(), watch=False)
+    await d.start()
+    waiter = asyncio.ensure_future(d.wait_stopped())
+    async with aiohttp.ClientSession() as http:
+        status, body = await call(http, d, "POST", "/shutdown")
+    assert status == 200 and body["ok"]
+    await asyncio.wait_for(waiter, 10)
+    assert not (home / "state" / "daemon.json").exists()
+
+
+async def test_watcher_refreshes_changed_repositories(home: Path, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "proj")
+    (repo / "node_modules" / "dep").mkdir(parents=True)
+    (repo / ".venv" / "lib").mkdir(parents=True)
+    d = Daemon(Settings.from_env(), watch=True)
+    d.watcher.debounce_ms, d.watcher.step_ms = 300, 50  # type: ignore[union-attr]
+    await d.start()
+    try:
+        async with aiohttp.ClientSession() as http:
+            await call(http, d, "POST", "/refresh", {"path": str(repo), "wait": 30})
+            await asyncio.sleep(0.3)
+            assert d.watcher.roots == (repo.resolve(),)  # type: ignore[union-attr]
+            watched = {p.relative_to(repo.resolve()).as_posix() for p in d.watcher.dirs}  # type: ignore[union-attr]
+            assert watched == {".", "src", "pool", "docs"}  # .git/ is pruned
+            (repo / "node_modules" / "x.js").write_text("function ignoredEverywhere() {}\n")
+            (repo / "src" / "watched.py").write_text("def picked_up_by_the_watcher():\n    pass\n")
+            deadline = time.monotonic() + 15
+            hits: list[dict[str, Any]] = []
+            while time.monotonic() < deadline and not hits:
+                await asyncio.sleep(0.2)
+                _, body = await call(
+                    http, d, "POST", "/search", {"query": "picked_up_by_the_watcher", "path": str(repo)}
+                )
+                hits = [h for h in body["hits"] if h["path"] == "src/watched.py"]
+            assert hits, "the watcher did not refresh the repository"
+    finally:
+        await d.close()

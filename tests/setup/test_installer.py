@@ -1,0 +1,246 @@
+"""install.sh end to end in a temporary HOME: Yes, No, dry run, ownership, idempotence, rollback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from tests.setup.conftest import listing, run_install, yes_small
+
+QUESTION = "Enable local QMD search models (Qwen3 embedding, Qwen3 reranker, QMD query expansion)?"
+
+
+def _home(env: dict[str, str]) -> Path:
+    return Path(env["HOME"])
+
+
+def _state(env: dict[str, str]) -> dict:
+    return json.loads((_home(env) / ".qmd/config/install.json").read_text())
+
+
+def _seed_user_files(home: Path) -> None:
+    """Things a user had before the setup ever ran: they must come out of every run unchanged."""
+    (home / ".claude/skills/other").mkdir(parents=True)
+    (home / ".claude/skills/other/SKILL.md").write_text("---\nname: other\ndescription: x\n---\n")
+    (home / ".claude/CLAUDE.md").write_text("# My rules\n\nAlways write tests.\n")
+    (home / ".claude/settings.json").write_text(
+        json.dumps(
+            {
+                "model": "opus",
+                "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo mine"}]}]},
+            },
+            indent=2,
+        )
+    )
+    (home / ".codex").mkdir()
+    (home / ".codex/config.toml").write_text('model = "gpt-5"\n')
+    (home / ".local/bin").mkdir(parents=True)
+    (home / ".local/bin/ai-search").write_text("#!/bin/sh\necho my own ai-search\n")
+    config = home / ".qmd/config"
+    config.mkdir(parents=True)
+    (config / "index.yml").write_text(
+        "collections:\n  notes:\n    path: /tmp/notes\nmodels:\n  embed: /opt/my-embedder.gguf\ncustom: 1\n"
+    )
+
+
+def test_yes_installs_skill_hooks_wrappers_instruction_and_state(fake_home):
+    proc = yes_small(fake_home)
+    assert proc.returncode == 0, proc.stderr
+    home = _home(fake_home)
+    for client in (".claude", ".codex"):
+        skill = (home / client / "skills/semantic-search/SKILL.md").read_text()
+        assert skill.startswith(
+            '---\nname: semantic-search\ndescription: "MUST use before reading or grepping'
+        )
+    settings = json.loads((home / ".claude/settings.json").read_text())
+    codex = json.loads((home / ".codex/hooks.json").read_text())
+    for hooks in (settings["hooks"], codex["hooks"]):
+        (group,) = hooks["SessionStart"]
+        assert "qmd-session-start.sh" in group["hooks"][0]["command"]
+        assert "UserPromptSubmit" not in hooks  # auto-retrieve is opt-in
+    assert (
+        "run it first for any question whose identifiers are unknown"
+        in (home / ".claude/CLAUDE.md").read_text()
+    )
+    assert "<!-- qmd-daemon:semantic-search:begin -->" in (home / ".codex/AGENTS.md").read_text()
+    hook = (home / ".qmd/data/hooks/qmd-session-start.sh").read_text()
+    assert f'QMD_WARM_DEFAULT="{home}/.local/bin/qmd-warm"' in hook
+    for name in ("ai-search", "qmd-warm", "qmd-daemon"):
+        assert (home / ".local/bin" / name).stat().st_mode & 0o111
+    state = _state(fake_home)
+    assert {k: state[k] for k in ("selection", "device", "profile", "owned_package", "owned_models")} == {
+        "selection": "yes",
+        "device": "cpu",
+        "profile": "small",
+        "owned_package": False,  # --python-env: the setup did not create it
+        "owned_models": [],  # the small profile was already built in the shared cache
+    }
+    assert state["version"]
+    assert yaml.safe_load((home / ".qmd/config/index.yml").read_text()) == {
+        "models": {"profile": "small", "device": "cpu"}
+    }
+
+
+def test_no_after_yes_leaves_nothing_the_setup_created(fake_home):
+    home = _home(fake_home)
+    before = listing(home)
+    assert yes_small(fake_home).returncode == 0
+    assert listing(home) != before
+    proc = run_install(fake_home, "--semantic-retrieval", "no")
+    assert proc.returncode == 0, proc.stderr
+    assert listing(home) == before
+
+
+def test_ownership_preexisting_files_survive_yes_then_no(fake_home):
+    home = _home(fake_home)
+    _seed_user_files(home)
+    before = listing(home)
+    proc = yes_small(fake_home)
+    assert proc.returncode == 0, proc.stderr
+    # merged, not replaced
+    settings = json.loads((home / ".claude/settings.json").read_text())
+    assert settings["model"] == "opus"
+    assert [g["hooks"][0]["command"] for g in settings["hooks"]["SessionStart"]][0] == "echo mine"
+    assert (home / ".local/bin/ai-search").read_text() == "#!/bin/sh\necho my own ai-search\n"  # kept
+    config = yaml.safe_load((home / ".qmd/config/index.yml").read_text())
+    assert config["custom"] == 1 and config["collections"]["notes"]["path"] == "/tmp/notes"
+    assert config["models"] == {"embed": "/opt/my-embedder.gguf", "profile": "small", "device": "cpu"}
+    assert "Always write tests." in (home / ".claude/CLAUDE.md").read_text()
+    proc = run_install(fake_home, "--semantic-retrieval", "no")
+    assert proc.returncode == 0, proc.stderr
+    assert listing(home) == before  # byte for byte
+    assert Path(fake_home["QMD_MODELS_DIR"], "all-MiniLM-L6-v2-q8_0.gguf").exists()  # not owned: kept
+
+
+def test_rerun_is_idempotent(fake_home):
+    home = _home(fake_home)
+    assert yes_small(fake_home).returncode == 0
+    first = listing(home)
+    proc = yes_small(fake_home)
+    assert proc.returncode == 0, proc.stderr
+    assert listing(home) == first
+    settings = json.loads((home / ".claude/settings.json").read_text())
+    assert len(settings["hooks"]["SessionStart"]) == 1
+
+
+def test_dry_run_prints_steps_and_changes_nothing(fake_home):
+    home = _home(fake_home)
+    _seed_user_files(home)
+    before = listing(home)
+    for args in (
+        ("--semantic-retrieval", "yes", "--profile", "small"),
+        ("--semantic-retrieval", "auto", "--profile", "small"),
+        ("--semantic-retrieval", "no"),
+    ):
+        proc = run_install(fake_home, *args, "--dry-run")
+        assert proc.returncode == 0, proc.stderr
+        lines = proc.stdout.splitlines()
+        assert lines[0].startswith("qmd-daemon setup:") and "dry run" in lines[0]
+        assert all(line.startswith(("DRYRUN ", "  ")) for line in lines[1:]), proc.stdout
+        assert listing(home) == before
+    yes = run_install(fake_home, "--semantic-retrieval", "yes", "--profile", "small", "--dry-run").stdout
+    assert "DRYRUN create the virtual environment" in yes
+    assert "DRYRUN install the semantic-search skill into" in yes
+    # with something installed, No's dry run lists the removals
+    assert yes_small(fake_home).returncode == 0
+    installed = listing(home)
+    no = run_install(fake_home, "--semantic-retrieval", "no", "--dry-run")
+    assert "DRYRUN remove the qmd-daemon hook entries from" in no.stdout
+    assert listing(home) == installed
+
+
+def test_failure_midway_rolls_back_everything(fake_home):
+    home = _home(fake_home)
+    _seed_user_files(home)
+    before = listing(home)
+    env = dict(fake_home, QMD_SETUP_FAIL_AFTER="hooks-codex")  # test seam: fail after that step
+    proc = yes_small(env)
+    assert proc.returncode == 1
+    assert "injected failure after step 'hooks-codex'" in proc.stderr
+    assert "rolled back" in proc.stderr
+    assert listing(home) == before
+
+
+def test_failed_rerun_keeps_the_previous_install(fake_home):
+    home = _home(fake_home)
+    assert yes_small(fake_home).returncode == 0
+    installed = listing(home)
+    proc = yes_small(dict(fake_home, QMD_SETUP_FAIL_AFTER="instruction-claude"), "--auto-retrieve")
+    assert proc.returncode == 1
+    assert listing(home) == installed
+
+
+def test_unparsable_index_yml_aborts_without_writing(fake_home):
+    home = _home(fake_home)
+    (home / ".qmd/config").mkdir(parents=True)
+    (home / ".qmd/config/index.yml").write_text("collections: [unclosed\n")
+    before = listing(home)
+    proc = yes_small(fake_home)
+    assert proc.returncode == 1
+    assert "cannot parse" in proc.stderr
+    assert listing(home) == before
+
+
+def test_yes_without_prerequisites_aborts_before_any_change(fake_home, tmp_path):
+    old = tmp_path / "python3.9"
+    old.write_text("#!/bin/sh\necho 3.9\n")
+    old.chmod(0o755)
+    home = _home(fake_home)
+    before = listing(home)
+    env = dict(fake_home, QMD_SETUP_BASE_PYTHON=str(old))  # the interpreter that would create the venv
+    proc = run_install(env, "--semantic-retrieval", "yes", "--profile", "small")
+    assert proc.returncode == 2
+    assert "Python 3.11 or newer is required" in proc.stderr
+    assert listing(home) == before
+    proc = run_install(env, "--semantic-retrieval", "auto", "--profile", "small")
+    assert proc.returncode == 0, proc.stderr
+    assert "Auto: unsuitable: Python 3.11 or newer is required" in proc.stdout
+    assert _state(fake_home)["selection"] == "no"
+
+
+def test_stored_selection_is_the_default_when_not_asked(fake_home):
+    assert yes_small(fake_home).returncode == 0
+    proc = run_install(fake_home, "--python-env", fake_home["QMD_PYTHON"])  # no answer, no terminal
+    assert proc.returncode == 0, proc.stderr
+    assert "selection yes" in proc.stdout.splitlines()[0]
+
+
+def test_auto_pass_continues_as_yes(fake_home):
+    env = dict(
+        fake_home,
+        QMD_BENCHMARK_QUICK="1",  # test seam: vector-only queries (2 CPU cores here)
+        QMD_BENCHMARK_MAX_QUERY_SECONDS="60",
+        QMD_BENCHMARK_MIN_CHUNKS_PER_SECOND="0.1",
+    )
+    proc = run_install(
+        env, "--semantic-retrieval", "auto", "--profile", "small", "--python-env", fake_home["QMD_PYTHON"]
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [
+        json.loads(line.strip())
+        for line in proc.stdout.split("benchmark summary:")[1].splitlines()[1:]
+        if line.strip().startswith("{")
+    ]
+    assert rows and rows[0]["device"] == "cpu" and rows[0]["passed"] is True
+    assert set(rows[0]) >= {"device", "querySeconds", "chunksPerSecond", "passed"}
+    state = _state(fake_home)
+    assert (state["selection"], state["profile"], state["device"]) == ("yes", "small", "cpu")
+    assert (_home(fake_home) / ".claude/skills/semantic-search/SKILL.md").exists()
+    assert not list(Path(fake_home["TMPDIR"]).glob("qmd-bench-*"))  # temporary index removed
+
+
+def test_auto_fail_stores_no_and_installs_nothing(fake_home):
+    home = _home(fake_home)
+    before = listing(home)
+    env = dict(fake_home, QMD_BENCHMARK_QUICK="1", QMD_BENCHMARK_MIN_CHUNKS_PER_SECOND="1000000")
+    proc = run_install(
+        env, "--semantic-retrieval", "auto", "--profile", "small", "--python-env", fake_home["QMD_PYTHON"]
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "no device passed" in proc.stdout
+    assert '"passed": false' in proc.stdout.split("benchmark summary:")[1]
+    assert _state(fake_home)["selection"] == "no"
+    after = listing(home)
+    assert set(after) - set(before) == {".qmd", ".qmd/config", ".qmd/config/install.json"}
