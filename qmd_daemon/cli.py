@@ -340,7 +340,7 @@ def bench(
 @click.pass_context
 def mcp(ctx: click.Context) -> None:
     """Serve `search` and `get` over MCP (stdio) for clients that prefer MCP to the skill."""
-    from qmd_daemon.setup.mcp_server import McpServer
+    from qmd_daemon.mcp_server import McpServer
 
     McpServer(_engine(ctx)).serve()
 

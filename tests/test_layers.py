@@ -30,6 +30,8 @@ FORBIDDEN = {
         "qmd_daemon.ingest",
     ),
     "search": ("qmd_daemon.daemon", "qmd_daemon.cli", "qmd_daemon.engine"),
+    "daemon": ("qmd_daemon.cli", "qmd_daemon.setup"),
+    "setup": ("qmd_daemon.daemon", "qmd_daemon.cli", "qmd_daemon.store", "qmd_daemon.ingest"),
 }
 
 

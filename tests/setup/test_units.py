@@ -8,7 +8,7 @@ from pathlib import Path
 
 from qmd_daemon.setup import integrations as integ
 from qmd_daemon.setup.journal import Journal
-from qmd_daemon.setup.mcp_server import McpServer
+from qmd_daemon.mcp_server import McpServer
 
 
 def test_instruction_block_round_trips():
