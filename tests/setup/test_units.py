@@ -6,9 +6,9 @@ import io
 import json
 from pathlib import Path
 
+from qmd_daemon.mcp_server import McpServer
 from qmd_daemon.setup import integrations as integ
 from qmd_daemon.setup.journal import Journal
-from qmd_daemon.mcp_server import McpServer
 
 
 def test_instruction_block_round_trips():
