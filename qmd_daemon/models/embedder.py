@@ -8,16 +8,14 @@ sequence always fits one ubatch. Vectors are L2-normalised.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from qmd_daemon.models import ModelError
 from qmd_daemon.models.gguf_info import read_gguf_info
-from qmd_daemon.models.runtime import ModelHandle, is_encoder, llama_module
+from qmd_daemon.models.runtime import ModelHandle, decode_pooled, is_encoder
 
 QUERY_INSTRUCTION = "Given a code search query, retrieve relevant code snippets that answer it"
 _POOLING_MEAN, _POOLING_LAST = 1, 3
@@ -98,34 +96,11 @@ class Embedder:
         return tokens[: limit - 1] + [eos]
 
     def _decode(self, llm: Any, token_lists: list[list[int]]) -> list[list[float]]:
-        llama_cpp = llama_module()
         if self.dim == 0:
             self.dim = llm.n_embd()
         if self._batch is None:
             from llama_cpp._internals import LlamaBatch
 
             self._batch = LlamaBatch(n_tokens=self.handle.n_ctx, embd=0, n_seq_max=1, verbose=False)
-        out: list[list[float]] = []
-        batch, start = self._batch, 0
-        while start < len(token_lists):
-            batch.reset()
-            used, seqs = 0, []
-            for toks in token_lists[start:]:
-                if seqs and used + len(toks) > self.handle.n_ctx:
-                    break
-                batch.add_sequence(toks, len(seqs), True)
-                used += len(toks)
-                seqs.append(toks)
-            memory = llama_cpp.llama_get_memory(llm.ctx)
-            if memory:
-                llama_cpp.llama_memory_clear(memory, True)
-            rc = llama_cpp.llama_decode(llm.ctx, batch.batch)
-            if rc != 0:
-                raise ModelError(f"embedding failed in llama.cpp (llama_decode returned {rc})")
-            for seq in range(len(seqs)):
-                ptr = llama_cpp.llama_get_embeddings_seq(llm.ctx, seq)
-                if not ptr:
-                    raise ModelError("the embedding model returned no pooled vector (no pooling type?)")
-                out.append(_normalise(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float))[: self.dim]))
-            start += len(seqs)
-        return out
+        pooled = decode_pooled(llm, self._batch, token_lists, self.handle.n_ctx, self.dim)
+        return [_normalise(vec) for vec in pooled]

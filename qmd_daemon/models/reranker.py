@@ -12,7 +12,6 @@ Greedy, no sampling: the same inputs give the same scores. Scores are cached by
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import math
 from collections.abc import Sequence
@@ -24,7 +23,7 @@ from qmd_daemon.models import ModelError
 from qmd_daemon.models.cache import LLMCache, cache_key
 from qmd_daemon.models.embedder import file_fingerprint
 from qmd_daemon.models.gguf_info import read_gguf_info
-from qmd_daemon.models.runtime import ModelHandle, llama_module
+from qmd_daemon.models.runtime import ModelHandle, decode_pooled, llama_module
 
 JUDGE_SYSTEM = (
     'Judge whether the Document meets the requirements based on the Query and the Instruct provided. '
@@ -146,26 +145,8 @@ class Reranker:
         p, prefix, suffix, cap = self._parts(llm, query)
         n_out = max(1, int(llama_cpp.llama_model_n_cls_out(llm.model)))
         batch = LlamaBatch(n_tokens=self.handle.n_ctx, embd=0, n_seq_max=1, verbose=False)
-        out: list[float] = []
-        pending = [prefix + self._doc_tokens(llm, p, d, cap) + suffix for d in docs]
-        while pending:
-            batch.reset()
-            used, seqs = 0, 0
-            while pending and (seqs == 0 or used + len(pending[0]) <= self.handle.n_ctx) and seqs < 64:
-                toks = pending.pop(0)
-                batch.add_sequence(toks, seqs, True)
-                used, seqs = used + len(toks), seqs + 1
-            memory = llama_cpp.llama_get_memory(llm.ctx)
-            if memory:
-                llama_cpp.llama_memory_clear(memory, True)
-            rc = llama_cpp.llama_decode(llm.ctx, batch.batch)
-            if rc != 0:
-                raise ModelError(f"rerank failed in llama.cpp (llama_decode returned {rc})")
-            for seq in range(seqs):
-                ptr = llama_cpp.llama_get_embeddings_seq(llm.ctx, seq)
-                values = ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float))[:n_out]
-                out.append(_head_score(values))
-        return out
+        pairs = [prefix + self._doc_tokens(llm, p, d, cap) + suffix for d in docs]
+        return [_head_score(v) for v in decode_pooled(llm, batch, pairs, self.handle.n_ctx, n_out)]
 
 
 def _p_yes(yes_logit: float, no_logit: float) -> float:

@@ -146,3 +146,31 @@ class ModelHandle:
             llm, self._llm = self._llm, None
             if llm is not None:
                 llm.close()
+
+
+def decode_pooled(llm: Any, batch: Any, token_lists: list[list[int]], n_ctx: int, n_out: int,
+                  max_seqs: int = 64) -> list[list[float]]:
+    """The pooled output (first `n_out` floats) of each token list, in order, packing as many
+    sequences into one decode as fit `n_ctx` (embeddings, and the reranker's rank head)."""
+    llama_cpp = llama_module()
+    out: list[list[float]] = []
+    pending = list(token_lists)
+    while pending:
+        batch.reset()
+        used, seqs = 0, 0
+        while pending and (seqs == 0 or used + len(pending[0]) <= n_ctx) and seqs < max_seqs:
+            toks = pending.pop(0)
+            batch.add_sequence(toks, seqs, True)
+            used, seqs = used + len(toks), seqs + 1
+        memory = llama_cpp.llama_get_memory(llm.ctx)
+        if memory:
+            llama_cpp.llama_memory_clear(memory, True)
+        rc = llama_cpp.llama_decode(llm.ctx, batch.batch)
+        if rc != 0:
+            raise ModelError(f"llama.cpp could not decode with {Path(llm.model_path).name} (returned {rc})")
+        for seq in range(seqs):
+            ptr = llama_cpp.llama_get_embeddings_seq(llm.ctx, seq)
+            if not ptr:
+                raise ModelError("the model returned no pooled output (a GGUF without a pooling type?)")
+            out.append(list(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float))[:n_out]))
+    return out

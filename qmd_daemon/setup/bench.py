@@ -132,6 +132,11 @@ def measure_device(device: str, profile: str, fixtures: Path, workdir: Path) -> 
         engine.close()
 
 
+def _failed(device: str, profile: str, error: str) -> dict[str, Any]:
+    return {"device": device, "profile": profile, "querySeconds": None, "chunksPerSecond": None,
+            "passed": False, "error": error}
+
+
 def _child(device: str, profile: str, fixtures: Path, timeout: float) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="qmd-bench-"))
     env = dict(os.environ)
@@ -156,27 +161,13 @@ def _child(device: str, profile: str, fixtures: Path, timeout: float) -> dict[st
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {
-            "device": device,
-            "profile": profile,
-            "querySeconds": None,
-            "chunksPerSecond": None,
-            "passed": False,
-            "error": f"timed out after {timeout:g} s",
-        }
+        return _failed(device, profile, f"timed out after {timeout:g} s")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {
-            "device": device,
-            "profile": profile,
-            "querySeconds": None,
-            "chunksPerSecond": None,
-            "passed": False,
-            "error": f"benchmark failed: {tail}",
-        }
+        return _failed(device, profile, f"benchmark failed: {tail}")
     return json.loads(lines[-1])
 
 
