@@ -188,41 +188,19 @@ def open_engine(home: Path, profile: str | None) -> Any:
     return Engine(settings)
 
 
-def _registered(engine: Any) -> dict[str, Path]:
-    for attr in ("collections", "list_collections"):
-        fn = getattr(engine, attr, None)
-        if callable(fn):
-            try:
-                found = fn()
-            except TypeError:
-                continue
-            items = found.values() if isinstance(found, dict) else found
-            return {c.name: Path(c.path) for c in items if hasattr(c, "name") and hasattr(c, "path")}
-    return {}
-
-
 def ensure_collections(engine: Any, targets: list[Target], skip_update: bool, embed: bool) -> list[dict]:
-    registered = _registered(engine)
+    registered = {name: c.path for name, c in engine.collections().items()}
     reports: list[dict] = []
     for t in targets:
-        if t.name in registered and registered[t.name].resolve() == t.folder.resolve():
-            pass
-        else:
-            try:
-                engine.add_collection(t.folder, name=t.name)
-            except Exception as exc:  # already registered by an engine without a listing method
-                if "exist" not in str(exc).lower() and "already" not in str(exc).lower():
-                    raise
+        if registered.get(t.name) != t.folder.resolve():
+            engine.add_collection(t.folder, name=t.name)
         if skip_update:
             continue
         log(f"[index] {t.name}: updating {t.folder} ...")
         start = time.perf_counter()
-        try:
-            out = engine.update([t.name], progress=True)
-        except TypeError:  # an engine without the progress flag
-            out = engine.update([t.name])
+        out = engine.update([t.name], progress=True)
         secs = time.perf_counter() - start
-        dicts = [r.as_dict() if hasattr(r, "as_dict") else dict(vars(r)) for r in out or []]
+        dicts = [r.as_dict() for r in out]
         summary = "; ".join(
             ", ".join(f"{k}={v}" for k, v in d.items() if isinstance(v, int | float | str) and k != "name")
             for d in dicts
