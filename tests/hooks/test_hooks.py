@@ -13,8 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SESSION_HOOK = REPO_ROOT / "hooks" / "qmd-session-start.sh"
 RETRIEVE_HOOK = REPO_ROOT / "hooks" / "qmd-auto-retrieve.py"
@@ -102,7 +100,6 @@ def _stop_daemon(state_dir: Path) -> None:
         os.kill(pid, signal.SIGTERM)
 
 
-@pytest.mark.skipif(not (REPO_ROOT / "clients" / "qmd_warm.py").exists(), reason="clients not built yet")
 def test_session_start_starts_a_warm_that_indexes_the_repository(tmp_path):
     repo = _git_repo(tmp_path / "repo")
     warm = _script(tmp_path / "qmd-warm", f'exec "{sys.executable}" "{REPO_ROOT}/clients/qmd_warm.py" "$@"\n')
