@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -233,8 +234,7 @@ class Engine:
         options: SearchOptions | None = None,
         trace: SearchTrace | None = None,
     ) -> list[Hit]:
-        options = options or SearchOptions()
-        options.limit = limit
+        options = replace(options or SearchOptions(), limit=limit)
         ids = self.collection_ids(self.search_scope(collections))
         models = SearchModels(
             vectors=self.vectors if options.vectors else None,
