@@ -83,7 +83,8 @@ def test_hook_returns_under_100ms_and_does_not_wait_for_the_warm(tmp_path):
     env = _env(tmp_path, QMD_WARM=str(warm))
     times = [_run_hook(repo, env) for _ in range(5)]
     assert statistics.median(times) < 0.1, times
-    assert _wait_for(marker.exists, 10)
+    # `>` creates the file before echo writes it: wait for the content, not the file
+    assert _wait_for(lambda: marker.exists() and marker.read_text().strip(), 10)
     assert marker.read_text().split() == ["--repo", str(repo.resolve())]
 
 
