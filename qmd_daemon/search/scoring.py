@@ -26,12 +26,29 @@ class ScoringWeights:
     init_penalty: float = 0.5
     dts_penalty: float = 0.7
     saturation: float = 0.5  # each further chunk of an already-ranked file
+    doc_penalty: float = 0.5  # prose (markdown, rst, txt) when the question is not about docs
+    changelog_penalty: float = 0.3  # CHANGES / CHANGELOG / HISTORY / NEWS mention everything
 
 
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|testing|__tests__|spec|specs)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+|conftest\.py)$"
 )
 _EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|docs_src)/")
+_CHANGELOG_NAME = re.compile(r"(^|/)(changes|changelog|history|news|release[-_]?notes)(\.\w+)?$")
+_DOC_WORDS = frozenset(
+    {
+        "doc",
+        "docs",
+        "documentation",
+        "documented",
+        "guide",
+        "tutorial",
+        "readme",
+        "example",
+        "examples",
+        "usage",
+    }
+)
 _COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|v1|single_include)/|(^|/)[^/]*compat[^/]*\.\w+$")
 
 
@@ -119,8 +136,13 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
     asked = {w.lower() for w in parsed.terms}
     wants_tests = bool(asked & {"test", "tests", "testing", "spec", "fixture", "fixtures", "conftest"})
     wants_examples = bool(asked & {"example", "examples", "sample", "demo", "tutorial"})
+    wants_docs = bool(asked & _DOC_WORDS)
     for cand in cands:
         path = cand.chunk.path.lower()
+        if _CHANGELOG_NAME.search(path):
+            cand.scale("changelog", weights.changelog_penalty)
+        elif cand.chunk.kind == "doc" and not wants_docs:
+            cand.scale("doc_for_code_question", weights.doc_penalty)
         if not wants_tests and is_test_path(path):
             cand.scale("test_path", weights.test_penalty)
         if not wants_examples and _EXAMPLE_PATH.search(path):

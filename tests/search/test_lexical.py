@@ -86,3 +86,20 @@ def test_per_file_cap_and_token_budget(engine: Engine, tmp_path: Path) -> None:
     assert sum(1 for h in hits if h.path == "w.py") == 2
     small = engine.search("widget", [name], limit=10, options=SearchOptions(per_file=0, max_tokens=60))
     assert len(small) == 1
+
+
+def test_docs_and_changelogs_yield_to_code_unless_docs_are_asked_for(engine: Engine, tmp_path: Path) -> None:
+    prose = "The retry policy waits with exponential backoff between attempts.\n"
+    name = _indexed(
+        engine,
+        tmp_path / "p",
+        {
+            "net/retry.py": "def retry_policy(attempts):\n"
+            "    # exponential backoff\n    return [2 ** n for n in range(attempts)]\n",
+            "docs/retry.md": "# Retry policy\n\n" + prose * 3,
+            "CHANGES.rst": "Retry policy: exponential backoff now waits longer (#12)\n" * 3,
+        },
+    )
+    ranked = [h.path for h in engine.search("retry policy exponential backoff", [name])]
+    assert ranked[0] == "net/retry.py" and ranked.index("CHANGES.rst") == len(ranked) - 1
+    assert engine.search("retry policy backoff documentation", [name])[0].path == "docs/retry.md"
