@@ -111,7 +111,8 @@ def _porcelain_paths(out: bytes) -> list[bytes]:
 def run_git(root: str, *args: str) -> bytes | None:
     """`git -C root args...` stdout, or None when git fails. posix_spawn where there is one:
     importing subprocess costs more than the git call itself."""
-    argv = ["git", "-C", root, *args]
+    # A repository's own .git/config must never run a program (core.fsmonitor can name one).
+    argv = ["git", "-c", "core.fsmonitor=false", "-C", root, *args]
     env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")  # never take index.lock from the user's git
     if hasattr(os, "posix_spawnp"):
         read_fd, write_fd = os.pipe()

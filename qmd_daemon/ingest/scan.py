@@ -61,7 +61,9 @@ def _git_candidates(root: Path) -> list[str] | None:
         return None
     try:
         proc = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            # core.fsmonitor in the repository's .git/config could name a program to run: never.
+            ["git", "-c", "core.fsmonitor=false", "-C", str(root), "ls-files", "-z", "--cached", "--others",
+             "--exclude-standard"],
             capture_output=True,
             timeout=120,
             check=False,
@@ -125,6 +127,11 @@ def scan(
         candidates = _walk_candidates(root, result.skipped)
     for rel in candidates:
         if not mask_spec.match_file(rel) or exclude_spec.match_file(rel):
+            continue
+        try:
+            rel.encode("utf-8")
+        except UnicodeEncodeError:  # a name that is not UTF-8 cannot be stored or shown
+            result.skipped["undecodable_name"] += 1
             continue
         full = root / rel
         try:

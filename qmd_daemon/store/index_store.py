@@ -241,22 +241,25 @@ class IndexStore:
         return [r[0] for r in rows]
 
     def file_text(self, collection_id: int, path: str) -> str | None:
-        """The file's indexed text, rebuilt from its chunks (overlaps removed)."""
+        """The file's indexed text, rebuilt from its chunks (overlaps removed, line numbers kept)."""
         rows = self.conn.execute(
             """SELECT c.start_line, c.text FROM chunks c JOIN files f ON f.id = c.file_id
                WHERE f.collection_id = ? AND f.path = ? ORDER BY c.seq""",
             (collection_id, path),
         ).fetchall()
-        if not rows:
-            known = self.conn.execute(
-                "SELECT 1 FROM files WHERE collection_id = ? AND path = ?", (collection_id, path)
-            ).fetchone()
-            return "" if known else None
+        known = self.conn.execute(
+            "SELECT line_count FROM files WHERE collection_id = ? AND path = ?", (collection_id, path)
+        ).fetchone()
+        if known is None:
+            return None
         lines: dict[int, str] = {}
         for start, text in rows:
             for offset, line in enumerate(text.split("\n")):
                 lines.setdefault(start + offset, line)
-        return "\n".join(lines[n] for n in sorted(lines))
+        # Lines no chunk holds (blank runs between and after chunks) come back empty, so line
+        # numbers stay those of the file.
+        total = max([int(known[0]), *lines]) if lines else 0
+        return "\n".join(lines.get(n, "") for n in range(1, total + 1))
 
     # -- links ---------------------------------------------------------------------------------
 

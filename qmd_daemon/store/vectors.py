@@ -32,10 +32,6 @@ class VectorIndex:
         self.conn: Any = store.conn
         self.quantization = quantization
 
-    @property
-    def available(self) -> bool:
-        return self.store.has_vec
-
     def _meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
@@ -72,8 +68,8 @@ class VectorIndex:
                 self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
         return current is not None
 
-    def _encode(self) -> str:
-        return "vec_quantize_int8(?, 'unit')" if self.quantization == "int8" else "?"
+    def _encode(self, quantization: str | None = None) -> str:
+        return "vec_quantize_int8(?, 'unit')" if (quantization or self.quantization) == "int8" else "?"
 
     def pending(
         self, collection_ids: list[int] | None = None, limit: int | None = None
@@ -110,6 +106,8 @@ class VectorIndex:
     def copy_identical(self, pending: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
         """Give chunks whose content already has a vector that vector; returns those still without."""
         left: list[tuple[int, int, str]] = []
+        active = self.active_model()
+        typed = "vec_int8(?)" if active and active[2] == "int8" else "?"  # int8 blobs must say so
         with self.store.transaction():
             for chunk_id, collection_id, content_hash in pending:
                 donor = self.conn.execute(
@@ -121,7 +119,7 @@ class VectorIndex:
                     left.append((chunk_id, collection_id, content_hash))
                     continue
                 self.conn.execute(
-                    "INSERT INTO chunk_vectors (rowid, collection_id, embedding) VALUES (?, ?, ?)",
+                    f"INSERT INTO chunk_vectors (rowid, collection_id, embedding) VALUES (?, ?, {typed})",
                     (chunk_id, collection_id, donor[0]),
                 )
         return left
@@ -144,12 +142,15 @@ class VectorIndex:
 
     def search(self, vector: Sequence[float], collection_ids: list[int], k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) best first, filtered to the collections inside the KNN."""
-        if self.active_model() is None or not collection_ids:
+        active = self.active_model()
+        if active is None or not collection_ids:
             return []
         marks = ",".join("?" * len(collection_ids))
+        # Encode the query as the stored vectors are, even if the config asks for another
+        # quantization that the next `embed` has not applied yet.
         rows = self.conn.execute(
             f"""SELECT rowid, distance FROM chunk_vectors
-                WHERE embedding MATCH {self._encode()} AND k = ? AND collection_id IN ({marks})
+                WHERE embedding MATCH {self._encode(active[2])} AND k = ? AND collection_id IN ({marks})
                 ORDER BY distance""",
             (_pack(vector), k, *collection_ids),
         ).fetchall()

@@ -154,3 +154,13 @@ def test_generated_and_minified_files_are_skipped(engine: Engine, tmp_path: Path
     report = engine.update([name])[0]
     assert report.skipped == {"generated": 2, "minified": 1}
     assert engine.indexed_paths(name) == ["real.py"]
+
+
+def test_indexed_text_keeps_line_numbers_of_the_file(engine: Engine, tmp_path: Path) -> None:
+    body = "\n\n\n".join(f"def f{i}():\n" + "    x = 1\n" * 30 for i in range(4)) + "\n"
+    root = write_tree(tmp_path / "proj", {"m.py": body})
+    name = engine.add_collection(root).name
+    engine.update([name])
+    rebuilt = engine.read_indexed_text(name, "m.py").split("\n")
+    original = body.split("\n")
+    assert rebuilt == original[: len(rebuilt)] and len(rebuilt) >= len(original) - 1

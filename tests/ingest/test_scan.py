@@ -59,3 +59,22 @@ def test_symlinks_never_leave_the_root_and_loops_end(tmp_path: Path) -> None:
     result = scan(root, mask=DEFAULT_MASK, ignore=[], excludes=(), max_file_bytes=1 << 20)
     assert [f.path for f in result.files] == ["a.py", "alias.py"]
     assert result.skipped["symlink_outside_root"] == 1
+
+
+def test_repository_config_never_runs_a_program(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"a.py": "1\n"})
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    marker = tmp_path.parent / "fsmonitor-ran"
+    subprocess.run(
+        ["git", "-C", str(tmp_path), "config", "core.fsmonitor", f"touch {marker}; false #"], check=True
+    )
+    assert _scan(tmp_path) == ["a.py"]
+    assert not marker.exists()
+
+
+def test_file_names_that_are_not_utf8_are_counted_not_fatal(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"ok.py": "1\n"})
+    (tmp_path / os.fsdecode(b"bad\xff.py")).write_text("2\n")
+    result = scan(tmp_path, mask=DEFAULT_MASK, ignore=[], excludes=(), max_file_bytes=1 << 20)
+    assert [f.path for f in result.files] == ["ok.py"]
+    assert result.skipped["undecodable_name"] == 1

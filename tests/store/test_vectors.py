@@ -74,3 +74,25 @@ def test_int8_quantization_round_trip(tmp_path: Path) -> None:
     vectors.put([(rows[0][0], a, [0.9, 0.1, 0.0, 0.0]), (rows[1][0], a, [0.0, 0.0, 0.2, 0.9])])
     assert vectors.search([1.0, 0.0, 0.0, 0.0], [a], k=2)[0][0] == rows[0][0]
     store.close()
+
+
+def test_identical_chunks_copy_int8_vectors_too(tmp_path: Path) -> None:
+    store, a, b = _store_with_chunks(tmp_path)
+    vectors = VectorIndex(store, quantization="int8")
+    vectors.ensure("model-1", 3)
+    first = [p for p in vectors.pending() if p[1] == a]
+    vectors.put([(cid, col, [0.5, 0.5, 0.0]) for cid, col, _h in first])
+    left = vectors.copy_identical(vectors.pending())
+    assert len(left) == 1, "the shared chunk of collection b was copied, its unique one was not"
+    assert vectors.search([0.5, 0.5, 0.0], [b], k=2)
+    store.close()
+
+
+def test_queries_use_the_stored_quantization_until_vectors_are_rebuilt(tmp_path: Path) -> None:
+    store, a, _b = _store_with_chunks(tmp_path)
+    floats = VectorIndex(store)
+    floats.ensure("model-1", 3)
+    floats.put([(cid, col, [1.0, 0.0, 0.0]) for cid, col, _h in floats.pending([a])])
+    configured_int8 = VectorIndex(store, quantization="int8")
+    assert len(configured_int8.search([1.0, 0.0, 0.0], [a], k=5)) == 2
+    store.close()
