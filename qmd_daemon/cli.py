@@ -15,7 +15,7 @@ from qmd_daemon.errors import QmdError
 from qmd_daemon.search.context_report import detect_stack, render_context
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.pipeline import SearchOptions
-from qmd_daemon.store.connection import DatabaseError
+from qmd_daemon.store.connection import DatabaseError, OperationalError
 
 
 def _engine(ctx: click.Context) -> Engine:
@@ -73,7 +73,7 @@ def collection() -> None:
 @click.option(
     "--default/--no-default",
     "include_by_default",
-    default=False,
+    default=None,
     help="Search this collection together with every repository.",
 )
 @click.option("--update/--no-update", "run_update", default=True, help="Index it right away.")
@@ -84,7 +84,7 @@ def collection_add(
     name: str | None,
     mask: str | None,
     ignore: tuple[str, ...],
-    include_by_default: bool,
+    include_by_default: bool | None,
     run_update: bool,
 ) -> None:
     """Register PATH as a collection and index it."""
@@ -237,11 +237,13 @@ def embed(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     """Embed every chunk that has no vector yet (resumable; one run at a time)."""
     engine = _engine(ctx)
     report = engine.embed(list(names) or None).as_dict()
-    if as_json:
-        _emit_json(report)
-    elif not report["model"]:
+    if not report["model"]:
+        if not engine.store.has_vec:
+            raise QmdError("cannot embed: sqlite-vec could not be loaded by this Python's SQLite")
         reason = engine.models.status()["roles"]["embed"].get("reason", "no embedding model configured")
         raise QmdError(f"cannot embed: {reason}")
+    if as_json:
+        _emit_json(report)
     else:
         click.echo(
             f"embedded {report['embedded']} chunks (+{report['copied']} identical copied) in "
@@ -365,12 +367,17 @@ def main() -> None:
     except QmdError as exc:
         click.echo(f"qmd-daemon: error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    except OperationalError as exc:  # busy, locked, or a query SQLite refused: the file itself is fine
+        click.echo(f"qmd-daemon: error: the index could not do that right now ({exc}); try again", err=True)
+        sys.exit(1)
     except DatabaseError as exc:
         click.echo(
-            f"qmd-daemon: error: the index is damaged or locked ({exc}); "
-            "move it away and run `qmd-daemon update`",
+            f"qmd-daemon: error: the index is damaged ({exc}); move it away and run `qmd-daemon update`",
             err=True,
         )
+        sys.exit(1)
+    except OSError as exc:
+        click.echo(f"qmd-daemon: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)

@@ -12,7 +12,7 @@ from typing import Any
 from qmd_daemon.config import CollectionConfig, IndexConfig
 from qmd_daemon.errors import UsageError
 from qmd_daemon.ingest.indexer import UpdateReport, update_collection
-from qmd_daemon.ingest.scan import find_git_root
+from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root
 from qmd_daemon.models.model_set import ModelSet
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.pipeline import SearchModels, SearchOptions, SearchTrace, run_search
@@ -117,7 +117,7 @@ class Engine:
         *,
         mask: str | None = None,
         ignore: list[str] | None = None,
-        include_by_default: bool = False,
+        include_by_default: bool | None = None,
     ) -> CollectionConfig:
         path = Path(path).expanduser()
         if not path.exists():
@@ -125,6 +125,8 @@ class Engine:
         if not path.is_dir():
             raise UsageError(f"path {path} is a file; a collection is a folder")
         path = path.resolve()
+        if path == Path(path.anchor) or path == Path.home().resolve():
+            raise UsageError(f"refusing to index {path} as a whole; add a repository or a folder inside it")
         config = IndexConfig.load(self.settings.config_file)
         existing = self.collection_for_path(path)
         if name is None and existing is not None:
@@ -135,12 +137,15 @@ class Engine:
         other = config.collections().get(name)
         if other is not None and other.path != path:
             raise UsageError(f"collection '{name}' already exists for {other.path}")
+        compile_mask(mask or DEFAULT_MASK)  # a bad pattern is refused now, not at the next update
+        compile_patterns(list(ignore or []), "ignore")
+        keep_default = bool(other and other.include_by_default)
         collection = CollectionConfig(
             name=name,
             path=path,
             pattern=mask or (other.pattern if other else DEFAULT_MASK),
             ignore=list(ignore) if ignore is not None else (other.ignore if other else []),
-            include_by_default=include_by_default or (other.include_by_default if other else False),
+            include_by_default=keep_default if include_by_default is None else include_by_default,
         )
         config.set_collection(collection)
         config.save()

@@ -6,6 +6,7 @@ never touch the real home.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,9 +48,10 @@ def _env_path(name: str) -> Path | None:
 
 def _env_float(name: str, default: float) -> float:
     try:
-        return float(os.environ.get(name, default))
+        value = float(os.environ.get(name, default))
     except ValueError:
         return default
+    return value if math.isfinite(value) and value >= 0 else default
 
 
 @dataclass(frozen=True)

@@ -139,3 +139,24 @@ def test_kill_minus_9_mid_update_leaves_previous_index_searchable(home: Path, tm
     assert json.loads(run_cli("search", "marker_new", "--json", env_home=home, check=True).stdout) == []
     run_cli("update", env_home=home, check=True)
     assert json.loads(run_cli("search", "marker_new", "--json", env_home=home, check=True).stdout)
+
+
+def test_refuses_to_index_the_filesystem_root(home: Path) -> None:
+    assert "refusing to index" in _one_line_error(run_cli("collection", "add", "/", env_home=home))
+
+
+def test_bad_ignore_pattern_is_refused_before_anything_is_saved(home: Path, project: Path) -> None:
+    assert "invalid ignore pattern" in _one_line_error(
+        run_cli("collection", "add", str(project), "--ignore", "!", env_home=home)
+    )
+    assert not (home / "config" / "index.yml").exists()
+
+
+def test_home_that_is_a_file_is_a_one_line_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    assert _one_line_error(run_cli("collection", "list", env_home=tmp_path / "file"))
+
+
+def test_embed_without_a_model_fails_in_json_mode_too(home: Path, project: Path) -> None:
+    run_cli("collection", "add", str(project), env_home=home, check=True)
+    assert "cannot embed" in _one_line_error(run_cli("embed", "--json", env_home=home))

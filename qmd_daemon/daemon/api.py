@@ -4,6 +4,7 @@ in-process fallback (`python -m qmd_daemon.daemon search`), so both answer in on
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,8 @@ def _int(body: dict[str, Any], key: str, default: int, low: int, high: int) -> i
     value = body.get(key, default)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            or int(value) != value):
         raise ApiError(400, "bad_request", f"'{key}' must be an integer")
     if not low <= int(value) <= high:
         raise ApiError(400, "bad_request", f"'{key}' must be between {low} and {high}")
@@ -140,8 +142,6 @@ def resolve_path(engine: Engine, path: Path, *, create: bool) -> tuple[Collectio
         return None, False
     if not resolved.is_dir():
         raise ApiError(404, "not_found", f"folder {resolved} does not exist")
-    if resolved == Path(resolved.anchor) or resolved == Path.home().resolve():
-        raise ApiError(400, "bad_request", f"refusing to index {resolved} as a whole; pass a repository")
     return engine.add_collection(resolved), True
 
 

@@ -154,7 +154,7 @@ class Daemon:
             given = auth[7:].strip()
         elif "X-QMD-Token" in request.headers:
             given = request.headers["X-QMD-Token"].strip()
-        return hmac.compare_digest(given.encode(), self._token_bytes)
+        return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), self._token_bytes)
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:

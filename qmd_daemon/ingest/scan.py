@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pathspec
 
+from qmd_daemon.errors import UsageError
+
 _BRACE = re.compile(r"\{([^{}]*)\}")
 
 
@@ -31,9 +33,16 @@ def expand_braces(pattern: str) -> list[str]:
     return out
 
 
+def compile_patterns(lines: list[str], what: str) -> pathspec.PathSpec:
+    try:
+        return pathspec.PathSpec.from_lines("gitignore", lines)
+    except ValueError as exc:
+        raise UsageError(f"invalid {what} pattern: {exc}") from None
+
+
 def compile_mask(pattern: str) -> pathspec.PathSpec:
     lines = [p for part in pattern.split(";") for p in expand_braces(part.strip()) if p]
-    return pathspec.PathSpec.from_lines("gitignore", lines)
+    return compile_patterns(lines, "mask")
 
 
 @dataclass(frozen=True)
@@ -120,7 +129,7 @@ def scan(
 ) -> ScanResult:
     result = ScanResult()
     mask_spec = compile_mask(mask)
-    exclude_spec = pathspec.PathSpec.from_lines("gitignore", [*excludes, *ignore])
+    exclude_spec = compile_patterns([*excludes, *ignore], "ignore")
     real_root = root.resolve()
     candidates = _git_candidates(root)
     if candidates is None:

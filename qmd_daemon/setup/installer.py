@@ -578,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             setup.run_no(keep_selection=False)
         setup.j.commit()
-    except (SetupError, KeyboardInterrupt) as exc:
+    except (SetupError, KeyboardInterrupt, OSError) as exc:
         message = str(exc) or "interrupted"
         print(f"install: error: {message}", file=sys.stderr)
         failed = setup.j.rollback()

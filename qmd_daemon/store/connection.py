@@ -7,6 +7,7 @@ it can load extensions. Without either, lexical search still works and vectors a
 
 from __future__ import annotations
 
+import os
 import sqlite3 as _stdlib_sqlite3
 from pathlib import Path
 from types import ModuleType
@@ -49,7 +50,11 @@ def connect(path: Path, *, readonly: bool = False) -> tuple[Any, bool]:
     if path.exists() and path.is_dir():
         raise IndexDatabaseError(f"index path {path} is a folder, not a SQLite file")
     if not readonly:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # The index holds copies of private source: user-only, like the state files. SQLite gives
+        # the -wal and -shm files the database file's mode.
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not path.exists():
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
     target = f"file:{path}?mode=ro" if readonly else str(path)
     try:
         conn = sqlite.connect(

@@ -105,3 +105,12 @@ def test_failed_transaction_rolls_back(tmp_path: Path) -> None:
         raise RuntimeError("boom")
     assert store.collection_id("c") is None
     store.close()
+
+
+def test_index_file_is_private_to_the_user(tmp_path: Path) -> None:
+    path = tmp_path / "cache" / "i.sqlite"
+    IndexStore(path).close()
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    wal = Path(str(path) + "-wal")
+    assert not wal.exists() or wal.stat().st_mode & 0o777 == 0o600
