@@ -36,6 +36,7 @@ class Engine:
         self._store: IndexStore | None = None
         self._config: tuple[tuple[int, int], IndexConfig] | None = None
         self._models: ModelSet | None = None
+        self._models_owner: Engine | None = None
 
     @property
     def store(self) -> IndexStore:
@@ -45,17 +46,22 @@ class Engine:
 
     @property
     def models(self) -> ModelSet:
-        """The configured models (index.yml `models:`), built lazily, never downloaded here."""
+        """The configured models (index.yml `models:`), built lazily, never downloaded here; a
+        changed `models:` block (a long-lived daemon, then `pull --profile`) builds a new set."""
+        if self._models_owner is not None:
+            return self._models_owner.models
+        wanted = self.config().models()
+        if self._models is not None and self._models.config != wanted:
+            self._models.unload()
+            self._models = None
         if self._models is None:
-            self._models = ModelSet(
-                self.config().models(), self.settings.models_dir, SqliteLLMCache(self.store)
-            )
+            self._models = ModelSet(wanted, self.settings.models_dir, SqliteLLMCache(self.store))
         return self._models
 
     def share_models_with(self, other: Engine) -> None:
         """Use `other`'s models: one copy of each in memory and one lock per model, for a second
         Engine (the daemon's writer) that works beside the first on its own connection."""
-        self._models = other.models
+        self._models_owner = other
 
     @property
     def vectors(self) -> VectorIndex | None:

@@ -147,3 +147,17 @@ def test_int8_quantization_from_config_reembeds_and_still_finds(small_engine: En
         options=SearchOptions(lexical=False, boosts=False),
     )
     assert hits[0].path == "text/slug.py"
+
+
+def test_a_live_engine_follows_a_changed_models_block(small_engine: Engine, tmp_path: Path) -> None:
+    first = small_engine.models.embedder()
+    tiny = write_tiny_qwen3(tmp_path / "tiny-embed.gguf", pooling_last=True)
+    config = IndexConfig.load(small_engine.settings.config_file)
+    config.set_models({"embed": str(tiny)})
+    config.save()
+    second = small_engine.models.embedder()
+    assert first is not None and second is not None and second.fingerprint != first.fingerprint
+    writer = Engine(small_engine.settings)
+    writer.share_models_with(small_engine)
+    assert writer.models is small_engine.models
+    writer.close()

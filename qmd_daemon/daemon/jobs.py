@@ -180,17 +180,7 @@ class JobQueue:
                 data["touched"] = report.touched
                 reports.append(data)
             return {"reports": reports}
-        embed = getattr(self.engine, "embed", None)
-        if embed is None:
-            return {"skipped": "this engine has no embedding support"}
-        result = embed(names, progress=False)
-        if hasattr(result, "as_dict"):
-            return dict(result.as_dict())
-        return result if isinstance(result, dict) else {"result": result}
-
-    def call(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
-        """Run `fn` on the writer thread (serialised with jobs)."""
-        return asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        return self.engine.embed(names, progress=False).as_dict()
 
     async def close(self, timeout: float = 10.0) -> bool:
         """Stop taking jobs, wait up to `timeout` for the running one; True when the writer is free."""

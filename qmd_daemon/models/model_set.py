@@ -7,6 +7,7 @@ reason) and the pipeline degrades to what is there. `qmd-daemon pull` fetches th
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from qmd_daemon.models.profiles import resolve_role
 from qmd_daemon.models.reranker import Reranker
 from qmd_daemon.models.runtime import select_device
 
+RETRY_SECONDS = 30.0
 _FACTORIES = {"embed": Embedder, "rerank": Reranker, "expand": Expander}
 
 
@@ -30,6 +32,7 @@ class ModelSet:
         self.device = select_device(str(self.config["device"]) if self.config.get("device") else None)
         self._built: dict[str, Any] = {}
         self._errors: dict[str, str] = {}
+        self._failed_at: dict[str, float] = {}
         self._lock = threading.Lock()
 
     def enabled(self, role: str) -> bool:
@@ -43,7 +46,8 @@ class ModelSet:
         with self._lock:
             if role in self._built:
                 return self._built[role]
-            if role in self._errors:
+            failed_at = self._failed_at.get(role)
+            if failed_at is not None and time.monotonic() - failed_at < RETRY_SECONDS:
                 return None
             try:
                 path = resolve_role(role, self.config, self.models_dir, download=False)
@@ -51,9 +55,11 @@ class ModelSet:
                 if role != "embed":
                     kwargs["cache"] = self.cache
                 self._built[role] = _FACTORIES[role](path, **kwargs)
-            except ModelError as exc:
+            except ModelError as exc:  # e.g. not pulled yet: tried again a little later
                 self._errors[role] = str(exc)
+                self._failed_at[role] = time.monotonic()
                 return None
+            self._errors.pop(role, None)
             return self._built[role]
 
     def embedder(self) -> Embedder | None:

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from qmd_daemon.models import ROLES, ModelError
+from qmd_daemon.models import ModelError
 from qmd_daemon.models.gguf_info import check_gguf
 from qmd_daemon.models.uris import DEFAULT_URIS, ENV_VARS, model_uri, resolve
 
@@ -84,9 +84,3 @@ def resolve_role(role: str, models: Mapping[str, object] | None, models_dir: Pat
     profile = models.get("profile")
     uri = model_uri(role, models) if explicit or not profile else profile_uris(str(profile), models_dir)[role]
     return resolve(uri, download=download, progress=progress)
-
-
-def resolve_models(models: Mapping[str, object] | None, models_dir: Path, *,
-                   download: bool = True) -> dict[str, Path]:
-    """`resolve_role` for every role."""
-    return {role: resolve_role(role, models, models_dir, download=download) for role in ROLES}

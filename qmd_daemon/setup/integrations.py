@@ -139,8 +139,14 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
+_OUR_COMMAND = re.compile(
+    r"(^|[/\\])(" + "|".join(re.escape(n) for n in OUR_HOOK_NAMES) + r")\.(sh|ps1)['\"]?$"
+)
+
+
 def _is_ours(entry: Any) -> bool:
-    return isinstance(entry, dict) and any(n in str(entry.get("command", "")) for n in OUR_HOOK_NAMES)
+    """Only the commands `hook_command` writes: the script path ends the command."""
+    return isinstance(entry, dict) and bool(_OUR_COMMAND.search(str(entry.get("command", "")).strip()))
 
 
 def _strip_ours(hooks: dict[str, Any]) -> dict[str, Any]:

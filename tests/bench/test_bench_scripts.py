@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from bench import retrieval
 from bench.ingest import generate_tree
 
@@ -99,7 +97,6 @@ def test_walk_baseline_end_to_end(tmp_path, monkeypatch, capsys):
 
 
 def test_engine_end_to_end(tmp_path, monkeypatch):
-    pytest.importorskip("qmd_daemon.engine", exc_type=ImportError)
     corpora, evald = _tiny_eval(tmp_path)
     monkeypatch.setattr(retrieval, "EVAL_DIR", evald)
     monkeypatch.setenv("QMD_DAEMON_HOME", str(tmp_path / "home"))

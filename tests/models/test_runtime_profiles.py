@@ -8,15 +8,18 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.models import ModelError
-from qmd_daemon.models.profiles import build_small_profile, profile_uris, resolve_models, resolve_role
+from qmd_daemon.models.profiles import build_small_profile, profile_uris, resolve_role
 from qmd_daemon.models.runtime import ModelHandle, default_threads, gpu_available, llama_module, select_device
 from qmd_daemon.models.uris import DEFAULT_URIS, ENV_VARS
 
 
-def test_omp_policy_and_gpu_probe() -> None:
+def test_omp_policy_and_gpu_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     llama_module()
     assert os.environ.get("OMP_WAIT_POLICY")
-    assert isinstance(gpu_available(), bool)
+    module = llama_module()
+    for supported in (True, False):
+        monkeypatch.setattr(module, "llama_supports_gpu_offload", lambda s=supported: s)
+        assert gpu_available() is supported
 
 
 def test_device_selection(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -65,7 +68,6 @@ def test_profile_resolution(small_models: dict[str, Path], monkeypatch: pytest.M
         monkeypatch.delenv(var, raising=False)
     models_dir = small_models["embed"].parent
     assert profile_uris("qwen3", models_dir) == DEFAULT_URIS
-    assert resolve_models({"profile": "small"}, models_dir) == small_models
     assert resolve_role("embed", {"profile": "small", "embed": str(tiny_gguf)}, models_dir) == tiny_gguf
     monkeypatch.setenv("QMD_RERANK_MODEL", tiny_gguf.as_uri())
     assert resolve_role("rerank", {"profile": "small"}, models_dir) == tiny_gguf

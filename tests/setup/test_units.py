@@ -25,13 +25,21 @@ def test_hook_entries_are_merged_and_only_ours_are_stripped():
     mixed = {
         "hooks": [
             {"type": "command", "command": "echo a"},
-            {"type": "command", "command": "qmd-auto-retrieve"},
+            {"type": "command", "command": "sh '/x/qmd-auto-retrieve.sh'"},
+            {"type": "command", "command": "my qmd-session-start-wrapper thing"},
         ]
     }
     stripped = integ._strip_ours({"SessionStart": [mine, ours], "UserPromptSubmit": [mixed], "Stop": [ours]})
     assert stripped == {
         "SessionStart": [mine],
-        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo a"}]}],
+        "UserPromptSubmit": [
+            {
+                "hooks": [
+                    {"type": "command", "command": "echo a"},
+                    {"type": "command", "command": "my qmd-session-start-wrapper thing"},
+                ]
+            }
+        ],
     }
 
 
