@@ -265,11 +265,10 @@ def pull(ctx: click.Context, profile: str | None, role: str, refresh: bool) -> N
     from qmd_daemon.models.uris import pull as pull_models
 
     engine = _engine(ctx)
-    config = IndexConfig.load(engine.settings.config_file)
     if profile:
-        config.set_models({"profile": profile})
-        config.save()
-    models = config.models()
+        with IndexConfig.editing(engine.settings.config_file) as config:
+            config.set_models({"profile": profile})
+    models = engine.config().models()
     uris = profile_uris(str(models.get("profile") or "qwen3"), engine.settings.models_dir)
     for name, path in pull_models(role, models, refresh=refresh, progress=True, profile_uris=uris).items():
         click.echo(f"{name}: {path}")

@@ -6,8 +6,11 @@ does not parse aborts the command before anything is written.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +107,22 @@ class IndexConfig:
         block = dict(self.raw.get("models") or {})
         block.update(values)
         self.raw["models"] = block
+
+    @classmethod
+    @contextmanager
+    def editing(cls, path: Path) -> Iterator[IndexConfig]:
+        """Load, change, save under an exclusive lock, so the CLI and the daemon registering a
+        repository at the same moment cannot lose each other's change. Nothing is written when
+        the block raises."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            config = cls.load(path)
+            yield config
+            config.save()
+        finally:
+            os.close(fd)
 
     def save(self) -> None:
         """Write atomically (temp file + rename) so a crash never leaves half a file."""

@@ -133,37 +133,35 @@ class Engine:
         path = path.resolve()
         if path == Path(path.anchor) or path == Path.home().resolve():
             raise UsageError(f"refusing to index {path} as a whole; add a repository or a folder inside it")
-        config = IndexConfig.load(self.settings.config_file)
-        existing = self.collection_for_path(path)
-        if name is None and existing is not None:
-            name = existing.name
-        name = name or self.default_name(path, config)
-        if not _NAME_OK.match(name):
-            raise UsageError(f"collection name '{name}' must be letters, digits, '.', '_' or '-'")
-        other = config.collections().get(name)
-        if other is not None and other.path != path:
-            raise UsageError(f"collection '{name}' already exists for {other.path}")
-        compile_mask(mask or DEFAULT_MASK)  # a bad pattern is refused now, not at the next update
-        compile_patterns(list(ignore or []), "ignore")
-        keep_default = bool(other and other.include_by_default)
-        collection = CollectionConfig(
-            name=name,
-            path=path,
-            pattern=mask or (other.pattern if other else DEFAULT_MASK),
-            ignore=list(ignore) if ignore is not None else (other.ignore if other else []),
-            include_by_default=keep_default if include_by_default is None else include_by_default,
-        )
-        config.set_collection(collection)
-        config.save()
+        with IndexConfig.editing(self.settings.config_file) as config:
+            existing = next((c for c in config.collections().values() if c.path == path), None)
+            if name is None and existing is not None:
+                name = existing.name
+            name = name or self.default_name(path, config)
+            if not _NAME_OK.match(name):
+                raise UsageError(f"collection name '{name}' must be letters, digits, '.', '_' or '-'")
+            other = config.collections().get(name)
+            if other is not None and other.path != path:
+                raise UsageError(f"collection '{name}' already exists for {other.path}")
+            compile_mask(mask or DEFAULT_MASK)  # a bad pattern is refused now, not at the next update
+            compile_patterns(list(ignore or []), "ignore")
+            keep_default = bool(other and other.include_by_default)
+            collection = CollectionConfig(
+                name=name,
+                path=path,
+                pattern=mask or (other.pattern if other else DEFAULT_MASK),
+                ignore=list(ignore) if ignore is not None else (other.ignore if other else []),
+                include_by_default=keep_default if include_by_default is None else include_by_default,
+            )
+            config.set_collection(collection)
         return collection
 
     def remove_collection(self, name: str) -> None:
-        config = IndexConfig.load(self.settings.config_file)
-        if not config.remove_collection(name):
-            raise UsageError(f"no collection named '{name}'")
-        with self.store.transaction():
-            self.store.remove_collection(name)
-        config.save()
+        with IndexConfig.editing(self.settings.config_file) as config:
+            if not config.remove_collection(name):
+                raise UsageError(f"no collection named '{name}'")
+            with self.store.transaction():
+                self.store.remove_collection(name)
 
     def collections(self) -> dict[str, CollectionConfig]:
         return self.config().collections()

@@ -160,3 +160,28 @@ def test_home_that_is_a_file_is_a_one_line_error(tmp_path: Path) -> None:
 def test_embed_without_a_model_fails_in_json_mode_too(home: Path, project: Path) -> None:
     run_cli("collection", "add", str(project), env_home=home, check=True)
     assert "cannot embed" in _one_line_error(run_cli("embed", "--json", env_home=home))
+
+
+def test_concurrent_collection_adds_all_land(home: Path, tmp_path: Path) -> None:
+    roots = [write_tree(tmp_path / f"r{i}", {"x.py": "x = 1\n"}) for i in range(6)]
+    env = dict(os.environ, QMD_DAEMON_HOME=str(home))
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from qmd_daemon.cli import main; main()",
+                "collection",
+                "add",
+                str(root),
+                "--no-update",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for root in roots
+    ]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    listed = json.loads(run_cli("collection", "list", "--json", env_home=home, check=True).stdout)
+    assert sorted(row["name"] for row in listed) == [f"r{i}" for i in range(6)]
