@@ -115,7 +115,9 @@ class IndexConfig:
         repository at the same moment cannot lose each other's change. Nothing is written when
         the block raises."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        # The lock is taken on the folder: the file itself is replaced on save (a lock on the old
+        # inode would protect nothing), and no lock file is left beside the user's config.
+        fd = os.open(path.parent, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             config = cls.load(path)
