@@ -46,6 +46,12 @@ def small_models() -> dict:
     return build_small_profile(MODELS_DIR)
 
 
+def _vector_top(engine: Engine, name: str) -> str:
+    """The vector-only top hit for a question that shares no word with its answer."""
+    options = SearchOptions(lexical=False, boosts=False)
+    return engine.search("make a url friendly version of a headline", [name], options=options)[0].path
+
+
 def test_embed_then_vectors_find_meaning_without_shared_words(small_engine: Engine, tmp_path: Path) -> None:
     name = small_engine.add_collection(write_tree(tmp_path / "p", FILES)).name
     small_engine.update([name])
@@ -56,12 +62,7 @@ def test_embed_then_vectors_find_meaning_without_shared_words(small_engine: Engi
     hits = small_engine.search("exponential wait between retries", [name], trace=trace)
     assert "vec" in trace.lists and not trace.stale
     assert hits[0].path == "net/retry.py"
-    vector_only = small_engine.search(
-        "make a url friendly version of a headline",
-        [name],
-        options=SearchOptions(lexical=False, boosts=False),
-    )
-    assert vector_only[0].path == "text/slug.py"
+    assert _vector_top(small_engine, name) == "text/slug.py"
 
 
 def test_search_marks_stale_while_chunks_wait_for_vectors(small_engine: Engine, tmp_path: Path) -> None:
@@ -141,12 +142,7 @@ def test_int8_quantization_from_config_reembeds_and_still_finds(small_engine: En
     report = small_engine.embed([name])
     assert report.reset and report.embedded == 3
     assert small_engine.status()["vectors"]["pending"] == 0
-    hits = small_engine.search(
-        "make a url friendly version of a headline",
-        [name],
-        options=SearchOptions(lexical=False, boosts=False),
-    )
-    assert hits[0].path == "text/slug.py"
+    assert _vector_top(small_engine, name) == "text/slug.py"
 
 
 def test_a_live_engine_follows_a_changed_models_block(small_engine: Engine, tmp_path: Path) -> None:
