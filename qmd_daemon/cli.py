@@ -301,7 +301,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         detail = state.get("model") or state.get("reason") or ""
         click.echo(f"  {role}: {state['state']}{'  ' + detail if detail else ''}")
     for row in info["collections"]:
-        click.echo(f"  {row['name']}: {row['files']} files, {row['chunks']} chunks")
+        pending = f", {row['pending_vectors']} waiting for vectors" if row["pending_vectors"] else ""
+        click.echo(f"  {row['name']}: {row['files']} files, {row['chunks']} chunks{pending}")
 
 
 @cli.command()

@@ -211,7 +211,15 @@ class Engine:
                 "pending": vectors.pending_count() if vectors and active else None,
             },
             "models": self.models.status(),
-            "collections": self.store.collection_stats(),
+            "collections": [
+                {
+                    **row,
+                    "pending_vectors": vectors.pending_count([self.store.collection_id(row["name"])])
+                    if vectors and active
+                    else None,
+                }
+                for row in self.store.collection_stats()
+            ],
         }
 
     def indexed_paths(self, name: str) -> list[str]:

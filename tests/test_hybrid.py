@@ -76,6 +76,7 @@ def test_search_marks_stale_while_chunks_wait_for_vectors(small_engine: Engine, 
     hits = small_engine.search("extra_helper", [name], trace=trace)
     assert trace.stale and hits[0].path == "extra.py", "BM25 still finds chunks that have no vector yet"
     assert small_engine.status()["vectors"]["pending"] == 1
+    assert [c["pending_vectors"] for c in small_engine.status()["collections"]] == [1]
 
 
 def test_model_change_reembeds_cleanly(small_engine: Engine, tmp_path: Path) -> None:
