@@ -5,5 +5,3 @@ library only, so `install.sh` can run it with a bare `python3` before any depend
 The steps that need the package (`tasks`: models block, pull, device; `bench`) run inside the
 target environment as subprocesses.
 """
-
-SETUP_VERSION = 1

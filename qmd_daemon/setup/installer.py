@@ -462,7 +462,7 @@ class Setup:
             pid, port, token = int(daemon["pid"]), int(daemon["port"]), str(daemon["token"])
         except (OSError, ValueError, KeyError, TypeError):
             return
-        if not _alive(pid):
+        if not process_alive(pid):
             return
         if not self.j.step("stop-daemon", f"stop the running daemon (pid {pid})"):
             return
@@ -477,14 +477,15 @@ class Setup:
             conn.getresponse().read()
             conn.close()
         deadline = time.monotonic() + 10
-        while _alive(pid) and time.monotonic() < deadline:
+        while process_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        if _alive(pid):
+        if process_alive(pid):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGTERM)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether `pid` still runs; a zombie child of ours (reaped here) is gone."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -493,7 +494,6 @@ def _alive(pid: int) -> bool:
         return True
     except OSError:
         return False
-    # a zombie child of ours counts as gone
     with contextlib.suppress(ChildProcessError, OSError):
         if os.waitpid(pid, os.WNOHANG)[0] == pid:
             return False

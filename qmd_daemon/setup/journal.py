@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -130,6 +129,3 @@ def _rmdir_if_empty(path: Path) -> None:
     with contextlib.suppress(OSError):
         path.rmdir()
 
-
-def warn(message: str) -> None:
-    print(f"install: warning: {message}", file=sys.stderr, flush=True)

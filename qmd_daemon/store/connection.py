@@ -28,7 +28,6 @@ def _pick_module() -> ModuleType:
 sqlite = _pick_module()
 DatabaseError: type[Exception] = sqlite.DatabaseError
 OperationalError: type[Exception] = sqlite.OperationalError
-Connection = Any  # the binding's Connection class (pysqlite3 or stdlib): same DB-API surface
 
 
 def _load_vec(conn: Any) -> bool:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from qmd_daemon.setup.installer import process_alive
 from tests.conftest import SAMPLE_GO, SAMPLE_MD, SAMPLE_PY, write_tree
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -75,17 +76,9 @@ def start_serve(home: Path, **extra: str) -> subprocess.Popen[str]:
 
 
 def pid_running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    """Alive and not a zombie of someone else's (a daemon is a grandchild: /proc tells)."""
+    if not process_alive(pid):
         return False
-    except PermissionError:
-        return True
-    # a zombie child of ours counts as gone
-    with contextlib.suppress(ChildProcessError, OSError):
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
     try:
         with open(f"/proc/{pid}/stat") as handle:
             return handle.read().split(")")[-1].split()[0] != "Z"
