@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from qmd_daemon.models import ModelError
+from qmd_daemon.models.gguf_info import import_gguf
 
 _ST_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
 # Kept in f32 like llama.cpp's converter does: tiny, and read with get_rows or added directly.
@@ -57,7 +58,7 @@ def _vocab(model_dir: Path) -> tuple[list[str], list[int]]:
 
 def convert_bert(model_dir: Path, out_path: Path, qtype: str = "q8_0", name: str | None = None) -> Path:
     """Write `out_path` (atomically: temp file + rename) from a BERT checkpoint folder."""
-    import gguf
+    gguf = import_gguf()
 
     if qtype not in ("q8_0", "f16"):
         raise ModelError(f"unsupported BERT quantisation {qtype!r} (use q8_0 or f16)")

@@ -7,11 +7,13 @@ rank head) is chosen from the header. Arrays such as the vocabulary are skipped,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import mmap
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 from qmd_daemon.models import ModelError
 
@@ -100,9 +102,23 @@ def read_gguf_info(path: Path | str) -> GGUFInfo:
     return _read_cached(path.resolve(), st.st_size, st.st_mtime_ns)
 
 
+def import_gguf() -> ModuleType:
+    """The `gguf` package, imported after llama.cpp: gguf imports numpy, and numpy must come
+    after llama.cpp's library (see runtime.llama_module). A missing or broken llama.cpp is
+    reported where a model is loaded, not here."""
+    from qmd_daemon.models.runtime import llama_module
+
+    with contextlib.suppress(ImportError, OSError):
+        llama_module()
+    import gguf
+
+    return gguf
+
+
 @functools.lru_cache(maxsize=16)
 def _read_cached(path: Path, size: int, mtime_ns: int) -> GGUFInfo:
-    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+    gguf = import_gguf()
+    GGML_QUANT_SIZES, GGMLQuantizationType = gguf.GGML_QUANT_SIZES, gguf.GGMLQuantizationType  # noqa: N806
 
     try:
         with path.open("rb") as f:

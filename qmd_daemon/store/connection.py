@@ -7,6 +7,7 @@ it can load extensions. Without either, lexical search still works and vectors a
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sqlite3 as _stdlib_sqlite3
 from pathlib import Path
@@ -33,14 +34,19 @@ OperationalError: type[Exception] = sqlite.OperationalError
 def _load_vec(conn: Any) -> bool:
     if not hasattr(conn, "enable_load_extension"):
         return False
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    # The extension is loaded from the package folder without importing the package: its
+    # __init__ imports numpy, and numpy loaded before a CUDA build of llama.cpp made model loads
+    # crash (see models.runtime.llama_module).
+    extension = os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
     try:
-        import sqlite_vec
-
         conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
+        conn.load_extension(extension)
         conn.enable_load_extension(False)
         return True
-    except (ImportError, AttributeError, sqlite.OperationalError):
+    except (AttributeError, sqlite.OperationalError):
         return False
 
 

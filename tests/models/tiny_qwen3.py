@@ -33,8 +33,9 @@ def _byte_chars() -> list[str]:
 def write_tiny_qwen3(path: Path, *, rank_head: bool = False, pooling_last: bool = False,
                      seed: int = 0) -> Path:
     """Write a 2-layer, 64-dim qwen3 GGUF; `rank_head` adds a 2-row `cls.output` (yes, no)."""
-    import gguf
+    from qmd_daemon.models.gguf_info import import_gguf
 
+    gguf = import_gguf()
     rng = np.random.default_rng(seed)
     tokens = _byte_chars() + ["ye", "yes", "no"] + SPECIALS
     types = [1] * (len(tokens) - len(SPECIALS)) + [3] * len(SPECIALS)
