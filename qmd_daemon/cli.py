@@ -341,10 +341,14 @@ def bench(
 @cli.command()
 @click.pass_context
 def mcp(ctx: click.Context) -> None:
-    """Serve `search` and `get` over MCP (stdio) for clients that prefer MCP to the skill."""
-    from qmd_daemon.mcp_server import McpServer
+    """Serve `search` and `get` over MCP (stdio) for clients that prefer MCP to the skill.
 
-    McpServer(_engine(ctx)).serve()
+    Needs the optional MCP SDK: pip install 'qmd-daemon[mcp]'.
+    """
+    from qmd_daemon.mcp_server import load_sdk, serve
+
+    load_sdk()  # before touching the index: without the SDK, one line and exit 1
+    serve(_engine(ctx))
 
 
 @cli.command()

@@ -1,120 +1,187 @@
-"""`qmd-daemon mcp`: `search` and `get` over MCP (JSON-RPC 2.0, newline-delimited, on stdio).
+"""`qmd-daemon mcp`: the tools `search` and `get` over MCP (stdio), for clients that prefer MCP to
+the skill (the skill stays the default path).
 
-For clients that prefer MCP to the skill (the skill stays the default path). No SDK needed: the
-stdio transport is one JSON object per line; this serves `initialize`, `ping`, `tools/list` and
-`tools/call`. The engine stays loaded for the life of the process, so models stay warm.
+Built on the official MCP Python SDK (`mcp` 2.x, its `MCPServer`), an optional dependency:
+`pip install 'qmd-daemon[mcp]'`. Without it the command fails with that one line (see
+`load_sdk`). The engine stays loaded for the life of the process, so models stay warm.
+
+`get` serves only files that are indexed in a registered collection, read from inside that
+collection's root: never an arbitrary path.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: the SDK reads the tools' annotations at
+# registration, and the pydantic constraints in them live in `build_server`'s scope.
 
 import json
 import sys
-from typing import IO, Any
+import threading
+from pathlib import Path
+from typing import Annotated, Any
 
 from qmd_daemon import __version__
+from qmd_daemon.errors import QmdError
+from qmd_daemon.search.pipeline import SearchOptions
 
-PROTOCOL_VERSION = "2025-06-18"
-TOOLS = [
-    {
-        "name": "search",
-        "description": "Search the indexed repositories with a question in words or an identifier; returns "
-        "hits {path, line, end_line, score, snippet, collection}, best first.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "a full behavioural question, or identifiers"},
-                "collections": {"type": "array", "items": {"type": "string"}},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-            },
-            "required": ["query"],
-        },
-    },
-    {
-        "name": "get",
-        "description": "Read an indexed file (optionally lines start..end) from a collection.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "collection": {"type": "string"},
-                "path": {"type": "string", "description": "path relative to the collection root"},
-                "start": {"type": "integer", "minimum": 1},
-                "end": {"type": "integer", "minimum": 1},
-            },
-            "required": ["collection", "path"],
-        },
-    },
-]
+MAX_LIMIT = 50
+INSTALL_COMMAND = "pip install 'qmd-daemon[mcp]'"
 
 
-class McpServer:
-    def __init__(self, engine: Any):
-        self.engine = engine
+def load_sdk() -> None:
+    """Import the SDK's server, or raise a one-line QmdError that names the install command."""
+    try:
+        import mcp.server.mcpserver  # noqa: F401
+    except ImportError as exc:  # absent, a 1.x SDK (no mcp.server.mcpserver), or a broken install
+        why = "is not installed" if exc.name == "mcp" else f"cannot be imported ({exc})"
+        raise QmdError(
+            f"`qmd-daemon mcp` needs the optional MCP SDK (mcp>=2), which {why}; "
+            f"install it with: {sys.executable} -m {INSTALL_COMMAND}"
+        ) from None
 
-    def call_tool(self, name: str, args: dict[str, Any]) -> str:
-        if name == "search":
-            query = str(args.get("query") or "").strip()
-            if not query:
-                raise ValueError("query is empty")
-            hits = self.engine.search(
-                query, args.get("collections") or None, limit=int(args.get("limit") or 10)
-            )
-            return json.dumps([h.to_dict() for h in hits], ensure_ascii=False)
-        if name == "get":
-            text = self.engine.read_indexed_text(str(args["collection"]), str(args["path"]))
-            start, end = args.get("start"), args.get("end")
-            if start or end:
-                lines = text.splitlines(keepends=True)
-                text = "".join(lines[int(start or 1) - 1 : int(end) if end else None])
-            return text
-        raise ValueError(f"unknown tool {name!r}")
 
-    def handle(self, message: dict[str, Any]) -> dict[str, Any] | None:
-        method, msg_id = message.get("method"), message.get("id")
-        if msg_id is None:  # a notification (notifications/initialized, cancelled ...): no answer
-            return None
+def build_server(engine: Any) -> Any:
+    """The MCPServer with both tools bound to `engine` (calls are serialised: one engine)."""
+    load_sdk()
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+    from pydantic import Field
+
+    server = MCPServer(
+        "qmd-daemon",
+        version=__version__,
+        instructions="Local semantic code search over the indexed repositories: `search` with a full "
+        "behavioural question first, then `get` the hits' lines to verify them.",
+        log_level="WARNING",
+    )
+    lock = threading.Lock()  # the SDK runs sync tools in worker threads; the engine is one object
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(annotations=read_only, structured_output=False)
+    def search(
+        query: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description="A full behavioural question ('where are retries backed off?') or identifiers.",
+            ),
+        ],
+        collections: Annotated[
+            list[str] | None,
+            Field(description="Collection names to search (default: the default ones, else all)."),
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Most hits to return.")] = 10,
+        min_score: Annotated[
+            float, Field(ge=0.0, le=1.0, description="Drop hits scored below this (0..1).")
+        ] = 0.0,
+        max_tokens: Annotated[
+            int,
+            Field(ge=0, le=1_000_000, description="Stop adding hits past this many tokens (0: no limit)."),
+        ] = 8000,
+    ) -> str:
+        """Search the indexed repositories (code-aware BM25 plus vectors once embedded).
+
+        Returns a JSON list of hits, best first: {path, line, end_line, score, snippet, collection,
+        symbol, kind}; `path` is relative to the collection's root. Open a hit with `get`.
+        """
+        if not query.strip():
+            raise ToolError("query is empty")
+        options = SearchOptions(max_tokens=max_tokens or None, min_score=min_score)
         try:
-            if method == "initialize":
-                result: Any = {
-                    "protocolVersion": (message.get("params") or {}).get("protocolVersion", PROTOCOL_VERSION),
-                    "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "qmd-daemon", "version": __version__},
-                }
-            elif method == "ping":
-                result = {}
-            elif method == "tools/list":
-                result = {"tools": TOOLS}
-            elif method == "tools/call":
-                params = message.get("params") or {}
-                try:
-                    text = self.call_tool(str(params.get("name")), dict(params.get("arguments") or {}))
-                    result = {"content": [{"type": "text", "text": text}], "isError": False}
-                except Exception as exc:  # a tool error is a result, not a protocol error
-                    result = {"content": [{"type": "text", "text": f"error: {exc}"}], "isError": True}
-            else:
-                return {
-                    "jsonrpc": "2.0",
-                    "id": msg_id,
-                    "error": {"code": -32601, "message": f"no method {method}"},
-                }
-        except Exception as exc:
-            return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32603, "message": str(exc)}}
-        return {"jsonrpc": "2.0", "id": msg_id, "result": result}
+            with lock:
+                hits = engine.search(query, collections or None, limit=limit, options=options)
+        except QmdError as exc:
+            raise ToolError(str(exc)) from None
+        return json.dumps([h.to_dict() for h in hits], ensure_ascii=False)
 
-    def serve(self, stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> None:
-        stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
-        for line in stdin:
-            if not line.strip():
-                continue
+    @server.tool(annotations=read_only, structured_output=False)
+    def get(
+        path: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description="A hit's path (relative to its collection's root), or an absolute path "
+                "inside a collection.",
+            ),
+        ],
+        collection: Annotated[
+            str | None,
+            Field(description="The hit's collection (needed when a relative path is in several)."),
+        ] = None,
+        start_line: Annotated[int | None, Field(ge=1, description="First line (1-based).")] = None,
+        end_line: Annotated[int | None, Field(ge=1, description="Last line, inclusive.")] = None,
+    ) -> str:
+        """Read an indexed file, or lines start_line..end_line of it (a hit's line/end_line).
+
+        Only files indexed in a registered collection can be read.
+        """
+        if start_line is not None and end_line is not None and end_line < start_line:
+            raise ToolError(f"end_line {end_line} is before start_line {start_line}")
+        try:
+            with lock:
+                target = resolve_indexed(engine, collection, path)
+        except QmdError as exc:
+            raise ToolError(str(exc)) from None
+        try:
+            text = target.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise ToolError(
+                f"'{path}' is indexed but cannot be read now ({exc.strerror or exc}); "
+                "run `qmd-daemon update`"
+            ) from None
+        if start_line is None and end_line is None:
+            return text
+        try:
+            return line_range(text, start_line or 1, end_line)
+        except QmdError as exc:
+            raise ToolError(str(exc)) from None
+
+    return server
+
+
+def resolve_indexed(engine: Any, collection: str | None, path: str) -> Path:
+    """The file on disk for `path`, which must be indexed in a registered collection and lie inside
+    that collection's root (symlinks resolved); anything else is a QmdError."""
+    known = engine.collections()
+    if collection is not None and collection not in known:
+        raise QmdError(f"no collection named '{collection}' (see `qmd-daemon collection list`)")
+    candidates = [known[collection]] if collection is not None else list(known.values())
+    given = Path(path).expanduser()
+    matches: list[tuple[str, Path, str]] = []
+    for config in candidates:
+        root = Path(config.path).resolve()
+        if given.is_absolute():
             try:
-                message = json.loads(line)
+                rel = given.resolve().relative_to(root).as_posix()
             except ValueError:
-                reply: dict[str, Any] | None = {
-                    "jsonrpc": "2.0",
-                    "id": None,
-                    "error": {"code": -32700, "message": "parse error"},
-                }
-            else:
-                reply = self.handle(message) if isinstance(message, dict) else None
-            if reply is not None:
-                stdout.write(json.dumps(reply, ensure_ascii=False) + "\n")
-                stdout.flush()
+                continue
+        else:
+            rel = given.as_posix()
+        if rel in set(engine.indexed_paths(config.name)):
+            matches.append((config.name, root, rel))
+    if not matches:
+        where = f"collection '{collection}'" if collection else "any collection"
+        raise QmdError(f"'{path}' is not a file indexed in {where}")
+    if len(matches) > 1:
+        names = ", ".join(m[0] for m in matches)
+        raise QmdError(f"'{path}' is indexed in several collections ({names}); name one with `collection`")
+    _, root, rel = matches[0]
+    target = (root / rel).resolve()
+    if not target.is_relative_to(root):  # a symlink swapped in since indexing
+        raise QmdError(f"'{path}' now leads outside its collection's root")
+    return target
+
+
+def line_range(text: str, start: int, end: int | None) -> str:
+    """Lines start..end (1-based, inclusive; end None: to the end), numbered as the indexer does."""
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    if start > len(lines):
+        raise QmdError(f"start_line {start} is past the end of the file ({len(lines)} lines)")
+    picked = lines[start - 1 : end]
+    return "\n".join(picked) + ("\n" if picked else "")
+
+
+def serve(engine: Any) -> None:
+    """Serve both tools on stdin/stdout until the client closes them."""
+    build_server(engine).run("stdio")

@@ -296,9 +296,10 @@ class Setup:
                 integ.install_instruction(self.j, target)
                 self.j.done(f"instruction-{client}")
         for repo in self.opts.git_hooks:
-            if self.j.step("git-hook", f"add the post-commit refresh hook to {repo}/.git/hooks/post-commit"):
-                integ.install_git_hook(self.j, paths, repo)
-                self.state.git_hooks = sorted(set(self.state.git_hooks) | {str(repo)})
+            hook = integ.git_hook_path(repo)  # where git runs it (core.hooksPath respected)
+            if self.j.step("git-hook", f"add the post-commit refresh block to {hook}"):
+                if integ.install_git_hook(self.j, paths, repo):
+                    self.state.git_hooks = sorted(set(self.state.git_hooks) | {str(repo)})
                 self.j.done("git-hook")
         if not self.opts.dry_run and str(paths.bin_dir) not in os.environ.get("PATH", "").split(os.pathsep):
             self.j.note(f"note: {paths.bin_dir} is not on PATH; add it to run ai-search by name")
@@ -385,9 +386,8 @@ class Setup:
             ):
                 integ.remove_instruction(j, target, str(target) in owned)
         for repo in list(self.state.git_hooks):
-            hook = Path(repo) / ".git" / "hooks" / "post-commit"
-            if j.step("ungit-hook", f"remove the post-commit refresh hook from {hook}"):
-                integ.remove_git_hook(j, Path(repo), str(hook) in owned)
+            if j.step("ungit-hook", f"remove the post-commit refresh block from the hook of {repo}"):
+                integ.remove_git_hook(j, Path(repo), owned)
         roots = [*integ.skill_targets(paths).values(), paths.hooks_dir]
         wrappers = {integ.wrapper_path(paths, n) for n in integ.WRAPPERS}
         removable = [
@@ -550,6 +550,12 @@ def main(argv: list[str] | None = None) -> int:
                 envs.base_python() if need_pip else str(envs.env_python(envs.resolve_env(opts.python_env))),
                 need_pip,
             )
+            for repo in opts.git_hooks:  # a bad --git-hook REPO stops the run before any change
+                try:
+                    integ.git_hook_path(repo)
+                except SetupError as exc:
+                    print(f"install: error: {exc}\ninstall: nothing was changed", file=sys.stderr)
+                    return 2
             if problems and selection == "yes":
                 for line in problems:
                     print(f"install: error: {line}", file=sys.stderr)

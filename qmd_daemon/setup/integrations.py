@@ -7,11 +7,13 @@ hook scripts) is ours only when install.json lists it as created by the setup.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
 import stat
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,6 @@ _BLOCK_RE = re.compile(r"(\n?)" + re.escape(BEGIN) + r".*?" + re.escape(END) + r
 
 GIT_BEGIN = "# >>> qmd-daemon post-commit >>>"
 GIT_END = "# <<< qmd-daemon post-commit <<<"
-_GIT_RE = re.compile(r"\n?" + re.escape(GIT_BEGIN) + r".*?" + re.escape(GIT_END) + r"\n?", re.S)
 
 WINDOWS = os.name == "nt"
 
@@ -305,49 +306,155 @@ def _read(path: Path) -> str:
 
 
 # -- optional git post-commit hook ---------------------------------------------------------------
+#
+# The hook file is the one git runs: core.hooksPath when set (relative to the work tree's top,
+# `~` expanded), else the repository's hooks folder; git itself says which (`rev-parse
+# --git-path`). Our lines are one marked block put right after the `#!` line (so a hook that ends
+# in `exit` or `exec` still runs it); removal takes out exactly that block, so the user's hook
+# comes back byte for byte. Only shell hooks (`#!` sh/bash/dash, or none) get the block; any
+# other hook (python, a symlink, a non-executable file) is left alone with a one-line note.
+
+SHELLS = ("sh", "bash", "dash")
+_BLOCK_LINES_RE = re.compile(re.escape(GIT_BEGIN) + r"\n.*?" + re.escape(GIT_END) + r"\n", re.S)
+_BLOCK_AT_END_RE = re.compile(r"\n" + re.escape(GIT_BEGIN) + r"\n.*?" + re.escape(GIT_END) + r"\Z", re.S)
+_GIT_LOCAL_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCAL_ENV}
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(cwd), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out = proc.stdout.strip()
+    return out if proc.returncode == 0 and out else None
+
+
+def git_hook_location(repo: Path) -> tuple[Path, bool]:
+    """(the post-commit hook file git runs for REPO, whether it lies in the work tree itself)."""
+    top = _git(repo, "rev-parse", "--show-toplevel")
+    if top is None:
+        raise SetupError(f"--git-hook {repo}: not inside a git work tree (or git is not installed)")
+    root = Path(top)
+    rel = _git(root, "rev-parse", "--git-path", "hooks/post-commit")
+    git_dir = _git(root, "rev-parse", "--absolute-git-dir")
+    if rel is None or git_dir is None:
+        raise SetupError(f"--git-hook {repo}: git cannot say where its hooks are")
+    hook = Path(os.path.normpath(root / rel))  # rel is relative to root unless absolute
+    common = _git(root, "rev-parse", "--git-common-dir")
+    git_dirs = [Path(git_dir), Path(os.path.normpath(root / common)) if common else Path(git_dir)]
+    in_tree = hook.is_relative_to(root) and not any(hook.is_relative_to(d) for d in git_dirs)
+    return hook, in_tree
 
 
 def git_hook_path(repo: Path) -> Path:
-    git = repo / ".git"
-    if not git.is_dir():
-        raise SetupError(f"{repo} is not a git repository with a .git folder")
-    return git / "hooks" / "post-commit"
+    return git_hook_location(repo)[0]
 
 
 def git_hook_block(paths: SetupPaths) -> str:
     warm = shlex.quote(str(wrapper_path(paths, "qmd-warm")))
+    logs = paths.state_dir / "logs"
     return (
         f"{GIT_BEGIN}\n"
-        "# Refresh this repository's qmd-daemon collection in the background; never blocks a commit.\n"
-        f'( {warm} --repo "$(git rev-parse --show-toplevel)" </dev/null >/dev/null 2>&1 & ) || true\n'
+        "# Added by the qmd-daemon setup (--git-hook); `install.sh --semantic-retrieval no` takes it out.\n"
+        "# Refreshes this repository's collection in the background: never blocks or fails a commit.\n"
+        "(\n"
+        "  root=$(git rev-parse --show-toplevel 2>/dev/null) || exit 0\n"
+        "  unset $(git rev-parse --local-env-vars 2>/dev/null)\n"
+        f"  mkdir -p {shlex.quote(str(logs))} 2>/dev/null\n"
+        f'  {warm} --repo "$root" </dev/null >>{shlex.quote(str(logs / "hooks.log"))} 2>&1 &\n'
+        ") >/dev/null 2>&1 </dev/null || :\n"
         f"{GIT_END}\n"
     )
 
 
-def install_git_hook(journal: Journal, paths: SetupPaths, repo: Path) -> None:
-    path = git_hook_path(repo)
-    old = _read(path) if path.exists() else ""
+def hook_interpreter(text: str) -> str | None:
+    """The program a `#!` line names (looking through `env`), or None when there is no `#!`."""
+    if not text.startswith("#!"):
+        return None
+    words = text[2:].split("\n", 1)[0].split()
+    name = os.path.basename(words[0]) if words else ""
+    if name == "env":
+        rest = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        name = os.path.basename(rest[0]) if rest else ""
+    return name
+
+
+def with_git_block(text: str, block: str) -> str:
+    """`text` with `block` right after its `#!` line (or first, without one)."""
+    if not text.startswith("#!"):
+        return block + text
+    end = text.find("\n")
+    if end == -1:  # a lone `#!` line without a newline: the newline we add goes with the block
+        return text + "\n" + block.rstrip("\n")
+    return text[: end + 1] + block + text[end + 1 :]
+
+
+def without_git_block(text: str) -> str:
+    """The exact inverse of `with_git_block`."""
+    match = _BLOCK_LINES_RE.search(text)
+    if match:
+        return text[: match.start()] + text[match.end() :]
+    match = _BLOCK_AT_END_RE.search(text)
+    return text[: match.start()] if match else text
+
+
+def install_git_hook(journal: Journal, paths: SetupPaths, repo: Path) -> bool:
+    """Add (or refresh) our block in REPO's post-commit hook; False when the hook was left alone."""
+    path, in_tree = git_hook_location(repo)
     block = git_hook_block(paths)
-    if GIT_BEGIN in old:
-        new = _GIT_RE.sub("\n" + block, old, count=1)
-    elif old:
-        new = old + ("" if old.endswith("\n") else "\n") + block
-    else:
-        new = "#!/bin/sh\n" + block
-    journal.write_file(
-        path, new, mode=(path.stat().st_mode & 0o777 if path.exists() else 0o755) | stat.S_IXUSR
-    )
-
-
-def remove_git_hook(journal: Journal, repo: Path, created_by_us: bool) -> None:
-    path = repo / ".git" / "hooks" / "post-commit"
+    if in_tree:
+        journal.note(f"note: {path} is inside the work tree; keep the qmd-daemon block out of commits")
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        journal.note(f"left {path} alone: not a plain file (a hook manager's link?); no refresh hook added")
+        return False
     if not path.exists():
-        return
-    old = _read(path)
-    if GIT_BEGIN not in old:
-        return
-    new = _GIT_RE.sub("\n", old).rstrip("\n") + "\n"
-    if created_by_us and new.strip() in ("", "#!/bin/sh"):
-        journal.remove_file(path)
-    else:
-        journal.write_file(path, new)
+        journal.write_file(path, "#!/bin/sh\n" + block, mode=0o755)
+        return True
+    try:
+        old = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        old = "\0"
+    program = hook_interpreter(old)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if "\0" in old or (program is not None and program not in SHELLS):
+        kind = f"a {program or 'non-shell'} script" if "\0" not in old else "not a text file"
+        journal.note(f"left {path} alone: it is {kind}, not a shell script; no refresh hook added")
+        return False
+    if not mode & stat.S_IXUSR:
+        journal.note(f"left {path} alone: it is not executable (git skips it); no refresh hook added")
+        return False
+    journal.write_file(path, with_git_block(without_git_block(old), block), mode=mode)
+    return True
+
+
+def remove_git_hook(journal: Journal, repo: Path, owned: set[str]) -> None:
+    """Take our block out of REPO's hook (where git runs it now, and the default hooks folder, in
+    case core.hooksPath changed since); a hook file the setup created and holds nothing else goes."""
+    candidates: list[Path] = []
+    with contextlib.suppress(SetupError):  # the repository or git may be gone: the default place
+        candidates.append(git_hook_path(repo))
+    default = repo / ".git" / "hooks" / "post-commit"
+    if default not in candidates:
+        candidates.append(default)
+    for path in candidates:
+        if path.is_symlink() or not path.is_file():
+            continue
+        try:
+            old = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if GIT_BEGIN not in old:
+            continue
+        new = without_git_block(old)
+        if str(path) in owned and new == "#!/bin/sh\n":
+            journal.remove_file(path)
+        else:
+            journal.write_file(path, new, mode=stat.S_IMODE(path.stat().st_mode))

@@ -1,12 +1,9 @@
-"""Pure functions of the setup: instruction block, hook-entry merge, journal rollback, MCP server."""
+"""Pure functions of the setup: instruction block, hook-entry merge, journal rollback."""
 
 from __future__ import annotations
 
-import io
-import json
 from pathlib import Path
 
-from qmd_daemon.mcp_server import McpServer
 from qmd_daemon.setup import integrations as integ
 from qmd_daemon.setup.journal import Journal
 
@@ -57,46 +54,3 @@ def test_journal_rollback_restores_files_and_removes_new_folders(tmp_path: Path)
     assert journal.rollback() == []
     assert existing.read_text() == "old"
     assert not (tmp_path / "a").exists()
-
-
-class _Hit:
-    def to_dict(self):
-        return {"path": "x.py", "line": 1, "end_line": 2, "score": 0.9, "snippet": "s", "collection": "c"}
-
-
-class _Engine:
-    def search(self, query, collections, limit):
-        return [_Hit()] if query == "retry" else []
-
-    def read_indexed_text(self, collection, path):
-        return "one\ntwo\nthree\n"
-
-
-def test_mcp_server_lists_and_calls_tools():
-    requests = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        {
-            "jsonrpc": "2.0",
-            "id": 3,
-            "method": "tools/call",
-            "params": {"name": "search", "arguments": {"query": "retry"}},
-        },
-        {
-            "jsonrpc": "2.0",
-            "id": 4,
-            "method": "tools/call",
-            "params": {"name": "get", "arguments": {"collection": "c", "path": "x.py", "start": 2, "end": 3}},
-        },
-        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "nope", "arguments": {}}},
-    ]
-    out = io.StringIO()
-    McpServer(_Engine()).serve(io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), out)
-    replies = [json.loads(line) for line in out.getvalue().splitlines()]
-    assert [r["id"] for r in replies] == [1, 2, 3, 4, 5]  # no reply to the notification
-    assert replies[0]["result"]["serverInfo"]["name"] == "qmd-daemon"
-    assert {t["name"] for t in replies[1]["result"]["tools"]} == {"search", "get"}
-    assert json.loads(replies[2]["result"]["content"][0]["text"])[0]["path"] == "x.py"
-    assert replies[3]["result"]["content"][0]["text"] == "two\nthree\n"
-    assert replies[4]["result"]["isError"] is True

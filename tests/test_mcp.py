@@ -1,0 +1,175 @@
+"""`qmd-daemon mcp`: the official MCP SDK's own client talks to a real `qmd-daemon mcp` subprocess
+over stdio, against a real index in a temporary QMD_DAEMON_HOME."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from tests.conftest import SAMPLE_GO, SAMPLE_MD, SAMPLE_PY, write_tree
+
+CLI = Path(sys.executable).parent / "qmd-daemon"  # the console script a user (or an MCP client) runs
+
+
+def _command(*args: str) -> tuple[str, list[str]]:
+    if CLI.exists():
+        return str(CLI), list(args)
+    return sys.executable, ["-c", "from qmd_daemon.cli import main; main()", *args]
+
+
+@pytest.fixture
+def indexed(home: Path, tmp_path: Path) -> dict[str, Any]:
+    """Two collections: `proj` (a git repository) and `docs`; plus files that are not indexed."""
+    from qmd_daemon.engine import Engine
+    from qmd_daemon.settings import Settings
+
+    proj = write_tree(
+        tmp_path / "proj",
+        {
+            "client.py": SAMPLE_PY,
+            "pool/conn.go": SAMPLE_GO,
+            "README.md": SAMPLE_MD,
+            ".gitignore": "secret.env\n",
+            "secret.env": "TOKEN=hunter2\n",
+        },
+    )
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    docs = write_tree(tmp_path / "docs", {"README.md": "# Docs\n\nSee ClientSession.\n"})
+    (tmp_path / "outside.py").write_text("SECRET = 1\n", encoding="utf-8")
+    engine = Engine(Settings.from_env())
+    try:
+        engine.add_collection(proj, "proj", include_by_default=True)
+        engine.add_collection(docs, "docs")
+        engine.update()
+    finally:
+        engine.close()
+    return {"home": home, "proj": proj, "docs": docs, "outside": tmp_path / "outside.py"}
+
+
+async def _session_calls(home: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[Any]]:
+    command, args = _command("mcp")
+    params = StdioServerParameters(command=command, args=[*args], env={"QMD_DAEMON_HOME": str(home)})
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        init = await session.initialize()
+        assert init.server_info.name == "qmd-daemon"
+        tools = [t.name for t in (await session.list_tools()).tools]
+        results = [await session.call_tool(name, arguments) for name, arguments in calls]
+    return tools, results
+
+
+def _text(result: Any) -> str:
+    return "".join(c.text for c in result.content if c.type == "text")
+
+
+async def test_search_and_get_over_stdio(indexed: dict[str, Any]) -> None:
+    proj: Path = indexed["proj"]
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("search", {"query": "TCPConnector"}),  # 0
+        ("search", {"query": "ClientSession", "collections": ["docs"], "limit": 1}),  # 1
+        ("search", {"query": "ClientSession", "min_score": 1.0}),  # 2: nothing scores above 1
+        ("search", {"query": "ClientSession", "max_tokens": 0, "limit": 50}),  # 3: no token budget
+        ("get", {"collection": "proj", "path": "client.py", "start_line": 3, "end_line": 4}),  # 4
+        ("get", {"path": "pool/conn.go"}),  # 5: unique across collections, no collection needed
+        ("get", {"path": str(proj / "client.py"), "start_line": 17}),  # 6: absolute path inside a root
+        ("get", {"path": "README.md", "collection": "docs"}),  # 7: README.md is in both
+    ]
+    tools, r = await _session_calls(indexed["home"], calls)
+    assert sorted(tools) == ["get", "search"]
+    assert not any(x.is_error for x in r), [_text(x) for x in r if x.is_error]
+
+    hits = json.loads(_text(r[0]))
+    assert hits[0]["path"] == "pool/conn.go" and hits[0]["collection"] == "proj"
+    assert {"path", "line", "end_line", "score", "snippet", "collection"} <= set(hits[0])
+    only_docs = json.loads(_text(r[1]))
+    assert len(only_docs) == 1 and only_docs[0]["collection"] == "docs"
+    assert json.loads(_text(r[2])) == []
+    assert json.loads(_text(r[3]))
+
+    source = (proj / "client.py").read_text(encoding="utf-8").split("\n")
+    assert _text(r[4]) == "\n".join(source[2:4]) + "\n"
+    assert _text(r[5]) == SAMPLE_GO
+    assert _text(r[6]) == "\n".join(source[16:]).rstrip("\n") + "\n"
+    assert _text(r[7]) == "# Docs\n\nSee ClientSession.\n"
+
+
+async def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(indexed: dict[str, Any]) -> None:
+    proj: Path = indexed["proj"]
+    bad: list[tuple[str, dict[str, Any], str]] = [
+        ("search", {"query": "x", "limit": 0}, "limit"),
+        ("search", {"query": "x", "limit": 500}, "limit"),
+        ("search", {"query": "x", "limit": "ten"}, "limit"),
+        ("search", {"query": "x", "min_score": 2}, "min_score"),
+        ("search", {"query": "x", "max_tokens": -1}, "max_tokens"),
+        ("search", {"query": "   "}, "empty"),
+        ("search", {}, "query"),
+        ("search", {"query": "x", "collections": ["nope"]}, "no collection named 'nope'"),
+        ("get", {"path": "README.md"}, "several collections"),
+        ("get", {"path": "client.py", "collection": "nope"}, "no collection named 'nope'"),
+        ("get", {"path": "secret.env", "collection": "proj"}, "not a file indexed"),  # ignored by git
+        ("get", {"path": "../outside.py", "collection": "proj"}, "not a file indexed"),
+        ("get", {"path": str(indexed["outside"])}, "not a file indexed"),  # absolute, outside every root
+        ("get", {"path": "/etc/passwd"}, "not a file indexed"),
+        ("get", {"path": "client.py", "start_line": 0}, "start_line"),
+        ("get", {"path": "client.py", "start_line": 5, "end_line": 2}, "before start_line"),
+        ("get", {"path": "client.py", "start_line": 999}, "past the end"),
+        ("nope", {}, "nope"),
+    ]
+    calls = [(name, args) for name, args, _ in bad] + [("get", {"path": "client.py", "start_line": 1})]
+    (proj / "pool" / "conn.go").unlink()  # indexed, then gone from disk
+    calls.append(("get", {"path": "pool/conn.go"}))
+    _, results = await _session_calls(indexed["home"], calls)
+    for (name, args, expected), result in zip(bad, results, strict=False):
+        assert result.is_error, (name, args, _text(result))
+        assert expected in _text(result), (name, args, _text(result))
+    assert not results[len(bad)].is_error and _text(results[len(bad)]) == SAMPLE_PY  # still serving
+    assert results[-1].is_error and "qmd-daemon update" in _text(results[-1])
+
+
+# Put first on sys.meta_path, this finder answers for `mcp` and its submodules the way Python's
+# own path finder answers for a package no installed distribution provides.
+HIDE_SDK = """
+import sys
+class NoMcp:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "mcp" or name.startswith("mcp."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, NoMcp)
+from qmd_daemon.cli import main
+main()
+"""
+
+
+def test_without_the_sdk_one_line_error_and_non_zero_exit(home: Path) -> None:
+    """The mcp extra not installed. Not a fake: the real CLI entry point runs unchanged in a real
+    subprocess (nothing of qmd-daemon is patched); only the import system is told that no `mcp`
+    package exists, so `import mcp...` fails with the very ModuleNotFoundError (name 'mcp') that
+    an environment without the extra raises. A second virtual environment without the extra would
+    test the same thing at the cost of installing every other dependency again."""
+    proc = subprocess.run(
+        [sys.executable, "-c", HIDE_SDK, "mcp"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, QMD_DAEMON_HOME=str(home)),
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+    assert proc.returncode != 0
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert lines[0] == (
+        "qmd-daemon: error: `qmd-daemon mcp` needs the optional MCP SDK (mcp>=2), which is not "
+        f"installed; install it with: {sys.executable} -m pip install 'qmd-daemon[mcp]'"
+    )
+    assert not home.exists()  # it stopped before touching the index
