@@ -35,6 +35,7 @@ if str(REPO_ROOT) not in sys.path:
 from bench.baseline_bm25 import BM25Index, mask_extensions, walk_files  # noqa: E402
 from bench.metrics import aggregate, reduce_to_files, score_query  # noqa: E402
 from qmd_daemon.ingest.languages import kind_of, language_of  # noqa: E402
+from qmd_daemon.search.scoring import ScoringWeights  # noqa: E402
 
 EVAL_DIR = Path(os.environ.get("QMD_EVAL_DIR", "/work/shared/eval"))
 SET_FILES = {"queries": "dev-queries.jsonl", "issues": "dev-issues.jsonl"}
@@ -61,6 +62,12 @@ ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
     "+expansion": {"max_tokens": None, "expand": True},
     "+rerank": {"max_tokens": None, "rerank": True},
     "full": {"max_tokens": None, "expand": True, "rerank": True},
+    "hybrid+short-chunk": {"max_tokens": None, "weights": ScoringWeights(short_chunk_penalty=0.6)},
+    # The model steps without the latency budget (what they do when given the time; slow on CPU).
+    "+expansion/unbudgeted": {"max_tokens": None, "expand": True, "budget_ms": None},
+    "+rerank10/unbudgeted": {"max_tokens": None, "rerank": True, "rerank_candidates": 10, "budget_ms": None},
+    "full10/unbudgeted": {"max_tokens": None, "expand": True, "rerank": True, "rerank_candidates": 10,
+                          "budget_ms": None},
 }
 
 
@@ -324,6 +331,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", choices=["small", "qwen3"], default=None,
                    help="model profile: stored in the bench home's index.yml, and chunks are embedded")
     p.add_argument("--json", type=Path, default=None, help="write per-query results and aggregates here")
+    p.add_argument("--llm-cache", action="store_true",
+                   help="use the index's cache of expansions and rerank scores (default: off, so that "
+                        "model latency and quality are measured, not an earlier run's answers)")
     return p.parse_args(argv)
 
 
@@ -372,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
         home = (args.home or CACHE_ROOT / f"home-{scope}").expanduser()
         log(f"[engine] home {home}")
         ctx.engine = open_engine(home, args.profile)
+        if not args.llm_cache:
+            ctx.engine.models.cache = None  # read when the expander and reranker are built
     try:
         if ctx.engine is not None:
             index_reports = ensure_collections(ctx.engine, unique, args.skip_update, bool(args.profile))

@@ -14,7 +14,7 @@ from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
 from qmd_daemon.search.context_report import detect_stack, render_context
 from qmd_daemon.search.hit import Hit
-from qmd_daemon.search.pipeline import SearchOptions
+from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from qmd_daemon.store.connection import DatabaseError, OperationalError
 
 
@@ -180,6 +180,13 @@ def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
 @click.option("--vectors/--no-vectors", default=True, help="Use vector search when embedded.")
 @click.option("--expand/--no-expand", default=False, help="Expand the query with the expansion model.")
 @click.option("--rerank/--no-rerank", default=False, help="Rerank the top candidates.")
+@click.option(
+    "--budget-ms",
+    default=1500.0,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Latency budget for expansion and reranking; they do less rather than run over (0: none).",
+)
 @click.pass_context
 def search(
     ctx: click.Context,
@@ -195,6 +202,7 @@ def search(
     vectors: bool,
     expand: bool,
     rerank: bool,
+    budget_ms: float,
 ) -> None:
     """Search the index: code-aware BM25, plus vectors once embedded."""
     if not query.strip():
@@ -207,9 +215,15 @@ def search(
         vectors=vectors,
         expand=expand,
         rerank=rerank,
+        budget_ms=budget_ms or None,
     )
-    hits = _engine(ctx).search(query, list(names) or None, limit=limit, options=options)
+    trace = SearchTrace()
+    hits = _engine(ctx).search(query, list(names) or None, limit=limit, options=options, trace=trace)
     _print_hits(query, hits, "json" if as_json else fmt, explain)
+    if explain:
+        steps = {"lists": trace.lists, "expanded": trace.expanded, "reranked": trace.reranked,
+                 "budget_cuts": trace.budget_cuts, "timings_ms": trace.timings_ms}
+        click.echo(f"pipeline: {json.dumps(steps)}", err=True)
 
 
 @cli.command()

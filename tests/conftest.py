@@ -10,6 +10,16 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+MODELS_DIR = REPO_ROOT / ".test-cache" / "models"
+
+
+@pytest.fixture(scope="session")
+def small_models() -> dict[str, Path]:
+    """Role -> GGUF of the small profile (MiniLM q8_0, Gemma 3 270M), built once, cached in the
+    checkout across runs."""
+    from qmd_daemon.models.profiles import build_small_profile
+
+    return build_small_profile(MODELS_DIR)
 
 
 @pytest.fixture

@@ -14,10 +14,8 @@ from qmd_daemon.engine import Engine
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from qmd_daemon.settings import Settings
 from qmd_daemon.vectorize import EmbedBusy, embed_lock
-from tests.conftest import REPO_ROOT, write_tree
+from tests.conftest import MODELS_DIR, write_tree
 from tests.models.tiny_qwen3 import write_tiny_qwen3
-
-MODELS_DIR = REPO_ROOT / ".test-cache" / "models"
 
 FILES = {
     "net/retry.py": 'def backoff_delays(attempts):\n    """Wait longer after every failed attempt."""\n'
@@ -37,13 +35,6 @@ def small_engine(home: Path, monkeypatch: pytest.MonkeyPatch, small_models: dict
     engine = Engine(settings)
     yield engine
     engine.close()
-
-
-@pytest.fixture(scope="session")
-def small_models() -> dict:
-    from qmd_daemon.models.profiles import build_small_profile
-
-    return build_small_profile(MODELS_DIR)
 
 
 def _vector_top(engine: Engine, name: str) -> str:

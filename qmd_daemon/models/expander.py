@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -105,28 +106,40 @@ class Expander:
         self.cache = cache
         self.max_tokens = max_tokens
         self.limits = dict(limits or DEFAULT_LIMITS)
+        self.token_seconds = 0.0  # running estimate of one generated token's cost (deadline checks)
 
     def expand(self, query: str) -> list[Expansion]:
         """Expansions of `query` (possibly empty); never includes the query itself."""
+        return self.expand_until(query, None)[0]
+
+    def expand_until(self, query: str, deadline: float | None) -> tuple[list[Expansion], bool]:
+        """Expansions, and whether they are complete.
+
+        `deadline` (a `time.perf_counter()` value): a base model writes no further line once the
+        next one, at the pace measured so far, would end past it. A cut result is not cached, so
+        a later search without time pressure gets the whole expansion.
+        """
         query = " ".join(query.split())
         if not query:
-            return []
+            return [], True
         key = cache_key("expand", self.fingerprint, str(self.max_tokens), json.dumps(self.limits), query)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                return [Expansion(k, t) for k, t in json.loads(hit)]
+                return [Expansion(k, t) for k, t in json.loads(hit)], True
+        if deadline is not None and time.perf_counter() >= deadline:
+            return [], False
         with self.handle.acquire() as llm:
-            raw = self._generate(llm, query)
+            raw, complete = self._generate(llm, query, deadline)
         result = parse_expansions(raw, query, self.limits)
-        if self.cache is not None:
+        if self.cache is not None and complete:
             self.cache.put(key, json.dumps([[e.kind, e.text] for e in result]))
-        return result
+        return result, complete
 
     def unload(self) -> None:
         self.handle.unload()
 
-    def _generate_slots(self, llm: Any, query: str) -> str:
+    def _generate_slots(self, llm: Any, query: str, deadline: float | None) -> tuple[str, bool]:
         """Base models: force each line's kind, then let the model write that one line.
 
         Free generation from a base model repeats its first line until the token cap; forcing
@@ -145,13 +158,19 @@ class Expander:
             if budget <= 0:
                 break
             cap = min(budget, 48 if kind == "hyde" else 24)
+            if deadline is not None and time.perf_counter() + self.token_seconds * cap > deadline:
+                return text[start:], False
+            t0 = time.perf_counter()
             resp = llm.create_completion(text + f"{kind}:", temperature=0.0, max_tokens=cap, stop=["\n"])
             line = str(resp["choices"][0]["text"] or "")
-            budget -= int(resp["usage"]["completion_tokens"])
+            used = max(1, int(resp["usage"]["completion_tokens"]))
+            budget -= used
+            self.token_seconds = 0.5 * self.token_seconds + 0.5 * (time.perf_counter() - t0) / used
             text += f"{kind}:{line}\n"
-        return text[start:]
+        return text[start:], True
 
-    def _generate(self, llm: Any, query: str) -> str:
+    def _generate(self, llm: Any, query: str, deadline: float | None) -> tuple[str, bool]:
+        """The model's raw lines, and whether they are complete (not cut by the deadline)."""
         try:
             if self.chat:
                 llm.reset()  # evaluate the short prompt from scratch: same arithmetic, same output
@@ -159,7 +178,7 @@ class Expander:
                     messages=[{"role": "user", "content": CHAT_PROMPT.format(query=query)}],
                     temperature=0.0, max_tokens=self.max_tokens,
                 )
-                return str(resp["choices"][0]["message"]["content"] or "")
-            return self._generate_slots(llm, query)
+                return str(resp["choices"][0]["message"]["content"] or ""), True
+            return self._generate_slots(llm, query, deadline)
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"query expansion failed: {exc}") from None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +78,7 @@ class Reranker:
         self.cache = cache
         self.instruction = instruction
         self.max_doc_tokens = max_doc_tokens
+        self.pair_seconds: float | None = None  # running cost of one uncached pair (latency budgets)
 
     def score(self, query: str, docs: Sequence[str]) -> list[float]:
         """P(relevant) in [0, 1] for each document, in order."""
@@ -91,7 +93,10 @@ class Reranker:
         todo = [i for i, s in enumerate(scores) if s is None]
         if todo:
             with self.handle.acquire() as llm:
+                t0 = time.perf_counter()
                 fresh = self._score(llm, query, [docs[i] for i in todo])
+                pace = (time.perf_counter() - t0) / len(todo)
+                self.pair_seconds = pace if self.pair_seconds is None else 0.5 * (self.pair_seconds + pace)
             for i, value in zip(todo, fresh, strict=True):
                 scores[i] = value
                 if self.cache is not None:

@@ -21,6 +21,9 @@ _PHRASE = re.compile(r'"([^"]+)"')
 _EXCLUDE = re.compile(r"(?:^|\s)-([A-Za-z_][\w.-]*)")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*")
 MAX_TERMS = 40
+MODEL_TEXT_CHARS = 600  # what models see of a long query (bug reports, logs): see condense()
+_ERROR_LINE = re.compile(r"(?:Error|Exception|Traceback|Warning|error:|failed|panic|assert)", re.IGNORECASE)
+_PATH = re.compile(r"[\w.-]*[/\\][\w./\\-]+\.\w{1,5}")
 
 
 @dataclass
@@ -36,6 +39,7 @@ class ParsedQuery:
     vec: list[str] = field(default_factory=list)
     hyde: list[str] = field(default_factory=list)
     intent: str = ""
+    model_text: str = ""  # the question as the models get it: condensed when long
 
     @property
     def is_symbol_query(self) -> bool:
@@ -46,6 +50,25 @@ class ParsedQuery:
 
 def _words(text: str) -> list[str]:
     return [m.group(0) for m in _WORD.finditer(text)]
+
+
+def condense(text: str, limit: int = MODEL_TEXT_CHARS) -> str:
+    """A long query (a whole bug report) cut to what locates code: its first line (the title),
+    error lines, then file paths and identifiers, within `limit` characters. The models then cost
+    the same for a 20,000-character report as for a question, and lose little: an embedder or a
+    reranker reads a few hundred tokens of a query at most anyway."""
+    if len(text) <= limit:
+        return " ".join(text.split())
+    lines = [" ".join(ln.split()) for ln in text.splitlines()]
+    lines = [ln for ln in lines if ln]
+    if not lines:
+        return ""
+    kept = [lines[0][:200]]
+    errors = [ln[:160] for ln in lines[1:] if _ERROR_LINE.search(ln)]
+    kept += list(dict.fromkeys(errors))[:3]
+    anchors = _PATH.findall(text) + [w for w in _words(text) if split_identifier(w)]  # compound names
+    kept.append(" ".join(dict.fromkeys(anchors)))
+    return "\n".join(kept)[:limit].strip()
 
 
 def parse_query(raw: str) -> ParsedQuery:
@@ -69,6 +92,12 @@ def parse_query(raw: str) -> ParsedQuery:
     parsed.excludes = [e.lower() for e in _EXCLUDE.findall(text_wo_phrases)]
     positive = _EXCLUDE.sub(" ", text_wo_phrases)
     parsed.text = " ".join((positive + " " + " ".join(parsed.phrases)).split())
+    if not parsed.text:
+        parsed.model_text = condense(raw)
+    elif len(parsed.text) > MODEL_TEXT_CHARS:
+        parsed.model_text = condense("\n".join(plain_lines))
+    else:
+        parsed.model_text = parsed.text
     words = _words(positive) + [w for lex in parsed.lex for w in _words(lex)]
     if not words and not parsed.phrases:
         words = [w for v in parsed.vec + parsed.hyde for w in _words(v)]

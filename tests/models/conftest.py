@@ -1,21 +1,10 @@
-"""Shared fixtures: the `small` model profile, built once per session inside the checkout."""
+"""Model-test fixtures (the `small` profile itself is in tests/conftest.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-from qmd_daemon.models.profiles import build_small_profile
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-MODELS_DIR = REPO_ROOT / ".test-cache" / "models"
-
-
-@pytest.fixture(scope="session")
-def small_models() -> dict[str, Path]:
-    """Role -> GGUF of the small profile (MiniLM q8_0, Gemma 3 270M), cached across runs."""
-    return build_small_profile(MODELS_DIR)
 
 
 @pytest.fixture(scope="session")

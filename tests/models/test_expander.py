@@ -57,3 +57,17 @@ def test_expand_real_model_cached(small_models: dict[str, Path]) -> None:
     assert exp.expand("tokenize camelCase identifiers") == first
     assert exp.expand("   ") == []
     exp.unload()
+
+
+def test_deadline_cuts_expansion_and_skips_the_cache(small_models: dict[str, Path]) -> None:
+    cache = MemoryCache()
+    exp = Expander(small_models["expand"], cache=cache, threads=2, max_tokens=64)
+    assert exp.expand_until("retry http requests", time.perf_counter() - 1) == ([], False)
+    assert not cache.data, "a cut expansion must not be cached"
+    full, complete = exp.expand_until("retry http requests", None)
+    assert complete and len(cache.data) == 1 and exp.token_seconds > 0
+    # At the measured pace no slot fits in 50 ms (a slot is up to 24 tokens): cut, not cached.
+    lines, complete = exp.expand_until("parse yaml settings", time.perf_counter() + 0.05)
+    assert (lines, complete) == ([], False) and len(cache.data) == 1
+    assert exp.expand_until("retry http requests", time.perf_counter() - 1) == (full, True), "cache first"
+    exp.unload()

@@ -17,8 +17,7 @@ import pytest
 
 from qmd_daemon.config import IndexConfig
 from qmd_daemon.settings import Settings
-from tests.conftest import write_tree
-from tests.models.conftest import MODELS_DIR
+from tests.conftest import MODELS_DIR, write_tree
 
 RUN_CLI = """
 import sys

@@ -103,3 +103,46 @@ def test_docs_and_changelogs_yield_to_code_unless_docs_are_asked_for(engine: Eng
     ranked = [h.path for h in engine.search("retry policy exponential backoff", [name])]
     assert ranked[0] == "net/retry.py" and ranked.index("CHANGES.rst") == len(ranked) - 1
     assert engine.search("retry policy backoff documentation", [name])[0].path == "docs/retry.md"
+
+
+def test_long_bug_report_is_condensed_for_the_models() -> None:
+    title = "Crash when the upload body is empty"
+    body = "\n".join(
+        [title, "Steps: call ClientSession.post with data=b'' against a server.", "```"]
+        + [f"log line {i}: nothing to see here, all fine" for i in range(600)]
+        + ["Traceback (most recent call last):", '  File "aiohttp/client_reqrep.py", line 12, in write_bytes',
+           "ValueError: empty payload is not allowed", "```"]
+    )
+    assert len(body) > 20_000
+    parsed = parse_query(body)
+    assert len(parsed.model_text) <= 600
+    first, *rest = parsed.model_text.splitlines()
+    assert first == title
+    assert "ValueError: empty payload is not allowed" in rest
+    assert "aiohttp/client_reqrep.py" in parsed.model_text and "ClientSession.post" in parsed.model_text
+    assert "write_bytes" in parsed.model_text and "log line" not in parsed.model_text
+    assert len(parsed.terms) <= 40, "BM25 gets a bounded term list too"
+    short = parse_query("where is the upload body written -legacy")
+    assert short.model_text == "where is the upload body written"
+
+
+def test_query_words_in_the_file_name_lift_that_file(engine: Engine, tmp_path: Path) -> None:
+    body = ("def load(path):\n    '''Read the token from disk and check its expiry.'''\n"
+            "    return open(path).read()\n")
+    name = _indexed(engine, tmp_path / "p", {"auth/token_store.py": body, "misc/helpers.py": body})
+    hits = engine.search("token store", [name], options=SearchOptions(explain=True))
+    assert hits[0].path == "auth/token_store.py"
+    boosts = {h.path: h.explain["boosts"].get("path_words", 0.0) for h in hits}
+    assert boosts["auth/token_store.py"] > 0 and boosts.get("misc/helpers.py", 0.0) == 0
+    plain = engine.search("token store", [name], options=SearchOptions(explain=True, boosts=False))
+    assert all("path_words" not in h.explain["boosts"] for h in plain), "the rule is switchable"
+
+
+def test_many_matching_chunks_earn_the_file_a_larger_coherence_boost(engine: Engine, tmp_path: Path) -> None:
+    doc = "    '''Evict the cache entry when it expires.'''\n"
+    many = "\n\n".join(f"def cache_entry_{i}():\n" + doc + "\n" * 45 for i in range(4))
+    one = "def evict():\n    '''Evict the cache entry when it expires.'''\n"
+    name = _indexed(engine, tmp_path / "p", {"lru.py": many, "other.py": one})
+    hits = engine.search("evict expired cache entry", [name], options=SearchOptions(explain=True, per_file=1))
+    coherence = {h.path: h.explain["boosts"].get("coherence", 0.0) for h in hits}
+    assert coherence["lru.py"] > coherence["other.py"] > 0

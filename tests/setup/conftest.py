@@ -11,17 +11,15 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-MODELS_DIR = REPO_ROOT / ".test-cache" / "models"
+from tests.conftest import MODELS_DIR, REPO_ROOT
+
 INSTALL_SH = REPO_ROOT / "install.sh"
 VENV = Path(sys.prefix)
 
 
 @pytest.fixture(scope="session")
-def small_profile() -> Path:
-    from qmd_daemon.models.profiles import build_small_profile
-
-    build_small_profile(MODELS_DIR)
+def small_profile(small_models: dict[str, Path]) -> Path:
+    """The folder holding the small profile's models (QMD_MODELS_DIR)."""
     return MODELS_DIR
 
 

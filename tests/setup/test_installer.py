@@ -210,7 +210,7 @@ def test_stored_selection_is_the_default_when_not_asked(fake_home):
 def test_auto_pass_continues_as_yes(fake_home):
     env = dict(
         fake_home,
-        QMD_BENCHMARK_QUICK="1",  # test seam: vector-only queries (2 CPU cores here)
+        QMD_BENCHMARK_RERANK_CANDIDATES="4",  # the whole pipeline, a short rerank (2 CPU cores here)
         QMD_BENCHMARK_MAX_QUERY_SECONDS="60",
         QMD_BENCHMARK_MIN_CHUNKS_PER_SECOND="0.1",
     )
@@ -234,7 +234,7 @@ def test_auto_pass_continues_as_yes(fake_home):
 def test_auto_fail_stores_no_and_installs_nothing(fake_home):
     home = _home(fake_home)
     before = listing(home)
-    env = dict(fake_home, QMD_BENCHMARK_QUICK="1", QMD_BENCHMARK_MIN_CHUNKS_PER_SECOND="1000000")
+    env = dict(fake_home, QMD_BENCHMARK_RERANK_CANDIDATES="4", QMD_BENCHMARK_MIN_CHUNKS_PER_SECOND="1000000")
     proc = run_install(
         env, "--semantic-retrieval", "auto", "--profile", "small", "--python-env", fake_home["QMD_PYTHON"]
     )
