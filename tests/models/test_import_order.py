@@ -19,28 +19,38 @@ from qmd_daemon.config import IndexConfig
 from qmd_daemon.settings import Settings
 from tests.conftest import MODELS_DIR, write_tree
 
-RUN_CLI = """
-import sys
+RUN = """
+import runpy, sys
 order = []
 def hook(event, args):
     if event == "import" and args[0] in ("numpy", "llama_cpp") and args[0] not in order:
         order.append(args[0])
 sys.addaudithook(hook)
-sys.argv = ["qmd-daemon", *sys.argv[1:]]
-from qmd_daemon.cli import main
+module, sys.argv = sys.argv[1], ["qmd-daemon", *sys.argv[2:]]
 try:
-    main()
+    if module == "cli":
+        from qmd_daemon.cli import main
+        main()
+    else:
+        runpy.run_module(module, run_name="__main__")
 finally:
     print("IMPORT-ORDER=" + ",".join(order), file=sys.stderr)
 """
 
 
-def _first_imports(env: dict[str, str], *args: str) -> list[str]:
-    proc = subprocess.run([sys.executable, "-c", RUN_CLI, *args], env=env, capture_output=True,
+def _first_imports(env: dict[str, str], module: str, *args: str) -> list[str]:
+    """Run `module` (or "cli": the qmd-daemon command) in a fresh interpreter; the first-import order."""
+    proc = subprocess.run([sys.executable, "-c", RUN, module, *args], env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("IMPORT-ORDER="))
     return [m for m in line.split("=", 1)[1].split(",") if m]
+
+
+def _assert_llama_first(order: list[str], what: str) -> None:
+    assert "llama_cpp" in order, f"{what} loaded no model: the check would prove nothing"
+    if "numpy" in order:
+        assert order.index("llama_cpp") < order.index("numpy"), f"{what}: {order}"
 
 
 @pytest.mark.usefixtures("small_models")
@@ -51,10 +61,16 @@ def test_llama_cpp_is_imported_before_numpy(home: Path, tmp_path: Path) -> None:
     config.save()
     code = "def backoff(n):\n    return [2 ** i for i in range(n)]\n"
     root = write_tree(tmp_path / "proj", {"net/retry.py": code})
-    _first_imports(env, "collection", "add", str(root), "--name", "proj")
-    _first_imports(env, "update")
-    for command in (("embed",), ("search", "wait longer after each failure", "--json")):
-        order = _first_imports(env, *command)
-        assert "llama_cpp" in order, f"{command[0]} loaded no model: the check would prove nothing"
-        if "numpy" in order:
-            assert order.index("llama_cpp") < order.index("numpy"), f"{command[0]}: {order}"
+    _first_imports(env, "cli", "collection", "add", str(root), "--name", "proj")
+    _first_imports(env, "cli", "update")
+    for command in (("embed",), ("search", "wait longer after each failure", "--json", "--rerank")):
+        _assert_llama_first(_first_imports(env, "cli", *command), command[0])
+
+
+@pytest.mark.usefixtures("small_models")
+def test_auto_benchmark_child_imports_llama_cpp_before_numpy(tmp_path: Path) -> None:
+    """The process that crashed on the GPU machine: `bench --auto`'s per-device child."""
+    env = dict(os.environ, QMD_MODELS_DIR=str(MODELS_DIR), QMD_BENCHMARK_RERANK_CANDIDATES="1")
+    order = _first_imports(env, "qmd_daemon.setup.bench", "--child", "cpu", "--profile", "small",
+                           "--workdir", str(tmp_path / "work"))
+    _assert_llama_first(order, "bench --child")
