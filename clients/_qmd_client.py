@@ -8,7 +8,6 @@ qmd_daemon/settings.py (QMD_DAEMON_HOME, XDG_STATE_HOME); keep the two in step.
 from __future__ import annotations
 
 import _socket  # the C module: `socket` drags in selectors, enum and IDNA on connect
-import contextlib
 import json
 import os
 import sys
@@ -167,30 +166,38 @@ def repo_signature(root: str) -> str | None:
 
 
 def _stamp_path(root: str) -> str:
-    import zlib
+    import zlib  # ~0.7 ms to import; hashlib (which loads OpenSSL) ~5 ms
 
     name = "".join(c if c.isalnum() else "_" for c in os.path.basename(root))[:40]
     return os.path.join(state_dir(), "repos", f"{name}-{zlib.crc32(os.fsencode(root)):08x}.json")
 
 
-def read_stamp(root: str) -> str | None:
+def read_stamp(root: str) -> dict[str, Any]:
+    """What the last call recorded for `root`: `signature` (repo_signature when the daemon last
+    refreshed it) and `watched` (the daemon said it watches the root and keeps it fresh)."""
     try:
         with open(_stamp_path(root), encoding="utf-8") as handle:
             data = json.load(handle)
-        return data.get("signature") if data.get("root") == root else None
-    except (OSError, ValueError, AttributeError):
-        return None
+        return data if isinstance(data, dict) and data.get("root") == root else {}
+    except (OSError, ValueError):
+        return {}
 
 
-def write_stamp(root: str, signature: str | None) -> None:
-    if signature is None:
+def write_stamp(root: str, signature: str | None, watched: bool = False) -> None:
+    if signature is None and not watched:
+        # nothing to remember; only forget a `watched` mark so the next call checks with git
+        try:  # noqa: SIM105 - contextlib costs an import on every call
+            os.unlink(_stamp_path(root))
+        except OSError:
+            pass
         return
     path = _stamp_path(root)
     try:
         private_dir(os.path.dirname(path))
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump({"root": root, "signature": signature, "at": time.time()}, handle)
+            stamp = {"root": root, "signature": signature, "watched": watched, "at": time.time()}
+            json.dump(stamp, handle)
         os.replace(tmp, path)
     except OSError:
         pass
@@ -353,8 +360,10 @@ def _claim_spawn() -> bool:
 
 
 def _release_spawn() -> None:
-    with contextlib.suppress(OSError):
+    try:  # noqa: SIM105 - contextlib costs an import on every call
         os.unlink(os.path.join(state_dir(), SPAWN_MARKER))
+    except OSError:
+        pass
 
 
 def healthy(state: dict[str, Any] | None, timeout: float = 2.0) -> bool:

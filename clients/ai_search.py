@@ -2,8 +2,10 @@
 
 Standard library only, so it starts in a few tens of milliseconds. It resolves the git top level
 of --repo (default: the current folder) to its `repo-<name>` collection (registered on first use),
-asks the daemon to refresh it when `git status` says files changed since the last refresh, and
-searches it together with the collections included by default. With no daemon it starts one
+and searches it together with the collections included by default. Freshness: when the daemon
+said last time that it watches the root (inotify; it then takes in every change made before the
+request), the client leaves it to the daemon (refresh "auto"); otherwise it asks for a refresh
+when `git status` says files changed since the last one. With no daemon it starts one
 (detached) and waits for it; when none can be used it searches in a one-off process instead.
 
 Output: a JSON list of {path, line, end_line, score, snippet, collection}, best first, paths
@@ -16,16 +18,14 @@ import json
 import os
 import sys
 
-if False:  # annotations only: importing typing (or argparse, below) costs ms on every call
+if False:  # annotations only: importing typing costs ms on every call (_parser imports argparse)
     import argparse
     from typing import Any
 
 if __package__:
     from . import _qmd_client as qc
 else:  # run as a file (python clients/ai_search.py): its folder is sys.path[0]
-    import importlib
-
-    qc = importlib.import_module("_qmd_client")
+    qc = __import__("_qmd_client")  # not importlib.import_module: importing importlib costs ~1 ms
 
 PROG = "ai-search"
 OUTPUT_KEYS = ("path", "line", "end_line", "score", "snippet", "collection")
@@ -62,7 +62,7 @@ def _fail(message: str, code: int = 1) -> int:
     return code
 
 
-def _request(args: argparse.Namespace, query: str, root: str, refresh: bool) -> dict[str, Any]:
+def _request(args: argparse.Namespace, query: str, root: str, refresh: bool | str) -> dict[str, Any]:
     body: dict[str, Any] = {"query": query, "limit": args.limit, "refresh": refresh, "wait": args.wait}
     if args.collection:
         body["collections"] = args.collection
@@ -111,8 +111,16 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isdir(start):
         return _fail(f"{start} is not a folder", 2)
     root, is_git = qc.repo_root(start)
-    signature = qc.repo_signature(root) if is_git else None
-    refresh = signature is None or signature != qc.read_stamp(root)
+    stamp = qc.read_stamp(root)
+    signature = None
+    refresh: bool | str
+    if stamp.get("watched") and not args.collection:
+        # the daemon watches this root: it takes in every change it has been told of before it
+        # answers (or refreshes the root itself when it cannot), so no `git status` here
+        refresh = "auto"
+    else:
+        signature = qc.repo_signature(root) if is_git else None
+        refresh = signature is None or signature != stamp.get("signature")
     body = _request(args, query, root, refresh)
     response = None
     try:
@@ -125,11 +133,19 @@ def main(argv: list[str] | None = None) -> int:
             response = qc.fallback_search(body)
     except (qc.DaemonUnavailable, qc.DaemonError) as exc:
         return _fail(str(exc))
-    if refresh and response.get("refreshed") and not args.collection:
-        qc.write_stamp(root, signature)
+    if not args.collection:
+        watched = bool(response.get("watched"))
+        if watched and not stamp.get("watched"):
+            qc.write_stamp(root, None, watched=True)
+        elif not watched and refresh is True and response.get("refreshed"):
+            qc.write_stamp(root, signature)
+        elif not watched and stamp.get("watched"):
+            qc.write_stamp(root, None)
     if os.environ.get("QMD_TIMING"):  # for bench/daemon.py: the daemon's side of this call
-        keys = ("search_ms", "took_ms", "refreshed", "stale", "in_process")
-        print(json.dumps({"qmd_timing": {k: response.get(k) for k in keys}}), file=sys.stderr)
+        keys = ("search_ms", "took_ms", "refreshed", "stale", "in_process", "watched")
+        timing = {k: response.get(k) for k in keys}
+        timing["sent_refresh"] = refresh
+        print(json.dumps({"qmd_timing": timing}), file=sys.stderr)
     rows = shape(response, root)
     if args.json or not sys.stdout.isatty():
         json.dump(rows, sys.stdout, ensure_ascii=False, indent=1)
@@ -143,11 +159,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     try:
-        sys.exit(main())
+        code = main()
+        sys.stdout.flush()
+        sys.stderr.flush()
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    os._exit(code)  # output flushed, no threads or atexit work: skip interpreter teardown (a few ms a call)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def _search(raw: str) -> int:
                 home, created = api.resolve_path(engine, req.path, create=True)
             scope = api.search_scope(engine, req.names, home)
             refreshed = None
-            if created or req.refresh:
+            if created or req.refresh or req.auto:  # nothing watches for this one-off process
                 engine.update([home.name] if home is not None else req.names, progress=False)
                 refreshed = True
             trace = SearchTrace()

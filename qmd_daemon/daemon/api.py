@@ -87,6 +87,7 @@ class SearchRequest:
     explain: bool
     refresh: bool
     wait: float
+    auto: bool = False  # refresh "auto": the daemon decides (see server.search)
 
 
 def parse_search(body: dict[str, Any]) -> SearchRequest:
@@ -103,10 +104,14 @@ def parse_search(body: dict[str, Any]) -> SearchRequest:
     }
     if body.get("rerank_candidates") is not None:
         wanted["rerank_candidates"] = _int(body, "rerank_candidates", 40, 0, MAX_LIMIT)
+    if "budget_ms" in body:  # 0 or null: no latency budget
+        wanted["budget_ms"] = _float(body, "budget_ms", 0.0, 0.0, 600_000.0) or None
     for flag in ("rerank", "expand", "vectors"):
         if body.get(flag) is not None:
             wanted[flag] = bool(body[flag])
     options = SearchOptions(**{k: v for k, v in wanted.items() if k in _OPTION_FIELDS})
+    refresh = body.get("refresh", False)
+    auto = refresh == "auto"
     return SearchRequest(
         query=query,
         names=_names(body),
@@ -114,8 +119,9 @@ def parse_search(body: dict[str, Any]) -> SearchRequest:
         limit=limit,
         options=options,
         explain=explain,
-        refresh=bool(body.get("refresh", False)),
+        refresh=bool(refresh) and not auto,
         wait=_float(body, "wait", 30.0, 0.0, 3600.0),
+        auto=auto,
     )
 
 

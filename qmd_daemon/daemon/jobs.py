@@ -34,6 +34,7 @@ class Job:
     state: str = "queued"  # queued | running | done | failed
     created_at: float = field(default_factory=time.time)
     started_at: float | None = None
+    started_mono: float | None = None  # time.monotonic() at start: compared with the watcher's
     finished_at: float | None = None
     result: Any = None
     error: dict[str, str] | None = None
@@ -116,6 +117,15 @@ class JobQueue:
         active = [*self._queue, *([self._running] if self._running else [])]
         return any(j.kind in kinds and j.covers(name) for j in active)
 
+    def latest(self, kind: str, name: str) -> Job | None:
+        """The job of `kind` covering `name` that will finish last (queued, else running), if any:
+        jobs run in order, so waiting for it waits for all of them."""
+        for job in reversed(self._queue):
+            if job.kind == kind and job.covers(name):
+                return job
+        running = self._running
+        return running if running is not None and running.kind == kind and running.covers(name) else None
+
     def snapshot(self) -> dict[str, Any]:
         return {
             "running": self._running.as_dict() if self._running else None,
@@ -137,7 +147,7 @@ class JobQueue:
                 continue
             job = self._queue.popleft()
             self._running = job
-            job.state, job.started_at = "running", time.time()
+            job.state, job.started_at, job.started_mono = "running", time.time(), time.monotonic()
             try:
                 job.result = await loop.run_in_executor(self._executor, self._run, job)
                 job.state = "done"

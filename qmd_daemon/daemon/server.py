@@ -37,7 +37,7 @@ from qmd_daemon.daemon.state import (
     remove_state,
     write_state,
 )
-from qmd_daemon.daemon.watcher import RootWatcher
+from qmd_daemon.daemon.watcher import RootSpec, RootWatcher
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError, UsageError
 from qmd_daemon.search.pipeline import SearchTrace
@@ -100,6 +100,8 @@ class Daemon:
         self._reader_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qmd-reader")
         self.jobs = JobQueue(self.writer, auto_embed=auto_embed, on_finished=self._job_finished)
         self.watcher = RootWatcher(self._on_files_changed, settings.excludes) if watch else None
+        self._root_names: dict[Path, list[str]] = {}  # watched root -> its collections
+        self._refreshed: dict[str, float] = {}  # collection -> monotonic start of its last good refresh
         self._last_activity = clock()
         self._inflight = 0
         self._stop = asyncio.Event()
@@ -230,7 +232,7 @@ class Daemon:
             raise ApiError(404, "not_found", f"no collection covers {path}")
         if created:
             log.info("registered collection %s -> %s", collection.name, collection.path)
-            self._spawn(self._sync_watch())
+            await self._sync_watch()  # watched before its first refresh starts: fresh after it
         return collection, created
 
     async def _check_names(self, names: list[str] | None) -> None:
@@ -243,15 +245,42 @@ class Daemon:
     async def search(self, request: web.Request) -> web.Response:
         started = time.perf_counter()
         req = api.parse_search(await self._body(request))
-        home, created = (None, False)
-        if req.path is not None and not req.names:
-            home, created = await self._resolve(req.path, create=True)
-        await self._check_names(req.names)
-        scope = await self._read(api.search_scope, self.reader, req.names, home)
+
+        def prepare() -> tuple[Any, bool, list[str], list[str], RootSpec | None]:  # one trip
+            home, created = (None, False)
+            if req.path is not None and not req.names:
+                home, created = api.resolve_path(self.reader, req.path, create=True)
+            known = self.reader.collections()
+            missing = [n for n in req.names or [] if n not in known]
+            scope = (
+                []
+                if missing or (home is None and req.path is not None and not req.names)
+                else (api.search_scope(self.reader, req.names, home))
+            )
+            spec = root_specs(known).get(home.path) if home is not None else None
+            return home, created, missing, scope, spec
+
+        home, created, missing, scope, spec = await self._read(prepare)
+        if req.path is not None and not req.names and home is None:
+            raise ApiError(404, "not_found", f"no collection covers {req.path}")
+        if created:
+            log.info("registered collection %s -> %s", home.name, home.path)
+            await self._sync_watch()  # watched before its first refresh starts: fresh after it
+        if missing:
+            raise ApiError(404, "not_found", f"no collection named '{missing[0]}'")
         refreshed: bool | None = None
         job: Job | None = None
-        if created or req.refresh:
+        if req.auto and home is not None and not created:
+            # the client left freshness to us: take in every change the kernel has queued (all
+            # made before this request) and wait for the refresh they call for; a root we cannot
+            # vouch for is refreshed as if the client had asked
+            if self._watched(home, spec, flush=True):
+                job = self.jobs.latest("refresh", home.name)
+            else:
+                job = self.jobs.submit("refresh", [home.name])
+        elif created or req.refresh or req.auto:
             job = self.jobs.submit("refresh", [home.name] if home is not None else req.names)
+        if job is not None:
             refreshed = await job.wait(req.wait) and job.state == "done"
         trace = SearchTrace()
 
@@ -269,6 +298,9 @@ class Daemon:
             "roots": roots,
             "created": created,
             "refreshed": refreshed,
+            # the root's changes reach the daemon as they happen: the client may leave freshness
+            # to it (refresh "auto") instead of running `git status`
+            "watched": home is not None and self._watched(home, spec),
             "search_ms": round(search_ms, 3),
             "took_ms": round((time.perf_counter() - started) * 1000, 3),
         }
@@ -326,6 +358,10 @@ class Daemon:
             "idle_exit_in_s": round(max(0.0, self.idle_remaining()), 1),
             "state_file": str(self.settings.state_dir / "daemon.json"),
             "watching": [str(r) for r in self.watcher.roots] if self.watcher else [],
+            "watch_backend": self.watcher.backend if self.watcher else None,
+            "vouched_for": [str(r) for r in self.watcher.roots if self.watcher.vouches(r)]
+            if self.watcher
+            else [],
             "watched_folders": len(self.watcher.dirs) if self.watcher else 0,
             "watch_error": self.watcher.error if self.watcher else None,
         }
@@ -342,20 +378,40 @@ class Daemon:
         if self.watcher is None or self._closed:
             return
         collections = await self._read(self.reader.collections)
-        await self.watcher.sync([c.path for c in collections.values()])
+        names: dict[Path, list[str]] = {}
+        for name, c in collections.items():
+            names.setdefault(c.path, []).append(name)
+        specs = root_specs(collections)
+        self._root_names = names
+        await self.watcher.sync(specs)
+
+    def _watched(self, home: Any, spec: RootSpec | None, *, flush: bool = False) -> bool:
+        """The watcher sees every change under `home`'s root as it happens, by the rules the root's
+        collections have now (`spec`), and a refresh that started after its watch began has
+        finished: the index is as fresh as the watcher's news."""
+        if self.watcher is None or self._closed:
+            return False
+        vouched = self.watcher.flush(home.path) if flush else self.watcher.vouches(home.path)
+        if self.watcher.spec(home.path) != spec:
+            return False  # index.yml changed what the root's collections take since it was listed
+        since = self.watcher.since(home.path)
+        refreshed = self._refreshed.get(home.name)
+        return vouched and since is not None and refreshed is not None and refreshed >= since
 
     def _on_files_changed(self, roots: set[Path]) -> None:
-        self._spawn(self._refresh_roots(roots))
-
-    async def _refresh_roots(self, roots: set[Path]) -> None:
-        collections = await self._read(self.reader.collections)
-        names = [n for n, c in collections.items() if c.path in roots]
+        names = [n for root in sorted(roots) for n in self._root_names.get(root, [])]
         if names and not self._closed:
             self.jobs.submit("refresh", names)
 
     def _job_finished(self, job: Job) -> None:
+        if job.kind == "refresh" and job.state == "done" and job.started_mono is not None:
+            for name in job.names if job.names is not None else list(self._refreshed_names()):
+                self._refreshed[name] = max(self._refreshed.get(name, 0.0), job.started_mono)
         if job.kind == "refresh" and not self._closed:
             self._spawn(self._sync_watch())
+
+    def _refreshed_names(self) -> list[str]:
+        return [n for names in self._root_names.values() for n in names]
 
     async def _idle_loop(self) -> None:
         while not self._stop.is_set():
@@ -459,6 +515,14 @@ async def _serve(settings: Settings, idle_minutes: float | None, out: Callable[[
         sys.stderr.flush()
         os._exit(0)
     return 0
+
+
+def root_specs(collections: dict[str, Any]) -> dict[Path, RootSpec]:
+    """What the collections take under each root; two on one root: the union (anything counts)."""
+    specs: dict[Path, RootSpec] = {}
+    for c in collections.values():
+        specs[c.path] = RootSpec(c.pattern, tuple(c.ignore)) if c.path not in specs else RootSpec("**", ())
+    return specs
 
 
 def _running(state_dir: Path) -> DaemonState | None:

@@ -85,19 +85,104 @@ def _git_candidates(root: Path) -> list[str] | None:
     return sorted({n for n in names if n})
 
 
-def _walk_candidates(root: Path, skipped: Counter[str]) -> list[str]:
+def tracked_but_ignored(root: Path) -> set[str]:
+    """Files git tracks although a .gitignore matches them (`git add -f`): `ls-files` lists them,
+    so they are indexed, and a watcher must not drop their changes. Empty outside git."""
+    if find_git_root(root) is None:
+        return set()
+    try:
+        proc = subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", "-C", str(root), "ls-files", "-z", "--cached", "--ignored",
+             "--exclude-standard"],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
+    if proc.returncode != 0:
+        return set()
+    return {n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n}
+
+
+class IgnoreRules:
+    """What a scan of `root` leaves out, as one matcher: the built-in excludes and the collection's
+    own ignore patterns (gitignore syntax), the mask (files only), and the .gitignore files of the
+    tree, each applying below its folder as git applies them (an ignored folder hides everything
+    in it). The walk below lists a tree without git with it; the daemon's watcher drops the
+    events of paths it ignores. `keep`: files indexed although a .gitignore matches them."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        mask: str,
+        ignore: list[str],
+        excludes: tuple[str, ...],
+        keep: set[str] | frozenset[str] = frozenset(),
+    ):
+        self.root = root
+        self.mask_spec = compile_mask(mask)
+        self.exclude_spec = compile_patterns([*excludes, *ignore], "ignore")
+        self.keep = keep
+        self._keep_dirs = {k.rsplit("/", i)[0] for k in keep for i in range(1, k.count("/") + 1)}
+        self._specs: dict[str, pathspec.PathSpec | None] = {}
+        self._dirs: dict[str, bool] = {}
+        self.unreadable = 0
+
+    def _spec(self, rel_dir: str) -> pathspec.PathSpec | None:
+        """The .gitignore of folder `rel_dir` ('' for the root), read once."""
+        if rel_dir not in self._specs:
+            spec = None
+            path = self.root / rel_dir / ".gitignore" if rel_dir else self.root / ".gitignore"
+            if path.is_file():
+                try:
+                    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+                    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+                except OSError:
+                    self.unreadable += 1
+            self._specs[rel_dir] = spec
+        return self._specs[rel_dir]
+
+    def _matched_by_gitignore(self, rel: str, is_dir: bool) -> bool:
+        parts = rel.split("/")
+        for depth in range(len(parts)):  # the .gitignore of every folder above `rel`, root first
+            base = "/".join(parts[:depth])
+            spec = self._spec(base)
+            if spec is not None:
+                local = rel[len(base) + 1 :] if base else rel
+                if spec.match_file(local + ("/" if is_dir else "")):
+                    return True
+        return False
+
+    def git_ignored(self, rel: str, is_dir: bool) -> bool:
+        """A .gitignore hides `rel` (a POSIX path relative to the root), or a folder above it."""
+        if rel in self.keep or (is_dir and rel in self._keep_dirs):
+            return False
+        head, _, _ = rel.rpartition("/")
+        if head and self.dir_git_ignored(head):
+            return True
+        return self._matched_by_gitignore(rel, is_dir)
+
+    def dir_git_ignored(self, rel_dir: str) -> bool:
+        if rel_dir not in self._dirs:
+            self._dirs[rel_dir] = self.git_ignored(rel_dir, True)
+        return self._dirs[rel_dir]
+
+    def excluded(self, rel: str, is_dir: bool = False) -> bool:
+        """The excludes or the collection's ignore patterns drop `rel`, or (a file) the mask does."""
+        if is_dir:
+            return rel.split("/")[-1] == ".git" or self.exclude_spec.match_file(rel + "/")
+        return not self.mask_spec.match_file(rel) or self.exclude_spec.match_file(rel)
+
+    def ignored(self, rel: str, is_dir: bool = False) -> bool:
+        """Whether a scan of the root would leave `rel` out (or everything in it, for a folder)."""
+        return self.excluded(rel, is_dir) or self.git_ignored(rel, is_dir)
+
+
+def _walk_candidates(root: Path, rules: IgnoreRules, skipped: Counter[str]) -> list[str]:
     """Walk without following directory links, applying each folder's .gitignore below it."""
     out: list[str] = []
-    specs: list[tuple[str, pathspec.PathSpec]] = []
-
-    def ignored(rel: str, is_dir: bool) -> bool:
-        for base, spec in specs:
-            if base and not rel.startswith(base + "/"):
-                continue
-            local = rel[len(base) + 1 :] if base else rel
-            if spec.match_file(local + ("/" if is_dir else "")):
-                return True
-        return False
 
     def unreadable(_error: OSError) -> None:
         skipped["unreadable_dir"] += 1
@@ -105,17 +190,11 @@ def _walk_candidates(root: Path, skipped: Counter[str]) -> list[str]:
     for current, dirs, files in os.walk(root, followlinks=False, onerror=unreadable):
         rel_dir = os.path.relpath(current, root)
         rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
-        specs = [(b, s) for b, s in specs if not b or rel_dir == b or rel_dir.startswith(b + "/")]
-        gitignore = Path(current) / ".gitignore"
-        if gitignore.is_file():
-            try:
-                lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-                specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
-            except OSError:
-                skipped["unreadable"] += 1
         prefix = f"{rel_dir}/" if rel_dir else ""
-        dirs[:] = sorted(d for d in dirs if d != ".git" and not ignored(prefix + d, True))
-        out.extend(prefix + f for f in sorted(files) if not ignored(prefix + f, False))
+        dirs[:] = sorted(d for d in dirs if d != ".git" and not rules.dir_git_ignored(prefix + d))
+        out.extend(prefix + f for f in sorted(files) if not rules.git_ignored(prefix + f, False))
+    if rules.unreadable:
+        skipped["unreadable"] += rules.unreadable
     return out
 
 
@@ -128,14 +207,13 @@ def scan(
     max_file_bytes: int,
 ) -> ScanResult:
     result = ScanResult()
-    mask_spec = compile_mask(mask)
-    exclude_spec = compile_patterns([*excludes, *ignore], "ignore")
+    rules = IgnoreRules(root, mask=mask, ignore=ignore, excludes=excludes)
     real_root = root.resolve()
     candidates = _git_candidates(root)
     if candidates is None:
-        candidates = _walk_candidates(root, result.skipped)
+        candidates = _walk_candidates(root, rules, result.skipped)
     for rel in candidates:
-        if not mask_spec.match_file(rel) or exclude_spec.match_file(rel):
+        if rules.excluded(rel):
             continue
         try:
             rel.encode("utf-8")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -143,5 +144,29 @@ def test_client_imports_stay_cheap(qhome: Path, repo: Path) -> None:
     assert proc.returncode == 0
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
     heavy = {"ssl", "http.client", "urllib.request", "subprocess", "asyncio", "typing", "email"}
+    heavy |= {"hashlib", "_hashlib", "shutil"}  # argparse, json and zlib are all it needs
     assert not imported & heavy, imported & heavy
     assert not any(name.startswith("qmd_daemon") for name in imported)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the daemon vouches for roots with inotify")
+def test_a_watched_repository_needs_no_git_status(qhome: Path, repo: Path, tmp_path: Path) -> None:
+    calls = tmp_path / "git-calls"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "git").write_text(f'#!/bin/sh\necho "$*" >> "{calls}"\nexec "{shutil.which("git")}" "$@"\n')
+    (bindir / "git").chmod(0o755)
+    path = f"{bindir}{os.pathsep}{os.environ['PATH']}"
+    assert search(qhome, repo, "cookie", PATH=path)
+    assert " status " in calls.read_text()  # the first call checks with git; the daemon then vouches
+    stamps = list((qhome / "state" / "repos").glob("*.json"))
+    assert len(stamps) == 1 and json.loads(stamps[0].read_text())["watched"] is True
+    calls.write_text("")
+    (repo / "src" / "fresh.py").write_text("def brand_new_helper_function():\n    return 42\n")
+    hits = search(qhome, repo, "brand_new_helper_function", "-n", "3", PATH=path)
+    assert hits[0]["path"] == "src/fresh.py"  # written just before: the daemon took it in first
+    assert " status " not in calls.read_text()
+    # the in-process fallback has no watcher: it refreshes
+    (repo / "src" / "later.py").write_text("def added_with_no_daemon():\n    return 1\n")
+    hits = search(qhome, repo, "added_with_no_daemon", "--no-daemon", PATH=path)
+    assert hits[0]["path"] == "src/later.py"

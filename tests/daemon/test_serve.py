@@ -8,13 +8,27 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from clients import _qmd_client as qc
 from qmd_daemon.daemon.state import DaemonState, probe_health, write_state
+from qmd_daemon.engine import Engine
+from qmd_daemon.settings import Settings
 from tests.conftest import run_cli
-from tests.daemon.support import env_for, pid_running, start_serve, state_of, stop_daemon, wait_for
+from tests.daemon.support import (
+    env_for,
+    make_repo,
+    pid_running,
+    start_serve,
+    state_of,
+    stop_daemon,
+    wait_for,
+)
 
 
 @pytest.fixture
@@ -91,3 +105,61 @@ def test_state_file_contents(serve_home: Path) -> None:
     state = healthy_state(serve_home)
     raw = json.loads((serve_home / "state" / "daemon.json").read_text())
     assert raw["pid"] == state.pid and len(raw["token"]) >= 32 and raw["version"]
+
+
+def test_sigterm_lets_an_in_flight_search_finish_and_closes_the_index(
+    serve_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a repository big enough that its first refresh takes about a second: the search below waits
+    # for that refresh, so it is in flight when the daemon gets SIGTERM
+    files = {
+        f"pkg{i % 20}/mod{i}.py": "".join(
+            f"def function_{i}_{j}(value):\n    '''Scale value for {i} {j}.'''\n    return value * {j}\n\n\n"
+            for j in range(12)
+        )
+        for i in range(600)
+    }
+    files["pkg0/needle.py"] = "def unmistakable_needle_function():\n    return 'found'\n"
+    repo = make_repo(tmp_path / "big", files)
+    proc = start_serve(serve_home)
+    state = healthy_state(serve_home)
+    answer: dict[str, Any] = {}
+
+    def search() -> None:
+        body = {"query": "unmistakable_needle_function", "path": str(repo), "refresh": True, "wait": 120}
+        try:
+            answer["body"] = qc.http(state.as_dict(), "POST", "/search", body, timeout=120)
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            answer["error"] = exc
+        answer["at"] = time.monotonic()
+
+    client = threading.Thread(target=search)
+    client.start()
+
+    def refresh_running() -> bool:
+        jobs = qc.http(state.as_dict(), "GET", "/status", timeout=10)["jobs"]
+        return bool(jobs["running"]) and jobs["running"]["kind"] == "refresh"
+
+    wait_for(refresh_running, timeout=30, step=0.02)
+    signalled = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    client.join(timeout=60)
+    assert proc.returncode == 0, err
+    assert "stopped (signal SIGTERM)" in out
+    assert "error" not in answer, answer.get("error")
+    assert answer["at"] > signalled  # it really was in flight
+    body = answer["body"]
+    assert body["refreshed"] is True
+    assert body["hits"] and body["hits"][0]["path"] == "pkg0/needle.py"
+    assert not (serve_home / "state" / "daemon.json").exists()
+    # closed cleanly: the last connection checkpointed the WAL away, and the index opens as it was
+    index = serve_home / "cache" / "index.sqlite"
+    assert index.exists() and not Path(f"{index}-wal").exists()
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(serve_home))
+    engine = Engine(Settings.from_env())
+    try:
+        hits = engine.search("unmistakable_needle_function", ["repo-big"], limit=1)
+        assert hits and hits[0].path == "pkg0/needle.py"
+    finally:
+        engine.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import stat
+import sys
 import threading
 import time
 from pathlib import Path
@@ -133,6 +134,7 @@ async def test_errors_are_json(daemon: Daemon, http: aiohttp.ClientSession) -> N
         assert (await resp.json())["error"]["code"] == "bad_request"
     assert (await call(http, daemon, "POST", "/search", {"query": "  "}))[0] == 400
     assert (await call(http, daemon, "POST", "/search", {"query": "x", "limit": 0}))[0] == 400
+    assert (await call(http, daemon, "POST", "/search", {"query": "x", "budget_ms": -1}))[0] == 400
     status, body = await call(http, daemon, "POST", "/search", {"query": "x", "collections": ["nope"]})
     assert status == 404 and body["error"]["code"] == "not_found"
     status, body = await call(http, daemon, "POST", "/search", {"query": "x", "path": "relative/dir"})
@@ -284,3 +286,112 @@ async def test_watcher_refreshes_changed_repositories(home: Path, tmp_path: Path
             assert hits, "the watcher did not refresh the repository"
     finally:
         await d.close()
+
+
+def refresh_jobs(d: Daemon) -> int:
+    snapshot = d.jobs.snapshot()
+    jobs = [*snapshot["recent"], *snapshot["queued"], *([snapshot["running"]] if snapshot["running"] else [])]
+    return sum(1 for j in jobs if j["kind"] == "refresh")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the daemon vouches for roots with inotify")
+async def test_refresh_auto_leaves_freshness_to_the_watcher(home: Path, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "proj")
+    d = Daemon(Settings.from_env(), watch=True)
+    d.watcher.debounce_ms = d.watcher.step_ms = 60_000  # type: ignore[union-attr] # only a flush hands changes on
+    await d.start()
+    try:
+        async with aiohttp.ClientSession() as http:
+            _, body = await call(http, d, "POST", "/search", {"query": "cookie", "path": str(repo)})
+            assert body["created"] and body["refreshed"] is True and body["watched"] is True
+            before = refresh_jobs(d)
+            auto = {"path": str(repo), "refresh": "auto"}
+            _, body = await call(http, d, "POST", "/search", {**auto, "query": "cookie"})
+            assert body["refreshed"] is None and body["watched"] is True and body["hits"]
+            assert refresh_jobs(d) == before  # nothing changed: no refresh
+            # written just before the request: the daemon takes the change in and refreshes first
+            (repo / "src" / "fresh.py").write_text("def brand_new_helper_function():\n    return 42\n")
+            _, body = await call(http, d, "POST", "/search", {**auto, "query": "brand_new_helper_function"})
+            assert body["refreshed"] is True and body["watched"] is True
+            assert body["hits"][0]["path"] == "src/fresh.py"
+            (repo / "src" / "fresh.py").unlink()
+            _, body = await call(http, d, "POST", "/search", {**auto, "query": "brand_new_helper_function"})
+            assert body["refreshed"] is True
+            assert not [h for h in body["hits"] if h["path"] == "src/fresh.py"]
+    finally:
+        await d.close()
+    # a new daemon has not seen what changed while none ran: it refreshes before it vouches
+    (repo / "src" / "offline.py").write_text("def written_while_no_daemon_ran():\n    pass\n")
+    d = Daemon(Settings.from_env(), watch=True)
+    await d.start()
+    try:
+        async with aiohttp.ClientSession() as http:
+            _, body = await call(http, d, "POST", "/search", {**auto, "query": "written_while_no_daemon_ran"})
+            assert body["refreshed"] is True and body["watched"] is True
+            assert body["hits"][0]["path"] == "src/offline.py"
+    finally:
+        await d.close()
+
+
+async def test_refresh_auto_refreshes_a_root_the_daemon_cannot_vouch_for(home: Path, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "proj")
+    d = Daemon(Settings.from_env(), watch=True)
+    d.watcher.backend = "watchfiles"  # type: ignore[union-attr] # holds events back: vouches for nothing
+    await d.start()
+    try:
+        async with aiohttp.ClientSession() as http:
+            _, body = await call(http, d, "POST", "/search", {"query": "cookie", "path": str(repo)})
+            assert body["watched"] is False
+            before = refresh_jobs(d)
+            _, body = await call(
+                http, d, "POST", "/search", {"query": "cookie", "path": str(repo), "refresh": "auto"}
+            )
+            assert body["refreshed"] is True and body["watched"] is False
+            assert refresh_jobs(d) == before + 1
+    finally:
+        await d.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the daemon vouches for roots with inotify")
+async def test_a_changed_collection_spec_is_not_vouched_for_until_watched_by_it(
+    home: Path, tmp_path: Path
+) -> None:
+    import yaml
+
+    repo = make_repo(tmp_path / "proj")
+    d = Daemon(Settings.from_env(), watch=True)
+    await d.start()
+    auto = {"query": "cookie", "path": str(repo), "refresh": "auto"}
+    try:
+        async with aiohttp.ClientSession() as http:
+            _, body = await call(http, d, "POST", "/search", {"query": "cookie", "path": str(repo)})
+            assert body["watched"] is True
+            # index.yml edited behind the daemon's back (the CLI does this): the watch follows old rules
+            config = home / "config" / "index.yml"
+            raw = yaml.safe_load(config.read_text())
+            raw["collections"]["repo-proj"]["ignore"] = ["docs/"]
+            config.write_text(yaml.safe_dump(raw))
+            _, body = await call(http, d, "POST", "/search", auto)
+            assert body["refreshed"] is True and body["watched"] is False
+            watcher = d.watcher
+            assert watcher is not None
+            deadline = time.monotonic() + 10  # the refresh re-syncs the watch with the new rules
+            while time.monotonic() < deadline:
+                spec = watcher.spec(repo.resolve())
+                if spec is not None and spec.ignore == ("docs/",) and watcher.vouches(repo.resolve()):
+                    break
+                await asyncio.sleep(0.05)
+            _, body = await call(http, d, "POST", "/search", auto)
+            assert body["refreshed"] is True and body["watched"] is True  # refreshed after the new watch
+            _, body = await call(http, d, "POST", "/search", auto)
+            assert body["refreshed"] is None and body["watched"] is True
+    finally:
+        await d.close()
+
+
+def test_budget_ms_reaches_the_search_options() -> None:
+    from qmd_daemon.daemon.api import parse_search
+
+    assert parse_search({"query": "x"}).options.budget_ms == 1500.0, "the default budget"
+    assert parse_search({"query": "x", "budget_ms": 250}).options.budget_ms == 250.0
+    assert parse_search({"query": "x", "budget_ms": 0}).options.budget_ms is None, "0: no budget"

@@ -1,0 +1,218 @@
+"""The watcher on real temporary repositories: the scanner's ignore rules decide which changes
+count, and (inotify) `flush` takes in a change made just before it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from qmd_daemon.daemon.watcher import RootSpec, RootWatcher, watch_dirs
+from qmd_daemon.ingest.scan import IgnoreRules, scan, tracked_but_ignored
+from qmd_daemon.settings import DEFAULT_EXCLUDES, DEFAULT_MASK
+from tests.daemon.support import make_repo
+
+LINUX = sys.platform.startswith("linux")
+BACKENDS = [
+    pytest.param("inotify", marks=pytest.mark.skipif(not LINUX, reason="inotify is Linux only")),
+    "watchfiles",
+]
+SPEC = RootSpec(DEFAULT_MASK, ("scratch/",))
+
+
+@pytest.fixture(autouse=True)
+def no_user_git_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git's own ignore rules only (no global excludes file from the machine running the tests)."""
+    monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "user-home" / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
+def ignoring_repo(root: Path) -> Path:
+    repo = make_repo(
+        root,
+        {
+            ".gitignore": "build-out/\n*.log\n/generated/\nforced/\n",
+            "src/app.py": "def tracked_function():\n    return 1\n",
+            "src/.gitignore": "local_*.py\n",
+            "docs/guide.md": "# Guide\n",
+            "node_modules/dep/index.js": "module.exports = 1\n",
+            ".venv/lib/site.py": "x = 1\n",
+            "build/out.py": "z = 1\n",
+            "build-out/bundle.js": "var a;\n",
+            "generated/schema.py": "y = 2\n",
+            "scratch/notes.py": "w = 3\n",
+            "forced/keep.py": "def kept_despite_gitignore():\n    pass\n",
+        },
+    )
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "-f", "forced/keep.py"], check=True)
+    return repo.resolve()
+
+
+def ignored_changes(repo: Path) -> None:
+    """A change in every kind of path a scan of `repo` leaves out."""
+    (repo / "node_modules" / "dep" / "new.js").write_text("module.exports = 2\n")
+    (repo / "node_modules" / "fresh").mkdir()
+    (repo / "node_modules" / "fresh" / "a.js").write_text("1\n")
+    (repo / ".venv" / "lib" / "site.py").write_text("x = 2\n")
+    (repo / "build" / "out.py").write_text("z = 2\n")
+    (repo / "build-out" / "bundle.js").write_text("var b;\n")
+    (repo / "generated" / "schema.py").write_text("y = 3\n")
+    (repo / "scratch" / "notes.py").write_text("w = 4\n")
+    (repo / "app.log").write_text("log line\n")
+    (repo / "src" / "debug.log").write_text("log line\n")
+    (repo / "src" / "local_settings.py").write_text("DEBUG = True\n")
+    (repo / "src" / "image.png").write_bytes(b"\x89PNG not in the mask")
+    (repo / ".git" / "qmd-test").write_text("inside .git\n")
+    (repo / "__pycache__").mkdir()
+    (repo / "__pycache__" / "app.cpython-311.pyc").write_bytes(b"\0")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[set[Path]] = []
+
+    def __call__(self, roots: set[Path]) -> None:
+        self.calls.append(set(roots))
+
+    async def wait_for_call(self, count: int, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.calls) < count and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+
+
+async def start(recorder: Recorder, repo: Path, backend: str, **kw: int) -> RootWatcher:
+    watcher = RootWatcher(
+        recorder,
+        DEFAULT_EXCLUDES,
+        debounce_ms=kw.get("debounce_ms", 300),
+        step_ms=kw.get("step_ms", 50),
+        backend=backend,
+    )
+    await watcher.sync({repo: SPEC})
+    await asyncio.sleep(0.3)  # watchfiles: its Rust watcher starts on a thread
+    return watcher
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_ignored_paths_trigger_nothing_and_a_tracked_change_one_refresh(
+    tmp_path: Path, backend: str
+) -> None:
+    repo = ignoring_repo(tmp_path / "proj")
+    recorder = Recorder()
+    watcher = await start(recorder, repo, backend)
+    try:
+        watched = {p.relative_to(repo).as_posix() for p in watcher.dirs}
+        assert watched == {".", "src", "docs", "forced"}
+        ignored_changes(repo)
+        await asyncio.sleep(1.2)  # well past the debounce
+        assert recorder.calls == []
+        (repo / "src" / "app.py").write_text("def tracked_function():\n    return 2\n")
+        await recorder.wait_for_call(1)
+        await asyncio.sleep(0.8)
+        assert recorder.calls == [{repo}]
+        # git tracks this one although a .gitignore matches it: a scan indexes it, so it counts
+        (repo / "forced" / "keep.py").write_text("def kept_despite_gitignore():\n    return 1\n")
+        await recorder.wait_for_call(2)
+        await asyncio.sleep(0.5)
+        assert recorder.calls == [{repo}, {repo}]
+    finally:
+        await watcher.close()
+
+
+@pytest.mark.skipif(not LINUX, reason="inotify is Linux only")
+async def test_flush_takes_in_a_change_made_just_before(tmp_path: Path) -> None:
+    repo = ignoring_repo(tmp_path / "proj")
+    recorder = Recorder()
+    # a debounce far longer than the test: only flush() can hand the change on
+    watcher = await start(recorder, repo, "inotify", debounce_ms=60_000, step_ms=60_000)
+    try:
+        assert watcher.vouches(repo)
+        assert watcher.flush(repo) is True and recorder.calls == []  # nothing changed: nothing to do
+        ignored_changes(repo)
+        assert watcher.flush(repo) is True and recorder.calls == []
+        (repo / "docs" / "guide.md").write_text("# Guide, edited\n")
+        assert watcher.flush(repo) is True  # no await in between: the kernel's queue is read here
+        assert recorder.calls == [{repo}]
+        # a folder created now is watched as its event arrives, so what lands in it counts too
+        (repo / "src" / "newpkg" / "deep").mkdir(parents=True)
+        watcher.flush(repo)
+        assert repo / "src" / "newpkg" / "deep" in watcher.dirs
+        (repo / "src" / "newpkg" / "deep" / "mod.py").write_text("def created_later():\n    pass\n")
+        watcher.flush(repo)
+        assert recorder.calls == [{repo}, {repo}, {repo}]
+        # a folder removed is no longer watched
+        for path in sorted((repo / "src" / "newpkg").rglob("*"), reverse=True):
+            path.unlink() if path.is_file() else path.rmdir()
+        (repo / "src" / "newpkg").rmdir()
+        watcher.flush(repo)
+        assert not [d for d in watcher.dirs if "newpkg" in d.parts]
+    finally:
+        await watcher.close()
+
+
+@pytest.mark.skipif(not LINUX, reason="inotify is Linux only")
+async def test_a_changed_gitignore_relists_the_folders(tmp_path: Path) -> None:
+    repo = ignoring_repo(tmp_path / "proj")
+    (repo / "extra").mkdir()
+    (repo / "extra" / "untracked.py").write_text("u = 1\n")
+    recorder = Recorder()
+    watcher = await start(recorder, repo, "inotify", debounce_ms=60_000, step_ms=60_000)
+    try:
+        assert repo / "extra" in watcher.dirs
+        with (repo / ".gitignore").open("a") as handle:
+            handle.write("extra/\ndocs/\n")
+        assert watcher.flush(repo) is False  # listing its folders again: not vouched meanwhile
+        assert recorder.calls == [{repo}]  # what a scan takes changed: that is a change
+        deadline = time.monotonic() + 10
+        while not watcher.vouches(repo) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert watcher.vouches(repo)
+        assert repo / "extra" not in watcher.dirs
+        assert repo / "docs" in watcher.dirs  # git tracks docs/guide.md: a scan still takes it
+    finally:
+        await watcher.close()
+
+
+def test_the_watched_folders_and_rules_agree_with_the_scanner(tmp_path: Path) -> None:
+    """Every file a scan indexes sits in a watched folder and passes the rules, and no other does."""
+    for repo, git in ((ignoring_repo(tmp_path / "git"), True), (tmp_path / "plain", False)):
+        if not git:
+            for rel, text in {
+                ".gitignore": "*.log\nout/\n!keep.log\n",
+                "a.py": "1\n",
+                "b.log": "2\n",
+                "keep.log": "3\n",
+                "out/c.py": "4\n",
+                "sub/.gitignore": "/d.py\n",
+                "sub/d.py": "5\n",
+                "sub/e.py": "6\n",
+                "sub/deeper/d.py": "7\n",
+                "node_modules/x.js": "8\n",
+            }.items():
+                (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+                (repo / rel).write_text(text)
+        scanned = {
+            f.path
+            for f in scan(
+                repo, mask="**", ignore=list(SPEC.ignore), excludes=DEFAULT_EXCLUDES, max_file_bytes=1 << 20
+            ).files
+        }
+        keep = tracked_but_ignored(repo)
+        rules = IgnoreRules(repo, mask="**", ignore=list(SPEC.ignore), excludes=DEFAULT_EXCLUDES, keep=keep)
+        folders, complete = watch_dirs(repo, rules)
+        assert complete
+        seen = set()
+        for folder in folders:
+            for entry in os.scandir(repo / folder if folder else repo):
+                rel = f"{folder}/{entry.name}" if folder else entry.name
+                if entry.is_file() and not rules.ignored(rel):
+                    seen.add(rel)
+        assert seen == scanned, (git, seen ^ scanned)
+        assert scanned  # the trees are not empty
