@@ -35,7 +35,6 @@ if str(REPO_ROOT) not in sys.path:
 from bench.baseline_bm25 import BM25Index, mask_extensions, walk_files  # noqa: E402
 from bench.metrics import aggregate, reduce_to_files, score_query  # noqa: E402
 from qmd_daemon.ingest.languages import kind_of, language_of  # noqa: E402
-from qmd_daemon.search.scoring import ScoringWeights  # noqa: E402
 
 EVAL_DIR = Path(os.environ.get("QMD_EVAL_DIR", "/work/shared/eval"))
 SET_FILES = {"queries": "dev-queries.jsonl", "issues": "dev-issues.jsonl"}
@@ -62,7 +61,6 @@ ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
     "+expansion": {"max_tokens": None, "expand": True},
     "+rerank": {"max_tokens": None, "rerank": True},
     "full": {"max_tokens": None, "expand": True, "rerank": True},
-    "hybrid+short-chunk": {"max_tokens": None, "weights": ScoringWeights(short_chunk_penalty=0.6)},
     # The model steps without the latency budget (what they do when given the time; slow on CPU).
     "+expansion/unbudgeted": {"max_tokens": None, "expand": True, "budget_ms": None},
     "+rerank10/unbudgeted": {"max_tokens": None, "rerank": True, "rerank_candidates": 10, "budget_ms": None},

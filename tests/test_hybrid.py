@@ -68,6 +68,21 @@ def test_search_marks_stale_while_chunks_wait_for_vectors(small_engine: Engine, 
     assert trace.stale and hits[0].path == "extra.py", "BM25 still finds chunks that have no vector yet"
     assert small_engine.status()["vectors"]["pending"] == 1
     assert [c["pending_vectors"] for c in small_engine.status()["collections"]] == [1]
+    # The pending count is kept between searches until the database changes, on this connection
+    # (embed below) or on another one (a second engine, as the daemon's writer is).
+    small_engine.embed([name])
+    trace = SearchTrace()
+    small_engine.search("extra_helper", [name], trace=trace)
+    assert not trace.stale
+    (root / "more.py").write_text("def more_helper():\n    return 43\n")
+    other = Engine(small_engine.settings)
+    try:
+        other.update([name])
+    finally:
+        other.close()
+    trace = SearchTrace()
+    small_engine.search("more_helper", [name], trace=trace)
+    assert trace.stale, "another connection's commit is seen"
 
 
 def test_model_change_reembeds_cleanly(small_engine: Engine, tmp_path: Path) -> None:

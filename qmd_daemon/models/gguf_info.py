@@ -125,7 +125,7 @@ def _read_cached(path: Path, size: int, mtime_ns: int) -> GGUFInfo:
             head = f.read(4)
             if head != GGUF_MAGIC:
                 what = "an HTML page" if head.lstrip()[:1] == b"<" else f"starts with {head!r}"
-                raise ModelError(f"{path} is not a GGUF model file ({what}); delete it and pull again")
+                raise ModelError(f"{path} is not a GGUF model file ({what})")
             buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except FileNotFoundError:
         raise ModelError(f"model file not found: {path}") from None
@@ -164,7 +164,7 @@ def _read_cached(path: Path, size: int, mtime_ns: int) -> GGUFInfo:
         buf.close()
     if info.data_end > size:
         raise ModelError(
-            f"{path} is truncated ({size} of {info.data_end} bytes); delete it and pull again"
+            f"{path} is truncated ({size} of {info.data_end} bytes)"
         )
     return info
 

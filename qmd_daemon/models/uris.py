@@ -140,13 +140,14 @@ def resolve(uri: str, *, cache_dir: Path | None = None, download: bool = True,
             force: bool = False, progress: bool = False) -> Path:
     """Local path of a checked GGUF for `uri`; Hub files come from the cache or are downloaded."""
     ref = parse_uri(uri)
-    if ref.is_hub:
-        path = _hub_download(ref, cache_dir=cache_dir, force=force, progress=progress,
-                             local_only=not download)
-    else:
+    if not ref.is_hub:
         assert ref.path is not None
-        path = ref.path
-    return check_gguf(path)
+        return check_gguf(ref.path)  # the user's own file: what is wrong with it, no advice to delete
+    path = _hub_download(ref, cache_dir=cache_dir, force=force, progress=progress, local_only=not download)
+    try:
+        return check_gguf(path)
+    except ModelError as exc:
+        raise ModelError(f"{exc}; `qmd-daemon pull --refresh` downloads it again") from None
 
 
 def pull(role: str = "all", models: Mapping[str, object] | None = None, *, refresh: bool = False,

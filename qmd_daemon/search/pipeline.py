@@ -21,7 +21,6 @@ from qmd_daemon.search.scoring import (
     path_penalties,
     path_word_boost,
     saturate,
-    short_chunk_penalty,
 )
 from qmd_daemon.search.vector import vector_search
 from qmd_daemon.store.index_store import IndexStore
@@ -221,7 +220,6 @@ def run_search(
         definition_boost(pool, parsed, 1.0, options.weights, defined)
         path_word_boost(pool, parsed, 1.0, options.weights)
         path_penalties(pool, parsed, options.weights)
-        short_chunk_penalty(pool, options.weights)
         coherence_boost(pool, 1.0, options.weights)
     ranked = sorted(cands.values(), key=lambda c: -c.score)
     clock.lap("score")

@@ -28,7 +28,6 @@ class ScoringWeights:
     saturation: float = 0.5  # each further chunk of an already-ranked file
     doc_penalty: float = 0.5  # prose (markdown, rst, txt) when the question is not about docs
     changelog_penalty: float = 0.3  # CHANGES / CHANGELOG / HISTORY / NEWS mention everything
-    short_chunk_penalty: float = 1.0  # chunks under SHORT_CHUNK_CHARS (AI Docs: 1.0 = off, see ranking.md)
 
 
 _TEST_PATH = re.compile(
@@ -155,18 +154,6 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
             cand.scale("package_init", weights.init_penalty)
         if name.endswith(".d.ts"):
             cand.scale("type_declarations", weights.dts_penalty)
-
-
-SHORT_CHUNK_CHARS = 200
-
-
-def short_chunk_penalty(cands: list[Candidate], weights: ScoringWeights) -> None:
-    """A few lines (an import block, a one-line stub) rarely answer a question, yet match densely."""
-    if weights.short_chunk_penalty == 1.0:
-        return
-    for cand in cands:
-        if len(cand.chunk.text.strip()) < SHORT_CHUNK_CHARS and not cand.boosts.get("definition"):
-            cand.scale("short_chunk", weights.short_chunk_penalty)
 
 
 def saturate(ranked: list[Candidate], weights: ScoringWeights) -> list[Candidate]:

@@ -69,6 +69,14 @@ class IndexStore:
         self.path = path
         self.conn, self.has_vec = connect(path)
         migrate(self.conn, str(path))
+        # Values derived from the data that are costly to recompute, each kept with the
+        # data_state() it was computed at (see VectorIndex.pending_count).
+        self.derived: dict[str, tuple[Any, Any]] = {}
+
+    def data_state(self) -> tuple[int, int]:
+        """Changes when the data may have: PRAGMA data_version moves on other connections'
+        commits, total_changes on this connection's writes."""
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0]), int(self.conn.total_changes)
 
     def close(self) -> None:
         self.conn.close()

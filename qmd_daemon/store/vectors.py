@@ -89,6 +89,17 @@ class VectorIndex:
         return [(int(r[0]), int(r[1]), r[2]) for r in self.conn.execute(sql, params)]
 
     def pending_count(self, collection_ids: list[int] | None = None) -> int:
+        """Chunks without a vector. Every search asks (for `stale`) and the count scans every
+        chunk (~1 us each: 85 ms at 75k chunks), so it is kept until the data changes."""
+        key = (self.store.data_state(), tuple(collection_ids or ()))
+        kept = self.store.derived.get("pending_vectors")
+        if kept is not None and kept[0] == key:
+            return int(kept[1])
+        count = self._count_pending(collection_ids)
+        self.store.derived["pending_vectors"] = (key, count)
+        return count
+
+    def _count_pending(self, collection_ids: list[int] | None) -> int:
         if self.active_model() is None:
             return 0
         where, params = "", []

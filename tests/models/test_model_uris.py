@@ -183,3 +183,5 @@ def test_hub_errors_are_one_line(hub: FakeHub, tiny_gguf: Path) -> None:
         with pytest.raises(ModelError) as exc:
             resolve(uri)
         assert words in str(exc.value) and "\n" not in str(exc.value), str(exc.value)
+    with pytest.raises(ModelError, match="pull --refresh"):  # a bad download: fetch it again
+        resolve("hf:org/tiny-GGUF/page.gguf")
