@@ -23,6 +23,23 @@ def small_models() -> dict[str, Path]:
 
 
 @pytest.fixture
+def small_engine(home: Path, monkeypatch: pytest.MonkeyPatch, small_models: dict[str, Path]):
+    """An Engine on this test's index with `models: {profile: small}`."""
+    from qmd_daemon.config import IndexConfig
+    from qmd_daemon.engine import Engine
+    from qmd_daemon.settings import Settings
+
+    monkeypatch.setenv("QMD_MODELS_DIR", str(MODELS_DIR))
+    settings = Settings.from_env()
+    config = IndexConfig.load(settings.config_file)
+    config.set_models({"profile": "small"})
+    config.save()
+    engine = Engine(settings)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     state = tmp_path / "qmd-home"
     monkeypatch.setenv("QMD_DAEMON_HOME", str(state))

@@ -12,9 +12,8 @@ import pytest
 from qmd_daemon.config import IndexConfig
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
-from qmd_daemon.settings import Settings
 from qmd_daemon.vectorize import EmbedBusy, embed_lock
-from tests.conftest import MODELS_DIR, write_tree
+from tests.conftest import write_tree
 from tests.models.tiny_qwen3 import write_tiny_qwen3
 
 FILES = {
@@ -23,18 +22,6 @@ FILES = {
     "text/slug.py": "def slugify(title):\n    return '-'.join(title.lower().split())\n",
     "db/pool.py": "class ConnectionPool:\n    def acquire(self):\n        return self._idle.pop()\n",
 }
-
-
-@pytest.fixture
-def small_engine(home: Path, monkeypatch: pytest.MonkeyPatch, small_models: dict) -> Engine:
-    monkeypatch.setenv("QMD_MODELS_DIR", str(MODELS_DIR))
-    settings = Settings.from_env()
-    config = IndexConfig.load(settings.config_file)
-    config.set_models({"profile": "small"})
-    config.save()
-    engine = Engine(settings)
-    yield engine
-    engine.close()
 
 
 def _vector_top(engine: Engine, name: str) -> str:

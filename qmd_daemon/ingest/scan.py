@@ -65,14 +65,14 @@ def find_git_root(path: Path) -> Path | None:
     return None
 
 
-def _git_candidates(root: Path) -> list[str] | None:
+def _git_ls_files(root: Path, *selection: str) -> list[str] | None:
+    """`git ls-files` names under `root` (None outside git or when git fails)."""
     if find_git_root(root) is None:
         return None
     try:
         proc = subprocess.run(
             # core.fsmonitor in the repository's .git/config could name a program to run: never.
-            ["git", "-c", "core.fsmonitor=false", "-C", str(root), "ls-files", "-z", "--cached", "--others",
-             "--exclude-standard"],
+            ["git", "-c", "core.fsmonitor=false", "-C", str(root), "ls-files", "-z", *selection],
             capture_output=True,
             timeout=120,
             check=False,
@@ -81,28 +81,18 @@ def _git_candidates(root: Path) -> list[str] | None:
         return None
     if proc.returncode != 0:
         return None
-    names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
-    return sorted({n for n in names if n})
+    return [n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+
+
+def _git_candidates(root: Path) -> list[str] | None:
+    names = _git_ls_files(root, "--cached", "--others", "--exclude-standard")
+    return None if names is None else sorted(set(names))
 
 
 def tracked_but_ignored(root: Path) -> set[str]:
     """Files git tracks although a .gitignore matches them (`git add -f`): `ls-files` lists them,
     so they are indexed, and a watcher must not drop their changes. Empty outside git."""
-    if find_git_root(root) is None:
-        return set()
-    try:
-        proc = subprocess.run(
-            ["git", "-c", "core.fsmonitor=false", "-C", str(root), "ls-files", "-z", "--cached", "--ignored",
-             "--exclude-standard"],
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return set()
-    if proc.returncode != 0:
-        return set()
-    return {n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n}
+    return set(_git_ls_files(root, "--cached", "--ignored", "--exclude-standard") or ())
 
 
 class IgnoreRules:

@@ -6,28 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from qmd_daemon.config import IndexConfig
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
-from qmd_daemon.settings import Settings
-from tests.conftest import MODELS_DIR, write_tree
+from tests.conftest import write_tree
 
 FILES = {f"net/retry_{i}.py": f"def retry_{i}(call):\n    '''Retry the call after a failure, wait {i} s.'''\n"
          f"    return call()\n" for i in range(8)}
 
 
 @pytest.fixture
-def engine(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_models: dict) -> Engine:
-    monkeypatch.setenv("QMD_MODELS_DIR", str(MODELS_DIR))
-    settings = Settings.from_env()
-    config = IndexConfig.load(settings.config_file)
-    config.set_models({"profile": "small"})
-    config.save()
-    eng = Engine(settings)
-    name = eng.add_collection(write_tree(tmp_path / "p", FILES), "p").name
-    eng.update([name])
-    yield eng
-    eng.close()
+def engine(small_engine: Engine, tmp_path: Path) -> Engine:
+    name = small_engine.add_collection(write_tree(tmp_path / "p", FILES), "p").name
+    small_engine.update([name])
+    return small_engine
 
 
 def _search(engine: Engine, **options) -> tuple[list[str], SearchTrace]:
