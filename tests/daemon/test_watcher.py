@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from qmd_daemon.daemon.watcher import RootSpec, RootWatcher, watch_dirs
+from qmd_daemon.daemon.watch_scope import watch_dirs
+from qmd_daemon.daemon.watcher import RootSpec, RootWatcher
 from qmd_daemon.ingest.scan import IgnoreRules, scan, tracked_but_ignored
 from qmd_daemon.settings import DEFAULT_EXCLUDES, DEFAULT_MASK
 from tests.daemon.support import make_repo
