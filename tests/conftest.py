@@ -23,6 +23,16 @@ def small_models() -> dict[str, Path]:
 
 
 @pytest.fixture
+def daemon_home(tmp_path: Path):
+    """A QMD_DAEMON_HOME for tests that start a real daemon; whatever daemon it ends with is stopped."""
+    from tests.daemon.support import stop_daemon
+
+    home = tmp_path / "qmd-home"
+    yield home
+    stop_daemon(home)
+
+
+@pytest.fixture
 def small_engine(home: Path, monkeypatch: pytest.MonkeyPatch, small_models: dict[str, Path]):
     """An Engine on this test's index with `models: {profile: small}`."""
     from qmd_daemon.config import IndexConfig

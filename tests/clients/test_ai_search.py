@@ -20,16 +20,8 @@ from tests.daemon.support import (
     pid_running,
     run_client,
     state_of,
-    stop_daemon,
     wait_for,
 )
-
-
-@pytest.fixture
-def qhome(tmp_path: Path):
-    home = tmp_path / "qmd-home"
-    yield home
-    stop_daemon(home)
 
 
 @pytest.fixture
@@ -43,44 +35,44 @@ def search(home: Path, repo: Path, *args: str, **env: str) -> list[dict]:
     return json.loads(proc.stdout)
 
 
-def test_starts_the_daemon_and_answers_with_repository_paths(qhome: Path, repo: Path) -> None:
-    hits = search(qhome, repo / "src", "parse cookie header")
+def test_starts_the_daemon_and_answers_with_repository_paths(daemon_home: Path, repo: Path) -> None:
+    hits = search(daemon_home, repo / "src", "parse cookie header")
     assert hits and hits[0]["path"] == "src/client.py"
     assert set(hits[0]) == {"path", "line", "end_line", "score", "snippet", "collection"}
     assert hits[0]["collection"] == "repo-proj" and 0 <= hits[0]["score"] <= 1
-    state = state_of(qhome)
+    state = state_of(daemon_home)
     assert state is not None and pid_running(state["pid"])
-    assert search(qhome, repo, "parse cookie header") == hits
-    assert state_of(qhome)["pid"] == state["pid"]  # the same daemon answered
-    assert search(qhome, repo, "zzqqxx_nothing_like_it") == []
-    assert (qhome / "state" / "logs" / "daemon.log").exists()
+    assert search(daemon_home, repo, "parse cookie header") == hits
+    assert state_of(daemon_home)["pid"] == state["pid"]  # the same daemon answered
+    assert search(daemon_home, repo, "zzqqxx_nothing_like_it") == []
+    assert (daemon_home / "state" / "logs" / "daemon.log").exists()
 
 
-def test_sees_edits_at_once_and_reports_failures(qhome: Path, repo: Path) -> None:
-    search(qhome, repo, "cookie")
+def test_sees_edits_at_once_and_reports_failures(daemon_home: Path, repo: Path) -> None:
+    search(daemon_home, repo, "cookie")
     (repo / "src" / "fresh.py").write_text("def brand_new_helper_function():\n    return 42\n")
-    hits = search(qhome, repo, "brand_new_helper_function", "-n", "3")
+    hits = search(daemon_home, repo, "brand_new_helper_function", "-n", "3")
     assert hits[0]["path"] == "src/fresh.py"
-    proc = run_client("ai_search.py", "x", "-c", "no-such-collection", home=qhome, cwd=repo)
+    proc = run_client("ai_search.py", "x", "-c", "no-such-collection", home=daemon_home, cwd=repo)
     assert proc.returncode != 0 and proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and "no-such-collection" in proc.stderr
-    proc = run_client("ai_search.py", "x", "--repo", str(repo / "missing"), home=qhome, cwd=repo)
+    proc = run_client("ai_search.py", "x", "--repo", str(repo / "missing"), home=daemon_home, cwd=repo)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_recovers_after_kill_9(qhome: Path, repo: Path) -> None:
-    first = search(qhome, repo, "TCPConnector acquire")
-    old = state_of(qhome)
+def test_recovers_after_kill_9(daemon_home: Path, repo: Path) -> None:
+    first = search(daemon_home, repo, "TCPConnector acquire")
+    old = state_of(daemon_home)
     os.kill(old["pid"], signal.SIGKILL)
     wait_for(lambda: not pid_running(old["pid"]), timeout=10)
-    assert state_of(qhome)["token"] == old["token"]  # the stale file is still there
-    assert search(qhome, repo, "TCPConnector acquire") == first
-    new = state_of(qhome)
+    assert state_of(daemon_home)["token"] == old["token"]  # the stale file is still there
+    assert search(daemon_home, repo, "TCPConnector acquire") == first
+    new = state_of(daemon_home)
     assert new["pid"] != old["pid"] and new["token"] != old["token"] and pid_running(new["pid"])
 
 
-def test_twenty_concurrent_calls_from_cold(qhome: Path, repo: Path) -> None:
-    env = env_for(qhome)
+def test_twenty_concurrent_calls_from_cold(daemon_home: Path, repo: Path) -> None:
+    env = env_for(daemon_home)
     argv = [sys.executable, str(CLIENTS / "ai_search.py"), "connection pool", "--json"]
 
     def one(_: int) -> subprocess.CompletedProcess[str]:
@@ -92,14 +84,14 @@ def test_twenty_concurrent_calls_from_cold(qhome: Path, repo: Path) -> None:
     outputs = {r.stdout for r in results}
     assert len(outputs) == 1 and json.loads(outputs.pop())
     assert not any("in-process" in r.stderr for r in results)  # all were served by one daemon
-    assert not (qhome / "state" / "spawn.marker").exists()
+    assert not (daemon_home / "state" / "spawn.marker").exists()
 
 
-def test_fallback_without_a_daemon(qhome: Path, repo: Path, tmp_path: Path) -> None:
-    fallback = search(qhome, repo, "parse cookie header", "--no-daemon")
+def test_fallback_without_a_daemon(daemon_home: Path, repo: Path, tmp_path: Path) -> None:
+    fallback = search(daemon_home, repo, "parse cookie header", "--no-daemon")
     assert fallback and fallback[0]["path"] == "src/client.py"
-    assert state_of(qhome) is None and not (qhome / "state" / "logs" / "daemon.log").exists()
-    assert search(qhome, repo, "parse cookie header", QMD_NO_DAEMON="1") == fallback
+    assert state_of(daemon_home) is None and not (daemon_home / "state" / "logs" / "daemon.log").exists()
+    assert search(daemon_home, repo, "parse cookie header", QMD_NO_DAEMON="1") == fallback
     # a daemon that cannot start: the client says so on stderr and still answers
     broken = tmp_path / "broken-python"
     broken.write_text(f'#!/bin/sh\nif [ "$3" = serve ]; then exit 3; fi\nexec {sys.executable} "$@"\n')
@@ -107,7 +99,7 @@ def test_fallback_without_a_daemon(qhome: Path, repo: Path, tmp_path: Path) -> N
     proc = run_client(
         "ai_search.py",
         "parse cookie header",
-        home=qhome,
+        home=daemon_home,
         cwd=repo,
         QMD_DAEMON_PYTHON=str(broken),
         QMD_START_TIMEOUT="2",
@@ -116,17 +108,17 @@ def test_fallback_without_a_daemon(qhome: Path, repo: Path, tmp_path: Path) -> N
     assert "searching in-process" in proc.stderr
     assert json.loads(proc.stdout) == fallback
     # and with the daemon the answer is the same
-    assert search(qhome, repo, "parse cookie header") == fallback
+    assert search(daemon_home, repo, "parse cookie header") == fallback
 
 
-def test_table_on_a_terminal(qhome: Path, repo: Path) -> None:
+def test_table_on_a_terminal(daemon_home: Path, repo: Path) -> None:
     import pty
 
     leader, follower = pty.openpty()
     proc = subprocess.run(
         [sys.executable, str(CLIENTS / "ai_search.py"), "cookie header", "--no-daemon"],
         cwd=repo,
-        env=env_for(qhome),
+        env=env_for(daemon_home),
         stdout=follower,
         stderr=subprocess.PIPE,
         timeout=90,
@@ -138,9 +130,9 @@ def test_table_on_a_terminal(qhome: Path, repo: Path) -> None:
     assert "src/client.py:" in out and " | " in out and not out.lstrip().startswith("[")
 
 
-def test_client_imports_stay_cheap(qhome: Path, repo: Path) -> None:
-    search(qhome, repo, "cookie")  # daemon up, stamp written
-    proc = run_client("ai_search.py", "cookie", home=qhome, cwd=repo, PYTHONPROFILEIMPORTTIME="1")
+def test_client_imports_stay_cheap(daemon_home: Path, repo: Path) -> None:
+    search(daemon_home, repo, "cookie")  # daemon up, stamp written
+    proc = run_client("ai_search.py", "cookie", home=daemon_home, cwd=repo, PYTHONPROFILEIMPORTTIME="1")
     assert proc.returncode == 0
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
     heavy = {"ssl", "http.client", "urllib.request", "subprocess", "asyncio", "typing", "email"}
@@ -150,23 +142,23 @@ def test_client_imports_stay_cheap(qhome: Path, repo: Path) -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the daemon vouches for roots with inotify")
-def test_a_watched_repository_needs_no_git_status(qhome: Path, repo: Path, tmp_path: Path) -> None:
+def test_a_watched_repository_needs_no_git_status(daemon_home: Path, repo: Path, tmp_path: Path) -> None:
     calls = tmp_path / "git-calls"
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (bindir / "git").write_text(f'#!/bin/sh\necho "$*" >> "{calls}"\nexec "{shutil.which("git")}" "$@"\n')
     (bindir / "git").chmod(0o755)
     path = f"{bindir}{os.pathsep}{os.environ['PATH']}"
-    assert search(qhome, repo, "cookie", PATH=path)
+    assert search(daemon_home, repo, "cookie", PATH=path)
     assert " status " in calls.read_text()  # the first call checks with git; the daemon then vouches
-    stamps = list((qhome / "state" / "repos").glob("*.json"))
+    stamps = list((daemon_home / "state" / "repos").glob("*.json"))
     assert len(stamps) == 1 and json.loads(stamps[0].read_text())["watched"] is True
     calls.write_text("")
     (repo / "src" / "fresh.py").write_text("def brand_new_helper_function():\n    return 42\n")
-    hits = search(qhome, repo, "brand_new_helper_function", "-n", "3", PATH=path)
+    hits = search(daemon_home, repo, "brand_new_helper_function", "-n", "3", PATH=path)
     assert hits[0]["path"] == "src/fresh.py"  # written just before: the daemon took it in first
     assert " status " not in calls.read_text()
     # the in-process fallback has no watcher: it refreshes
     (repo / "src" / "later.py").write_text("def added_with_no_daemon():\n    return 1\n")
-    hits = search(qhome, repo, "added_with_no_daemon", "--no-daemon", PATH=path)
+    hits = search(daemon_home, repo, "added_with_no_daemon", "--no-daemon", PATH=path)
     assert hits[0]["path"] == "src/later.py"

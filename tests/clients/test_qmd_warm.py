@@ -9,60 +9,53 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.support import make_repo, run_client, state_of, stop_daemon, wait_for
+from tests.daemon.support import make_repo, run_client, state_of, wait_for
 
 
-@pytest.fixture
-def qhome(tmp_path: Path):
-    home = tmp_path / "qmd-home"
-    yield home
-    stop_daemon(home)
-
-
-def test_warm_detaches_and_warms(qhome: Path, tmp_path: Path) -> None:
+def test_warm_detaches_and_warms(daemon_home: Path, tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "proj")
     started = time.monotonic()
-    proc = run_client("qmd_warm.py", "--repo", str(repo), home=qhome, cwd=tmp_path)
+    proc = run_client("qmd_warm.py", "--repo", str(repo), home=daemon_home, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
     assert time.monotonic() - started < 5
-    log = qhome / "state" / "logs" / "warm.log"
+    log = daemon_home / "state" / "logs" / "warm.log"
     wait_for(lambda: log.exists() and "refresh done" in log.read_text(), timeout=40)
     wait_for(lambda: "embed done" in log.read_text() or "embed failed" in log.read_text(), timeout=20)
-    assert state_of(qhome) is not None
-    stamps = list((qhome / "state" / "repos").glob("proj-*.json"))
+    assert state_of(daemon_home) is not None
+    stamps = list((daemon_home / "state" / "repos").glob("proj-*.json"))
     assert len(stamps) == 1 and json.loads(stamps[0].read_text())["root"] == str(repo.resolve())
-    wait_for(lambda: not list((qhome / "state" / "warm").glob("*.lock")), timeout=10)
+    wait_for(lambda: not list((daemon_home / "state" / "warm").glob("*.lock")), timeout=10)
 
 
-def test_one_warm_per_repository(qhome: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_warm_per_repository(daemon_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from clients import qmd_warm
 
     repo = make_repo(tmp_path / "proj")
-    monkeypatch.setenv("QMD_DAEMON_HOME", str(qhome))
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(daemon_home))
     held = qmd_warm.take_lock(str(repo.resolve()))
     assert held is not None and qmd_warm.take_lock(str(repo.resolve())) is None
-    proc = run_client("qmd_warm.py", "--foreground", "--repo", str(repo), home=qhome, cwd=tmp_path)
+    proc = run_client("qmd_warm.py", "--foreground", "--repo", str(repo), home=daemon_home, cwd=tmp_path)
     assert proc.returncode == 0
-    log = qhome / "state" / "logs" / "warm.log"
+    log = daemon_home / "state" / "logs" / "warm.log"
     assert "already warming" in log.read_text()
-    assert state_of(qhome) is None  # it did nothing: no daemon, no jobs
+    assert state_of(daemon_home) is None  # it did nothing: no daemon, no jobs
     old = time.time() - 2 * qmd_warm.LOCK_STALE_S  # its holder died: the lock goes stale
     os.utime(held, (old, old))
-    proc = run_client("qmd_warm.py", "--foreground", "--repo", str(repo), home=qhome, cwd=tmp_path)
+    proc = run_client("qmd_warm.py", "--foreground", "--repo", str(repo), home=daemon_home, cwd=tmp_path)
     assert proc.returncode == 0 and "refresh done" in log.read_text()
     assert not Path(held).exists()
 
 
-def test_warm_never_fails(qhome: Path, tmp_path: Path) -> None:
+def test_warm_never_fails(daemon_home: Path, tmp_path: Path) -> None:
     proc = run_client(
         "qmd_warm.py",
         "--foreground",
         "--repo",
         str(tmp_path),
-        home=qhome,
+        home=daemon_home,
         cwd=tmp_path,
         QMD_DAEMON_PYTHON="/nonexistent/python",
         QMD_START_TIMEOUT="1",
     )
     assert proc.returncode == 0
-    assert "qmd-warm failed" in (qhome / "state" / "logs" / "warm.log").read_text()
+    assert "qmd-warm failed" in (daemon_home / "state" / "logs" / "warm.log").read_text()

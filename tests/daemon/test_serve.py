@@ -31,13 +31,6 @@ from tests.daemon.support import (
 )
 
 
-@pytest.fixture
-def serve_home(tmp_path: Path):
-    home = tmp_path / "qmd-home"
-    yield home
-    stop_daemon(home)
-
-
 def healthy_state(home: Path) -> DaemonState:
     def check() -> DaemonState | None:
         raw = state_of(home)
@@ -49,66 +42,66 @@ def healthy_state(home: Path) -> DaemonState:
     return wait_for(check, timeout=30)
 
 
-def test_second_serve_is_a_noop_and_sigterm_is_graceful(serve_home: Path) -> None:
-    first = start_serve(serve_home)
-    state = healthy_state(serve_home)
+def test_second_serve_is_a_noop_and_sigterm_is_graceful(daemon_home: Path) -> None:
+    first = start_serve(daemon_home)
+    state = healthy_state(daemon_home)
     assert state.pid == first.pid
-    assert stat.S_IMODE((serve_home / "state" / "daemon.json").stat().st_mode) == 0o600
-    second = run_cli("serve", env_home=serve_home, timeout=30)
+    assert stat.S_IMODE((daemon_home / "state" / "daemon.json").stat().st_mode) == 0o600
+    second = run_cli("serve", env_home=daemon_home, timeout=30)
     assert second.returncode == 0, second.stderr
     assert f"already running on 127.0.0.1:{state.port}" in second.stdout
-    assert state_of(serve_home)["token"] == state.token and first.poll() is None
+    assert state_of(daemon_home)["token"] == state.token and first.poll() is None
     first.send_signal(signal.SIGTERM)
     out, err = first.communicate(timeout=20)
     assert first.returncode == 0, err
     assert "stopped (signal SIGTERM)" in out
-    assert not (serve_home / "state" / "daemon.json").exists()
+    assert not (daemon_home / "state" / "daemon.json").exists()
 
 
-def test_stale_state_is_replaced(serve_home: Path) -> None:
+def test_stale_state_is_replaced(daemon_home: Path) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     write_state(
-        serve_home / "state", DaemonState(port=1, token="old", pid=dead.pid, version="0", started_at=0)
+        daemon_home / "state", DaemonState(port=1, token="old", pid=dead.pid, version="0", started_at=0)
     )
-    proc = start_serve(serve_home)
-    state = healthy_state(serve_home)
+    proc = start_serve(daemon_home)
+    state = healthy_state(daemon_home)
     assert state.pid == proc.pid and state.token != "old"
-    stop_daemon(serve_home)
+    stop_daemon(daemon_home)
     # a live pid whose port rejects the token is stale too
     write_state(
-        serve_home / "state",
+        daemon_home / "state",
         DaemonState(port=state.port, token="x", pid=os.getpid(), version="0", started_at=0),
     )
-    proc = start_serve(serve_home)
-    state = healthy_state(serve_home)
+    proc = start_serve(daemon_home)
+    state = healthy_state(daemon_home)
     assert state.pid == proc.pid and state.token != "x"
 
 
-def test_idle_exit_removes_the_state_file(serve_home: Path) -> None:
+def test_idle_exit_removes_the_state_file(daemon_home: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "qmd_daemon.daemon", "serve"],
-        env=env_for(serve_home, QMD_IDLE_MINUTES="0.02"),
+        env=env_for(daemon_home, QMD_IDLE_MINUTES="0.02"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    healthy_state(serve_home)
+    healthy_state(daemon_home)
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0 and "idle for 0.02 minutes" in out
-    assert not (serve_home / "state" / "daemon.json").exists()
+    assert not (daemon_home / "state" / "daemon.json").exists()
     assert not pid_running(proc.pid)
 
 
-def test_state_file_contents(serve_home: Path) -> None:
-    start_serve(serve_home)
-    state = healthy_state(serve_home)
-    raw = json.loads((serve_home / "state" / "daemon.json").read_text())
+def test_state_file_contents(daemon_home: Path) -> None:
+    start_serve(daemon_home)
+    state = healthy_state(daemon_home)
+    raw = json.loads((daemon_home / "state" / "daemon.json").read_text())
     assert raw["pid"] == state.pid and len(raw["token"]) >= 32 and raw["version"]
 
 
 def test_sigterm_lets_an_in_flight_search_finish_and_closes_the_index(
-    serve_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    daemon_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a repository big enough that its first refresh takes about a second: the search below waits
     # for that refresh, so it is in flight when the daemon gets SIGTERM
@@ -121,8 +114,8 @@ def test_sigterm_lets_an_in_flight_search_finish_and_closes_the_index(
     }
     files["pkg0/needle.py"] = "def unmistakable_needle_function():\n    return 'found'\n"
     repo = make_repo(tmp_path / "big", files)
-    proc = start_serve(serve_home)
-    state = healthy_state(serve_home)
+    proc = start_serve(daemon_home)
+    state = healthy_state(daemon_home)
     answer: dict[str, Any] = {}
 
     def search() -> None:
@@ -152,11 +145,11 @@ def test_sigterm_lets_an_in_flight_search_finish_and_closes_the_index(
     body = answer["body"]
     assert body["refreshed"] is True
     assert body["hits"] and body["hits"][0]["path"] == "pkg0/needle.py"
-    assert not (serve_home / "state" / "daemon.json").exists()
+    assert not (daemon_home / "state" / "daemon.json").exists()
     # closed cleanly: the last connection checkpointed the WAL away, and the index opens as it was
-    index = serve_home / "cache" / "index.sqlite"
+    index = daemon_home / "cache" / "index.sqlite"
     assert index.exists() and not Path(f"{index}-wal").exists()
-    monkeypatch.setenv("QMD_DAEMON_HOME", str(serve_home))
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(daemon_home))
     engine = Engine(Settings.from_env())
     try:
         hits = engine.search("unmistakable_needle_function", ["repo-big"], limit=1)
