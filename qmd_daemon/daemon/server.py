@@ -226,48 +226,38 @@ class Daemon:
             }
         )
 
-    async def _resolve(self, path: Path, create: bool) -> tuple[Any, bool]:
-        collection, created = await self._read(api.resolve_path, self.reader, path, create=create)
-        if collection is None:
-            raise ApiError(404, "not_found", f"no collection covers {path}")
-        if created:
-            log.info("registered collection %s -> %s", collection.name, collection.path)
-            await self._sync_watch()  # watched before its first refresh starts: fresh after it
-        return collection, created
-
-    async def _check_names(self, names: list[str] | None) -> None:
+    def _locate(self, path: Path | None, names: list[str] | None, create: bool) -> tuple[Any, bool]:
+        """On the reader thread: the collection covering `path` (registered when `create`), and
+        every one of `names` checked to exist; a 404 ApiError otherwise."""
+        home, created = (None, False)
+        if path is not None:
+            home, created = api.resolve_path(self.reader, path, create=create)
+            if home is None:
+                raise ApiError(404, "not_found", f"no collection covers {path}")
         if names:
-            known = await self._read(self.reader.collections)
+            known = self.reader.collections()
             missing = [n for n in names if n not in known]
             if missing:
                 raise ApiError(404, "not_found", f"no collection named '{missing[0]}'")
+        return home, created
+
+    async def _registered(self, collection: Any) -> None:
+        log.info("registered collection %s -> %s", collection.name, collection.path)
+        await self._sync_watch()  # watched before its first refresh starts: fresh after it
 
     async def search(self, request: web.Request) -> web.Response:
         started = time.perf_counter()
         req = api.parse_search(await self._body(request))
 
-        def prepare() -> tuple[Any, bool, list[str], list[str], RootSpec | None]:  # one trip
-            home, created = (None, False)
-            if req.path is not None and not req.names:
-                home, created = api.resolve_path(self.reader, req.path, create=True)
-            known = self.reader.collections()
-            missing = [n for n in req.names or [] if n not in known]
-            scope = (
-                []
-                if missing or (home is None and req.path is not None and not req.names)
-                else (api.search_scope(self.reader, req.names, home))
-            )
-            spec = root_specs(known).get(home.path) if home is not None else None
-            return home, created, missing, scope, spec
+        def prepare() -> tuple[Any, bool, list[str], RootSpec | None]:  # one trip to the reader
+            home, created = self._locate(None if req.names else req.path, req.names, create=True)
+            scope = api.search_scope(self.reader, req.names, home)
+            spec = root_specs(self.reader.collections()).get(home.path) if home is not None else None
+            return home, created, scope, spec
 
-        home, created, missing, scope, spec = await self._read(prepare)
-        if req.path is not None and not req.names and home is None:
-            raise ApiError(404, "not_found", f"no collection covers {req.path}")
+        home, created, scope, spec = await self._read(prepare)
         if created:
-            log.info("registered collection %s -> %s", home.name, home.path)
-            await self._sync_watch()  # watched before its first refresh starts: fresh after it
-        if missing:
-            raise ApiError(404, "not_found", f"no collection named '{missing[0]}'")
+            await self._registered(home)
         refreshed: bool | None = None
         job: Job | None = None
         if req.auto and home is not None and not created:
@@ -312,11 +302,12 @@ class Daemon:
         body = await self._body(request)
         names, path = api.parse_targets(body)
         wait = api._float(body, "wait", 0.0, 0.0, 3600.0)
-        home, created = (None, False)
-        if path is not None:
-            home, created = await self._resolve(path, create=bool(body.get("create", True)))
+        home, created = await self._read(self._locate, path, None if path is not None else names,
+                                         bool(body.get("create", True)))
+        if home is not None:
             names = [home.name]
-        await self._check_names(names)
+        if created:
+            await self._registered(home)
         if kinds == ("refresh",) and body.get("embed"):
             kinds = ("refresh", "embed")
         jobs = [self.jobs.submit(kind, names) for kind in kinds]
