@@ -16,6 +16,7 @@ param(
 $ErrorActionPreference = 'Stop'
 $here = Split-Path -Parent $MyInvocation.MyCommand.Path
 
+# The first Python >= 3.11, as a command line: the program, then its leading arguments ('py -3').
 function Find-Python {
     $candidates = @()
     if ($env:QMD_PYTHON) { $candidates += , @($env:QMD_PYTHON) }
@@ -24,7 +25,8 @@ function Find-Python {
         $exe = $c[0]; $pre = @($c | Select-Object -Skip 1)
         if (-not (Get-Command $exe -ErrorAction SilentlyContinue)) { continue }
         & $exe @pre -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>$null
-        if ($LASTEXITCODE -eq 0) { return , @($exe) + $pre }
+        # the unary comma keeps the array whole on return (without it, PowerShell unrolls it)
+        if ($LASTEXITCODE -eq 0) { return , $c }
     }
     return $null
 }

@@ -34,6 +34,23 @@ class DaemonError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
+# -- output --------------------------------------------------------------------------------------
+
+
+def utf8_stdout() -> bool:
+    """Make stdout safe for any snippet; True when it is a terminal. A pipe (an agent reading the
+    JSON) gets UTF-8 whatever the locale says: Windows gives pipes its ANSI code page, which has
+    no box-drawing or CJK characters, and the first such snippet would end the process. A terminal
+    keeps its own encoding and shows '?' for what it cannot."""
+    stream = sys.stdout
+    tty = stream.isatty()
+    if tty:
+        stream.reconfigure(errors="replace")
+    elif stream.encoding.lower().replace("-", "") != "utf8":
+        stream.reconfigure(encoding="utf-8")
+    return tty
+
+
 # -- paths ---------------------------------------------------------------------------------------
 
 

@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         timing["sent_refresh"] = refresh
         print(json.dumps({"qmd_timing": timing}), file=sys.stderr)
     rows = shape(response, root)
-    if args.json or not sys.stdout.isatty():
+    if not qc.utf8_stdout() or args.json:
         json.dump(rows, sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
     else:

@@ -2,7 +2,14 @@
 $QMD_PYTHON_DEFAULT = ""  # filled in by the installer
 $ErrorActionPreference = 'SilentlyContinue'
 try {
+    # The agent sends UTF-8 JSON: read the bytes as UTF-8 and pipe them on as UTF-8 (by default
+    # Windows PowerShell decodes and re-encodes with code pages that lose non-ASCII prompts).
+    # The Python part prints ASCII-only JSON, so its output needs no such care.
+    $utf8 = New-Object System.Text.UTF8Encoding $false
+    $OutputEncoding = $utf8
+    $reader = New-Object System.IO.StreamReader -ArgumentList ([Console]::OpenStandardInput()), $utf8
+    $payload = $reader.ReadToEnd()
     $py = if ($QMD_PYTHON_DEFAULT -and (Test-Path $QMD_PYTHON_DEFAULT)) { $QMD_PYTHON_DEFAULT } else { 'python' }
-    $input | & $py (Join-Path $PSScriptRoot 'qmd-auto-retrieve.py')
+    $payload | & $py (Join-Path $PSScriptRoot 'qmd-auto-retrieve.py')
 } catch { }
 exit 0

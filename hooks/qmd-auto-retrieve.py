@@ -66,7 +66,8 @@ def context_for(hits, min_score, max_tokens):
 
 def main():
     try:
-        data = json.loads(sys.stdin.read() or "{}")
+        # bytes, then UTF-8: the agents send UTF-8, and Windows would decode with its ANSI code page
+        data = json.loads(sys.stdin.buffer.read().decode("utf-8", "replace") or "{}")
         prompt = str(data.get("prompt") or "").strip()
         cwd = str(data.get("cwd") or os.getcwd())
         if len(prompt.split()) < 3 or prompt.startswith("/"):
@@ -82,7 +83,8 @@ def main():
         proc = subprocess.run(
             [search, "--json", "-n", str(limit), "--wait", "0", "--repo", cwd, "--", prompt[:2000]],
             capture_output=True,
-            text=True,
+            encoding="utf-8",  # what ai-search writes to a pipe, whatever the locale
+            errors="replace",
             timeout=timeout,
             stdin=subprocess.DEVNULL,
         )

@@ -373,7 +373,18 @@ def demo() -> None:
     run_demo(click.echo)
 
 
+def _utf8_stdout() -> None:
+    """Agents read the JSON and markdown through pipes: UTF-8 whatever the locale says (Windows
+    gives pipes its ANSI code page, and the first box-drawing character in a snippet would end the
+    command); a terminal keeps its encoding and shows '?' for what it cannot."""
+    if sys.stdout.isatty():
+        sys.stdout.reconfigure(errors="replace")
+    elif sys.stdout.encoding.lower().replace("-", "") != "utf8":
+        sys.stdout.reconfigure(encoding="utf-8")
+
+
 def main() -> None:
+    _utf8_stdout()
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

@@ -80,10 +80,10 @@ def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
 
 
 def run_cli(
-    *args: str, env_home: Path, check: bool = False, timeout: float = 120
+    *args: str, env_home: Path, check: bool = False, timeout: float = 120, **env_extra: str
 ) -> subprocess.CompletedProcess[str]:
     """Run the real console entry point in a subprocess (what a user runs)."""
-    env = dict(os.environ, QMD_DAEMON_HOME=str(env_home))
+    env = dict(os.environ, QMD_DAEMON_HOME=str(env_home), **env_extra)
     proc = subprocess.run(
         [sys.executable, "-c", "from qmd_daemon.cli import main; main()", *args],
         capture_output=True,
@@ -95,6 +95,9 @@ def run_cli(
         raise AssertionError(f"qmd-daemon {' '.join(args)} failed: {proc.stderr}")
     return proc
 
+
+# box-drawing and CJK characters: what Windows' ANSI code page (cp1252) cannot hold
+BOX_PY = 'def draw_box():\n    """Draw a box with \u250c\u2500\u2510 corners and \u4e2d\u6587 labels."""\n'
 
 SAMPLE_PY = '''"""HTTP client sessions."""
 

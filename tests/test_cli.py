@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SAMPLE_GO, SAMPLE_MD, SAMPLE_PY, run_cli, write_tree
+from tests.conftest import BOX_PY, SAMPLE_GO, SAMPLE_MD, SAMPLE_PY, run_cli, write_tree
 
 
 def _one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
@@ -44,6 +44,17 @@ def test_add_update_search_json(home: Path, project: Path) -> None:
     assert listed[0]["files"] == 3
     run_cli("collection", "remove", "repo-myproj", env_home=home, check=True)
     assert json.loads(run_cli("collection", "list", "--json", env_home=home, check=True).stdout) == []
+
+
+def test_json_is_utf8_where_the_locale_is_not(home: Path, tmp_path: Path) -> None:
+    """Windows gives piped stdout its ANSI code page; PYTHONIOENCODING=cp1252 makes the same
+    stream here. A snippet cp1252 cannot hold comes out whole, as UTF-8 (it used to end the
+    command with a UnicodeEncodeError traceback)."""
+    root = write_tree(tmp_path / "boxes", {"box.py": BOX_PY})
+    run_cli("collection", "add", str(root), env_home=home, check=True)
+    out = run_cli("search", "draw a box", "--json", env_home=home, check=True, PYTHONIOENCODING="cp1252")
+    snippet = json.loads(out.stdout)[0]["snippet"]
+    assert "\u250c\u2500\u2510" in snippet and "\u4e2d\u6587" in snippet
 
 
 def test_same_folder_name_gets_distinct_stable_names(home: Path, tmp_path: Path) -> None:

@@ -73,6 +73,21 @@ def hook_command(paths: SetupPaths, name: str, *, windows: bool = WINDOWS) -> st
     return f"sh {shlex.quote(str(paths.hooks_dir / f'{name}.sh'))}"
 
 
+# PowerShell takes the typographic single quotes as quotes too; doubled, each stands for itself
+_PS_QUOTES = re.compile("['\u2018\u2019\u201a\u201b]")
+
+
+def script_literal(value: str, ext: str) -> str:
+    """VALUE as a string literal of a hook script's language, taken verbatim: a Windows path in a
+    Python "..." is a syntax error (\\U starts an escape), and `$` or a backtick in a path would
+    expand in a double-quoted shell or PowerShell string."""
+    if ext == ".py":
+        return repr(value)
+    if ext == ".ps1":
+        return "'" + _PS_QUOTES.sub(lambda m: m.group(0) * 2, value) + "'"
+    return shlex.quote(value)
+
+
 def install_hook_scripts(journal: Journal, paths: SetupPaths, python: Path, auto_retrieve: bool) -> None:
     """Copy the hook scripts to the data dir with the wrapper and interpreter paths filled in."""
     names = [SESSION_HOOK] + ([RETRIEVE_HOOK] if auto_retrieve else [])
@@ -88,9 +103,9 @@ def install_hook_scripts(journal: Journal, paths: SetupPaths, python: Path, auto
                 continue
             text = src.read_text(encoding="utf-8")
             for key, value in fills.items():
-                text = re.sub(
-                    rf'^(\$?{key}\s*=\s*)"[^"\n]*"', lambda m, v=value: f'{m.group(1)}"{v}"', text, flags=re.M
-                )
+                literal = script_literal(value, ext)
+                placeholder = rf'^(\$?{key}\s*=\s*)"[^"\n]*"'
+                text = re.sub(placeholder, lambda m, v=literal: m.group(1) + v, text, flags=re.M)
             journal.write_file(paths.hooks_dir / src.name, text, mode=0o755)
 
 

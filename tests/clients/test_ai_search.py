@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import BOX_PY
 from tests.daemon.support import (
     CLIENTS,
     env_for,
@@ -109,6 +110,18 @@ def test_fallback_without_a_daemon(daemon_home: Path, repo: Path, tmp_path: Path
     assert json.loads(proc.stdout) == fallback
     # and with the daemon the answer is the same
     assert search(daemon_home, repo, "parse cookie header") == fallback
+
+
+def test_json_is_utf8_where_the_locale_is_not(daemon_home: Path, tmp_path: Path) -> None:
+    """Agents on Windows read ai-search through a pipe, which Python gives the ANSI code page;
+    PYTHONIOENCODING=cp1252 makes the same stream here. The snippet comes out whole, as UTF-8."""
+    boxes = make_repo(tmp_path / "boxes", {"box.py": BOX_PY})
+    proc = run_client(
+        "ai_search.py", "draw a box", "--no-daemon", home=daemon_home, cwd=boxes, PYTHONIOENCODING="cp1252"
+    )
+    assert proc.returncode == 0, proc.stderr
+    snippet = json.loads(proc.stdout)[0]["snippet"]
+    assert "\u250c\u2500\u2510" in snippet and "\u4e2d\u6587" in snippet
 
 
 def test_table_on_a_terminal(daemon_home: Path, repo: Path) -> None:

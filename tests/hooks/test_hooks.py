@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.conftest import BOX_PY
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SESSION_HOOK = REPO_ROOT / "hooks" / "qmd-session-start.sh"
 RETRIEVE_HOOK = REPO_ROOT / "hooks" / "qmd-auto-retrieve.py"
@@ -123,6 +125,8 @@ def test_session_start_starts_a_warm_that_indexes_the_repository(tmp_path):
 def _retrieve(
     tmp_path: Path, hits_json: str, exit_code: int = 0, **extra: str
 ) -> subprocess.CompletedProcess:
+    """The hook against a stand-in `ai-search` that prints HITS_JSON: the threshold and the token
+    cap need exact scores, which a real search does not promise. The real ai-search is below."""
     search = _script(tmp_path / "ai-search", f"cat <<'EOF'\n{hits_json}\nEOF\nexit {exit_code}\n")
     env = _env(tmp_path, QMD_AI_SEARCH=str(search), **extra)
     prompt = {"prompt": "where are failed requests retried with backoff", "cwd": str(tmp_path)}
@@ -168,3 +172,31 @@ def test_auto_retrieve_never_fails_a_prompt(tmp_path):
     assert proc.returncode == 0 and proc.stdout == ""
     slow = _retrieve(tmp_path, "[]", QMD_AUTO_RETRIEVE_TIMEOUT="0.01")
     assert slow.returncode == 0 and slow.stdout == ""
+
+
+def test_auto_retrieve_with_the_real_ai_search_keeps_non_ascii_text(tmp_path):
+    """The real ai-search (in-process: no daemon needed), with Windows' stream setup simulated
+    (PYTHONIOENCODING=cp1252): the prompt and the snippet keep their box-drawing and CJK text."""
+    repo = _git_repo(tmp_path / "repo")
+    (repo / "box.py").write_text(BOX_PY, encoding="utf-8")
+    client = REPO_ROOT / "clients" / "ai_search.py"
+    search = _script(tmp_path / "ai-search", f'exec "{sys.executable}" "{client}" "$@"\n')
+    env = _env(
+        tmp_path,
+        QMD_AI_SEARCH=str(search),
+        QMD_NO_DAEMON="1",
+        QMD_AUTO_RETRIEVE_MIN_SCORE="0",
+        QMD_AUTO_RETRIEVE_TIMEOUT="90",
+        PYTHONIOENCODING="cp1252",
+    )
+    prompt = {"prompt": "how is a box with \u250c\u2500\u2510 corners drawn", "cwd": str(repo)}
+    proc = subprocess.run(
+        [sys.executable, str(RETRIEVE_HOOK)],
+        input=json.dumps(prompt, ensure_ascii=False).encode("utf-8"),
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "box.py:1-" in context and "\u250c\u2500\u2510" in context and "\u4e2d\u6587" in context

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import yaml
@@ -66,7 +67,7 @@ def test_yes_installs_skill_hooks_wrappers_instruction_and_state(fake_home):
     )
     assert "<!-- qmd-daemon:semantic-search:begin -->" in (home / ".codex/AGENTS.md").read_text()
     hook = (home / ".qmd/data/hooks/qmd-session-start.sh").read_text()
-    assert f'QMD_WARM_DEFAULT="{home}/.local/bin/qmd-warm"' in hook
+    assert f"QMD_WARM_DEFAULT={shlex.quote(str(home / '.local/bin/qmd-warm'))}" in hook
     for name in ("ai-search", "qmd-warm", "qmd-daemon"):
         assert (home / ".local/bin" / name).stat().st_mode & 0o111
     state = _state(fake_home)
