@@ -18,6 +18,7 @@ from qmd_daemon.search.scoring import (
     ScoringWeights,
     coherence_boost,
     definition_boost,
+    name_words_boost,
     path_penalties,
     path_word_boost,
     saturate,
@@ -218,6 +219,8 @@ def run_search(
         defined = _symbol_candidates(store, parsed, collection_ids, cands)
         pool = list(cands.values())
         definition_boost(pool, parsed, 1.0, options.weights, defined)
+        names = store.definitions_in([c.chunk.id for c in pool])
+        name_words_boost(pool, parsed, 1.0, options.weights, names, defined)
         path_word_boost(pool, parsed, 1.0, options.weights)
         path_penalties(pool, parsed, options.weights)
         coherence_boost(pool, 1.0, options.weights)

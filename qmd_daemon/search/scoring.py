@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from qmd_daemon.ingest.identifiers import split_identifier
+from qmd_daemon.ingest.identifiers import IDENTIFIER, split_identifier
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.query import ParsedQuery, content_words
 
@@ -19,6 +19,7 @@ class ScoringWeights:
     definition: float = 3.0  # x top score, for chunks defining a queried symbol
     definition_stem: float = 1.5  # extra factor when the file stem is the symbol
     path_words: float = 1.0  # x top score x fraction of query words in the file stem/folder
+    name_words: float = 1.0  # x top score x share of the question a defined compound name says
     coherence: float = 0.4  # x top score x the file's share of candidate score
     test_penalty: float = 0.3
     example_penalty: float = 0.3
@@ -50,6 +51,10 @@ _DOC_WORDS = frozenset(
     }
 )
 _COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|v1|single_include)/|(^|/)[^/]*compat[^/]*\.\w+$")
+
+
+def asks_for_docs(parsed: ParsedQuery) -> bool:
+    return any(t.lower() in _DOC_WORDS for t in parsed.terms)
 
 
 def is_test_path(path: str) -> bool:
@@ -89,6 +94,35 @@ def path_word_boost(cands: list[Candidate], parsed: ParsedQuery, top: float, wei
             names = _stem_words(path)
             fractions[path] = sum(1 for w in words if _word_matches(w, names)) / len(words)
         cand.add("path_words", weights.path_words * top * fractions[path])
+
+
+def name_words_boost(
+    cands: list[Candidate],
+    parsed: ParsedQuery,
+    top: float,
+    weights: ScoringWeights,
+    names: dict[int, list[str]],
+    defined: dict[int, set[str]],
+) -> None:
+    """A chunk that defines a compound name whose every part the question says answers it by
+    name (`split_identifier` for "split camelCase identifiers into words"). `names`: chunk id ->
+    defined names; chunks in `defined` already have the definition boost."""
+    if parsed.is_symbol_query or weights.name_words == 0 or asks_for_docs(parsed):
+        return
+    words = set(content_words(parsed))
+    asked = len({t.lower() for t in parsed.terms})
+    if not words or not asked:
+        return
+    for cand in cands:
+        if cand.chunk.id in defined or cand.chunk.kind == "doc":  # headings are not names
+            continue
+        said = 0
+        for name in names.get(cand.chunk.id, ()):
+            parts = split_identifier(name) if IDENTIFIER.fullmatch(name) else []
+            if len(parts) >= 2 and all(_word_matches(part, words) for part in parts):
+                said = max(said, len(parts))
+        if said:
+            cand.add("name_words", weights.name_words * top * min(1.0, said / asked))
 
 
 def _stem(path: str) -> str:
@@ -136,7 +170,7 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
     asked = {w.lower() for w in parsed.terms}
     wants_tests = bool(asked & {"test", "tests", "testing", "spec", "fixture", "fixtures", "conftest"})
     wants_examples = bool(asked & {"example", "examples", "sample", "demo", "tutorial"})
-    wants_docs = bool(asked & _DOC_WORDS)
+    wants_docs = asks_for_docs(parsed)
     for cand in cands:
         path = cand.chunk.path.lower()
         if _CHANGELOG_NAME.search(path):

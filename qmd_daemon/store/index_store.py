@@ -359,6 +359,18 @@ class IndexStore:
             [*names, *collection_ids],
         ).fetchall()
 
+    def definitions_in(self, chunk_ids: list[int]) -> dict[int, list[str]]:
+        """Chunk id -> the names the chunk defines."""
+        if not chunk_ids:
+            return {}
+        marks = ",".join("?" * len(chunk_ids))
+        out: dict[int, list[str]] = {}
+        for chunk_id, name in self.conn.execute(
+            f"SELECT chunk_id, name FROM definitions WHERE chunk_id IN ({marks})", chunk_ids
+        ):
+            out.setdefault(int(chunk_id), []).append(name)
+        return out
+
     def chunks_of_files_named(self, stems: list[str], collection_ids: list[int]) -> list[int]:
         """First chunks of files whose stem is one of stems: such files are candidates by name."""
         if not stems or not collection_ids:

@@ -146,3 +146,19 @@ def test_many_matching_chunks_earn_the_file_a_larger_coherence_boost(engine: Eng
     hits = engine.search("evict expired cache entry", [name], options=SearchOptions(explain=True, per_file=1))
     coherence = {h.path: h.explain["boosts"].get("coherence", 0.0) for h in hits}
     assert coherence["lru.py"] > coherence["other.py"] > 0
+
+
+def test_a_function_whose_name_the_question_spells_out_ranks_first(engine: Engine, tmp_path: Path) -> None:
+    """"split camelCase identifiers into words" names `split_identifier`, while a comment that
+    repeats the question's words is only talk; headings and symbol queries are left alone."""
+    code = "def split_identifier(word):\n    return [p.lower() for p in _CAMEL.findall(word)]\n"
+    talk = "# camelCase identifiers: words split into camelCase parts; identifiers and words\nX = 1\n"
+    doc = "# Split Identifier\n\nHow we split camelCase identifiers into words.\n"
+    name = _indexed(engine, tmp_path / "p", {"a/names.py": code, "b/notes.py": talk, "c/guide.md": doc})
+    question = "split camelCase identifiers into words"
+    hits = engine.search(question, [name], options=SearchOptions(explain=True))
+    assert hits[0].path == "a/names.py", [h.path for h in hits]
+    boosts = {h.path: h.explain["boosts"].get("name_words", 0.0) for h in hits}
+    assert boosts["a/names.py"] > 0 and not boosts.get("b/notes.py") and not boosts.get("c/guide.md")
+    plain = engine.search(question, [name], options=SearchOptions(boosts=False))
+    assert plain[0].path != "a/names.py", "without the rule the talkative comment wins"
