@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 from qmd_daemon import __version__
 from qmd_daemon.errors import QmdError
+from qmd_daemon.ingest.source_text import decode_source
 from qmd_daemon.search.pipeline import SearchOptions
 
 MAX_LIMIT = 50
@@ -122,7 +123,7 @@ def build_server(engine: Any) -> Any:
         except QmdError as exc:
             raise ToolError(str(exc)) from None
         try:
-            text = target.read_text(encoding="utf-8", errors="replace")
+            text = decode_source(target.read_bytes())  # what the index read
         except OSError as exc:
             raise ToolError(
                 f"'{path}' is indexed but cannot be read now ({exc.strerror or exc}); "

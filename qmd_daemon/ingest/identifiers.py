@@ -13,7 +13,11 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
 def split_identifier(word: str) -> list[str]:
-    """Parts of a compound identifier, lowercased; [] when the word is not compound."""
+    """Parts of a compound identifier, lowercased; [] when the word is not compound. The case
+    rules are ASCII's: a word in another script splits at underscores only (not `Größe` -> gr, e)."""
+    if not word.isascii():
+        pieces = [p.lower() for p in word.split("_") if p]
+        return pieces if len(pieces) > 1 else []
     parts: list[str] = []
     for piece in word.split("_"):
         parts.extend(m.group(0).lower() for m in _CAMEL.finditer(piece))

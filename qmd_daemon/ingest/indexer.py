@@ -22,6 +22,7 @@ from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
 from qmd_daemon.ingest.languages import kind_of, language_of
 from qmd_daemon.ingest.links import find_links
 from qmd_daemon.ingest.scan import ScannedFile, scan
+from qmd_daemon.ingest.source_text import decode_source, utf8_bytes
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.index_store import IndexStore
 
@@ -36,8 +37,9 @@ _GENERATED_MARKERS = (
     b"auto-generated",
 )
 _MINIFIED_LINE = 2000  # average characters per line above which a file is minified, not source
-# Stored per collection: when chunking or the skip rules change, the next update re-reads every file.
-INDEX_FORMAT = f"{CHUNKER_VERSION}|skip:2"
+# Stored per collection: when chunking, the skip rules or decoding change, the next update re-reads
+# every file.
+INDEX_FORMAT = f"{CHUNKER_VERSION}|skip:2|text:2"
 
 
 @dataclass
@@ -73,7 +75,7 @@ def _check_root(collection: CollectionConfig) -> Path:
 def _read(root: Path, scanned: ScannedFile) -> bytes | str:
     """The file's bytes, or the reason it is skipped."""
     try:
-        data = (root / scanned.path).read_bytes()
+        data = utf8_bytes((root / scanned.path).read_bytes())
     except OSError:
         return "unreadable"
     if b"\0" in data[:_BINARY_SNIFF_BYTES]:
@@ -125,7 +127,7 @@ def update_collection(
                 store.touch_file(state.id, scanned.size, scanned.mtime_ns)
                 report.unchanged += 1
                 continue
-            text = data.decode("utf-8", errors="replace")
+            text = decode_source(data)
             language = language_of(scanned.path)
             chunks = chunk_text(scanned.path, text, language)
             added, removed = store.write_file(

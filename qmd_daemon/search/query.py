@@ -19,7 +19,9 @@ STOPWORDS = frozenset(
 _TYPED = re.compile(r"^\s*(lex|vec|hyde|intent)\s*:\s*(.*)$", re.IGNORECASE)
 _PHRASE = re.compile(r'"([^"]+)"')
 _EXCLUDE = re.compile(r"(?:^|\s)-([A-Za-z_][\w.-]*)")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*")
+# words in any script (`café`, `Größe`, `ошибка`: the FTS tokenizer indexes them whole), identifiers
+# with their dotted or `::` paths
+_WORD = re.compile(r"[^\W\d]\w*(?:(?:\.|::)[^\W\d]\w*)*")
 MAX_TERMS = 40
 MODEL_TEXT_CHARS = 600  # what models see of a long query (bug reports, logs): see condense()
 _ERROR_LINE = re.compile(r"(?:Error|Exception|Traceback|Warning|error:|failed|panic|assert)", re.IGNORECASE)
