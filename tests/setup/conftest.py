@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from qmd_daemon.setup.paths import SetupPaths
 from tests.conftest import MODELS_DIR, REPO_ROOT
 
 INSTALL_SH = REPO_ROOT / "install.sh"
@@ -120,3 +121,17 @@ def build_wheel(out_dir: Path) -> Path:
         for rel, data in files.items():
             zf.writestr(rel, data)
     return wheel
+
+
+def setup_paths(root: Path) -> SetupPaths:
+    """Every location the setup writes, under ROOT."""
+    return SetupPaths(
+        home=root,
+        config_dir=root / "config",
+        state_dir=root / "state",
+        models_dir=root / "models",
+        data_dir=root / "data",
+        bin_dir=root / "bin",
+        claude_dir=root / ".claude",
+        codex_dir=root / ".codex",
+    )

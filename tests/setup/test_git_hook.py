@@ -17,7 +17,7 @@ import pytest
 from qmd_daemon.setup import integrations as integ
 from qmd_daemon.setup.journal import Journal
 from qmd_daemon.setup.paths import SetupPaths
-from tests.setup.conftest import listing, run_install, yes_small
+from tests.setup.conftest import listing, run_install, setup_paths, yes_small
 
 # A stand-in for the installed qmd-warm wrapper: records its arguments, whether git's
 # repository-local variables reached it, and its pid; optionally sleeps, then fails.
@@ -77,17 +77,7 @@ def _stop(out: Path) -> None:
 
 @pytest.fixture
 def paths(tmp_path: Path) -> SetupPaths:
-    root = tmp_path / "home"
-    p = SetupPaths(
-        home=root,
-        config_dir=root / "config",
-        state_dir=root / "state",
-        models_dir=root / "models",
-        data_dir=root / "data",
-        bin_dir=root / "bin",
-        claude_dir=root / ".claude",
-        codex_dir=root / ".codex",
-    )
+    p = setup_paths(tmp_path / "home")
     p.bin_dir.mkdir(parents=True)
     return p
 

@@ -19,8 +19,8 @@ import tree_sitter_powershell
 from qmd_daemon.setup import installer
 from qmd_daemon.setup import integrations as integ
 from qmd_daemon.setup.journal import Journal
-from qmd_daemon.setup.paths import SetupPaths
 from tests.conftest import REPO_ROOT
+from tests.setup.conftest import setup_paths
 
 PS1_FILES = sorted(p for p in REPO_ROOT.glob("**/*.ps1") if ".venv" not in p.parts)
 PS_PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_powershell.language()))
@@ -78,16 +78,7 @@ def test_install_ps1_passes_only_what_the_installer_takes() -> None:
 
 def test_filled_paths_are_taken_verbatim_by_each_language(tmp_path: Path) -> None:
     base = tmp_path / TRICKY
-    paths = SetupPaths(
-        home=base,
-        config_dir=base / "config",
-        state_dir=base / "state",
-        models_dir=base / "models",
-        data_dir=base / "data",
-        bin_dir=base / "bin",
-        claude_dir=base / ".claude",
-        codex_dir=base / ".codex",
-    )
+    paths = setup_paths(base)
     python = base / "venv" / "python"
     integ.install_hook_scripts(Journal(echo=lambda _: None), paths, python, auto_retrieve=True)
     warm, search = integ.wrapper_path(paths, "qmd-warm"), integ.wrapper_path(paths, "ai-search")
