@@ -34,6 +34,7 @@ if str(REPO_ROOT) not in sys.path:
 
 from bench.baseline_bm25 import BM25Index, mask_extensions, walk_files  # noqa: E402
 from bench.metrics import aggregate, reduce_to_files, score_query  # noqa: E402
+from qmd_daemon.ingest.indexer import INDEX_FORMAT  # noqa: E402
 from qmd_daemon.ingest.languages import kind_of, language_of  # noqa: E402
 
 EVAL_DIR = Path(os.environ.get("QMD_EVAL_DIR", "/work/shared/eval"))
@@ -200,6 +201,12 @@ def ensure_collections(engine: Any, targets: list[Target], skip_update: bool, em
         if registered.get(t.name) != t.folder.resolve():
             engine.add_collection(t.folder, name=t.name)
         if skip_update:
+            built = engine.store.index_format(engine.store.collection_id(t.name))
+            if built != INDEX_FORMAT:  # the figures would be of a tree the product no longer builds
+                raise SystemExit(
+                    f"retrieval.py: {t.name} was indexed as {built!r}, this code indexes as "
+                    f"{INDEX_FORMAT!r}: run once without --skip-update"
+                )
             continue
         log(f"[index] {t.name}: updating {t.folder} ...")
         start = time.perf_counter()

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
+
+import pytest
 
 from bench import retrieval
 from bench.ingest import generate_tree
@@ -109,3 +112,19 @@ def test_engine_end_to_end(tmp_path, monkeypatch):
     eng = data["sets"]["queries"]["engine"]["queries"][0]
     assert base["files"][0] == "demo/pool.py"
     assert eng["files"] and eng["files"][0] == "demo/pool.py"
+
+
+def test_skip_update_refuses_an_index_built_in_another_format(tmp_path, monkeypatch):
+    """--skip-update once measured, for a whole session, an index chunked by an older chunker."""
+    corpora, evald = _tiny_eval(tmp_path)
+    monkeypatch.setattr(retrieval, "EVAL_DIR", evald)
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(tmp_path / "home"))
+    argv = ["--corpora", str(corpora), "--home", str(tmp_path / "home"), "--methods", "lexical"]
+    assert retrieval.main(argv) == 0
+    assert retrieval.main([*argv, "--skip-update"]) == 0  # built by this code: fine
+    index = sqlite3.connect(tmp_path / "home" / "cache" / "index.sqlite")
+    with index:
+        index.execute("UPDATE collections SET index_format = 'older-chunker'")
+    index.close()
+    with pytest.raises(SystemExit, match="indexed as 'older-chunker'.*without --skip-update"):
+        retrieval.main([*argv, "--skip-update"])
