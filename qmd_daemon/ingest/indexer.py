@@ -1,8 +1,9 @@
 """Incremental update of one collection, in one transaction.
 
 A file whose size and mtime are unchanged is not read; a changed file is hashed and re-chunked
-only when its bytes changed; only chunks whose content changed are rewritten. A crash or kill
-mid-update rolls the transaction back, so the previous index stays searchable.
+only when its bytes changed; only chunks whose content changed are rewritten (after a change of
+INDEX_FORMAT every file is re-read, and kept chunks get their FTS row and definitions anew). A crash
+or kill mid-update rolls the transaction back, so the previous index stays searchable.
 """
 
 from __future__ import annotations
@@ -140,6 +141,7 @@ def update_collection(
                 kind=kind_of(language),
                 line_count=text.count("\n") + 1,
                 chunks=chunks,
+                rederive=rechunk,
             )
             report.chunks_added += added
             report.chunks_removed += removed

@@ -158,9 +158,13 @@ class IndexStore:
         kind: str,
         line_count: int,
         chunks: list[Chunk],
+        rederive: bool = False,
     ) -> tuple[int, int]:
         """Store a new or changed file; only chunks whose content changed are rewritten.
 
+        `rederive` (the index format changed): a kept chunk also gets what is derived from it
+        anew (symbols, signature, heading, definitions, its FTS row), keeping its id and vector;
+        otherwise a new chunker or tokenizer rule would reach only the chunks whose text changed.
         Returns (chunks added, chunks removed).
         """
         row = self.conn.execute(
@@ -190,10 +194,19 @@ class IndexStore:
         for seq, chunk in enumerate(chunks):
             reusable = existing.get(chunk.content_hash)
             if reusable:
+                chunk_id = reusable.pop(0)
                 self.conn.execute(
                     "UPDATE chunks SET seq = ?, start_line = ?, end_line = ? WHERE id = ?",
-                    (seq, chunk.start_line, chunk.end_line, reusable.pop(0)),
+                    (seq, chunk.start_line, chunk.end_line, chunk_id),
                 )
+                if rederive:
+                    self.conn.execute(
+                        "UPDATE chunks SET symbols = ?, signature = ?, heading = ? WHERE id = ?",
+                        (" ".join(chunk.symbols), chunk.signature, chunk.heading, chunk_id),
+                    )
+                    self.conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (chunk_id,))
+                    self.conn.execute("DELETE FROM definitions WHERE chunk_id = ?", (chunk_id,))
+                    self._write_derived(chunk_id, collection_id, path, chunk)
                 continue
             self._insert_chunk(collection_id, file_id, path, seq, chunk)
             added += 1
@@ -218,7 +231,10 @@ class IndexStore:
                 chunk.content_hash,
             ),
         )
-        chunk_id = int(cur.lastrowid)
+        self._write_derived(int(cur.lastrowid), collection_id, path, chunk)
+
+    def _write_derived(self, chunk_id: int, collection_id: int, path: str, chunk: Chunk) -> None:
+        """A chunk's FTS row and definitions."""
         self.conn.execute(
             "INSERT INTO chunks_fts (rowid, collection, path, symbols, body) VALUES (?, ?, ?, ?, ?)",
             (

@@ -133,6 +133,37 @@ def test_new_index_format_rechunks_every_file(engine: Engine, tmp_path: Path) ->
     assert engine.update([name])[0].unchanged == 3
 
 
+def test_new_index_format_rederives_kept_chunks_in_place(engine: Engine, tmp_path: Path) -> None:
+    """A chunk whose text is unchanged keeps its id (and so its vector), but what is derived from
+    it (FTS row, definitions, symbols) is written anew: stand in for rows an older tokenizer or
+    chunker wrote by blanking them, then change the format."""
+    root = _tree(tmp_path / "proj")
+    name = engine.add_collection(root).name
+    engine.update([name])
+    store = engine.store
+    collection_id = store.collection_id(name)
+    (chunk_id,) = [c for c, _n, _k in store.chunks_defining(["parse_cookie_header"], [collection_id])]
+    with store.transaction():
+        store.conn.execute("UPDATE chunks_fts SET symbols = '', body = 'x' WHERE rowid = ?", (chunk_id,))
+        store.conn.execute("DELETE FROM definitions WHERE chunk_id = ?", (chunk_id,))
+        store.conn.execute("UPDATE chunks SET symbols = '' WHERE id = ?", (chunk_id,))
+
+    def found() -> list[str]:
+        return [h.path for h in engine.search("parse_cookie_header", [name])]
+
+    assert found() == ["README.md"]  # the code chunk is gone from FTS; the guide mentions it
+    engine.update([name])
+    assert found() == ["README.md"]  # same format: kept rows are trusted
+    with store.transaction():
+        store.mark_updated(collection_id, "an older chunker")
+    engine.update([name])
+    assert found()[0] == "client.py"
+    (symbols,) = store.conn.execute("SELECT symbols FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
+    assert "parse_cookie_header" in symbols.split()
+    kept = [c for c, _n, _k in store.chunks_defining(["parse_cookie_header"], [collection_id])]
+    assert kept == [chunk_id]
+
+
 def test_empty_file_is_indexed_with_empty_text(engine: Engine, tmp_path: Path) -> None:
     root = write_tree(tmp_path / "proj", {"pkg/__init__.py": "", "pkg/a.py": "x = 1\n"})
     name = engine.add_collection(root).name
