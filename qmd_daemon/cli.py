@@ -316,7 +316,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"  {role}: {state['state']}{'  ' + detail if detail else ''}")
     for row in info["collections"]:
         pending = f", {row['pending_vectors']} waiting for vectors" if row["pending_vectors"] else ""
-        click.echo(f"  {row['name']}: {row['files']} files, {row['chunks']} chunks{pending}")
+        older = "" if row["index_current"] else "; indexed by another version: the next update re-reads it"
+        click.echo(f"  {row['name']}: {row['files']} files, {row['chunks']} chunks{pending}{older}")
 
 
 @cli.command()

@@ -11,7 +11,7 @@ from typing import Any
 
 from qmd_daemon.config import CollectionConfig, IndexConfig
 from qmd_daemon.errors import UsageError
-from qmd_daemon.ingest.indexer import UpdateReport, update_collection
+from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
 from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root
 from qmd_daemon.models.model_set import ModelSet
 from qmd_daemon.search.hit import Hit
@@ -214,6 +214,8 @@ class Engine:
             "collections": [
                 {
                     **row,
+                    # written by another version's chunker or rules: the next update re-reads it
+                    "index_current": row["index_format"] == INDEX_FORMAT,
                     "pending_vectors": vectors.pending_count([self.store.collection_id(row["name"])])
                     if vectors and active
                     else None,

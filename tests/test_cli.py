@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -55,6 +56,21 @@ def test_json_is_utf8_where_the_locale_is_not(home: Path, tmp_path: Path) -> Non
     out = run_cli("search", "draw a box", "--json", env_home=home, check=True, PYTHONIOENCODING="cp1252")
     snippet = json.loads(out.stdout)[0]["snippet"]
     assert "\u250c\u2500\u2510" in snippet and "\u4e2d\u6587" in snippet
+
+
+def test_status_says_when_a_collection_was_indexed_by_another_version(home: Path, project: Path) -> None:
+    run_cli("collection", "add", str(project), env_home=home, check=True)
+    status = run_cli("status", env_home=home, check=True).stdout
+    assert "repo-myproj: 3 files" in status and "another version" not in status
+    index = sqlite3.connect(home / "cache" / "index.sqlite")
+    with index:
+        index.execute("UPDATE collections SET index_format = 'an older chunker'")
+    index.close()
+    assert "indexed by another version" in run_cli("status", env_home=home, check=True).stdout
+    (row,) = json.loads(run_cli("status", "--json", env_home=home, check=True).stdout)["collections"]
+    assert row["index_current"] is False
+    run_cli("update", env_home=home, check=True)
+    assert "another version" not in run_cli("status", env_home=home, check=True).stdout
 
 
 def test_same_folder_name_gets_distinct_stable_names(home: Path, tmp_path: Path) -> None:

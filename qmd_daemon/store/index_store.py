@@ -127,10 +127,12 @@ class IndexStore:
             """SELECT col.name, col.root, col.updated_at,
                       (SELECT count(*) FROM files f WHERE f.collection_id = col.id),
                       (SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id
-                        WHERE f.collection_id = col.id)
+                        WHERE f.collection_id = col.id),
+                      col.index_format
                FROM collections col ORDER BY col.name"""
         ).fetchall()
-        return [{"name": r[0], "root": r[1], "updated_at": r[2], "files": r[3], "chunks": r[4]} for r in rows]
+        keys = ("name", "root", "updated_at", "files", "chunks", "index_format")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
 
     # -- files ---------------------------------------------------------------------------------
 
