@@ -18,7 +18,7 @@ STOPWORDS = frozenset(
 )
 _TYPED = re.compile(r"^\s*(lex|vec|hyde|intent)\s*:\s*(.*)$", re.IGNORECASE)
 _PHRASE = re.compile(r'"([^"]+)"')
-_EXCLUDE = re.compile(r"(?:^|\s)-([A-Za-z_][\w.-]*)")
+_EXCLUDE = re.compile(r"(?:^|\s)-([^\W\d][\w.-]*)")
 # words in any script (`café`, `Größe`, `ошибка`: the FTS tokenizer indexes them whole), identifiers
 # with their dotted or `::` paths
 _WORD = re.compile(r"[^\W\d]\w*(?:(?:\.|::)[^\W\d]\w*)*")

@@ -62,3 +62,4 @@ def test_questions_in_other_scripts_find_their_words(engine: Engine, tmp_path: P
     assert engine.search("ошибка соединения", [name])[0].path == "conn.py"
     assert engine.search("Größe der Datei", [name])[0].path == "size.py"
     assert engine.search("prêt café", [name]) == []
+    assert [h.path for h in engine.search("reconnect groesse -соединения", [name])] == ["size.py"]
