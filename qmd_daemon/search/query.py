@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from qmd_daemon.ingest.cjk import cjk_bigrams, without_cjk
 from qmd_daemon.ingest.identifiers import looks_like_symbol, split_identifier
 
 STOPWORDS = frozenset(
@@ -107,10 +108,12 @@ def parse_query(raw: str) -> ParsedQuery:
     terms: dict[str, str] = {}
     for word in words:
         for piece in re.split(r"\.|::", word):
-            low = piece.lower()
-            if len(low) < 2 or low in STOPWORDS:
-                continue
-            terms.setdefault(low, piece)
+            pairs = cjk_bigrams(piece)  # a CJK run is searched by its character pairs
+            for part in [*without_cjk(piece), *pairs] if pairs else [piece]:
+                low = part.lower()
+                if len(low) < 2 or low in STOPWORDS:
+                    continue
+                terms.setdefault(low, part)
     ordered = list(terms.values())
     if len(ordered) > MAX_TERMS:
         # Long bug reports: keep identifiers first (they pin code), then the earliest words.

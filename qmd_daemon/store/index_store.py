@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from qmd_daemon.ingest.chunk_model import Chunk
+from qmd_daemon.ingest.cjk import cjk_bigrams
 from qmd_daemon.ingest.identifiers import identifier_parts_text
 from qmd_daemon.store.connection import connect
 from qmd_daemon.store.schema import migrate
@@ -47,17 +48,22 @@ _CHUNK_SELECT = """
 """
 
 
+def _with_derived_terms(text: str, sep: str = " ") -> str:
+    """TEXT, then the parts of its compound identifiers and the pairs of its CJK runs, so that
+    words find identifiers and a CJK word finds the runs it is part of (see ingest/cjk.py)."""
+    return sep.join((text, identifier_parts_text(text), " ".join(cjk_bigrams(text))))
+
+
 def fts_body(chunk: Chunk) -> str:
-    return chunk.text + "\n" + identifier_parts_text(chunk.text)
+    return _with_derived_terms(chunk.text, "\n")
 
 
 def fts_symbols(chunk: Chunk) -> str:
-    names = " ".join(chunk.symbols)
-    return names + " " + identifier_parts_text(names)
+    return _with_derived_terms(" ".join(chunk.symbols))
 
 
 def fts_path(path: str) -> str:
-    return path + " " + identifier_parts_text(path)
+    return _with_derived_terms(path)
 
 
 def fts_collection_token(collection_id: int) -> str:

@@ -63,3 +63,22 @@ def test_questions_in_other_scripts_find_their_words(engine: Engine, tmp_path: P
     assert engine.search("Größe der Datei", [name])[0].path == "size.py"
     assert engine.search("prêt café", [name]) == []
     assert [h.path for h in engine.search("reconnect groesse -соединения", [name])] == ["size.py"]
+
+
+def test_chinese_and_japanese_words_are_found_inside_longer_runs(engine: Engine, tmp_path: Path) -> None:
+    """CJK text has no spaces: `数据库` used to match only a chunk whose whole run was `数据库`."""
+    root = write_tree(
+        tmp_path / "cjk",
+        {
+            "pool.py": "def make_pool():\n    # 建立数据库连接池，失败时重试三次\n    pass\n",
+            "parse.py": "def parse():\n    # 解析配置文件中的数据\n    pass\n",
+            "jp.py": "def connect():\n    # データベース接続の設定を読み込む\n    pass\n",
+        },
+    )
+    name = engine.add_collection(root).name
+    engine.update([name])
+    ranked = [h.path for h in engine.search("数据库连接", [name])]
+    assert ranked == ["pool.py", "parse.py"]  # the whole word, then a chunk sharing one pair (数据)
+    assert engine.search("如何建立数据库连接", [name])[0].path == "pool.py"  # a question, not a run
+    assert engine.search("データベース", [name])[0].path == "jp.py"
+    assert engine.search("配置文件", [name])[0].path == "parse.py"
