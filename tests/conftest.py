@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,6 +78,14 @@ def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
         else:
             target.write_text(content, encoding="utf-8")
     return root
+
+
+def indexed(engine: Any, root: Path, files: dict[str, str | bytes]) -> str:
+    """Write FILES under ROOT, register ROOT with ENGINE and index it; the collection's name."""
+    write_tree(root, files)
+    name = engine.add_collection(root).name
+    engine.update([name])
+    return name
 
 
 def run_cli(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from qmd_daemon.engine import Engine
 from qmd_daemon.ingest.source_text import decode_source
-from tests.conftest import write_tree
+from tests.conftest import indexed, write_tree
 
 WIDGET = "def render_widget():\n    # le café est prêt\n    return 'naïve'\n"
 
@@ -49,7 +49,8 @@ def test_a_utf8_file_with_a_stray_byte_stays_utf8() -> None:
 def test_questions_in_other_scripts_find_their_words(engine: Engine, tmp_path: Path) -> None:
     """The query's words used to be ASCII runs: "café" became "caf", and a Cyrillic question had
     no terms at all."""
-    root = write_tree(
+    name = indexed(
+        engine,
         tmp_path / "i18n",
         {
             "conn.py": "def reconnect():\n    # ошибка соединения: повторить попытку\n    pass\n",
@@ -57,8 +58,6 @@ def test_questions_in_other_scripts_find_their_words(engine: Engine, tmp_path: P
             "other.py": "def unrelated():\n    # nothing here\n    pass\n",
         },
     )
-    name = engine.add_collection(root).name
-    engine.update([name])
     assert engine.search("ошибка соединения", [name])[0].path == "conn.py"
     assert engine.search("Größe der Datei", [name])[0].path == "size.py"
     assert engine.search("prêt café", [name]) == []
@@ -67,7 +66,8 @@ def test_questions_in_other_scripts_find_their_words(engine: Engine, tmp_path: P
 
 def test_chinese_and_japanese_words_are_found_inside_longer_runs(engine: Engine, tmp_path: Path) -> None:
     """CJK text has no spaces: `数据库` used to match only a chunk whose whole run was `数据库`."""
-    root = write_tree(
+    name = indexed(
+        engine,
         tmp_path / "cjk",
         {
             "pool.py": "def make_pool():\n    # 建立数据库连接池，失败时重试三次\n    pass\n",
@@ -75,8 +75,6 @@ def test_chinese_and_japanese_words_are_found_inside_longer_runs(engine: Engine,
             "jp.py": "def connect():\n    # データベース接続の設定を読み込む\n    pass\n",
         },
     )
-    name = engine.add_collection(root).name
-    engine.update([name])
     ranked = [h.path for h in engine.search("数据库连接", [name])]
     assert ranked == ["pool.py", "parse.py"]  # the whole word, then a chunk sharing one pair (数据)
     assert engine.search("如何建立数据库连接", [name])[0].path == "pool.py"  # a question, not a run

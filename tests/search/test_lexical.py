@@ -4,14 +4,7 @@ from qmd_daemon.engine import Engine
 from qmd_daemon.search.lexical import match_expressions
 from qmd_daemon.search.pipeline import SearchOptions
 from qmd_daemon.search.query import parse_query
-from tests.conftest import SAMPLE_GO, SAMPLE_PY, write_tree
-
-
-def _indexed(engine: Engine, root: Path, files: dict[str, str]) -> str:
-    write_tree(root, files)
-    name = engine.add_collection(root).name
-    engine.update([name])
-    return name
+from tests.conftest import SAMPLE_GO, SAMPLE_PY, indexed
 
 
 def test_parse_typed_lines_phrases_and_excludes() -> None:
@@ -30,20 +23,20 @@ def test_compound_identifier_matches_whole_or_parts() -> None:
 
 
 def test_words_find_camel_and_snake_identifiers(engine: Engine, tmp_path: Path) -> None:
-    name = _indexed(engine, tmp_path / "p", {"client.py": SAMPLE_PY, "conn.go": SAMPLE_GO})
+    name = indexed(engine, tmp_path / "p", {"client.py": SAMPLE_PY, "conn.go": SAMPLE_GO})
     assert engine.search("client session", [name])[0].path == "client.py"
     assert engine.search("cookie header", [name])[0].path == "client.py"
     assert engine.search("tcp connector", [name])[0].path == "conn.go"
 
 
 def test_all_terms_first_then_partial_fallback(engine: Engine, tmp_path: Path) -> None:
-    name = _indexed(engine, tmp_path / "p", {"client.py": SAMPLE_PY, "conn.go": SAMPLE_GO})
+    name = indexed(engine, tmp_path / "p", {"client.py": SAMPLE_PY, "conn.go": SAMPLE_GO})
     hits = engine.search("TCPConnector nonexistentword", [name])
     assert hits and hits[0].path == "conn.go"
 
 
 def test_phrase_and_exclusion(engine: Engine, tmp_path: Path) -> None:
-    name = _indexed(
+    name = indexed(
         engine,
         tmp_path / "p",
         {
@@ -59,13 +52,13 @@ def test_symbol_query_puts_definition_first(engine: Engine, tmp_path: Path) -> N
     uses = "\n".join(
         f"def use_{i}():\n    return ClientSession()  # ClientSession ClientSession\n" for i in range(5)
     )
-    name = _indexed(engine, tmp_path / "p", {"client.py": SAMPLE_PY, "callers.py": uses})
+    name = indexed(engine, tmp_path / "p", {"client.py": SAMPLE_PY, "callers.py": uses})
     top = engine.search("ClientSession", [name])[0]
     assert top.path == "client.py" and top.symbol == "ClientSession"
 
 
 def test_test_files_rank_below_source(engine: Engine, tmp_path: Path) -> None:
-    name = _indexed(
+    name = indexed(
         engine,
         tmp_path / "p",
         {
@@ -81,7 +74,7 @@ def test_test_files_rank_below_source(engine: Engine, tmp_path: Path) -> None:
 
 def test_per_file_cap_and_token_budget(engine: Engine, tmp_path: Path) -> None:
     body = "\n\n".join(f"def widget_{i}():\n    return 'widget {i}'\n" + "\n" * 60 for i in range(8))
-    name = _indexed(engine, tmp_path / "p", {"w.py": body, "v.py": "def widget():\n    pass\n"})
+    name = indexed(engine, tmp_path / "p", {"w.py": body, "v.py": "def widget():\n    pass\n"})
     hits = engine.search("widget", [name], limit=10, options=SearchOptions(per_file=2))
     assert sum(1 for h in hits if h.path == "w.py") == 2
     small = engine.search("widget", [name], limit=10, options=SearchOptions(per_file=0, max_tokens=60))
@@ -90,7 +83,7 @@ def test_per_file_cap_and_token_budget(engine: Engine, tmp_path: Path) -> None:
 
 def test_docs_and_changelogs_yield_to_code_unless_docs_are_asked_for(engine: Engine, tmp_path: Path) -> None:
     prose = "The retry policy waits with exponential backoff between attempts.\n"
-    name = _indexed(
+    name = indexed(
         engine,
         tmp_path / "p",
         {
@@ -129,7 +122,7 @@ def test_long_bug_report_is_condensed_for_the_models() -> None:
 def test_query_words_in_the_file_name_lift_that_file(engine: Engine, tmp_path: Path) -> None:
     body = ("def load(path):\n    '''Read the token from disk and check its expiry.'''\n"
             "    return open(path).read()\n")
-    name = _indexed(engine, tmp_path / "p", {"auth/token_store.py": body, "misc/helpers.py": body})
+    name = indexed(engine, tmp_path / "p", {"auth/token_store.py": body, "misc/helpers.py": body})
     hits = engine.search("token store", [name], options=SearchOptions(explain=True))
     assert hits[0].path == "auth/token_store.py"
     boosts = {h.path: h.explain["boosts"].get("path_words", 0.0) for h in hits}
@@ -142,7 +135,7 @@ def test_many_matching_chunks_earn_the_file_a_larger_coherence_boost(engine: Eng
     doc = "    '''Evict the cache entry when it expires.'''\n"
     many = "\n\n".join(f"def cache_entry_{i}():\n" + doc + "\n" * 45 for i in range(4))
     one = "def evict():\n    '''Evict the cache entry when it expires.'''\n"
-    name = _indexed(engine, tmp_path / "p", {"lru.py": many, "other.py": one})
+    name = indexed(engine, tmp_path / "p", {"lru.py": many, "other.py": one})
     hits = engine.search("evict expired cache entry", [name], options=SearchOptions(explain=True, per_file=1))
     coherence = {h.path: h.explain["boosts"].get("coherence", 0.0) for h in hits}
     assert coherence["lru.py"] > coherence["other.py"] > 0
@@ -154,7 +147,7 @@ def test_a_function_whose_name_the_question_spells_out_ranks_first(engine: Engin
     code = "def split_identifier(word):\n    return [p.lower() for p in _CAMEL.findall(word)]\n"
     talk = "# camelCase identifiers: words split into camelCase parts; identifiers and words\nX = 1\n"
     doc = "# Split Identifier\n\nHow we split camelCase identifiers into words.\n"
-    name = _indexed(engine, tmp_path / "p", {"a/names.py": code, "b/notes.py": talk, "c/guide.md": doc})
+    name = indexed(engine, tmp_path / "p", {"a/names.py": code, "b/notes.py": talk, "c/guide.md": doc})
     question = "split camelCase identifiers into words"
     hits = engine.search(question, [name], options=SearchOptions(explain=True))
     assert hits[0].path == "a/names.py", [h.path for h in hits]
