@@ -43,6 +43,8 @@ def utf8_stdout() -> bool:
     no box-drawing or CJK characters, and the first such snippet would end the process. A terminal
     keeps its own encoding and shows '?' for what it cannot."""
     stream = sys.stdout
+    if not hasattr(stream, "reconfigure"):  # none (pythonw) or replaced by the caller: leave it
+        return False
     tty = stream.isatty()
     if tty:
         stream.reconfigure(errors="replace")

@@ -67,7 +67,7 @@ def context_for(hits, min_score, max_tokens):
 def main():
     try:
         # bytes, then UTF-8: the agents send UTF-8, and Windows would decode with its ANSI code page
-        data = json.loads(sys.stdin.buffer.read().decode("utf-8", "replace") or "{}")
+        data = json.loads(sys.stdin.buffer.read().decode("utf-8-sig", "replace") or "{}")
         prompt = str(data.get("prompt") or "").strip()
         cwd = str(data.get("cwd") or os.getcwd())
         if len(prompt.split()) < 3 or prompt.startswith("/"):

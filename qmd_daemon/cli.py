@@ -378,6 +378,8 @@ def _utf8_stdout() -> None:
     """Agents read the JSON and markdown through pipes: UTF-8 whatever the locale says (Windows
     gives pipes its ANSI code page, and the first box-drawing character in a snippet would end the
     command); a terminal keeps its encoding and shows '?' for what it cannot."""
+    if not hasattr(sys.stdout, "reconfigure"):  # none (pythonw) or replaced by the caller
+        return
     if sys.stdout.isatty():
         sys.stdout.reconfigure(errors="replace")
     elif sys.stdout.encoding.lower().replace("-", "") != "utf8":

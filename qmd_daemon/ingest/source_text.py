@@ -1,5 +1,5 @@
-"""Source files' bytes as text, read the way editors and ripgrep read them: UTF-8 without its
-BOM, UTF-16 when a BOM says so, and the Windows-1252 of older European sources. Decoding every
+"""Source files' bytes as text, the way editors read them: UTF-8 without its BOM, UTF-16 when a
+BOM says so (ripgrep reads those too), and the Windows-1252 of older European sources. Decoding every
 file as UTF-8 with replacement put U+FEFF into first lines, turned `café` into `caf\ufffd` (so
 the word could not be found), and skipped UTF-16 files as binary (their ASCII holds NUL bytes)."""
 
@@ -20,12 +20,14 @@ def utf8_bytes(data: bytes) -> bytes:
 
 def decode_source(data: bytes) -> str:
     """The text of a file's bytes. Not UTF-8: when most of its non-ASCII bytes fail as UTF-8 it is
-    Windows-1252 (latin-1's superset); a UTF-8 file with a few bad bytes stays UTF-8."""
-    data = utf8_bytes(data)
+    read as Windows-1252 (latin-1's superset); a UTF-8 file with a few bad bytes stays UTF-8. Other
+    legacy encodings (cp1251, GBK, Shift-JIS) come out as Windows-1252 look-alikes: no worse for
+    search than U+FFFD, and guessing them per file would cost a detector's time on every read."""
+    data = utf8_bytes(data).removeprefix(codecs.BOM_UTF8)
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
-        text = data.decode("utf-8-sig", "replace")
+        text = data.decode("utf-8", "replace")
     non_ascii = len(data.translate(None, _ASCII))  # the ASCII bytes deleted
     if text.count("\ufffd") * 2 > non_ascii:
         return data.decode("cp1252", "replace")

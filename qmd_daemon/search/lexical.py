@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from qmd_daemon.ingest.cjk import run_pairs, without_cjk
 from qmd_daemon.ingest.identifiers import split_identifier
 from qmd_daemon.search.query import ParsedQuery
 from qmd_daemon.store.connection import OperationalError
@@ -16,6 +17,16 @@ DEFAULT_WEIGHTS = (2.0, 4.0, 1.0)
 
 def _quote(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
+
+
+def _phrase(text: str) -> str:
+    """TEXT as an FTS5 phrase. CJK inside it is matched by its character pairs, which the index
+    holds in order (ingest/cjk.py), so each run becomes a phrase of its pairs, with the other words."""
+    pairs = run_pairs(text)
+    if not pairs:
+        return _quote(text)
+    groups = [_quote(" ".join(run)) for run in pairs] + [_quote(w) for w in without_cjk(text)]
+    return groups[0] if len(groups) == 1 else "(" + " AND ".join(groups) + ")"
 
 
 def term_group(term: str) -> str:
@@ -30,13 +41,13 @@ def term_group(term: str) -> str:
 def _exclusion(parsed: ParsedQuery) -> str:
     if not parsed.excludes:
         return ""
-    return " NOT (" + " OR ".join(_quote(e) for e in parsed.excludes) + ")"
+    return " NOT (" + " OR ".join(_phrase(e) for e in parsed.excludes) + ")"
 
 
 def match_expressions(parsed: ParsedQuery) -> list[str]:
     """FTS5 MATCH strings, strictest first: phrases and all terms, then any term."""
     groups = [term_group(t) for t in parsed.terms]
-    phrases = [_quote(p) for p in parsed.phrases]
+    phrases = [_phrase(p) for p in parsed.phrases]
     if not groups and not phrases:
         return []
     tail = _exclusion(parsed)

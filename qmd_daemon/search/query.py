@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from qmd_daemon.ingest.cjk import cjk_bigrams, without_cjk
@@ -20,8 +21,8 @@ STOPWORDS = frozenset(
 _TYPED = re.compile(r"^\s*(lex|vec|hyde|intent)\s*:\s*(.*)$", re.IGNORECASE)
 _PHRASE = re.compile(r'"([^"]+)"')
 _EXCLUDE = re.compile(r"(?:^|\s)-([^\W\d][\w.-]*)")
-# words in any script (`café`, `Größe`, `ошибка`: the FTS tokenizer indexes them whole), identifiers
-# with their dotted or `::` paths
+# words in any script (`café`, `Größe`, `ошибка`, `हिन्दी`: the FTS tokenizer indexes them whole),
+# identifiers with their dotted or `::` paths; both run over `_letters_for_marks(text)`
 _WORD = re.compile(r"[^\W\d]\w*(?:(?:\.|::)[^\W\d]\w*)*")
 MAX_TERMS = 40
 MODEL_TEXT_CHARS = 600  # what models see of a long query (bug reports, logs): see condense()
@@ -51,8 +52,26 @@ class ParsedQuery:
         return bool(self.symbols) and len(words) <= 2 and all(looks_like_symbol(w) for w in words)
 
 
+class _MarksAsLetters(dict[int, int]):
+    r"""A `str.translate` table, filled as characters come: a combining mark reads as a letter.
+    Python's `\w` leaves out marks (the vowel signs of Devanagari, Thai, Arabic...), which would cut
+    `हिन्दी` into single letters; FTS5 keeps it whole. The translation keeps every offset."""
+
+    def __missing__(self, code: int) -> int:
+        value = ord("a") if unicodedata.category(chr(code)).startswith("M") else code
+        self[code] = value
+        return value
+
+
+_MARKS_AS_LETTERS = _MarksAsLetters()
+
+
+def _letters_for_marks(text: str) -> str:
+    return text if text.isascii() else text.translate(_MARKS_AS_LETTERS)
+
+
 def _words(text: str) -> list[str]:
-    return [m.group(0) for m in _WORD.finditer(text)]
+    return [text[m.start() : m.end()] for m in _WORD.finditer(_letters_for_marks(text))]
 
 
 def condense(text: str, limit: int = MODEL_TEXT_CHARS) -> str:
@@ -92,8 +111,11 @@ def parse_query(raw: str) -> ParsedQuery:
     text = " ".join(" ".join(plain_lines).split())
     parsed.phrases = [p.strip() for p in _PHRASE.findall(text) if p.strip()]
     text_wo_phrases = _PHRASE.sub(" ", text)
-    parsed.excludes = [e.lower() for e in _EXCLUDE.findall(text_wo_phrases)]
-    positive = _EXCLUDE.sub(" ", text_wo_phrases)
+    excluded = list(_EXCLUDE.finditer(_letters_for_marks(text_wo_phrases)))
+    parsed.excludes = [text_wo_phrases[m.start(1) : m.end(1)].lower() for m in excluded]
+    positive = text_wo_phrases
+    for m in reversed(excluded):
+        positive = positive[: m.start()] + " " + positive[m.end() :]
     parsed.text = " ".join((positive + " " + " ".join(parsed.phrases)).split())
     if not parsed.text:
         parsed.model_text = condense(raw)

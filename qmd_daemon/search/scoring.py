@@ -7,6 +7,7 @@ it helping (bench/retrieval.py runs the ablations).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from qmd_daemon.ingest.identifiers import IDENTIFIER, split_identifier
@@ -101,18 +102,20 @@ def name_words_boost(
     parsed: ParsedQuery,
     top: float,
     weights: ScoringWeights,
-    names: dict[int, list[str]],
+    names_of: Callable[[list[int]], dict[int, list[str]]],
     defined: dict[int, set[str]],
 ) -> None:
     """A chunk that defines a compound name whose every part the question says answers it by
-    name (`split_identifier` for "split camelCase identifiers into words"). `names`: chunk id ->
-    defined names; chunks in `defined` already have the definition boost."""
+    name (`split_identifier` for "split camelCase identifiers into words"). `names_of`: chunk ids
+    -> the names each defines (asked only when the rule applies); chunks in `defined` already have
+    the definition boost."""
     if parsed.is_symbol_query or weights.name_words == 0 or asks_for_docs(parsed):
         return
     words = set(content_words(parsed))
     asked = len({t.lower() for t in parsed.terms})
     if not words or not asked:
         return
+    names = names_of([c.chunk.id for c in cands])
     for cand in cands:
         if cand.chunk.id in defined or cand.chunk.kind == "doc":  # headings are not names
             continue

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from qmd_daemon.ingest.chunk_model import Chunk
-from qmd_daemon.ingest.cjk import cjk_bigrams
+from qmd_daemon.ingest.cjk import cjk_bigrams, glued_words
 from qmd_daemon.ingest.identifiers import identifier_parts_text
 from qmd_daemon.store.connection import connect
 from qmd_daemon.store.schema import migrate
@@ -49,9 +49,11 @@ _CHUNK_SELECT = """
 
 
 def _with_derived_terms(text: str, sep: str = " ") -> str:
-    """TEXT, then the parts of its compound identifiers and the pairs of its CJK runs, so that
-    words find identifiers and a CJK word finds the runs it is part of (see ingest/cjk.py)."""
-    return sep.join((text, identifier_parts_text(text), " ".join(cjk_bigrams(text))))
+    """TEXT, then the parts of its compound identifiers, and the pairs of its CJK runs with the
+    words glued to them, so that words find identifiers and a CJK word finds the runs it is part
+    of (see ingest/cjk.py)."""
+    cjk = " ".join(cjk_bigrams(text) + glued_words(text))
+    return sep.join((text, identifier_parts_text(text), cjk))
 
 
 def fts_body(chunk: Chunk) -> str:
@@ -173,6 +175,8 @@ class IndexStore:
         `rederive` (the index format changed): a kept chunk also gets what is derived from it
         anew (symbols, signature, heading, definitions, its FTS row), keeping its id and vector;
         otherwise a new chunker or tokenizer rule would reach only the chunks whose text changed.
+        The vector is kept even when a new chunker gives the chunk another heading or signature
+        (part of what is embedded): the same trade as copying vectors between identical texts.
         Returns (chunks added, chunks removed).
         """
         row = self.conn.execute(

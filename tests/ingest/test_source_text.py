@@ -39,6 +39,11 @@ def test_each_encoding_is_indexed_and_found(engine: Engine, tmp_path: Path) -> N
     assert first.line == 1 and first.snippet.startswith("def render_widget")  # no U+FEFF
 
 
+def test_a_byte_order_mark_never_reaches_the_text() -> None:
+    assert decode_source(codecs.BOM_UTF8 + "café".encode()) == "café"
+    assert decode_source(codecs.BOM_UTF8 + "caf\xe9 d\xe9j\xe0".encode("cp1252")) == "café déjà"
+
+
 def test_a_utf8_file_with_a_stray_byte_stays_utf8() -> None:
     data = "naïve – «ok» ".encode() * 5 + b"\xff end"
     text = decode_source(data)
@@ -56,11 +61,15 @@ def test_questions_in_other_scripts_find_their_words(engine: Engine, tmp_path: P
             "conn.py": "def reconnect():\n    # ошибка соединения: повторить попытку\n    pass\n",
             "size.py": "def groesse():\n    # Größe der Datei in Bytes\n    pass\n",
             "other.py": "def unrelated():\n    # nothing here\n    pass\n",
+            "hi.py": "def label():\n    # हिन्दी भाषा का लेबल\n    pass\n",
+            "calc.py": "def größe_berechnen(datei):\n    return 0\n",
         },
     )
     assert engine.search("ошибка соединения", [name])[0].path == "conn.py"
     assert engine.search("Größe der Datei", [name])[0].path == "size.py"
     assert engine.search("prêt café", [name]) == []
+    assert engine.search("हिन्दी", [name])[0].path == "hi.py"  # vowel signs are not `\w` in Python
+    assert engine.search("größe", [name])[0].path == "calc.py"  # a part of `größe_berechnen`
     assert [h.path for h in engine.search("reconnect groesse -соединения", [name])] == ["size.py"]
 
 
@@ -73,10 +82,14 @@ def test_chinese_and_japanese_words_are_found_inside_longer_runs(engine: Engine,
             "pool.py": "def make_pool():\n    # 建立数据库连接池，失败时重试三次\n    pass\n",
             "parse.py": "def parse():\n    # 解析配置文件中的数据\n    pass\n",
             "jp.py": "def connect():\n    # データベース接続の設定を読み込む\n    pass\n",
+            "api.py": "def call():\n    # 调用API接口并返回JSON格式的结果\n    pass\n",
         },
     )
     ranked = [h.path for h in engine.search("数据库连接", [name])]
     assert ranked == ["pool.py", "parse.py"]  # the whole word, then a chunk sharing one pair (数据)
     assert engine.search("如何建立数据库连接", [name])[0].path == "pool.py"  # a question, not a run
+    assert [h.path for h in engine.search('"数据库"', [name])] == ["pool.py"]  # a phrase inside a run
+    assert [h.path for h in engine.search("数据 -连接池", [name])] == ["parse.py"]
+    assert engine.search("API", [name])[0].path == "api.py"  # Latin glued to CJK in one token
     assert engine.search("データベース", [name])[0].path == "jp.py"
     assert engine.search("配置文件", [name])[0].path == "parse.py"
