@@ -18,6 +18,9 @@ $here = Split-Path -Parent $MyInvocation.MyCommand.Path
 
 # The first Python >= 3.11, as a command line: the program, then its leading arguments ('py -3').
 function Find-Python {
+    # Windows PowerShell 5.1 turns a native program's redirected stderr into an error record, and
+    # under the script's 'Stop' that would end the search at the Store's python3 stub
+    $ErrorActionPreference = 'Continue'
     $candidates = @()
     if ($env:QMD_PYTHON) { $candidates += , @($env:QMD_PYTHON) }
     $candidates += , @('py', '-3'); $candidates += , @('python3'); $candidates += , @('python')

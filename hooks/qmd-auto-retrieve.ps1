@@ -9,7 +9,7 @@ try {
     $OutputEncoding = $utf8
     $reader = New-Object System.IO.StreamReader -ArgumentList ([Console]::OpenStandardInput()), $utf8
     $payload = $reader.ReadToEnd()
-    $py = if ($QMD_PYTHON_DEFAULT -and (Test-Path $QMD_PYTHON_DEFAULT)) { $QMD_PYTHON_DEFAULT } else { 'python' }
+    $py = if ($QMD_PYTHON_DEFAULT -and (Test-Path -LiteralPath $QMD_PYTHON_DEFAULT)) { $QMD_PYTHON_DEFAULT } else { 'python' }
     $payload | & $py (Join-Path $PSScriptRoot 'qmd-auto-retrieve.py')
 } catch { }
 exit 0

@@ -11,7 +11,7 @@ try {
     $root = & git -C $dir rev-parse --show-toplevel 2>$null
     if ($LASTEXITCODE -ne 0 -or -not $root) { exit 0 }
     $warm = if ($env:QMD_WARM) { $env:QMD_WARM } else { $QMD_WARM_DEFAULT }
-    if (-not $warm -or -not (Test-Path $warm)) {
+    if (-not $warm -or -not (Test-Path -LiteralPath $warm)) {
         $cmd = Get-Command qmd-warm -ErrorAction SilentlyContinue
         $warm = if ($cmd) { $cmd.Source } else { $null }
     }

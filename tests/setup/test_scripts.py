@@ -6,6 +6,7 @@ paths the installer fills in stay verbatim strings. The .sh and .py fills run fo
 from __future__ import annotations
 
 import ast
+import codecs
 import re
 import subprocess
 import sys
@@ -25,8 +26,8 @@ from tests.setup.conftest import setup_paths
 PS1_FILES = sorted(p for p in REPO_ROOT.glob("**/*.ps1") if ".venv" not in p.parts)
 PS_PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_powershell.language()))
 # what each language would mangle: quotes (PowerShell's typographic ones too), $, backtick,
-# backslashes with \U (a Python escape), spaces
-TRICKY = "Ann O'Neil\u2019s $HOME `x` \"q\" \\Users"
+# backslashes with \U (a Python escape), spaces, wildcard brackets, a non-ASCII letter
+TRICKY = "Ann O'Neil\u2019s $HOME `x` \"q\" [1] Jos\u00e9 \\Users"
 
 
 def _nodes(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
@@ -58,8 +59,16 @@ def _verbatim(value: tree_sitter.Node) -> str:
 
 
 @pytest.mark.parametrize("script", PS1_FILES, ids=lambda p: str(p.relative_to(REPO_ROOT)))
-def test_every_powershell_script_parses(script: Path) -> None:
-    _parse_ps1(script.read_text(encoding="utf-8"))
+def test_every_powershell_script_parses_and_reads_the_same_everywhere(script: Path) -> None:
+    data = script.read_bytes()
+    # Windows PowerShell 5.1 reads a script without a BOM in the ANSI code page
+    assert data.isascii() or data.startswith(codecs.BOM_UTF8)
+    root = _parse_ps1(data.decode("utf-8-sig"))
+    # a path is data: without -LiteralPath, [ ] and ` in it are wildcard syntax
+    for command in (n for n in _nodes(root) if n.type == "command"):
+        name = command.child_by_field_name("command_name") or command.children[0]
+        if name.text.decode().lower() in ("test-path", "get-item", "get-content", "remove-item"):
+            assert b"-LiteralPath" in command.text, command.text
 
 
 def test_install_ps1_passes_only_what_the_installer_takes() -> None:
@@ -101,10 +110,13 @@ def test_filled_paths_are_taken_verbatim_by_each_language(tmp_path: Path) -> Non
         shown = subprocess.run(["sh", "-c", f'{line}\nprintf %s "${name}"'], capture_output=True, text=True)
         assert shown.stdout == str(expected), (line, shown.stderr)
 
-    # PowerShell: a single-quoted (verbatim) string that reads back as the path
+    # PowerShell: a single-quoted (verbatim) string that reads back as the path, in a file with a
+    # BOM (Windows PowerShell 5.1 would read the non-ASCII letter in the ANSI code page)
     for script, name, expected in (
         ("qmd-session-start.ps1", "QMD_WARM_DEFAULT", warm),
         ("qmd-auto-retrieve.ps1", "QMD_PYTHON_DEFAULT", python),
     ):
-        root = _parse_ps1((hooks / script).read_text(encoding="utf-8"))
+        data = (hooks / script).read_bytes()
+        assert data.startswith(codecs.BOM_UTF8)
+        root = _parse_ps1(data.decode("utf-8-sig"))
         assert _verbatim(_ps_assigned(root, name)) == str(expected)
