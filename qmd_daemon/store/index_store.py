@@ -52,7 +52,7 @@ def _with_derived_terms(text: str, sep: str = " ") -> str:
     """TEXT, then the parts of its compound identifiers, and the pairs of its CJK runs with the
     words glued to them, so that words find identifiers and a CJK word finds the runs it is part
     of (see ingest/cjk.py)."""
-    cjk = " ".join(cjk_bigrams(text) + glued_words(text))
+    cjk = "" if text.isascii() else " ".join(cjk_bigrams(text) + glued_words(text))
     return sep.join((text, identifier_parts_text(text), cjk))
 
 
