@@ -143,3 +143,23 @@ def connect(path: Path, *, readonly: bool = False) -> tuple[Any, bool]:
             f"index {path} is not a usable SQLite database ({exc}); {REBUILD_HINT}"
         ) from None
     return conn, _load_vec(conn)
+
+
+def quick_check(path: Path) -> None:
+    """A damaged index is found before a request trips over it: SQLite's quick_check reads every
+    page once (under a second for a few hundred MB), on a read-only connection of its own, so
+    the daemon runs it at start beside its first answers. Raises IndexDatabaseError naming the fix."""
+    if not path.exists():
+        return
+    conn, _ = connect(path, readonly=True)
+    try:
+        problem = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+    except DatabaseError as exc:
+        raise index_error(exc, path) or IndexDatabaseError(
+            f"index {path} could not be checked ({exc}); {REBUILD_HINT}"
+        ) from None
+    finally:
+        conn.close()
+    if problem != "ok":
+        problem = " ".join(str(problem).split())  # one line: quick_check's report has several
+        raise IndexDatabaseError(f"index {path} is damaged ({problem}); {REBUILD_HINT}")

@@ -9,12 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qmd_daemon.errors import IndexDatabaseError
 from qmd_daemon.ingest.chunk_model import Chunk
 from qmd_daemon.ingest.cjk import cjk_bigrams, glued_words
 from qmd_daemon.ingest.identifiers import identifier_parts_text
 from qmd_daemon.store.connection import (
-    REBUILD_HINT,
     DatabaseError,
     connect,
     index_error,
@@ -102,20 +100,6 @@ class IndexStore:
 
     def close(self) -> None:
         self.conn.close()
-
-    def check(self) -> None:
-        """A damaged file is found before a request trips over it: SQLite's quick_check reads
-        every page once (under a second for a few hundred MB), so the daemon runs it at start,
-        beside its first answers. Raises IndexDatabaseError naming the fix."""
-        try:
-            problem = self.conn.execute("PRAGMA quick_check(1)").fetchone()[0]
-        except DatabaseError as exc:
-            raise index_error(exc, self.path) or IndexDatabaseError(
-                f"index {self.path} could not be checked ({exc}); {REBUILD_HINT}"
-            ) from None
-        if problem != "ok":
-            problem = " ".join(str(problem).split())  # one line: quick_check's report has several
-            raise IndexDatabaseError(f"index {self.path} is damaged ({problem}); {REBUILD_HINT}")
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -14,7 +14,7 @@ import pytest
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import IndexDatabaseError
 from qmd_daemon.settings import Settings
-from qmd_daemon.store.connection import connect
+from qmd_daemon.store.connection import connect, quick_check
 from qmd_daemon.store.index_store import IndexStore
 from tests.conftest import run_cli, write_tree
 
@@ -95,12 +95,11 @@ def _indexed(tmp_path: Path) -> Path:
 def test_a_damaged_index_is_found_by_the_check(home: Path, tmp_path: Path) -> None:
     path = _indexed(tmp_path)
     _scribble(path, 0.5)
-    store = IndexStore(path)  # opening reads only the header, the schema and meta
+    IndexStore(path).close()  # opening reads only the header, the schema and meta: no error yet
     fix = r"is damaged .*move it away and run `qmd-daemon update`"
     with pytest.raises(IndexDatabaseError, match=fix) as caught:
-        store.check()
+        quick_check(path)
     assert "\n" not in str(caught.value)
-    store.close()
 
 
 def test_a_damaged_schema_is_reported_with_its_fix_at_open(home: Path, tmp_path: Path) -> None:
