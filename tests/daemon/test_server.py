@@ -453,3 +453,25 @@ async def test_a_search_past_its_deadline_is_a_503_and_health_still_answers(home
         await busy
     finally:
         await d.close()
+
+
+async def test_a_damaged_index_is_found_at_start_and_named_with_its_fix(home: Path, tmp_path: Path) -> None:
+    from tests.store.test_index_faults import _indexed, _scribble
+
+    index = _indexed(tmp_path)
+    _scribble(index, 0.5)  # the schema still reads: only a full read finds it
+    d = Daemon(Settings.from_env(), watch=False)
+    await d.start()
+    try:
+        async with aiohttp.ClientSession() as http:
+            for _ in range(100):
+                if d.index_problem:
+                    break
+                await asyncio.sleep(0.05)
+            status, body = await call(http, d, "POST", "/search", {"query": "handler", "collection": "repo"})
+            assert status == 503 and body["error"]["code"] == "index_damaged", body
+            assert "is damaged" in body["error"]["message"]
+            assert "move it away and run `qmd-daemon update`" in body["error"]["message"]
+            assert (await call(http, d, "GET", "/health"))[0] == 200
+    finally:
+        await d.close()
