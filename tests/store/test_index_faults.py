@@ -107,6 +107,12 @@ def test_a_damaged_schema_is_reported_with_its_fix_at_open(home: Path, tmp_path:
     _scribble(path, 0.0)
     with pytest.raises(IndexDatabaseError, match=r"move it away and run `qmd-daemon update`"):
         IndexStore(path)
+    # the fix it names works: the collections live in index.yml, the update rebuilds the index
+    path.rename(path.with_name("index.sqlite.damaged"))
+    rebuilt = run_cli("update", env_home=path.parent.parent)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    found = run_cli("search", "handler_7", "--json", env_home=path.parent.parent)
+    assert found.returncode == 0 and "pkg/mod_" in found.stdout, found.stderr
 
 
 def test_an_empty_index_file_is_refused_not_taken_as_new(tmp_path: Path) -> None:
