@@ -90,8 +90,13 @@ def _create(path: Path) -> None:
             conn.execute("PRAGMA journal_mode = WAL")  # writes the header
         finally:
             conn.close()
-        with contextlib.suppress(FileExistsError):
+        try:
             os.link(temporary, path)
+        except FileExistsError:
+            pass  # another process created it meanwhile: theirs is the index
+        except OSError:  # a filesystem without hard links (FAT): a rename, if it is still free
+            if not path.exists():
+                os.replace(temporary, path)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
