@@ -152,8 +152,8 @@ def connect(path: Path, *, readonly: bool = False) -> tuple[Any, bool]:
 
 def quick_check(path: Path) -> None:
     """A damaged index is found before a request trips over it: SQLite's quick_check reads every
-    page once (under a second for a few hundred MB), on a read-only connection of its own, so
-    the daemon runs it at start beside its first answers. Raises IndexDatabaseError naming the fix."""
+    page once (seconds for a few hundred MB), on a read-only connection of its own, so the daemon
+    runs it at start on a thread beside its first answers. Raises IndexDatabaseError naming the fix."""
     if not path.exists():
         return
     conn, _ = connect(path, readonly=True)
