@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from qmd_daemon.config import CollectionConfig, IndexConfig
-from qmd_daemon.errors import UsageError
+from qmd_daemon.errors import UnknownCollectionError, UsageError
 from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
 from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root
 from qmd_daemon.models.model_set import ModelSet
@@ -159,7 +159,7 @@ class Engine:
     def remove_collection(self, name: str) -> None:
         with IndexConfig.editing(self.settings.config_file) as config:
             if not config.remove_collection(name):
-                raise UsageError(f"no collection named '{name}'")
+                raise UnknownCollectionError(f"no collection named '{name}'")
             with self.store.transaction():
                 self.store.remove_collection(name)
 
@@ -172,7 +172,9 @@ class Engine:
             return list(known.values())
         missing = [n for n in names if n not in known]
         if missing:
-            raise UsageError(f"no collection named '{missing[0]}' (see `qmd-daemon collection list`)")
+            raise UnknownCollectionError(
+                f"no collection named '{missing[0]}' (see `qmd-daemon collection list`)"
+            )
         return [known[n] for n in names]
 
     # -- indexing ------------------------------------------------------------------------------

@@ -19,3 +19,7 @@ class UsageError(QmdError):
     """A command was given arguments it cannot act on (missing path, unknown collection)."""
 
     exit_code = 2
+
+
+class UnknownCollectionError(UsageError):
+    """A collection name that is not registered (the daemon answers it with 404)."""

@@ -66,14 +66,28 @@ def _names(body: dict[str, Any]) -> list[str] | None:
 
 
 def _path(body: dict[str, Any]) -> Path | None:
+    """The request's folder, or a 400 for anything the filesystem cannot even look up (a NUL, an
+    unknown `~user`, a name too long, text that is not a file name): never a 500."""
     value = body.get("path")
     if value is None:
         return None
     if not isinstance(value, str) or not value:
         raise ApiError(400, "bad_request", "'path' must be a folder path")
-    path = Path(value).expanduser()
+    if "\0" in value:
+        raise ApiError(400, "bad_request", "'path' contains a NUL character")
+    try:
+        path = Path(value).expanduser()
+    except RuntimeError:  # ~nosuchuser
+        raise ApiError(400, "bad_request", f"'path': no such user {value.split('/', 1)[0]!r}") from None
     if not path.is_absolute():
         raise ApiError(400, "bad_request", "'path' must be absolute")
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # answered later: a path inside a collection, or 404
+    except (OSError, ValueError) as exc:  # too long, a loop, unencodable text
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ApiError(400, "bad_request", f"'path' cannot be used: {reason}") from None
     return path
 
 

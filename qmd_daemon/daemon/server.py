@@ -39,9 +39,10 @@ from qmd_daemon.daemon.state import (
 )
 from qmd_daemon.daemon.watcher import RootSpec, RootWatcher
 from qmd_daemon.engine import Engine
-from qmd_daemon.errors import QmdError, UsageError
+from qmd_daemon.errors import IndexDatabaseError, QmdError, UnknownCollectionError, UsageError
 from qmd_daemon.search.pipeline import SearchTrace
 from qmd_daemon.settings import Settings
+from qmd_daemon.store.connection import index_error, quick_check
 
 log = logging.getLogger("qmd_daemon.server")
 
@@ -49,6 +50,8 @@ LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 T = TypeVar("T")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _STATUS_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
+SEARCH_DEADLINE_S = 25.0  # per trip to the reader; under the clients' 30 s, so they get the reason
+READER_CLOSE_S = 10.0  # at exit, for a reader still inside a request
 
 
 def error_response(status: int, code: str, message: str) -> web.Response:
@@ -82,6 +85,7 @@ class Daemon:
         preload: bool = False,
         check_interval: float = 30.0,
         write_state_file: bool = True,
+        search_deadline_s: float = SEARCH_DEADLINE_S,
     ):
         self.settings = settings
         self.clock = clock
@@ -90,6 +94,8 @@ class Daemon:
         self.check_interval = check_interval
         self.write_state_file = write_state_file
         self.preload = preload
+        self.search_deadline_s = search_deadline_s
+        self.index_problem: str | None = None  # set when the start-up check finds the index damaged
         self.token = secrets.token_urlsafe(32)
         self._token_bytes = self.token.encode()
         self.started_at = time.time()
@@ -110,6 +116,7 @@ class Daemon:
         self._background: set[asyncio.Task[Any]] = set()
         self._closed = False
         self.writer_abandoned = False  # a job was still running at exit (its work rolls back)
+        self.reader_abandoned = False  # a request was still computing at exit
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -117,6 +124,17 @@ class Daemon:
         """Run `fn` on the reader thread (the searching engine is used from that thread only)."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._reader_pool, lambda: fn(*args, **kwargs))
+
+    async def _read_for_request(self, fn: Callable[[], T]) -> T:
+        """`_read` with the request's deadline: past it the client gets a 503 that says why, not a
+        hang. The reader thread cannot be interrupted: it finishes that step, then takes the next."""
+        try:
+            return await asyncio.wait_for(self._read(fn), self.search_deadline_s)
+        except TimeoutError:
+            raise ApiError(
+                503, "timeout", f"no answer within {self.search_deadline_s:g} s: the daemon is still "
+                "computing an earlier request; try again"
+            ) from None
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
@@ -166,6 +184,8 @@ class Daemon:
             return error_response(403, "forbidden_host", "requests must address 127.0.0.1 or localhost")
         if not self.token_ok(request):
             return error_response(401, "unauthorized", "missing or wrong token (see the daemon state file)")
+        if self.index_problem is not None and request.path not in ("/health", "/shutdown"):
+            return error_response(503, "index_damaged", self.index_problem)
         self._inflight += 1
         self.touch()
         try:
@@ -175,12 +195,18 @@ class Daemon:
         except web.HTTPException as exc:
             code = _STATUS_CODES.get(exc.status, "http_error")
             return error_response(exc.status, code, exc.reason)
+        except UnknownCollectionError as exc:
+            return error_response(404, "not_found", str(exc))
         except UsageError as exc:
-            status = 404 if str(exc).startswith("no collection") else 400
-            return error_response(status, "not_found" if status == 404 else "bad_request", str(exc))
+            return error_response(400, "bad_request", str(exc))
+        except IndexDatabaseError as exc:
+            return error_response(503, "index_error", str(exc))
         except QmdError as exc:
             return error_response(500, "engine_error", str(exc))
         except Exception as exc:  # noqa: BLE001 - every error is JSON
+            readable = index_error(exc, self.settings.index_path)  # disk full, a damaged page
+            if readable is not None:
+                return error_response(503, "index_error", str(readable))
             log.exception("%s %s failed", request.method, request.path)
             return error_response(500, "internal", f"{type(exc).__name__}: {exc}")
         finally:
@@ -209,6 +235,8 @@ class Daemon:
             body = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
             raise ApiError(400, "bad_request", "the body is not valid JSON") from None
+        except RecursionError:
+            raise ApiError(400, "bad_request", "the body is nested too deeply") from None
         if not isinstance(body, dict):
             raise ApiError(400, "bad_request", "the body must be a JSON object")
         return body
@@ -255,7 +283,7 @@ class Daemon:
             spec = root_specs(self.reader.collections()).get(home.path) if home is not None else None
             return home, created, scope, spec
 
-        home, created, scope, spec = await self._read(prepare)
+        home, created, scope, spec = await self._read_for_request(prepare)
         if created:
             await self._registered(home)
         refreshed: bool | None = None
@@ -278,7 +306,7 @@ class Daemon:
             hits, took = api.run_search(self.reader, req, scope, trace)
             return hits, took, api.roots_of(self.reader, scope)
 
-        hits, search_ms, roots = await self._read(run)
+        hits, search_ms, roots = await self._read_for_request(run)
         stale = bool(trace.stale) or any(self.jobs.busy_for(n) for n in scope)
         body: dict[str, Any] = {
             "hits": hits,
@@ -338,7 +366,7 @@ class Daemon:
         return web.json_response(job.as_dict())
 
     async def status(self, request: web.Request) -> web.Response:
-        info = await self._read(self.reader.status)
+        info = await self._read_for_request(self.reader.status)
         info["version"] = __version__
         info["daemon"] = {
             "pid": os.getpid(),
@@ -428,6 +456,15 @@ class Daemon:
         except Exception as exc:  # noqa: BLE001 - search degrades to lexical; status says why
             log.warning("could not preload the embedding model: %s", exc)
 
+    async def _check_index(self) -> None:
+        """A damaged index is found at start, beside the first answers (its own connection and
+        thread), and every request but /health and /shutdown is then answered with the fix."""
+        try:
+            await asyncio.to_thread(quick_check, self.settings.index_path)
+        except IndexDatabaseError as exc:
+            self.index_problem = str(exc)
+            log.error("%s", exc)
+
     # -- lifetime ------------------------------------------------------------------------------
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
@@ -445,6 +482,7 @@ class Daemon:
         self._idle_task = asyncio.get_running_loop().create_task(self._idle_loop(), name="qmd-idle")
         if self.write_state_file:
             write_state(self.settings.state_dir, self.state)
+        self._spawn(self._check_index())
         if self.preload:
             self._spawn(self._read(self._preload_models))
         log.info("listening on 127.0.0.1:%d (pid %d)", self.port, os.getpid())
@@ -481,8 +519,11 @@ class Daemon:
             task.cancel()
         if writer_free:
             self.writer.close()
-        await self._read(self.reader.close)
-        self._reader_pool.shutdown(wait=True)
+        try:
+            await asyncio.wait_for(self._read(self.reader.close), READER_CLOSE_S)
+        except TimeoutError:
+            self.reader_abandoned = True  # still inside a request: the process exits around it
+        self._reader_pool.shutdown(wait=not self.reader_abandoned, cancel_futures=True)
 
 
 async def _serve(settings: Settings, idle_minutes: float | None, out: Callable[[str], None]) -> int:
@@ -499,9 +540,9 @@ async def _serve(settings: Settings, idle_minutes: float | None, out: Callable[[
     out(f"qmd-daemon listening on 127.0.0.1:{port} (pid {os.getpid()})")
     await daemon.wait_stopped()
     out(f"qmd-daemon stopped ({daemon.stop_reason})")
-    if daemon.writer_abandoned:
-        # the writer thread cannot be interrupted and the interpreter would wait for it at exit;
-        # its open transaction rolls back (embedding resumes from its last committed batch)
+    if daemon.writer_abandoned or daemon.reader_abandoned:
+        # neither thread can be interrupted and the interpreter would wait for them at exit; the
+        # writer's open transaction rolls back (embedding resumes from its last committed batch)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
@@ -559,5 +600,8 @@ def serve_forever(
             log.info("replacing a stale state file")
             remove_state(settings.state_dir)
         return asyncio.run(_serve(settings, idle_minutes, say))
+    except QmdError as exc:  # an index that cannot be opened: one line, not a traceback
+        print(f"qmd-daemon: error: {exc}", file=sys.stderr)
+        return 1
     finally:
         lock.release()

@@ -7,9 +7,12 @@ it can load extensions. Without either, lexical search still works and vectors a
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+import shutil
 import sqlite3 as _stdlib_sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,6 +32,74 @@ def _pick_module() -> ModuleType:
 sqlite = _pick_module()
 DatabaseError: type[Exception] = sqlite.DatabaseError
 OperationalError: type[Exception] = sqlite.OperationalError
+REBUILD_HINT = "move it away and run `qmd-daemon update` to rebuild it from the registered collections"
+_SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_NOTADB = 11, 13, 26  # primary result codes (sqlite3.h)
+
+
+def index_error(exc: BaseException, path: Path) -> IndexDatabaseError | None:
+    """The one line a user gets for SQLite's disk-full and damaged-file errors (by result code,
+    not message text); None for any other error, which keeps its own type."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(exc, DatabaseError) or code is None:
+        return None
+    if code & 0xFF == _SQLITE_FULL:
+        try:
+            free = f"{shutil.disk_usage(path.parent).free / 2**20:.1f} MiB free on its disk"
+        except OSError:
+            free = "its disk is full"
+        return IndexDatabaseError(
+            f"disk full: the index {path} could not grow ({free}); free some space and run it "
+            "again (the unfinished change was rolled back)"
+        )
+    if code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        return IndexDatabaseError(f"index {path} is damaged ({exc}); {REBUILD_HINT}")
+    return None
+
+
+@contextlib.contextmanager
+def write_transaction(conn: Any, path: Path) -> Iterator[None]:
+    """One write transaction: everything inside lands together or not at all. A failure is
+    reported as itself: SQLite has already rolled back after some (disk full), and a second
+    ROLLBACK raised "cannot rollback - no transaction is active" in its place."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        if conn.in_transaction:
+            with contextlib.suppress(DatabaseError):
+                conn.execute("ROLLBACK")
+        readable = index_error(exc, path)
+        if readable is not None:
+            raise readable from exc
+        raise
+
+
+def _create(path: Path) -> None:
+    """A new index appears whole: its header is written under a temporary name, then linked in
+    (never over a file another process created meanwhile). So an empty file at the index path is
+    never one of ours, and is refused rather than silently taken as a new index."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # the index holds copies of private source: user-only, like the state files (SQLite gives the
+    # -wal and -shm files the database file's mode)
+    temporary = path.with_name(f".{path.name}.new-{os.getpid()}")
+    os.close(os.open(temporary, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600))
+    try:
+        conn = sqlite.connect(str(temporary), isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")  # writes the header
+        finally:
+            conn.close()
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass  # another process created it meanwhile: theirs is the index
+        except OSError:  # a filesystem without hard links (FAT): a rename, if it is still free
+            if not path.exists():
+                os.replace(temporary, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
 
 
 def _load_vec(conn: Any) -> bool:
@@ -54,12 +125,13 @@ def connect(path: Path, *, readonly: bool = False) -> tuple[Any, bool]:
     """Open (creating if needed) the index; returns the connection and whether sqlite-vec loaded."""
     if path.exists() and path.is_dir():
         raise IndexDatabaseError(f"index path {path} is a folder, not a SQLite file")
-    if not readonly:
-        # The index holds copies of private source: user-only, like the state files. SQLite gives
-        # the -wal and -shm files the database file's mode.
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not path.exists():
-            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    if not readonly and not path.exists():
+        _create(path)
+    if path.exists() and path.stat().st_size == 0:
+        raise IndexDatabaseError(
+            f"index {path} is an empty file, not an index (an interrupted copy or a crash leaves one); "
+            "delete it to start a new index, or put the full copy back"
+        )
     target = f"file:{path}?mode=ro" if readonly else str(path)
     try:
         conn = sqlite.connect(
@@ -73,7 +145,26 @@ def connect(path: Path, *, readonly: bool = False) -> tuple[Any, bool]:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite.DatabaseError as exc:
         raise IndexDatabaseError(
-            f"index {path} is not a usable SQLite database ({exc}); move it away and run "
-            "`qmd-daemon update` to rebuild it"
+            f"index {path} is not a usable SQLite database ({exc}); {REBUILD_HINT}"
         ) from None
     return conn, _load_vec(conn)
+
+
+def quick_check(path: Path) -> None:
+    """A damaged index is found before a request trips over it: SQLite's quick_check reads every
+    page once (seconds for a few hundred MB), on a read-only connection of its own, so the daemon
+    runs it at start on a thread beside its first answers. Raises IndexDatabaseError naming the fix."""
+    if not path.exists():
+        return
+    conn, _ = connect(path, readonly=True)
+    try:
+        problem = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+    except DatabaseError as exc:
+        raise index_error(exc, path) or IndexDatabaseError(
+            f"index {path} could not be checked ({exc}); {REBUILD_HINT}"
+        ) from None
+    finally:
+        conn.close()
+    if problem != "ok":
+        problem = " ".join(str(problem).split())  # one line: quick_check's report has several
+        raise IndexDatabaseError(f"index {path} is damaged ({problem}); {REBUILD_HINT}")

@@ -12,7 +12,12 @@ from typing import Any
 from qmd_daemon.ingest.chunk_model import Chunk
 from qmd_daemon.ingest.cjk import cjk_bigrams, glued_words
 from qmd_daemon.ingest.identifiers import identifier_parts_text
-from qmd_daemon.store.connection import connect
+from qmd_daemon.store.connection import (
+    DatabaseError,
+    connect,
+    index_error,
+    write_transaction,
+)
 from qmd_daemon.store.schema import migrate
 
 
@@ -76,7 +81,14 @@ class IndexStore:
     def __init__(self, path: Path):
         self.path = path
         self.conn, self.has_vec = connect(path)
-        migrate(self.conn, str(path))
+        try:
+            migrate(self.conn, str(path))
+        except DatabaseError as exc:
+            self.conn.close()
+            readable = index_error(exc, path)
+            if readable is None:
+                raise
+            raise readable from None
         # Values derived from the data that are costly to recompute, each kept with the
         # data_state() it was computed at (see VectorIndex.pending_count).
         self.derived: dict[str, tuple[Any, Any]] = {}
@@ -92,13 +104,8 @@ class IndexStore:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One write transaction: everything inside lands together or not at all."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(self.conn, self.path):
             yield
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
 
     # -- collections ---------------------------------------------------------------------------
 

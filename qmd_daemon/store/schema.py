@@ -5,9 +5,11 @@ A database written by a newer qmd-daemon is refused with a clear error rather th
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from qmd_daemon.errors import IndexDatabaseError
+from qmd_daemon.store.connection import write_transaction
 
 # FTS: `porter` stems natural-language words; tokenchars '_' keeps snake_case identifiers whole,
 # and the indexer appends their parts (and camelCase parts) so both forms match. The `collection`
@@ -103,14 +105,9 @@ def migrate(conn: Any, path: str) -> None:
         if foreign:
             raise IndexDatabaseError(f"{path} is a SQLite database, but not a qmd-daemon index")
     for target in range(version + 1, SCHEMA_VERSION + 1):
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(conn, Path(path)):
             for statement in MIGRATIONS[target]:
                 conn.execute(statement)
             conn.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(target),)
             )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise

@@ -395,3 +395,83 @@ def test_budget_ms_reaches_the_search_options() -> None:
     assert parse_search({"query": "x"}).options.budget_ms == 1500.0, "the default budget"
     assert parse_search({"query": "x", "budget_ms": 250}).options.budget_ms == 250.0
     assert parse_search({"query": "x", "budget_ms": 0}).options.budget_ms is None, "0: no budget"
+
+
+@pytest.mark.parametrize(
+    "body, says",
+    [
+        ({"query": "x", "deep": json.loads("[" * 50 + "]" * 50)}, None),  # sanity: 50 levels parse
+        ({"query": "x", "path": "/tmp/a\x00b"}, "NUL"),
+        ({"query": "x", "path": "~qmd_no_such_user_here/src"}, "no such user"),
+        ({"query": "x", "path": "/" + "a" * 5000}, "cannot be used"),
+        ({"query": "x", "path": "/" + "/".join(["abcdefgh"] * 600)}, "cannot be used"),
+        ({"query": "x", "path": "/tmp/\ud800"}, "cannot be used"),
+    ],
+)
+async def test_bad_request_bodies_are_400_with_one_line(
+    daemon: Daemon, http: aiohttp.ClientSession, body: dict[str, Any], says: str | None
+) -> None:
+    # these were HTTP 500 ("ValueError: embedded null byte", "RuntimeError: Could not determine
+    # home directory", "OSError: File name too long")
+    raw = json.dumps(body).encode()
+    async with http.post(url(daemon, "/search"), data=raw, headers=auth(daemon)) as resp:
+        answer = await resp.json()
+    if says is None:
+        assert resp.status == 200, answer
+        return
+    assert resp.status == 400, answer
+    assert answer["error"]["code"] == "bad_request" and says in answer["error"]["message"]
+    assert "\n" not in answer["error"]["message"]
+
+
+async def test_deeply_nested_json_is_400(daemon: Daemon, http: aiohttp.ClientSession) -> None:
+    raw = b'{"query": "x", "deep": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"  # RecursionError: was 500
+    async with http.post(url(daemon, "/search"), data=raw, headers=auth(daemon)) as resp:
+        answer = await resp.json()
+    assert resp.status == 400 and answer["error"] == {
+        "code": "bad_request", "message": "the body is nested too deeply"
+    }
+
+
+async def test_a_search_past_its_deadline_is_a_503_and_health_still_answers(home: Path) -> None:
+    d = Daemon(Settings.from_env(), watch=False, search_deadline_s=0.5)
+    await d.start()
+    try:
+        # the reader thread is busy with an earlier step for 3 s (a real blocking call)
+        busy = asyncio.ensure_future(d._read(time.sleep, 3.0))
+        async with aiohttp.ClientSession() as http:
+            started = time.perf_counter()
+            search = asyncio.ensure_future(call(http, d, "POST", "/search", {"query": "anything"}))
+            await asyncio.sleep(0.1)
+            probe = time.perf_counter()
+            status, _ = await call(http, d, "GET", "/health")
+            assert status == 200 and time.perf_counter() - probe < 0.1
+            status, body = await search
+            took = time.perf_counter() - started
+        assert status == 503 and body["error"]["code"] == "timeout", body
+        assert "0.5 s" in body["error"]["message"] and took < 2.0
+        await busy
+    finally:
+        await d.close()
+
+
+async def test_a_damaged_index_is_found_at_start_and_named_with_its_fix(home: Path, tmp_path: Path) -> None:
+    from tests.store.test_index_faults import _indexed, _scribble
+
+    index = _indexed(tmp_path)
+    _scribble(index, 0.5)  # the schema still reads: only a full read finds it
+    d = Daemon(Settings.from_env(), watch=False)
+    await d.start()
+    try:
+        async with aiohttp.ClientSession() as http:
+            for _ in range(100):
+                if d.index_problem:
+                    break
+                await asyncio.sleep(0.05)
+            status, body = await call(http, d, "POST", "/search", {"query": "handler", "collection": "repo"})
+            assert status == 503 and body["error"]["code"] == "index_damaged", body
+            assert "is damaged" in body["error"]["message"]
+            assert "move it away and run `qmd-daemon update`" in body["error"]["message"]
+            assert (await call(http, d, "GET", "/health"))[0] == 200
+    finally:
+        await d.close()

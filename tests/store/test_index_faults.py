@@ -1,0 +1,131 @@
+"""What a user is told when the index's disk fills up, the file is damaged or empty: the cause in
+one line with its fix, and the index left as it was."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from qmd_daemon.engine import Engine
+from qmd_daemon.errors import IndexDatabaseError
+from qmd_daemon.settings import Settings
+from qmd_daemon.store.connection import connect, quick_check
+from qmd_daemon.store.index_store import IndexStore
+from tests.conftest import run_cli, write_tree
+
+
+def _big_repo(root: Path, files: int = 300) -> Path:
+    body = "".join(f"def handler_{j}(request):\n    return request.value * {j}\n\n\n" for j in range(30))
+    return write_tree(root, {f"pkg/mod_{i}.py": f"# module {i}\n" + body for i in range(files)})
+
+
+def test_disk_full_is_reported_as_disk_full_and_the_index_is_kept(engine: Engine, tmp_path: Path) -> None:
+    small = write_tree(tmp_path / "small", {"a.py": "def kept_function():\n    return 1\n"})
+    engine.add_collection(small, name="small")
+    engine.update(["small"], progress=False)
+    engine.add_collection(_big_repo(tmp_path / "big"), name="big")
+    pages = engine.store.conn.execute("PRAGMA page_count").fetchone()[0]
+    # SQLITE_FULL without filling a real disk: the file may not grow past a few more pages
+    engine.store.conn.execute(f"PRAGMA max_page_count = {pages + 4}")
+    with pytest.raises(IndexDatabaseError) as caught:  # was "cannot rollback - no transaction is active"
+        engine.update(["big"], progress=False)
+    message = str(caught.value)
+    assert message.startswith("disk full: the index ") and "MiB free on its disk" in message
+    assert "\n" not in message
+    assert not engine.store.conn.in_transaction
+    assert [h.path for h in engine.search("kept_function", ["small"])] == ["a.py"]
+
+
+def _tmpfs(size: str) -> Path | None:
+    folder = Path(tempfile.mkdtemp(prefix="qmd-tmpfs-"))
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                          capture_output=True, check=False)
+    if done.returncode != 0:
+        folder.rmdir()
+        return None
+    return folder
+
+
+def test_cli_update_on_a_full_disk_says_so_in_one_line(tmp_path: Path) -> None:
+    disk = _tmpfs("1m")
+    if disk is None:
+        pytest.skip("mounting a tmpfs needs root (the max_page_count test above covers the logic)")
+    try:
+        repo = _big_repo(tmp_path / "repo", files=400)
+        env = {"QMD_INDEX_PATH": str(disk / "index.sqlite")}
+        home = tmp_path / "home"
+        added = run_cli("collection", "add", str(repo), "--no-update", env_home=home, **env)
+        assert added.returncode == 0, added.stderr
+        done = run_cli("update", env_home=home, **env)
+        assert done.returncode == 1
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("qmd-daemon: error: disk full: the index "), lines
+        assert "no transaction is active" not in done.stderr
+        status = run_cli("status", env_home=home, **env)
+        assert status.returncode == 0, status.stderr  # still a readable index
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+        shutil.rmtree(disk, ignore_errors=True)
+
+
+def _scribble(path: Path, start: float) -> None:
+    """Overwrite the file from `start` (a fraction of its size) on: the pages there are garbage."""
+    with open(path, "r+b") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        offset = max(4096, int(size * start) // 4096 * 4096)
+        handle.seek(offset)
+        handle.write(b"\xa5" * (size - offset))
+
+
+def _indexed(tmp_path: Path) -> Path:
+    settings = Settings.from_env()
+    engine = Engine(settings)
+    engine.add_collection(_big_repo(tmp_path / "repo", files=20), name="repo")
+    engine.update(["repo"], progress=False)
+    engine.close()
+    IndexStore(settings.index_path).close()  # checkpointed: every page is in the main file
+    return settings.index_path
+
+
+def test_a_damaged_index_is_found_by_the_check(home: Path, tmp_path: Path) -> None:
+    path = _indexed(tmp_path)
+    _scribble(path, 0.5)
+    IndexStore(path).close()  # opening reads only the header, the schema and meta: no error yet
+    fix = r"is damaged .*move it away and run `qmd-daemon update`"
+    with pytest.raises(IndexDatabaseError, match=fix) as caught:
+        quick_check(path)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_damaged_schema_is_reported_with_its_fix_at_open(home: Path, tmp_path: Path) -> None:
+    path = _indexed(tmp_path)
+    _scribble(path, 0.0)
+    with pytest.raises(IndexDatabaseError, match=r"move it away and run `qmd-daemon update`"):
+        IndexStore(path)
+    # the fix it names works: the collections live in index.yml, the update rebuilds the index
+    path.rename(path.with_name("index.sqlite.damaged"))
+    rebuilt = run_cli("update", env_home=path.parent.parent)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    found = run_cli("search", "handler_7", "--json", env_home=path.parent.parent)
+    assert found.returncode == 0 and "pkg/mod_" in found.stdout, found.stderr
+
+
+def test_an_empty_index_file_is_refused_not_taken_as_new(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    path.touch()
+    with pytest.raises(IndexDatabaseError, match="is an empty file, not an index"):
+        connect(path)
+    assert path.stat().st_size == 0  # left as it was
+
+
+def test_a_new_index_never_shows_an_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "index.sqlite"
+    conn, _ = connect(path)
+    conn.close()
+    assert path.stat().st_size > 0 and oct(path.stat().st_mode & 0o777) == "0o600"
+    assert [p.name for p in path.parent.iterdir() if p.name.startswith(".")] == []
