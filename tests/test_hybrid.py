@@ -11,8 +11,8 @@ import pytest
 
 from qmd_daemon.config import IndexConfig
 from qmd_daemon.engine import Engine
-from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from qmd_daemon.locks import LockBusy
+from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from qmd_daemon.vectorize import embed_lock
 from tests.conftest import write_tree
 from tests.models.tiny_qwen3 import write_tiny_qwen3
