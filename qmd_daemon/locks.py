@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import filelock
 from filelock import FileLock, Timeout
 
 from qmd_daemon.errors import QmdError
@@ -37,18 +38,23 @@ def _record_pid(fd: int) -> None:
 
 
 def holder_pid(path: Path) -> int | None:
-    """The pid written by the lock's current holder (None when unknown or unreadable)."""
+    """The pid the lock's current holder wrote first in the file (None when unknown)."""
     try:
-        return int(path.read_text(encoding="ascii").strip())
-    except (OSError, ValueError):
+        return int(path.read_text(encoding="ascii").split()[0])
+    except (OSError, ValueError, IndexError):
         return None
+
+
+# Native locks (flock, msvcrt) let the holder write its pid; filelock's soft lock, used where
+# neither exists, writes its own record, pid first.
+_NATIVE = sys.platform == "win32" or filelock.has_fcntl
 
 
 def file_lock(path: Path) -> FileLock:
     """A lock on `path` (created 0600) that records its holder's pid; not reentrant across
     instances: two FileLocks on one path exclude each other, in one process too."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    return FileLock(path, mode=0o600, thread_local=False, on_acquired=_record_pid)
+    return FileLock(path, mode=0o600, thread_local=False, on_acquired=_record_pid if _NATIVE else None)
 
 
 def _to_stderr(line: str) -> None:
