@@ -21,6 +21,7 @@ from qmd_daemon.engine import Engine
 from qmd_daemon.locks import file_lock, writer_lock_path
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.connection import connect
+from qmd_daemon.store.llm_cache import SqliteLLMCache
 from tests.conftest import run_cli, write_tree
 from tests.daemon.support import env_for, make_repo, wait_for
 from tests.daemon.test_serve import healthy_state
@@ -138,3 +139,16 @@ def test_daemon_jobs_wait_for_another_writer_and_shut_down_while_waiting(
         wait_for(lambda: log.read_text().count(WAITING) >= 2, timeout=60, step=0.1)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, log.read_text()
+
+
+def test_a_search_never_waits_to_cache_a_model_answer(engine: Engine) -> None:
+    # rerank scores and expansions are cached by the searching process: a write, which SQLite held
+    # for 30 s and then failed with "database is locked" while an update's transaction was open
+    cache = SqliteLLMCache(engine.store)
+    with another_writer(engine.settings.index_path):
+        started = time.monotonic()
+        cache.put("rerank:key", "0.5")
+        assert time.monotonic() - started < 2 and cache.get("rerank:key") is None
+    cache.put("rerank:key", "0.5")
+    assert cache.get("rerank:key") == "0.5"
+    assert engine.store.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30000
