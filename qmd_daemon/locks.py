@@ -92,13 +92,13 @@ def waiting_for(
 
 
 @contextlib.contextmanager
-def held_or_busy(path: Path, busy: str) -> Iterator[None]:
-    """Hold `path` now, or raise LockBusy(`busy`) when another process holds it."""
+def held_or_busy(path: Path, busy: LockBusy) -> Iterator[None]:
+    """Hold `path` now, or raise `busy` when another process holds it."""
     lock = file_lock(path)
     try:
         lock.acquire(blocking=False)
     except Timeout:
-        raise LockBusy(busy) from None
+        raise busy from None
     try:
         yield
     finally:

@@ -19,7 +19,7 @@ from typing import Any
 from tqdm import tqdm
 
 from qmd_daemon.ingest.chunk_model import embedding_text
-from qmd_daemon.locks import held_or_busy
+from qmd_daemon.locks import LockBusy, held_or_busy
 from qmd_daemon.models.embedder import Embedder
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.vectors import VectorIndex
@@ -40,10 +40,14 @@ class EmbedReport:
         return asdict(self)
 
 
+class EmbedBusy(LockBusy):
+    """Another process is embedding right now."""
+
+
 def embed_lock(path: Path) -> AbstractContextManager[None]:
-    """Held for a whole embedding run; a second run is refused (LockBusy), not queued: the first
+    """Held for a whole embedding run; a second run is refused (EmbedBusy), not queued: the first
     one embeds every pending chunk anyway."""
-    return held_or_busy(path, "another `embed` is running on this index; it will finish the work")
+    return held_or_busy(path, EmbedBusy("another `embed` is running on this index; it will finish the work"))
 
 
 def embed_pending(

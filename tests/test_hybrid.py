@@ -11,9 +11,8 @@ import pytest
 
 from qmd_daemon.config import IndexConfig
 from qmd_daemon.engine import Engine
-from qmd_daemon.locks import LockBusy
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
-from qmd_daemon.vectorize import embed_lock
+from qmd_daemon.vectorize import EmbedBusy, embed_lock
 from tests.conftest import write_tree
 from tests.models.tiny_qwen3 import write_tiny_qwen3
 
@@ -92,7 +91,7 @@ def test_model_change_reembeds_cleanly(small_engine: Engine, tmp_path: Path) -> 
 
 def test_second_embed_run_is_refused_while_one_holds_the_lock(tmp_path: Path) -> None:
     lock = tmp_path / "embed.lock"
-    with embed_lock(lock), pytest.raises(LockBusy), embed_lock(lock):
+    with embed_lock(lock), pytest.raises(EmbedBusy), embed_lock(lock):
         pass
 
 
