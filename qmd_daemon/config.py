@@ -114,9 +114,10 @@ class IndexConfig:
         """Load, change, save under an exclusive lock, so the CLI and the daemon registering a
         repository at the same moment cannot lose each other's change. Nothing is written when
         the block raises."""
-        # The lock is a hidden file beside index.yml, not index.yml itself: the file is replaced
-        # on save, and a lock on the old inode would protect nothing.
-        with waiting_for(path.with_name(f".{path.name}.lock"), f"waiting for another edit of {path}"):
+        # The lock is a file beside index.yml, not index.yml itself (replaced on save: a lock on
+        # the old inode would protect nothing), removed when the edit is done.
+        lock = path.with_name(f".{path.name}.lock")
+        with waiting_for(lock, f"waiting for another edit of {path}", remove=True):
             config = cls.load(path)
             yield config
             config.save()

@@ -68,10 +68,13 @@ def waiting_for(
     *,
     notify: Callable[[str], None] = _to_stderr,
     cancelled: Callable[[], bool] | None = None,
+    remove: bool = False,
 ) -> Iterator[None]:
     """Hold `path`, waiting as long as another process holds it; while waiting, say so once per
     holder ("<waiting> (pid N)...") so a queued writer never looks hung. `cancelled` returning
-    True ends the wait with LockBusy (a daemon shutting down)."""
+    True ends the wait with LockBusy (a daemon shutting down). `remove`: the file is unlinked
+    before the lock is let go (nothing left beside a user's file); a waiter that opened it then
+    finds it unlinked and takes a new one (filelock checks, as for Windows' own unlink)."""
     lock = file_lock(path)
     told: object = _UNSAID  # the holder's pid last announced
     while True:
@@ -88,6 +91,9 @@ def waiting_for(
     try:
         yield
     finally:
+        if remove:
+            with contextlib.suppress(OSError):  # Windows: an open file stays; filelock unlinks it
+                path.unlink()
         lock.release()
 
 
