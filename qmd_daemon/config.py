@@ -6,7 +6,6 @@ does not parse aborts the command before anything is written.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import tempfile
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from typing import Any
 import yaml
 
 from qmd_daemon.errors import ConfigError
+from qmd_daemon.locks import waiting_for
 from qmd_daemon.settings import DEFAULT_MASK
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~20x faster
@@ -114,17 +114,13 @@ class IndexConfig:
         """Load, change, save under an exclusive lock, so the CLI and the daemon registering a
         repository at the same moment cannot lose each other's change. Nothing is written when
         the block raises."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # The lock is taken on the folder: the file itself is replaced on save (a lock on the old
-        # inode would protect nothing), and no lock file is left beside the user's config.
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        # The lock is a file beside index.yml, not index.yml itself (replaced on save: a lock on
+        # the old inode would protect nothing), removed when the edit is done.
+        lock = path.with_name(f".{path.name}.lock")
+        with waiting_for(lock, f"waiting for another edit of {path}", remove=True):
             config = cls.load(path)
             yield config
             config.save()
-        finally:
-            os.close(fd)
 
     def save(self) -> None:
         """Write atomically (temp file + rename) so a crash never leaves half a file."""

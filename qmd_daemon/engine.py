@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from qmd_daemon.config import CollectionConfig, IndexConfig
 from qmd_daemon.errors import UnknownCollectionError, UsageError
 from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
 from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root
+from qmd_daemon.locks import waiting_for, writer_lock_path
 from qmd_daemon.models.model_set import ModelSet
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.pipeline import SearchModels, SearchOptions, SearchTrace, run_search
@@ -37,6 +40,7 @@ class Engine:
         self._config: tuple[tuple[int, int], IndexConfig] | None = None
         self._models: ModelSet | None = None
         self._models_owner: Engine | None = None
+        self.stop_waiting = threading.Event()  # set: a wait for the writer lock gives up (LockBusy)
 
     @property
     def store(self) -> IndexStore:
@@ -73,6 +77,15 @@ class Engine:
         if quantization not in QUANTIZATIONS:
             raise UsageError(f"models.quantization must be one of {', '.join(QUANTIZATIONS)}")
         return VectorIndex(self.store, quantization=quantization)
+
+    def writing(self) -> AbstractContextManager[None]:
+        """One index writer at a time across processes (CLI, daemon, a second terminal): a second
+        SQLite writer would fail with "database is locked" after 30 s; this one waits, and says so."""
+        return waiting_for(
+            writer_lock_path(self.settings.index_path),
+            "waiting for another update",
+            cancelled=self.stop_waiting.is_set,
+        )
 
     def close(self) -> None:
         if self._models is not None:
@@ -157,7 +170,8 @@ class Engine:
         return collection
 
     def remove_collection(self, name: str) -> None:
-        with IndexConfig.editing(self.settings.config_file) as config:
+        """Waits for a running update (of any process) to finish, then forgets the collection."""
+        with self.writing(), IndexConfig.editing(self.settings.config_file) as config:
             if not config.remove_collection(name):
                 raise UnknownCollectionError(f"no collection named '{name}'")
             with self.store.transaction():
@@ -180,10 +194,14 @@ class Engine:
     # -- indexing ------------------------------------------------------------------------------
 
     def update(self, names: list[str] | None = None, *, progress: bool | None = None) -> list[UpdateReport]:
-        return [
-            update_collection(self.store, collection, self.settings, progress=progress)
-            for collection in self._select(names)
-        ]
+        reports = []
+        for selected in self._select(names):
+            with self.writing():
+                # index.yml as it is now: the collection may have been removed or changed meanwhile
+                current = self.collections().get(selected.name)
+                if current is not None:
+                    reports.append(update_collection(self.store, current, self.settings, progress=progress))
+        return reports
 
     def collection_ids(self, names: list[str]) -> list[int]:
         return [i for i in (self.store.collection_id(n) for n in names) if i is not None]
@@ -198,7 +216,9 @@ class Engine:
         if vectors is None or embedder is None:
             return EmbedReport(pending=sum(self.store.chunk_count(i) for i in ids))
         lock = self.settings.state_dir / "embed.lock"
-        return embed_pending(self.store, vectors, embedder, ids, lock, progress=progress, limit=limit)
+        return embed_pending(
+            self.store, vectors, embedder, ids, lock, self.writing, progress=progress, limit=limit
+        )
 
     def status(self) -> dict[str, Any]:
         vectors = self.vectors

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 from qmd_daemon import __version__
 from qmd_daemon.errors import QmdError
-from qmd_daemon.ingest.source_text import decode_source
+from qmd_daemon.ingest.source_text import OutsideRoot, decode_source, read_inside
 from qmd_daemon.search.pipeline import SearchOptions
 
 MAX_LIMIT = 50
@@ -119,11 +119,13 @@ def build_server(engine: Any) -> Any:
             raise ToolError(f"end_line {end_line} is before start_line {start_line}")
         try:
             with lock:
-                target = resolve_indexed(engine, collection, path)
+                root, rel = resolve_indexed(engine, collection, path)
         except QmdError as exc:
             raise ToolError(str(exc)) from None
         try:
-            text = decode_source(target.read_bytes())  # what the index read
+            text = decode_source(read_inside(root, rel))  # what the index read, from where it read it
+        except OutsideRoot:
+            raise ToolError(f"'{path}' now leads outside its collection's root") from None
         except OSError as exc:
             raise ToolError(
                 f"'{path}' is indexed but cannot be read now ({exc.strerror or exc}); "
@@ -139,9 +141,10 @@ def build_server(engine: Any) -> Any:
     return server
 
 
-def resolve_indexed(engine: Any, collection: str | None, path: str) -> Path:
-    """The file on disk for `path`, which must be indexed in a registered collection and lie inside
-    that collection's root (symlinks resolved); anything else is a QmdError."""
+def resolve_indexed(engine: Any, collection: str | None, path: str) -> tuple[Path, str]:
+    """The collection root (resolved) and root-relative path of `path`, which must be indexed in a
+    registered collection; anything else is a QmdError. Whether the file still lies inside the root
+    is checked when it is read (`read_inside`), on the opened file."""
     known = engine.collections()
     if collection is not None and collection not in known:
         raise QmdError(f"no collection named '{collection}' (see `qmd-daemon collection list`)")
@@ -166,10 +169,7 @@ def resolve_indexed(engine: Any, collection: str | None, path: str) -> Path:
         names = ", ".join(m[0] for m in matches)
         raise QmdError(f"'{path}' is indexed in several collections ({names}); name one with `collection`")
     _, root, rel = matches[0]
-    target = (root / rel).resolve()
-    if not target.is_relative_to(root):  # a symlink swapped in since indexing
-        raise QmdError(f"'{path}' now leads outside its collection's root")
-    return target
+    return root, rel
 
 
 def line_range(text: str, start: int, end: int | None) -> str:

@@ -2,34 +2,29 @@
 
 Resumable by construction: vectors are committed batch by batch, and what is pending is simply
 "chunks with no vector", so an interrupted run continues where it stopped. A lock file keeps two
-runs (two terminals, the daemon and a CLI) from embedding the same chunks twice.
+runs (two terminals, the daemon and a CLI) from embedding the same chunks twice; each batch's
+write takes the index's writer lock (`writing`), so an update never waits on a whole run.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from qmd_daemon.errors import QmdError
 from qmd_daemon.ingest.chunk_model import embedding_text
+from qmd_daemon.locks import LockBusy, held_or_busy
 from qmd_daemon.models.embedder import Embedder
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.vectors import VectorIndex
 
 BATCH = 16
-
-
-class EmbedBusy(QmdError):
-    """Another process is embedding right now."""
 
 
 @dataclass
@@ -45,18 +40,14 @@ class EmbedReport:
         return asdict(self)
 
 
-@contextmanager
-def embed_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise EmbedBusy("another `embed` is running on this index; it will finish the work") from None
-        yield
-    finally:
-        os.close(fd)
+class EmbedBusy(LockBusy):
+    """Another process is embedding right now."""
+
+
+def embed_lock(path: Path) -> AbstractContextManager[None]:
+    """Held for a whole embedding run; a second run is refused (EmbedBusy), not queued: the first
+    one embeds every pending chunk anyway."""
+    return held_or_busy(path, EmbedBusy("another `embed` is running on this index; it will finish the work"))
 
 
 def embed_pending(
@@ -65,6 +56,7 @@ def embed_pending(
     embedder: Embedder,
     collection_ids: list[int] | None,
     lock_path: Path,
+    writing: Callable[[], AbstractContextManager[None]],
     *,
     progress: bool | None = None,
     limit: int | None = None,
@@ -74,9 +66,10 @@ def embed_pending(
     with embed_lock(lock_path):
         if embedder.dim == 0:
             embedder.embed_query("dimension probe")
-        report.reset = vectors.ensure(embedder.fingerprint, embedder.dim)
-        pending = vectors.pending(collection_ids, limit)
-        todo = vectors.copy_identical(pending)
+        with writing():  # each write waits its turn; the model runs outside, updates go between
+            report.reset = vectors.ensure(embedder.fingerprint, embedder.dim)
+            pending = vectors.pending(collection_ids, limit)
+            todo = vectors.copy_identical(pending)
         report.copied = len(pending) - len(todo)
         show = sys.stderr.isatty() if progress is None else progress
         bar = tqdm(total=len(todo), desc="embedding", unit="chunk", disable=not show, file=sys.stderr)
@@ -91,7 +84,8 @@ def embed_pending(
                 ]
                 vecs = embedder.embed_documents(texts)
                 rows_out = [(cid, col, v) for (cid, col), v in zip(present, vecs, strict=True)]
-                report.embedded += vectors.put(rows_out)
+                with writing():
+                    report.embedded += vectors.put(rows_out)
                 bar.update(len(batch))
         finally:
             bar.close()

@@ -212,3 +212,60 @@ def test_concurrent_collection_adds_all_land(home: Path, tmp_path: Path) -> None
     assert all(p.wait(timeout=120) == 0 for p in procs)
     listed = json.loads(run_cli("collection", "list", "--json", env_home=home, check=True).stdout)
     assert sorted(row["name"] for row in listed) == [f"r{i}" for i in range(6)]
+
+
+# Put first on sys.meta_path, this finder answers for the POSIX-only modules as Windows' Python
+# does: there is no such module. (filelock, which holds our locks, falls back to its soft lock
+# here; on Windows it uses msvcrt.)
+WINDOWS_LIKE = """
+import importlib.abc, sys
+POSIX_ONLY = {"fcntl", "termios", "pwd", "grp", "resource"}
+class WindowsLike(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in POSIX_ONLY:
+            raise ImportError(f"No module named {name!r}", name=name)
+        return None
+for name in POSIX_ONLY:
+    sys.modules.pop(name, None)
+sys.meta_path.insert(0, WindowsLike())
+"""
+
+IMPORT_ALL = """
+import importlib, pkgutil, clients, qmd_daemon
+LINUX_ONLY = {"qmd_daemon.daemon.inotify_backend"}  # inotify_simple: imported on Linux only
+failed = []
+for package in (clients, qmd_daemon):
+    inside = [m.name for m in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
+    for name in [package.__name__, *inside]:
+        if name.endswith(".__main__") or name in LINUX_ONLY:  # entry points run their command
+            continue
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            failed.append(f"{name}: {exc}")
+print("\\n".join(failed) or "all imported")
+"""
+
+
+def test_everything_imports_and_runs_without_posix_only_modules(home: Path, project: Path) -> None:
+    # issue 12 item 8: config.py and vectorize.py imported fcntl at module level; every command
+    # failed on Windows
+    def run(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-W", "ignore::UserWarning", "-c", WINDOWS_LIKE + code, *args],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, QMD_DAEMON_HOME=str(home), HOME=str(home.parent)),
+            timeout=180,
+        )
+
+    imported = run(IMPORT_ALL)
+    assert imported.stdout.strip() == "all imported", imported.stdout + imported.stderr
+    cli = "from qmd_daemon.cli import main; main()"
+    assert "collection" in run(cli, "--help").stdout
+    for args in (("collection", "add", str(project)), ("update",)):
+        step = run(cli, *args)
+        assert step.returncode == 0, step.stderr
+    found = run(cli, "search", "TCPConnector", "--json")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)[0]["path"] == "pool/conn.go"

@@ -1,3 +1,5 @@
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,3 +37,26 @@ def test_unparsable_file_aborts_and_is_left_untouched(tmp_path: Path, text: str)
 
 def test_missing_file_is_empty_config(tmp_path: Path) -> None:
     assert IndexConfig.load(tmp_path / "none.yml").collections() == {}
+
+
+EDIT = """
+import sys
+from pathlib import Path
+from qmd_daemon.config import IndexConfig
+with IndexConfig.editing(Path(sys.argv[1])) as config:
+    config.set_models({f"key_{sys.argv[2]}": sys.argv[2]})
+"""
+
+
+def test_concurrent_edits_from_processes_all_land_and_leave_only_index_yml(tmp_path: Path) -> None:
+    # the edit lock is a file beside index.yml (no fcntl on a folder: Windows has none); it must
+    # exclude real processes (each load-change-save whole) and be gone afterwards
+    path = tmp_path / "config" / "index.yml"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", EDIT, str(path), str(i)], stderr=subprocess.PIPE, text=True)
+        for i in range(8)
+    ]
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
+    assert IndexConfig.load(path).models() == {f"key_{i}": str(i) for i in range(8)}
+    assert sorted(p.name for p in path.parent.iterdir()) == ["index.yml"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -173,3 +174,16 @@ def test_without_the_sdk_one_line_error_and_non_zero_exit(home: Path) -> None:
         f"installed; install it with: {sys.executable} -m pip install 'qmd-daemon[mcp]'"
     )
     assert not home.exists()  # it stopped before touching the index
+
+
+async def test_get_refuses_a_folder_swapped_for_a_link_out_of_the_root(
+    indexed: dict[str, Any], tmp_path: Path
+) -> None:
+    # issue 12 item 3: the file is read from where it really is, checked on the opened file
+    proj: Path = indexed["proj"]
+    elsewhere = write_tree(tmp_path / "elsewhere", {"conn.go": "package secret // TOKEN=hunter2\n"})
+    shutil.rmtree(proj / "pool")
+    os.symlink(elsewhere, proj / "pool")  # pool/conn.go is indexed; pool/ now leads out
+    _, results = await _session_calls(indexed["home"], [("get", {"path": "pool/conn.go"})])
+    assert results[0].is_error and "leads outside" in _text(results[0])
+    assert "hunter2" not in _text(results[0])

@@ -195,6 +195,7 @@ class JobQueue:
     async def close(self, timeout: float = 10.0) -> bool:
         """Stop taking jobs, wait up to `timeout` for the running one; True when the writer is free."""
         self._closing = True
+        self.engine.stop_waiting.set()  # a job queued on another process's writer lock gives up
         self._wakeup.set()
         for job in self._queue:
             job.state, job.error = "failed", {"code": "shutting_down", "message": "the daemon is stopping"}

@@ -1,8 +1,9 @@
 """The state file (`{port, token, pid, version, started_at}`, mode 0600, written atomically) and
 the lifetime lock that makes "one daemon per home" hold even when many clients start one at once.
 
-The lock is an advisory `flock` held for the daemon's whole life: the kernel drops it when the
-process dies (kill -9 included), so a state file whose lock is free is stale by definition.
+The lock (`qmd_daemon.locks`: flock on POSIX, msvcrt on Windows) is held for the daemon's whole
+life: the kernel drops it when the process dies (kill -9 included), so a state file whose lock is
+free is stale by definition.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from filelock import FileLock, Timeout
 
 from qmd_daemon.daemon import LOCK_FILE, STATE_FILE
+from qmd_daemon.locks import file_lock
 
 
 @dataclass(frozen=True)
@@ -103,51 +107,25 @@ def probe_health(state: DaemonState, timeout: float = 2.0) -> dict[str, Any] | N
 
 
 class LifetimeLock:
-    """An exclusive, non-blocking lock on `state_dir/daemon.lock`, held until `release()`."""
+    """An exclusive, non-blocking lock on `state_dir/daemon.lock` (holding the daemon's pid), held
+    until `release()`: a second daemon's try fails at once, so it knows the first one is alive."""
 
     def __init__(self, state_dir: Path):
         self.path = state_dir / LOCK_FILE
-        self._handle: IO[str] | None = None
+        self._lock: FileLock | None = None
 
     def try_acquire(self) -> bool:
         ensure_private_dir(self.path.parent)
-        handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the daemon's life
+        lock = file_lock(self.path)
         try:
-            _lock(handle)
-        except OSError:
-            handle.close()
+            lock.acquire(blocking=False)
+        except Timeout:
             return False
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        self._handle = handle
+        self._lock = lock
         return True
 
     def release(self) -> None:
-        if self._handle is not None:
+        if self._lock is not None:
             with contextlib.suppress(OSError):
-                _unlock(self._handle)
-            self._handle.close()
-            self._handle = None
-
-
-if os.name == "nt":  # pragma: no cover - exercised on Windows only
-    import msvcrt
-
-    def _lock(handle: IO[str]) -> None:
-        handle.seek(0)
-        msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
-
-    def _unlock(handle: IO[str]) -> None:
-        handle.seek(0)
-        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
-
-else:
-    import fcntl
-
-    def _lock(handle: IO[str]) -> None:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-
-    def _unlock(handle: IO[str]) -> None:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+                self._lock.release()
+            self._lock = None

@@ -23,7 +23,7 @@ from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
 from qmd_daemon.ingest.languages import kind_of, language_of
 from qmd_daemon.ingest.links import find_links
 from qmd_daemon.ingest.scan import ScannedFile, scan
-from qmd_daemon.ingest.source_text import decode_source, utf8_bytes
+from qmd_daemon.ingest.source_text import OutsideRoot, decode_source, read_inside, utf8_bytes
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.index_store import IndexStore
 
@@ -74,9 +74,11 @@ def _check_root(collection: CollectionConfig) -> Path:
 
 
 def _read(root: Path, scanned: ScannedFile) -> bytes | str:
-    """The file's bytes, or the reason it is skipped."""
+    """The file's bytes, or the reason it is skipped (`root` resolved)."""
     try:
-        data = utf8_bytes((root / scanned.path).read_bytes())
+        data = utf8_bytes(read_inside(root, scanned.path))
+    except OutsideRoot:
+        return "symlink_outside_root"
     except OSError:
         return "unreadable"
     if b"\0" in data[:_BINARY_SNIFF_BYTES]:
@@ -93,7 +95,7 @@ def update_collection(
     store: IndexStore, collection: CollectionConfig, settings: Settings, *, progress: bool | None = None
 ) -> UpdateReport:
     started = time.perf_counter()
-    root = _check_root(collection)
+    root = _check_root(collection).resolve()
     result = scan(
         root,
         mask=collection.pattern,
@@ -105,7 +107,7 @@ def update_collection(
     skipped = result.skipped
     show = sys.stderr.isatty() if progress is None else progress
     with store.transaction():
-        collection_id = store.ensure_collection(collection.name, root.resolve())
+        collection_id = store.ensure_collection(collection.name, root)
         states = store.file_states(collection_id)
         rechunk = store.index_format(collection_id) != INDEX_FORMAT
         seen: set[str] = set()

@@ -2,7 +2,9 @@
 
 Inside git, git itself decides what is ignored (`ls-files --cached --others --exclude-standard`);
 elsewhere the tree is walked and its .gitignore files applied with pathspec. Symlinks never lead
-outside the root, and directory symlinks are not followed (no loops).
+outside the root (a linked file, or a linked folder above a file git still lists), directory
+symlinks are not followed (no loops), and an unreadable file or folder is skipped and counted. The
+indexer checks again where each file it reads really is (`source_text.read_inside`).
 """
 
 from __future__ import annotations
@@ -125,12 +127,12 @@ class IgnoreRules:
         if rel_dir not in self._specs:
             spec = None
             path = self.root / rel_dir / ".gitignore" if rel_dir else self.root / ".gitignore"
-            if path.is_file():
-                try:
+            try:  # is_file() too: a folder without search permission fails it (EACCES)
+                if path.is_file():
                     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
                     spec = pathspec.GitIgnoreSpec.from_lines(lines)
-                except OSError:
-                    self.unreadable += 1
+            except OSError:
+                self.unreadable += 1
             self._specs[rel_dir] = spec
         return self._specs[rel_dir]
 
@@ -199,6 +201,13 @@ def scan(
     result = ScanResult()
     rules = IgnoreRules(root, mask=mask, ignore=ignore, excludes=excludes)
     real_root = root.resolve()
+    inside: dict[str, bool] = {}  # per folder: its real path lies inside the root
+
+    def folder_inside(rel_dir: str) -> bool:
+        if rel_dir not in inside:
+            inside[rel_dir] = (root / rel_dir).resolve().is_relative_to(real_root)
+        return inside[rel_dir]
+
     candidates = _git_candidates(root)
     if candidates is None:
         candidates = _walk_candidates(root, rules, result.skipped)
@@ -209,6 +218,9 @@ def scan(
             rel.encode("utf-8")
         except UnicodeEncodeError:  # a name that is not UTF-8 cannot be stored or shown
             result.skipped["undecodable_name"] += 1
+            continue
+        if not folder_inside(rel.rpartition("/")[0]):  # git lists tracked files under a linked folder
+            result.skipped["symlink_outside_root"] += 1
             continue
         full = root / rel
         try:

@@ -1,8 +1,6 @@
 import os
 from pathlib import Path
 
-import pytest
-
 from qmd_daemon.engine import Engine
 from tests.conftest import SAMPLE_GO, SAMPLE_MD, SAMPLE_PY, write_tree
 
@@ -72,24 +70,6 @@ def test_dangling_symlink_is_counted(engine: Engine, tmp_path: Path) -> None:
     os.symlink(root / "missing.py", root / "broken.py")
     report = engine.update([engine.add_collection(root).name])[0]
     assert report.skipped == {"broken_symlink": 1} and report.files == 1
-
-
-def test_unreadable_file_is_counted_and_the_rest_indexed(
-    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Tests run as root, and root reads a mode-000 file anyway, so the permission error that a
-    # normal user gets is raised by patching the one read the indexer makes.
-    root = write_tree(tmp_path / "proj", {"ok.py": "x = 1\n", "secret.py": "y = 2\n"})
-    real_read = Path.read_bytes
-
-    def read_bytes(self: Path) -> bytes:
-        if self.name == "secret.py":
-            raise PermissionError(13, "Permission denied")
-        return real_read(self)
-
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
-    report = engine.update([engine.add_collection(root).name])[0]
-    assert report.skipped == {"unreadable": 1} and report.files == 1
 
 
 def test_bad_files_are_counted_not_fatal(engine: Engine, tmp_path: Path) -> None:

@@ -1,0 +1,79 @@
+"""Unreadable files and folders are skipped and counted; the rest of the collection is indexed.
+
+Tests run as root here, and root reads whatever the modes say, so the update runs in a child
+process as `nobody` (setpriv) on a tree in a world-readable temp folder: real permission errors
+from the kernel, nothing patched."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_tree
+
+UPDATE = """
+import json, sys
+from pathlib import Path
+from qmd_daemon.engine import Engine
+engine = Engine()
+name = engine.add_collection(Path(sys.argv[1])).name
+report = engine.update([name])[0]
+print(json.dumps({"report": report.as_dict(), "hits": [h.path for h in engine.search("fine_word")]}))
+"""
+
+
+def _as_another_user() -> list[str]:
+    if os.geteuid() != 0:
+        return []  # modes already apply to us
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: no way to be a user that modes apply to")
+    return [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+@pytest.fixture
+def shared_tmp() -> Iterator[Path]:
+    """A temp folder every user may enter (pytest's tmp_path is private to root)."""
+    path = Path(tempfile.mkdtemp(prefix="qmd-unreadable-"))
+    path.chmod(0o755)
+    yield path
+    for sub in path.rglob("*"):  # give root's cleanup the modes back
+        if sub.is_dir() and not sub.is_symlink():
+            sub.chmod(0o755)
+    shutil.rmtree(path)
+
+
+def test_an_unreadable_folder_and_file_are_counted_and_the_rest_indexed(shared_tmp: Path) -> None:
+    # issue 12 item 5: `mkdir d; echo x > d/b.py; chmod 400 d` aborted the whole collection
+    root = write_tree(
+        shared_tmp / "proj",
+        {"ok.py": "def fine_word():\n    return 1\n", "d/b.py": "x = 1\n", "locked.py": "y = 2\n"},
+    )
+    home = shared_tmp / "home"
+    home.mkdir(mode=0o777)
+    home.chmod(0o777)
+    (root / "locked.py").chmod(0o000)
+    (root / "d").chmod(0o444)  # listable, not searchable: d/.gitignore and d/b.py cannot be opened
+
+    proc = subprocess.run(
+        [*_as_another_user(), sys.executable, "-c", UPDATE, str(root)],
+        env={**os.environ, "QMD_DAEMON_HOME": str(home), "HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert out["report"]["files"] == 1 and out["hits"] == ["ok.py"]
+    # d/.gitignore (its folder cannot be searched), d/b.py and locked.py
+    assert out["report"]["skipped"] == {"unreadable": 3}
