@@ -30,8 +30,10 @@ from qmd_daemon.daemon import api
 from qmd_daemon.daemon.api import ApiError
 from qmd_daemon.daemon.jobs import Job, JobQueue
 from qmd_daemon.daemon.state import (
+    NONCE,
     DaemonState,
     LifetimeLock,
+    daemon_proof,
     probe_health,
     read_state,
     remove_state,
@@ -46,6 +48,7 @@ from qmd_daemon.settings import Settings
 log = logging.getLogger("qmd_daemon.server")
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+OPEN_PATHS = frozenset({"/challenge"})  # answered without the token: the client asks it first
 T = TypeVar("T")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _STATUS_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
@@ -164,7 +167,7 @@ class Daemon:
             request.headers.get("Origin")
         ):
             return error_response(403, "forbidden_host", "requests must address 127.0.0.1 or localhost")
-        if not self.token_ok(request):
+        if request.path not in OPEN_PATHS and not self.token_ok(request):
             return error_response(401, "unauthorized", "missing or wrong token (see the daemon state file)")
         self._inflight += 1
         self.touch()
@@ -191,6 +194,7 @@ class Daemon:
 
     def make_app(self) -> web.Application:
         app = web.Application(middlewares=[self._middleware], client_max_size=1 << 20)
+        app.router.add_get("/challenge", self.challenge)
         app.router.add_get("/health", self.health)
         app.router.add_post("/search", self.search)
         app.router.add_post("/refresh", self.refresh)
@@ -214,6 +218,14 @@ class Daemon:
         return body
 
     # -- endpoints -----------------------------------------------------------------------------
+
+    async def challenge(self, request: web.Request) -> web.Response:
+        """Prove to a client that this is the daemon of the state file before it sends the token
+        (state.daemon_proof); reveals nothing else and accepts nothing."""
+        nonce = request.query.get("nonce", "")
+        if not NONCE.fullmatch(nonce):
+            raise ApiError(400, "bad_request", "'nonce' must be 32 to 128 lowercase hex digits")
+        return web.json_response({"proof": daemon_proof(self.token, self.port, nonce)})
 
     async def health(self, request: web.Request) -> web.Response:
         return web.json_response(
@@ -551,10 +563,8 @@ def serve_forever(
         print(f"qmd-daemon: error: another daemon holds {lock.path} but does not answer", file=sys.stderr)
         return 1
     try:
-        state = _running(settings.state_dir)
-        if state is not None:
-            say(f"qmd-daemon already running on 127.0.0.1:{state.port} (pid {state.pid})")
-            return 0
+        # holding the lifetime lock, no other daemon of this home lives: any state file is stale
+        # (and its port may now belong to anyone, so it is not even asked)
         if read_state(settings.state_dir) is not None:
             log.info("replacing a stale state file")
             remove_state(settings.state_dir)
