@@ -118,34 +118,39 @@ def repo_root(start: str) -> tuple[str, bool]:
         candidate = parent
 
 
-def _porcelain_paths(out: bytes) -> list[bytes]:
-    """Paths named by `git status --porcelain=v2 -z` (changed, renamed, unmerged, untracked)."""
-    paths: list[bytes] = []
-    records = out.split(b"\0")
-    skip_next = False
-    for record in records:
-        if skip_next:  # a rename's original path
-            skip_next = False
-            continue
-        if record.startswith(b"1 "):
-            paths.append(record.split(b" ", 8)[-1])
-        elif record.startswith(b"2 "):
-            paths.append(record.split(b" ", 9)[-1])
-            skip_next = True
-        elif record.startswith(b"u "):
-            paths.append(record.split(b" ", 10)[-1])
-        elif record.startswith(b"? "):
-            paths.append(record[2:])
-    return paths
+def git_executable() -> str | None:
+    """git's absolute path from PATH's absolute folders only: a relative entry ('.', '') or
+    Windows' implicit current folder would run a `git` the repository itself ships."""
+    names = ("git.exe", "git") if os.name == "nt" else ("git",)
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        if os.path.isabs(folder):
+            for name in names:
+                candidate = os.path.join(folder, name)
+                if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                    return candidate
+    return None
+
+
+def git_argv(git: str, root: str, *args: str) -> list[str]:
+    """Every git call of the clients: none may run a program the repository configures. Hooks and
+    core.fsmonitor are switched off here; clean/smudge filters, textconv and external diff cannot
+    be switched off by name (any driver name works), so the clients only run commands that never
+    read file contents through them (`ls-files`). Mirrors qmd_daemon/ingest/scan.py::git_argv."""
+    return [
+        git, "--no-pager", "-c", "core.fsmonitor=false", "-c", f"core.hooksPath={os.devnull}",
+        "-C", root, *args,
+    ]  # fmt: skip
 
 
 def run_git(root: str, *args: str) -> bytes | None:
     """`git -C root args...` stdout, or None when git fails. posix_spawn where there is one:
     importing subprocess costs more than the git call itself."""
-    # A repository's own .git/config must never run a program (core.fsmonitor can name one).
-    argv = ["git", "-c", "core.fsmonitor=false", "-C", root, *args]
+    git = git_executable()
+    if git is None:
+        return None
+    argv = git_argv(git, root, *args)
     env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")  # never take index.lock from the user's git
-    if hasattr(os, "posix_spawnp"):
+    if hasattr(os, "posix_spawn"):
         read_fd, write_fd = os.pipe()
         null = os.open(os.devnull, os.O_RDWR)
         try:
@@ -154,7 +159,7 @@ def run_git(root: str, *args: str) -> bytes | None:
                 (os.POSIX_SPAWN_DUP2, write_fd, 1),
                 (os.POSIX_SPAWN_DUP2, null, 2),
             ]
-            pid = os.posix_spawnp("git", argv, env, file_actions=actions)
+            pid = os.posix_spawn(git, argv, env, file_actions=actions)
         except OSError:
             os.close(read_fd)
             return None
@@ -177,22 +182,27 @@ def run_git(root: str, *args: str) -> bytes | None:
 
 
 def repo_signature(root: str) -> str | None:
-    """HEAD + `git status` + size/mtime of every dirty or untracked file: equal signatures mean
-    nothing the index sees has changed. None when git cannot tell (the caller then refreshes).
-    A checksum, not a cryptographic hash: a miss costs one refresh the watcher would do anyway."""
+    """The files the index takes from `root` as git lists them (tracked, and untracked but not
+    ignored: what scan.py indexes) with the size and mtime of each: equal signatures mean nothing
+    the index sees has changed. Not `git status`: for a file whose mtime moved but whose size did
+    not, status reads it through the repository's clean filter, a program .git/config names.
+    None when git cannot tell (the caller then refreshes). A checksum, not a cryptographic hash: a
+    miss costs one refresh the watcher would do anyway."""
     import zlib
 
-    out = run_git(root, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all")
+    out = run_git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     if out is None:
         return None
     parts = [out]
     broot = os.fsencode(root)
-    for rel in _porcelain_paths(out):
+    for rel in out.split(b"\0"):
+        if not rel:
+            continue
         try:
             st = os.stat(os.path.join(broot, rel))
-            parts.append(b"%s %d %d\0" % (rel, st.st_size, st.st_mtime_ns))
+            parts.append(b"%d %d\0" % (st.st_size, st.st_mtime_ns))
         except OSError:
-            parts.append(b"%s gone\0" % rel)
+            parts.append(b"gone\0")
     blob = b"".join(parts)
     return f"{len(blob)}-{zlib.crc32(blob):08x}-{zlib.adler32(blob):08x}"
 

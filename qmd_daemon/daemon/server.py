@@ -301,7 +301,7 @@ class Daemon:
             "created": created,
             "refreshed": refreshed,
             # the root's changes reach the daemon as they happen: the client may leave freshness
-            # to it (refresh "auto") instead of running `git status`
+            # to it (refresh "auto") instead of running its git check
             "watched": home is not None and self._watched(home, spec),
             "search_ms": round(search_ms, 3),
             "took_ms": round((time.perf_counter() - started) * 1000, 3),
