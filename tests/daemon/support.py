@@ -128,7 +128,7 @@ class Stranger:
         import threading
 
         self.silent = silent
-        self.received = b""
+        self._chunks: list[bytes] = []  # list.append is atomic across the handler threads
         self.held_s: list[float] = []
         self._server = socket.create_server(("127.0.0.1", 0))
         self.port = self._server.getsockname()[1]
@@ -153,12 +153,16 @@ class Stranger:
             conn.settimeout(120)
             try:
                 while data := conn.recv(65536):
-                    self.received += data
+                    self._chunks.append(data)
                     if not self.silent and b"\r\n\r\n" in data:
                         conn.sendall(reply % (len(body), body))
             except OSError:
                 pass
         self.held_s.append(time.monotonic() - opened)
+
+    @property
+    def received(self) -> bytes:
+        return b"".join(self._chunks)
 
     def close(self) -> None:
         self._server.close()
