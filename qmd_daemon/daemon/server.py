@@ -167,7 +167,9 @@ class Daemon:
             request.headers.get("Origin")
         ):
             return error_response(403, "forbidden_host", "requests must address 127.0.0.1 or localhost")
-        if request.path not in OPEN_PATHS and not self.token_ok(request):
+        if request.path in OPEN_PATHS:
+            return await handler(request)  # no token, and it does not keep an idle daemon awake
+        if not self.token_ok(request):
             return error_response(401, "unauthorized", "missing or wrong token (see the daemon state file)")
         self._inflight += 1
         self.touch()
@@ -224,7 +226,7 @@ class Daemon:
         (state.daemon_proof); reveals nothing else and accepts nothing."""
         nonce = request.query.get("nonce", "")
         if not NONCE.fullmatch(nonce):
-            raise ApiError(400, "bad_request", "'nonce' must be 32 to 128 lowercase hex digits")
+            return error_response(400, "bad_request", "'nonce' must be 32 to 128 lowercase hex digits")
         return web.json_response({"proof": daemon_proof(self.token, self.port, nonce)})
 
     async def health(self, request: web.Request) -> web.Response:

@@ -102,11 +102,13 @@ async def test_challenge_proves_the_token_without_revealing_it(
     from clients import _qmd_client as qc
 
     nonce = "ab" * 16
+    idle_since = daemon._last_activity
     async with http.get(url(daemon, f"/challenge?nonce={nonce}")) as resp:
         assert resp.status == 200
         raw = await resp.text()
     assert daemon.token not in raw
     assert qc._proof_ok(daemon.token, daemon.port, nonce, json.loads(raw)["proof"])
+    assert daemon._last_activity == idle_since  # a stranger's challenges keep no idle daemon up
     for bad in ("", "xyz", "AB" * 16, "ab" * 8, "ab" * 65):
         async with http.get(url(daemon, "/challenge"), params={"nonce": bad}) as resp:
             assert resp.status == 400
