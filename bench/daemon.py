@@ -7,7 +7,7 @@
                  a venv with the clients installed as the installer installs them (the first row,
                  the target's: what users run); this dev venv's python, whose editable-install
                  finder imports pathlib, urllib and more on every start; the same with the client's
-                 own `git status` check (what runs where the daemon cannot vouch for a root: macOS,
+                 own `git ls-files` + stat check (what runs where the daemon cannot vouch for a root: macOS,
                  Windows, network filesystems); python -S
   full pipeline  warm POST /search with vectors + rerank (+ expansion with --expand) on the
                  `small` model profile, after one warm-up pass
@@ -221,7 +221,8 @@ def main() -> int:
                         top = qc.repo_root(str(repo))[0]
                         qc.write_stamp(top, qc.repo_signature(top))
                     wall, timing, _n = run_client(query, repo, env, flags, python, launcher)
-                    mode = "no git (daemon vouched)" if timing.get("sent_refresh") == "auto" else "git status"
+                    vouched = timing.get("sent_refresh") == "auto"
+                    mode = "no git (daemon vouched)" if vouched else "git ls-files + stat"
                     modes[mode] = modes.get(mode, 0) + 1
                     walls.append(wall)
                     search_ms.append(float(timing.get("search_ms") or 0))

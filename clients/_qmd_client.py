@@ -17,13 +17,26 @@ if False:  # annotations only: importing typing costs ~5 ms on every call
     from typing import Any
 
 STATE_FILE = "daemon.json"
+LOCK_FILE = "daemon.lock"
 SPAWN_MARKER = "spawn.marker"
 START_TIMEOUT_S = float(os.environ.get("QMD_START_TIMEOUT", "20"))
+# connect + the daemon's proof: a loopback daemon answers in milliseconds, so anything slower is a
+# stranger, a hung daemon or a busy one, and the user should not wait on it
+HANDSHAKE_TIMEOUT_S = float(os.environ.get("QMD_HANDSHAKE_TIMEOUT", "3"))
 LOG_MAX_BYTES = 5 * 1024 * 1024
+# The daemon's proof that it holds the token: HMAC-SHA256(token, PROOF_LABEL | port | nonce).
+# Mirrors qmd_daemon/daemon/state.py::daemon_proof; keep the two in step.
+PROOF_LABEL = b"qmd-daemon proof v1: daemon to client"
+MAX_HEADER_BYTES = 65536
 
 
 class DaemonUnavailable(Exception):
     """The daemon is not running, did not start, or rejects our token: start one or fall back."""
+
+
+class NotTheDaemon(DaemonUnavailable):
+    """Whatever sits on the state file's port did not prove it holds the token (nothing there,
+    a stranger, a silent or hung process): it got a nonce and nothing else."""
 
 
 class DaemonError(Exception):
@@ -105,34 +118,39 @@ def repo_root(start: str) -> tuple[str, bool]:
         candidate = parent
 
 
-def _porcelain_paths(out: bytes) -> list[bytes]:
-    """Paths named by `git status --porcelain=v2 -z` (changed, renamed, unmerged, untracked)."""
-    paths: list[bytes] = []
-    records = out.split(b"\0")
-    skip_next = False
-    for record in records:
-        if skip_next:  # a rename's original path
-            skip_next = False
-            continue
-        if record.startswith(b"1 "):
-            paths.append(record.split(b" ", 8)[-1])
-        elif record.startswith(b"2 "):
-            paths.append(record.split(b" ", 9)[-1])
-            skip_next = True
-        elif record.startswith(b"u "):
-            paths.append(record.split(b" ", 10)[-1])
-        elif record.startswith(b"? "):
-            paths.append(record[2:])
-    return paths
+def git_executable() -> str | None:
+    """git's absolute path from PATH's absolute folders only: a relative entry ('.', '') or
+    Windows' implicit current folder would run a `git` the repository itself ships."""
+    names = ("git.exe", "git") if os.name == "nt" else ("git",)
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        if os.path.isabs(folder):
+            for name in names:
+                candidate = os.path.join(folder, name)
+                if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                    return candidate
+    return None
+
+
+def git_argv(git: str, root: str, *args: str) -> list[str]:
+    """Every git call of the clients: none may run a program the repository configures. Hooks and
+    core.fsmonitor are switched off here; clean/smudge filters, textconv and external diff cannot
+    be switched off by name (any driver name works), so the clients only run commands that never
+    read file contents through them (`ls-files`). Mirrors qmd_daemon/ingest/scan.py::git_argv."""
+    return [
+        git, "--no-pager", "-c", "core.fsmonitor=false", "-c", f"core.hooksPath={os.devnull}",
+        "-C", root, *args,
+    ]  # fmt: skip
 
 
 def run_git(root: str, *args: str) -> bytes | None:
     """`git -C root args...` stdout, or None when git fails. posix_spawn where there is one:
     importing subprocess costs more than the git call itself."""
-    # A repository's own .git/config must never run a program (core.fsmonitor can name one).
-    argv = ["git", "-c", "core.fsmonitor=false", "-C", root, *args]
+    git = git_executable()
+    if git is None:
+        return None
+    argv = git_argv(git, root, *args)
     env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")  # never take index.lock from the user's git
-    if hasattr(os, "posix_spawnp"):
+    if hasattr(os, "posix_spawn"):
         read_fd, write_fd = os.pipe()
         null = os.open(os.devnull, os.O_RDWR)
         try:
@@ -141,7 +159,7 @@ def run_git(root: str, *args: str) -> bytes | None:
                 (os.POSIX_SPAWN_DUP2, write_fd, 1),
                 (os.POSIX_SPAWN_DUP2, null, 2),
             ]
-            pid = os.posix_spawnp("git", argv, env, file_actions=actions)
+            pid = os.posix_spawn(git, argv, env, file_actions=actions)
         except OSError:
             os.close(read_fd)
             return None
@@ -164,22 +182,27 @@ def run_git(root: str, *args: str) -> bytes | None:
 
 
 def repo_signature(root: str) -> str | None:
-    """HEAD + `git status` + size/mtime of every dirty or untracked file: equal signatures mean
-    nothing the index sees has changed. None when git cannot tell (the caller then refreshes).
-    A checksum, not a cryptographic hash: a miss costs one refresh the watcher would do anyway."""
+    """The files the index takes from `root` as git lists them (tracked, and untracked but not
+    ignored: what scan.py indexes) with the size and mtime of each: equal signatures mean nothing
+    the index sees has changed. Not `git status`: for a file whose mtime moved but whose size did
+    not, status reads it through the repository's clean filter, a program .git/config names.
+    None when git cannot tell (the caller then refreshes). A checksum, not a cryptographic hash: a
+    miss costs one refresh the watcher would do anyway."""
     import zlib
 
-    out = run_git(root, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all")
+    out = run_git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     if out is None:
         return None
     parts = [out]
     broot = os.fsencode(root)
-    for rel in _porcelain_paths(out):
+    for rel in out.split(b"\0"):
+        if not rel:
+            continue
         try:
             st = os.stat(os.path.join(broot, rel))
-            parts.append(b"%s %d %d\0" % (rel, st.st_size, st.st_mtime_ns))
+            parts.append(b"%d %d\0" % (st.st_size, st.st_mtime_ns))
         except OSError:
-            parts.append(b"%s gone\0" % rel)
+            parts.append(b"gone\0")
     blob = b"".join(parts)
     return f"{len(blob)}-{zlib.crc32(blob):08x}-{zlib.adler32(blob):08x}"
 
@@ -245,41 +268,107 @@ def _dechunk(data: bytes) -> bytes:
         pos = end + 2 + size + 2
 
 
+def _read_reply(sock: Any, port: int, to_eof: bool) -> tuple[int, bytes]:
+    """(status, body) of one HTTP reply; `to_eof`: the peer closes after it (Connection: close),
+    else its Content-Length says where it ends (the connection stays open for the next request)."""
+    raw = b""
+    while b"\r\n\r\n" not in raw:
+        data = sock.recv(65536)
+        if not data or len(raw) > MAX_HEADER_BYTES:
+            raise DaemonUnavailable(f"truncated reply from port {port}")
+        raw += data
+    header, _, rest = raw.partition(b"\r\n\r\n")
+    try:
+        lines = header.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+        length = int(headers["content-length"]) if "content-length" in headers else None
+    except (IndexError, ValueError) as exc:
+        raise DaemonUnavailable(f"unreadable reply from port {port}: {exc}") from None
+    if to_eof:
+        parts = [rest]
+        while data := sock.recv(262144):
+            parts.append(data)
+        rest = b"".join(parts)
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            try:
+                rest = _dechunk(rest)
+            except ValueError as exc:
+                raise DaemonUnavailable(f"unreadable reply from port {port}: {exc}") from None
+    elif length is None:
+        raise DaemonUnavailable(f"reply without a length from port {port}")
+    while length is not None and len(rest) < length:
+        data = sock.recv(min(262144, length - len(rest)))
+        if not data:
+            raise DaemonUnavailable(f"truncated reply from port {port}")
+        rest += data
+    return status, rest[:length] if length is not None else rest
+
+
+def _proof_ok(token: str, port: int, nonce: str, given: Any) -> bool:
+    """The daemon's answer to our nonce, checked in constant time. `_hashlib` is the OpenSSL core
+    that `hmac.digest` and `hmac.compare_digest` call: importing `hmac` itself pulls in all of
+    hashlib (~10 ms a call), `_hashlib` ~2 ms."""
+    try:
+        from _hashlib import compare_digest, hmac_digest
+    except ImportError:  # a Python built without OpenSSL
+        from hmac import compare_digest
+        from hmac import digest as hmac_digest
+    if not isinstance(given, str):
+        return False
+    message = b"%s|%d|%s" % (PROOF_LABEL, port, nonce.encode("ascii"))
+    wanted = hmac_digest(token.encode("utf-8"), message, "sha256").hex()
+    return compare_digest(wanted.encode("ascii"), given.encode("utf-8", "replace"))
+
+
+def _verified_socket(state: dict[str, Any], port: int) -> Any:
+    """A connection to `port` whose peer proved it holds the state file's token, before the token,
+    a query or a path is sent: the peer gets a random nonce and must answer with its HMAC. A
+    process that took over a dead daemon's port learns nothing; the same connection then carries
+    the real request, so the proof covers the peer that gets it."""
+    nonce = os.urandom(16).hex()
+    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(HANDSHAKE_TIMEOUT_S)
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(
+            f"GET /challenge?nonce={nonce} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            "Content-Length: 0\r\n\r\n".encode("latin-1")
+        )
+        status, body = _read_reply(sock, port, to_eof=False)
+        proof = json.loads(body).get("proof") if status == 200 else None
+    except (OSError, ValueError, AttributeError, DaemonUnavailable) as exc:
+        sock.close()
+        raise NotTheDaemon(f"no daemon answers on port {port} ({exc})") from None
+    if not _proof_ok(str(state["token"]), port, nonce, proof):
+        sock.close()
+        raise NotTheDaemon(f"the process on port {port} is not the daemon (it could not prove the token)")
+    return sock
+
+
 def http(state: dict[str, Any], method: str, path: str, body: Any = None, timeout: float = 30.0) -> Any:
-    """One request to the daemon (a plain socket: http.client would cost an ssl import).
-    Connection trouble or a rejected token -> DaemonUnavailable; an error body -> DaemonError."""
+    """One request to the daemon (a plain socket: http.client would cost an ssl import), sent only
+    once the peer proved it is the daemon; `timeout` applies from then on. Connection trouble, a
+    peer that is not the daemon or a rejected token -> DaemonUnavailable; an error body ->
+    DaemonError."""
     port = int(state["port"])
+    sock = _verified_socket(state, port)
     payload = b"" if body is None else json.dumps(body).encode("utf-8")
     head = (
         f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {state['token']}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
     )
-    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout)
-        sock.connect(("127.0.0.1", port))
         sock.sendall(head.encode("latin-1") + payload)
-        parts = []
-        while data := sock.recv(262144):
-            parts.append(data)
+        status, rest = _read_reply(sock, port, to_eof=True)
     except OSError as exc:
         raise DaemonUnavailable(f"cannot reach the daemon on port {port}: {exc}") from None
     finally:
         sock.close()
-    raw = b"".join(parts)
-    header, sep, rest = raw.partition(b"\r\n\r\n")
-    if not sep:
-        raise DaemonUnavailable(f"truncated reply from port {port}")
     try:
-        lines = header.decode("latin-1").split("\r\n")
-        status = int(lines[0].split()[1])
-        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-        if headers.get("transfer-encoding", "").lower() == "chunked":
-            rest = _dechunk(rest)
-        elif "content-length" in headers:
-            rest = rest[: int(headers["content-length"])]
         data = json.loads(rest) if rest.strip() else {}
-    except (IndexError, ValueError) as exc:
+    except ValueError as exc:
         raise DaemonUnavailable(f"unreadable reply from port {port}: {exc}") from None
     if status == 401:
         raise DaemonUnavailable("the daemon rejected the token (stale state file)")
@@ -394,11 +483,47 @@ def healthy(state: dict[str, Any] | None, timeout: float = 2.0) -> bool:
         return False
 
 
-def ensure_daemon(timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
-    """The state of a healthy daemon, starting one (detached) when there is none."""
+def daemon_lock_held() -> bool:
+    """Whether a live daemon holds state/daemon.lock (the kernel drops it when the daemon dies,
+    kill -9 included). Held while its state file's port does not answer: that daemon is hung,
+    and another one could not start beside it. Tested with a shared lock, dropped at once: the
+    daemon retries its own exclusive one for a moment (state.py), so this never keeps one out."""
+    try:
+        fd = os.open(os.path.join(state_dir(), LOCK_FILE), os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        if os.name == "nt":  # pragma: no cover - exercised on Windows only
+            import msvcrt
+
+            try:
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            except OSError:
+                return True
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+            return False
+        import fcntl
+
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The state of a healthy daemon, starting one (detached) when there is none. `failed`: a state
+    that just failed its handshake (not asked again: a silent port costs HANDSHAKE_TIMEOUT_S).
+    A daemon that holds its lock but does not answer is not replaced (it cannot be): the caller
+    falls back at once instead of waiting for a start that cannot happen."""
     state = read_state()
-    if healthy(state):
-        return state  # type: ignore[return-value]
+    if state is not None and state != failed and healthy(state):
+        return state
+    if state is not None and daemon_lock_held():
+        raise DaemonUnavailable(f"the daemon (pid {state.get('pid')}) is running but does not answer")
     spawned = _claim_spawn()
     try:
         if spawned:
@@ -408,9 +533,9 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
         while time.monotonic() < deadline:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.2)
-            state = read_state()
-            if healthy(state):
-                return state  # type: ignore[return-value]
+            fresh = read_state()
+            if fresh is not None and fresh != state and healthy(fresh):
+                return fresh
     finally:
         if spawned:
             _release_spawn()
@@ -428,7 +553,7 @@ def call(method: str, path: str, body: Any = None, timeout: float = 30.0, start:
                 raise
     elif not start:
         raise DaemonUnavailable("no daemon is running")
-    return http(ensure_daemon(), method, path, body, timeout)
+    return http(ensure_daemon(failed=state), method, path, body, timeout)
 
 
 def fallback_search(body: dict[str, Any], timeout: float = 600.0) -> dict[str, Any]:

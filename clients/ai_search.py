@@ -5,8 +5,9 @@ of --repo (default: the current folder) to its `repo-<name>` collection (registe
 and searches it together with the collections included by default. Freshness: when the daemon
 said last time that it watches the root (inotify; it then takes in every change made before the
 request), the client leaves it to the daemon (refresh "auto"); otherwise it asks for a refresh
-when `git status` says files changed since the last one. With no daemon it starts one
-(detached) and waits for it; when none can be used it searches in a one-off process instead.
+when `git ls-files` and the files' sizes and mtimes say something changed since the last one.
+With no daemon it starts one (detached) and waits for it; when none can be used it searches in a
+one-off process instead.
 
 Output: a JSON list of {path, line, end_line, score, snippet, collection}, best first, paths
 relative to the repository; a table when stdout is a terminal; `[]` when nothing matches.
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     refresh: bool | str
     if stamp.get("watched") and not args.collection:
         # the daemon watches this root: it takes in every change it has been told of before it
-        # answers (or refreshes the root itself when it cannot), so no `git status` here
+        # answers (or refreshes the root itself when it cannot), so no git call here
         refresh = "auto"
     else:
         signature = qc.repo_signature(root) if is_git else None

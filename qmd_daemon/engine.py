@@ -14,6 +14,7 @@ from typing import Any
 from qmd_daemon.config import CollectionConfig, IndexConfig
 from qmd_daemon.errors import UnknownCollectionError, UsageError
 from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
+from qmd_daemon.ingest.root_policy import check_root, check_size
 from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root
 from qmd_daemon.locks import waiting_for, writer_lock_path
 from qmd_daemon.models.model_set import ModelSet
@@ -137,15 +138,19 @@ class Engine:
         mask: str | None = None,
         ignore: list[str] | None = None,
         include_by_default: bool | None = None,
+        on_demand: bool = False,
     ) -> CollectionConfig:
+        """Register (or re-configure) the folder `path`. `on_demand`: a client searched there and
+        nobody added it: only a git repository's top level is registered then (root_policy)."""
         path = Path(path).expanduser()
         if not path.exists():
             raise UsageError(f"path {path} does not exist")
         if not path.is_dir():
             raise UsageError(f"path {path} is a file; a collection is a folder")
         path = path.resolve()
-        if path == Path(path.anchor) or path == Path.home().resolve():
-            raise UsageError(f"refusing to index {path} as a whole; add a repository or a folder inside it")
+        check_root(path, on_demand=on_demand)
+        if self.collection_for_path(path) is None:
+            check_size(path, self.settings, mask=mask or DEFAULT_MASK, ignore=list(ignore or []))
         with IndexConfig.editing(self.settings.config_file) as config:
             existing = next((c for c in config.collections().values() if c.path == path), None)
             if name is None and existing is not None:

@@ -39,6 +39,28 @@ DEFAULT_EXCLUDES = (
     "package-lock.json",
 )
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
+# A new collection with more indexable files than this (after mask, excludes and the file size
+# cap), or more bytes of them, is refused with a message naming the override: a home folder or a
+# data dump would otherwise be indexed for hours. 0 turns a cap off (docs/security.md).
+DEFAULT_MAX_COLLECTION_FILES = 100_000
+DEFAULT_MAX_COLLECTION_MB = 2048
+# Folders under the home folder that hold credentials: never a collection, nor anything in them.
+CREDENTIAL_FOLDERS = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".password-store",
+    ".pki",
+    ".terraform.d",
+    ".mozilla",
+    ".thunderbird",
+)
+# Folders of application settings, where tokens live too (~/.config/gh/hosts.yml): only a git
+# repository inside one (a dotfiles repository), and only added by name with `collection add`.
+SETTINGS_FOLDERS = (".config", ".local")
 
 
 def _env_path(name: str) -> Path | None:
@@ -64,6 +86,8 @@ class Settings:
     idle_minutes: float = 30.0
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     excludes: tuple[str, ...] = field(default=DEFAULT_EXCLUDES)
+    max_collection_files: int = DEFAULT_MAX_COLLECTION_FILES
+    max_collection_mb: int = DEFAULT_MAX_COLLECTION_MB
 
     @property
     def config_file(self) -> Path:
@@ -97,4 +121,6 @@ class Settings:
             index_path=index,
             idle_minutes=_env_float("QMD_IDLE_MINUTES", 30.0),
             max_file_bytes=max_bytes,
+            max_collection_files=int(_env_float("QMD_MAX_COLLECTION_FILES", DEFAULT_MAX_COLLECTION_FILES)),
+            max_collection_mb=int(_env_float("QMD_MAX_COLLECTION_MB", DEFAULT_MAX_COLLECTION_MB)),
         )

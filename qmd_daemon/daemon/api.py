@@ -162,7 +162,7 @@ def resolve_path(engine: Engine, path: Path, *, create: bool) -> tuple[Collectio
         return None, False
     if not resolved.is_dir():
         raise ApiError(404, "not_found", f"folder {resolved} does not exist")
-    return engine.add_collection(resolved), True
+    return engine.add_collection(resolved, on_demand=True), True
 
 
 def search_scope(engine: Engine, names: list[str] | None, home: CollectionConfig | None) -> list[str]:

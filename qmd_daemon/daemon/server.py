@@ -30,8 +30,10 @@ from qmd_daemon.daemon import api
 from qmd_daemon.daemon.api import ApiError
 from qmd_daemon.daemon.jobs import Job, JobQueue
 from qmd_daemon.daemon.state import (
+    NONCE,
     DaemonState,
     LifetimeLock,
+    daemon_proof,
     probe_health,
     read_state,
     remove_state,
@@ -47,6 +49,7 @@ from qmd_daemon.store.connection import index_error, quick_check
 log = logging.getLogger("qmd_daemon.server")
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+OPEN_PATHS = frozenset({"/challenge"})  # answered without the token: the client asks it first
 T = TypeVar("T")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _STATUS_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
@@ -182,6 +185,8 @@ class Daemon:
             request.headers.get("Origin")
         ):
             return error_response(403, "forbidden_host", "requests must address 127.0.0.1 or localhost")
+        if request.path in OPEN_PATHS:
+            return await handler(request)  # no token, and it does not keep an idle daemon awake
         if not self.token_ok(request):
             return error_response(401, "unauthorized", "missing or wrong token (see the daemon state file)")
         if self.index_problem is not None and request.path not in ("/health", "/shutdown"):
@@ -217,6 +222,7 @@ class Daemon:
 
     def make_app(self) -> web.Application:
         app = web.Application(middlewares=[self._middleware], client_max_size=1 << 20)
+        app.router.add_get("/challenge", self.challenge)
         app.router.add_get("/health", self.health)
         app.router.add_post("/search", self.search)
         app.router.add_post("/refresh", self.refresh)
@@ -242,6 +248,14 @@ class Daemon:
         return body
 
     # -- endpoints -----------------------------------------------------------------------------
+
+    async def challenge(self, request: web.Request) -> web.Response:
+        """Prove to a client that this is the daemon of the state file before it sends the token
+        (state.daemon_proof); reveals nothing else and accepts nothing."""
+        nonce = request.query.get("nonce", "")
+        if not NONCE.fullmatch(nonce):
+            return error_response(400, "bad_request", "'nonce' must be 32 to 128 lowercase hex digits")
+        return web.json_response({"proof": daemon_proof(self.token, self.port, nonce)})
 
     async def health(self, request: web.Request) -> web.Response:
         return web.json_response(
@@ -317,7 +331,7 @@ class Daemon:
             "created": created,
             "refreshed": refreshed,
             # the root's changes reach the daemon as they happen: the client may leave freshness
-            # to it (refresh "auto") instead of running `git status`
+            # to it (refresh "auto") instead of running its git check
             "watched": home is not None and self._watched(home, spec),
             "search_ms": round(search_ms, 3),
             "took_ms": round((time.perf_counter() - started) * 1000, 3),
@@ -592,10 +606,8 @@ def serve_forever(
         print(f"qmd-daemon: error: another daemon holds {lock.path} but does not answer", file=sys.stderr)
         return 1
     try:
-        state = _running(settings.state_dir)
-        if state is not None:
-            say(f"qmd-daemon already running on 127.0.0.1:{state.port} (pid {state.pid})")
-            return 0
+        # holding the lifetime lock, no other daemon of this home lives: any state file is stale
+        # (and its port may now belong to anyone, so it is not even asked)
         if read_state(settings.state_dir) is not None:
             log.info("replacing a stale state file")
             remove_state(settings.state_dir)

@@ -4,14 +4,20 @@ the lifetime lock that makes "one daemon per home" hold even when many clients s
 The lock (`qmd_daemon.locks`: flock on POSIX, msvcrt on Windows) is held for the daemon's whole
 life: the kernel drops it when the process dies (kill -9 included), so a state file whose lock is
 free is stale by definition.
+
+The state file's port can outlive the daemon and be taken by any program, so nobody sends the token
+to it before the peer proves it holds the token (`daemon_proof`, GET /challenge; docs/security.md).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hmac
 import http.client
 import json
 import os
+import re
+import secrets
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -21,6 +27,14 @@ from filelock import FileLock, Timeout
 
 from qmd_daemon.daemon import LOCK_FILE, STATE_FILE
 from qmd_daemon.locks import file_lock
+
+# Mirrors clients/_qmd_client.py (PROOF_LABEL, _proof_ok); keep the two in step. The label names
+# the direction: the daemon proves itself to a client and never accepts such a proof from anyone,
+# so an answer a stranger collects is worth nothing against the daemon; the port binds it to the
+# daemon's own socket, so a stranger cannot relay a client's nonce to another daemon's port.
+PROOF_LABEL = b"qmd-daemon proof v1: daemon to client"
+NONCE = re.compile(r"[0-9a-f]{32,128}")
+LOCK_RETRY_S = 0.5  # a client tests the lock with a brief shared lock (_qmd_client.daemon_lock_held)
 
 
 @dataclass(frozen=True)
@@ -89,10 +103,24 @@ def remove_state(state_dir: Path, token: str | None = None) -> None:
         path.unlink()
 
 
+def daemon_proof(token: str, port: int, nonce: str) -> str:
+    """The answer to a client's nonce: HMAC-SHA256 over the direction label, the port and the nonce."""
+    message = b"%s|%d|%s" % (PROOF_LABEL, port, nonce.encode("ascii"))
+    return hmac.new(token.encode("utf-8"), message, "sha256").hexdigest()
+
+
 def probe_health(state: DaemonState, timeout: float = 2.0) -> dict[str, Any] | None:
-    """GET /health with the token; the parsed body when the daemon answers 200, else None."""
+    """GET /health with the token, on a connection whose peer first proved it holds the token;
+    the parsed body when the daemon answers 200, else None (a stranger gets only a nonce)."""
     conn = http.client.HTTPConnection("127.0.0.1", state.port, timeout=timeout)
+    nonce = secrets.token_hex(16)
     try:
+        conn.request("GET", f"/challenge?nonce={nonce}")
+        response = conn.getresponse()
+        given = json.loads(response.read()).get("proof") if response.status == 200 else None
+        wanted = daemon_proof(state.token, state.port, nonce)
+        if not isinstance(given, str) or not hmac.compare_digest(wanted.encode(), given.encode()):
+            return None
         conn.request("GET", "/health", headers={"Authorization": f"Bearer {state.token}"})
         response = conn.getresponse()
         body = response.read()
@@ -100,7 +128,7 @@ def probe_health(state: DaemonState, timeout: float = 2.0) -> dict[str, Any] | N
             return None
         data = json.loads(body)
         return data if isinstance(data, dict) and data.get("ok") else None
-    except (OSError, ValueError, http.client.HTTPException):
+    except (OSError, ValueError, AttributeError, UnicodeError, http.client.HTTPException):
         return None
     finally:
         conn.close()
@@ -115,10 +143,11 @@ class LifetimeLock:
         self._lock: FileLock | None = None
 
     def try_acquire(self) -> bool:
+        """False when another daemon holds it; a client's momentary test of it is waited out."""
         ensure_private_dir(self.path.parent)
         lock = file_lock(self.path)
         try:
-            lock.acquire(blocking=False)
+            lock.acquire(timeout=LOCK_RETRY_S, poll_interval=0.02)
         except Timeout:
             return False
         self._lock = lock

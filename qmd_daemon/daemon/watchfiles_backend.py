@@ -2,7 +2,7 @@
 
 watchfiles' Rust side holds events for a poll step before Python sees them, so a change made just
 before a request may not have arrived yet: this backend starts refreshes but vouches for nothing
-(the client keeps its own `git status` check). Folders created later are picked up when the
+(the client keeps its own `git ls-files` + stat check). Folders created later are picked up when the
 refresh their creation triggers re-syncs the list.
 """
 

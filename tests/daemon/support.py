@@ -112,3 +112,57 @@ def stop_daemon(home: Path) -> None:
         except AssertionError:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+class Stranger:
+    """A plain socket server on a port a dead daemon's state file names: what any program that
+    took the port over would see. `silent`: accepts and reads, never answers (a hung process);
+    otherwise it answers every request with a 200 that looks like the daemon's (fake hits and a
+    made-up proof). `received` holds every byte sent to it; `held_s` how long each connection
+    stayed open before the client gave up on it."""
+
+    FAKE = {"ok": True, "proof": "0" * 64, "hits": [{"path": "FAKE.py", "line": 1, "collection": "x"}]}
+
+    def __init__(self, silent: bool = False):
+        import socket
+        import threading
+
+        self.silent = silent
+        self._chunks: list[bytes] = []  # list.append is atomic across the handler threads
+        self.held_s: list[float] = []
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        import threading
+
+        while True:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: Any) -> None:
+        opened = time.monotonic()
+        body = json.dumps(self.FAKE).encode()
+        reply = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+        with conn:
+            conn.settimeout(120)
+            try:
+                while data := conn.recv(65536):
+                    self._chunks.append(data)
+                    if not self.silent and b"\r\n\r\n" in data:
+                        conn.sendall(reply % (len(body), body))
+            except OSError:
+                pass
+        self.held_s.append(time.monotonic() - opened)
+
+    @property
+    def received(self) -> bytes:
+        return b"".join(self._chunks)
+
+    def close(self) -> None:
+        self._server.close()

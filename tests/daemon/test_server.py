@@ -95,6 +95,27 @@ async def test_token_is_required_and_nothing_runs_without_it(
         assert resp.status == 200
 
 
+async def test_challenge_proves_the_token_without_revealing_it(
+    daemon: Daemon, http: aiohttp.ClientSession
+) -> None:
+    """The one endpoint open without the token: a client asks it before it sends the token."""
+    from clients import _qmd_client as qc
+
+    nonce = "ab" * 16
+    idle_since = daemon._last_activity
+    async with http.get(url(daemon, f"/challenge?nonce={nonce}")) as resp:
+        assert resp.status == 200
+        raw = await resp.text()
+    assert daemon.token not in raw
+    assert qc._proof_ok(daemon.token, daemon.port, nonce, json.loads(raw)["proof"])
+    assert daemon._last_activity == idle_since  # a stranger's challenges keep no idle daemon up
+    for bad in ("", "xyz", "AB" * 16, "ab" * 8, "ab" * 65):
+        async with http.get(url(daemon, "/challenge"), params={"nonce": bad}) as resp:
+            assert resp.status == 400
+    async with http.get(url(daemon, f"/challenge?nonce={nonce}"), headers={"Host": "evil.example"}) as resp:
+        assert resp.status == 403
+
+
 @pytest.mark.parametrize(
     ("host", "allowed"),
     [

@@ -1,0 +1,112 @@
+"""The client sends nothing to a port it has not verified: after kill -9, any program can bind the
+dead daemon's port, and the state file still names it with the old token (issue 12, item 2)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clients import _qmd_client as qc
+from qmd_daemon.daemon.state import DaemonState, probe_health, write_state
+from tests.daemon.support import Stranger, make_repo, run_client, state_of, wait_for
+
+QUERY = "parse cookie header"
+TOKEN = "tok3n-" + "s" * 40
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "proj")
+
+
+def stale_state_on(home: Path, port: int) -> None:
+    """The state file a kill -9'd daemon leaves: its port, its token, a pid that is gone."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    write_state(home / "state", DaemonState(port=port, token=TOKEN, pid=dead.pid, version="0", started_at=0))
+
+
+def assert_learned_nothing(stranger: Stranger, repo: Path) -> None:
+    assert stranger.received  # it was asked (so the check below means something) ...
+    for secret in (TOKEN, "Bearer", "cookie", str(repo), "/search"):
+        assert secret.encode() not in stranger.received  # ... and learned nothing
+
+
+def test_a_stranger_on_the_port_gets_no_token_no_query_no_path(daemon_home: Path, repo: Path) -> None:
+    stranger = Stranger()
+    stale_state_on(daemon_home, stranger.port)
+    try:
+        proc = run_client("ai_search.py", QUERY, home=daemon_home, cwd=repo)
+    finally:
+        stranger.close()
+    assert proc.returncode == 0, proc.stderr
+    hits = json.loads(proc.stdout)
+    assert hits and hits[0]["path"] == "src/client.py"  # a fresh daemon's answer, not FAKE.py
+    assert_learned_nothing(stranger, repo)
+    fresh = state_of(daemon_home)
+    assert fresh["token"] != TOKEN and fresh["port"] != stranger.port
+
+
+def test_a_silent_port_costs_seconds_not_minutes(daemon_home: Path, repo: Path) -> None:
+    stranger = Stranger(silent=True)
+    stale_state_on(daemon_home, stranger.port)
+    try:
+        proc = run_client("ai_search.py", QUERY, home=daemon_home, cwd=repo, QMD_HANDSHAKE_TIMEOUT="2")
+        wait_for(lambda: stranger.held_s, timeout=5)
+    finally:
+        stranger.close()
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
+    assert max(stranger.held_s) < 3.5  # the handshake timeout, then a fresh daemon (old code: 120 s)
+    assert_learned_nothing(stranger, repo)
+
+
+def test_a_hung_daemon_means_the_in_process_search_at_once(daemon_home: Path, repo: Path) -> None:
+    """The daemon that wrote the state file still holds its lock but never answers: no new daemon
+    can start beside it, so the client searches in-process after the handshake timeout."""
+    stranger = Stranger(silent=True)
+    stale_state_on(daemon_home, stranger.port)
+    lock = open(daemon_home / "state" / "daemon.lock", "a+")  # noqa: SIM115 - held for the test
+    fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # what the hung daemon holds
+    try:
+        started = time.monotonic()
+        proc = run_client("ai_search.py", QUERY, home=daemon_home, cwd=repo, QMD_HANDSHAKE_TIMEOUT="2")
+        took = time.monotonic() - started
+        wait_for(lambda: stranger.held_s, timeout=5)
+    finally:
+        lock.close()
+        stranger.close()
+    assert proc.returncode == 0, proc.stderr
+    assert "but does not answer); searching in-process" in proc.stderr
+    assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
+    assert max(stranger.held_s) < 3.5 and took < 60  # old code: 145 s
+    assert_learned_nothing(stranger, repo)
+
+
+def test_the_daemon_side_probe_tells_no_stranger_the_token(tmp_path: Path) -> None:
+    stranger = Stranger()
+    try:
+        state = DaemonState(port=stranger.port, token=TOKEN, pid=1, version="0", started_at=0)
+        assert probe_health(state, timeout=2) is None
+    finally:
+        stranger.close()
+    assert stranger.received and TOKEN.encode() not in stranger.received
+
+
+def test_both_sides_compute_the_same_proof_and_it_binds_port_and_nonce() -> None:
+    from qmd_daemon.daemon.state import daemon_proof
+
+    nonce = os.urandom(16).hex()
+    proof = daemon_proof(TOKEN, 4242, nonce)
+    assert qc._proof_ok(TOKEN, 4242, nonce, proof)
+    assert not qc._proof_ok(TOKEN, 4243, nonce, proof)  # relayed from another port
+    assert not qc._proof_ok(TOKEN, 4242, os.urandom(16).hex(), proof)  # replayed for another nonce
+    assert not qc._proof_ok(TOKEN + "x", 4242, nonce, proof)
+    assert not qc._proof_ok(TOKEN, 4242, nonce, None) and not qc._proof_ok(TOKEN, 4242, nonce, "\u00e9")

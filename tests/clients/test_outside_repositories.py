@@ -1,0 +1,60 @@
+"""`ai-search` and `qmd-warm` in a folder nobody registered and that is not a git repository
+register and index nothing (issue 13): an 8.5 GB folder was indexed for minutes, and a home
+subfolder (~/.config, secrets included) would be too (issue 12 item 7)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tests.conftest import run_cli, write_tree
+from tests.daemon.support import make_repo, run_client, wait_for
+
+
+def collections(home: Path, user_home: Path) -> list[str]:
+    out = run_cli("collection", "list", "--json", env_home=home, HOME=str(user_home), check=True).stdout
+    return [row["name"] for row in json.loads(out)]
+
+
+def test_a_plain_folder_is_not_indexed_until_registered(daemon_home: Path, tmp_path: Path) -> None:
+    user_home = tmp_path / "alice"
+    folder = write_tree(tmp_path / "downloads", {"notes.py": "def parse_cookie_header():\n    pass\n"})
+    proc = run_client("ai_search.py", "parse cookie", home=daemon_home, cwd=folder, HOME=str(user_home))
+    assert proc.returncode != 0 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not a git repository" in lines[0]
+    assert f"qmd-daemon collection add {folder.resolve()}" in lines[0]
+    assert collections(daemon_home, user_home) == []
+    # the in-process search (no daemon) says the same
+    proc = run_client("ai_search.py", "parse cookie", "--no-daemon", home=daemon_home, cwd=folder,
+                      HOME=str(user_home))
+    assert proc.returncode != 0 and "qmd-daemon collection add" in proc.stderr
+    # once registered, it answers
+    run_cli("collection", "add", str(folder), env_home=daemon_home, HOME=str(user_home), check=True)
+    proc = run_client("ai_search.py", "parse cookie", home=daemon_home, cwd=folder, HOME=str(user_home))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)[0]["path"] == "notes.py"
+
+
+def test_config_folders_are_refused_even_as_repositories(daemon_home: Path, tmp_path: Path) -> None:
+    user_home = tmp_path / "alice"
+    secret = write_tree(user_home / ".config" / "gh", {"hosts.yml": "oauth_token: gho_secret\n"})
+    dotfiles = make_repo(user_home / ".config" / "nvim", {"init.py": "def setup_editor():\n    pass\n"})
+    for folder in (secret, dotfiles):
+        proc = run_client("ai_search.py", "oauth token", home=daemon_home, cwd=folder, HOME=str(user_home))
+        assert proc.returncode != 0 and proc.stdout == ""
+        assert "holds settings" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert collections(daemon_home, user_home) == []
+
+
+def test_qmd_warm_in_a_plain_folder_registers_nothing(daemon_home: Path, tmp_path: Path) -> None:
+    user_home = tmp_path / "alice"
+    folder = write_tree(tmp_path / "downloads", {"notes.py": "def f():\n    pass\n"})
+    proc = run_client("qmd_warm.py", "--foreground", "--repo", str(folder), home=daemon_home, cwd=folder,
+                      HOME=str(user_home))
+    assert proc.returncode == 0  # a hook never fails a session
+    log = daemon_home / "state" / "logs" / "warm.log"
+    wait_for(lambda: log.exists() and "not a git repository" in log.read_text(), timeout=10)
+    assert collections(daemon_home, user_home) == []
+    assert subprocess.run(["git", "-C", str(folder), "rev-parse"], capture_output=True).returncode != 0
