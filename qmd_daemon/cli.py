@@ -332,6 +332,17 @@ def serve(idle_minutes: float | None) -> None:
 
 
 @cli.command()
+@click.option("--timeout", default=30.0, show_default=True, type=click.FloatRange(1), help="Seconds to wait.")
+def stop(timeout: float) -> None:
+    """Stop the running daemon: ask it to shut down, then wait until it has let go of the index."""
+    from qmd_daemon.daemon.stop import stop_daemon
+    from qmd_daemon.settings import Settings
+
+    pid = stop_daemon(Settings.from_env().state_dir, timeout)
+    click.echo("no daemon running" if pid is None else f"stopped the daemon (pid {pid})")
+
+
+@cli.command()
 @click.option("--auto", "auto_mode", is_flag=True, help="The install-time speed check (docs/install.md).")
 @click.option("--profile", type=click.Choice(["qwen3", "small"]), default="qwen3", show_default=True)
 @click.option("--device", "devices", multiple=True, type=click.Choice(["gpu", "cpu"]), help="Repeatable.")

@@ -212,3 +212,22 @@ def test_concurrent_collection_adds_all_land(home: Path, tmp_path: Path) -> None
     assert all(p.wait(timeout=120) == 0 for p in procs)
     listed = json.loads(run_cli("collection", "list", "--json", env_home=home, check=True).stdout)
     assert sorted(row["name"] for row in listed) == [f"r{i}" for i in range(6)]
+
+
+def test_stop_shuts_a_real_daemon_down_and_says_when_none_runs(home: Path) -> None:
+    from tests.daemon.support import pid_running, start_serve, state_of, wait_for
+
+    idle = run_cli("stop", env_home=home)
+    assert idle.returncode == 0 and idle.stdout.strip() == "no daemon running"
+    daemon = start_serve(home)
+    try:
+        state = wait_for(lambda: state_of(home), timeout=60)
+        stopped = run_cli("stop", env_home=home, check=True)
+        assert stopped.stdout.strip() == f"stopped the daemon (pid {state['pid']})"
+        assert daemon.wait(timeout=10) == 0  # it had exited (or was exiting) when stop returned
+        assert not pid_running(state["pid"]) and state_of(home) is None
+        assert run_cli("stop", env_home=home, check=True).stdout.strip() == "no daemon running"
+    finally:
+        if daemon.poll() is None:  # only the daemon this test started
+            daemon.kill()
+            daemon.wait()
