@@ -220,8 +220,12 @@ def search(
     trace = SearchTrace()
     hits = _engine(ctx).search(query, list(names) or None, limit=limit, options=options, trace=trace)
     _print_hits(query, hits, "json" if as_json else fmt, explain)
+    if trace.pending_vectors:
+        how = "keyword-only results" if trace.mode == "lexical" else "those found by keywords only"
+        click.echo(f"{trace.pending_vectors} chunks still wait for vectors: {how} for now", err=True)
     if explain:
-        steps = {"lists": trace.lists, "expanded": trace.expanded, "reranked": trace.reranked,
+        steps = {"mode": trace.mode, "pending_vectors": trace.pending_vectors,
+                 "lists": trace.lists, "expanded": trace.expanded, "reranked": trace.reranked,
                  "budget_cuts": trace.budget_cuts, "timings_ms": trace.timings_ms}
         click.echo(f"pipeline: {json.dumps(steps)}", err=True)
 

@@ -77,6 +77,8 @@ class SearchTrace:
     reranked: int = 0
     budget_cuts: list[str] = field(default_factory=list)  # steps the latency budget shortened
     stale: bool = False
+    mode: str = "lexical"  # the retrievers that found candidates: lexical, vector or hybrid
+    pending_vectors: int = 0  # chunks in scope that vectors cannot find yet (embedding pending)
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -119,6 +121,15 @@ class _Clock:
             self.trace.timings_ms.get(step, 0.0) + (now - self.last) * 1000, 2
         )
         self.last = now
+
+
+def _pending_vectors(store: IndexStore, models: SearchModels, collection_ids: list[int]) -> int:
+    """Chunks the vector list cannot return yet: all of them before the embedder's first vector
+    (or after a model change, which re-embeds everything), else those still without one."""
+    active = models.vectors.active_model()
+    if active is None or active[0] != models.embedder.fingerprint:
+        return sum(store.chunk_count(i) for i in collection_ids)
+    return models.vectors.pending_count(collection_ids)
 
 
 def _retrieve(
@@ -173,9 +184,12 @@ def _retrieve(
                 similarity = {h.chunk_id: h.similarity for h in hits}
             if hits:
                 lists.append(RankedList(name, [h.chunk_id for h in hits], list_weight))
-        trace.stale = models.vectors.pending_count(collection_ids) > 0
+        trace.pending_vectors = _pending_vectors(store, models, collection_ids)
+        trace.stale = trace.pending_vectors > 0
         clock.lap("vector")
     trace.lists = {r.name: len(r.chunk_ids) for r in lists}
+    found = {r.name.split(":")[0] for r in lists if r.chunk_ids}
+    trace.mode = "hybrid" if found >= {"bm25", "vec"} else "vector" if "vec" in found else "lexical"
     return lists, bm25, similarity
 
 
