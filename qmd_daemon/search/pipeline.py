@@ -21,6 +21,7 @@ from qmd_daemon.search.scoring import (
     name_words_boost,
     path_penalties,
     path_word_boost,
+    preamble_penalty,
     saturate,
 )
 from qmd_daemon.search.vector import vector_search
@@ -236,6 +237,7 @@ def run_search(
         name_words_boost(pool, parsed, 1.0, options.weights, store.definitions_in, defined)
         path_word_boost(pool, parsed, 1.0, options.weights)
         path_penalties(pool, parsed, options.weights)
+        preamble_penalty(pool, options.weights, store.last_lines)
         coherence_boost(pool, 1.0, options.weights)
     ranked = sorted(cands.values(), key=lambda c: -c.score)
     clock.lap("score")

@@ -399,6 +399,16 @@ class IndexStore:
             out.setdefault(int(chunk_id), []).append(name)
         return out
 
+    def last_lines(self, file_ids: list[int]) -> dict[int, int]:
+        """File id -> the last line any of its chunks covers."""
+        if not file_ids:
+            return {}
+        marks = ",".join("?" * len(file_ids))
+        rows = self.conn.execute(
+            f"SELECT file_id, max(end_line) FROM chunks WHERE file_id IN ({marks}) GROUP BY file_id", file_ids
+        )
+        return {int(file_id): int(last) for file_id, last in rows}
+
     def chunks_of_files_named(self, stems: list[str], collection_ids: list[int]) -> list[int]:
         """First chunks of files whose stem is one of stems: such files are candidates by name."""
         if not stems or not collection_ids:
