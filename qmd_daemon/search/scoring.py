@@ -31,7 +31,7 @@ class ScoringWeights:
     saturation: float = 0.5  # each further chunk of an already-ranked file
     doc_penalty: float = 0.5  # prose (markdown, rst, txt) when the question is not about docs
     changelog_penalty: float = 0.3  # CHANGES / CHANGELOG / HISTORY / NEWS mention everything
-    preamble_penalty: float = 0.3  # code chunks that are only imports / package lines / header
+    preamble_penalty: float = 0.5  # code chunks that are only imports / package lines / header
 
 
 _TEST_PATH = re.compile(

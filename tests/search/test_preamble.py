@@ -9,6 +9,7 @@ import pytest
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.header_chunks import is_preamble_only
 from qmd_daemon.search.pipeline import SearchOptions
+from qmd_daemon.search.scoring import ScoringWeights
 from tests.conftest import indexed
 
 PREAMBLES = {
@@ -75,7 +76,7 @@ def test_code_that_does_it_outranks_the_import_block(engine: Engine, tmp_path: P
                          options=SearchOptions(per_file=0, explain=True))
     assert hits[0].symbol in ("SessionRedirectMixin", "resolve_redirects"), [h.explain for h in hits]
     preamble = next(h for h in hits if h.explain["chunk_lines"][0] == 1)
-    assert preamble.explain["boosts"]["preamble_only"] == 0.3
+    assert preamble.explain["boosts"]["preamble_only"] == ScoringWeights().preamble_penalty
 
 
 def test_a_file_that_is_only_imports_is_the_answer_itself(engine: Engine, tmp_path: Path) -> None:
