@@ -318,6 +318,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     for role, state in models["roles"].items():
         detail = state.get("model") or state.get("reason") or ""
         click.echo(f"  {role}: {state['state']}{'  ' + detail if detail else ''}")
+    click.echo(f"llm cache: {info['llm_cache']['entries']} stored rerank scores and expansions")
     for row in info["collections"]:
         pending = f", {row['pending_vectors']} waiting for vectors" if row["pending_vectors"] else ""
         older = "" if row["index_current"] else "; indexed by another version: the next update re-reads it"

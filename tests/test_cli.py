@@ -231,3 +231,33 @@ def test_stop_shuts_a_real_daemon_down_and_says_when_none_runs(home: Path) -> No
         if daemon.poll() is None:  # only the daemon this test started
             daemon.kill()
             daemon.wait()
+
+
+def test_status_counts_the_rerank_scores_searches_stored(
+    home: Path, tmp_path: Path, small_models: dict[str, Path]
+) -> None:
+    """`status` in a fresh process says the reranker is not loaded; it also says how many rerank
+    scores are stored, and that number is what real reranked searches wrote and later reused."""
+    from qmd_daemon.config import IndexConfig
+    from tests.conftest import MODELS_DIR
+
+    root = write_tree(tmp_path / "p", {"client.py": SAMPLE_PY, "conn.go": SAMPLE_GO})
+    config = IndexConfig.load(home / "config" / "index.yml")
+    config.set_models({"profile": "small", "expand": "off"})
+    config.save()
+    env = {"QMD_MODELS_DIR": str(MODELS_DIR)}
+    name = run_cli("collection", "add", str(root), env_home=home, check=True, **env).stdout.split()[1]
+
+    def entries() -> int:
+        status = json.loads(run_cli("status", "--json", env_home=home, check=True, **env).stdout)
+        return status["llm_cache"]["entries"]
+
+    assert entries() == 0
+    search = ("search", "cookie header session connection", "-c", name, "--rerank", "--budget-ms", "0", "--no-vectors",
+              "--explain", "--json")
+    first = run_cli(*search, env_home=home, check=True, **env)
+    reranked = json.loads(first.stderr.split("pipeline: ", 1)[1].splitlines()[0])["reranked"]
+    assert reranked >= 2 and entries() == reranked
+    run_cli(*search, env_home=home, check=True, **env)  # the same pairs: answered from the cache
+    assert entries() == reranked
+    assert "llm cache: " + str(reranked) in run_cli("status", env_home=home, check=True, **env).stdout

@@ -22,3 +22,7 @@ class SqliteLLMCache:
             "INSERT OR REPLACE INTO llm_cache (key, value, created_at) VALUES (?, ?, ?)",
             (key, value, time.time()),
         )
+
+    def entries(self) -> int:
+        """Stored results (rerank scores and expansions of every model), for `status`."""
+        return int(self.store.conn.execute("SELECT count(*) FROM llm_cache").fetchone()[0])
