@@ -253,8 +253,8 @@ def test_status_counts_the_rerank_scores_searches_stored(
         return status["llm_cache"]["entries"]
 
     assert entries() == 0
-    search = ("search", "cookie header session connection", "-c", name, "--rerank", "--budget-ms", "0", "--no-vectors",
-              "--explain", "--json")
+    search = ("search", "cookie header session connection", "-c", name, "--rerank", "--budget-ms", "0",
+              "--no-vectors", "--explain", "--json")
     first = run_cli(*search, env_home=home, check=True, **env)
     reranked = json.loads(first.stderr.split("pipeline: ", 1)[1].splitlines()[0])["reranked"]
     assert reranked >= 2 and entries() == reranked
