@@ -12,6 +12,7 @@ import click
 from qmd_daemon import __version__
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
+from qmd_daemon.search.calibration import ANSWER_THRESHOLD
 from qmd_daemon.search.context_report import detect_stack, render_context
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
@@ -42,6 +43,8 @@ def _print_hits(query: str, hits: list[Hit], fmt: str, explain: bool) -> None:
     else:
         if not hits:
             click.echo("no results")
+        elif hits[0].score < ANSWER_THRESHOLD:
+            click.echo(f"no strong match: the best score is under {ANSWER_THRESHOLD} (likely nothing here)")
         for hit in hits:
             click.echo(
                 f"{hit.score:.2f}  {hit.collection}:{hit.path}:{hit.line}-{hit.end_line}  {hit.symbol}"

@@ -261,3 +261,11 @@ def test_status_counts_the_rerank_scores_searches_stored(
     run_cli(*search, env_home=home, check=True, **env)  # the same pairs: answered from the cache
     assert entries() == reranked
     assert "llm cache: " + str(reranked) in run_cli("status", env_home=home, check=True, **env).stdout
+
+
+def test_text_output_says_when_the_best_hit_is_weak(home: Path, project: Path) -> None:
+    run_cli("collection", "add", str(project), env_home=home, check=True)
+    weak = run_cli("search", "sourdough bread starter with cookie", env_home=home, check=True).stdout
+    assert weak.splitlines()[0].startswith("no strong match: the best score is under 0.25")
+    strong = run_cli("search", "parse cookie header", env_home=home, check=True).stdout
+    assert "no strong match" not in strong and "client.py" in strong.splitlines()[0]

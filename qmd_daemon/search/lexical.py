@@ -3,6 +3,7 @@ just because one word is missing."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from qmd_daemon.ingest.cjk import run_pairs, without_cjk
@@ -85,3 +86,23 @@ def lexical_search(
         if len(hits) >= limit:
             break
     return sorted(hits.values(), key=lambda h: (not h.strict, -h.score))
+
+
+
+def question_idf(store: IndexStore, parsed: ParsedQuery, collection_ids: list[int]) -> float:
+    """The BM25 a chunk would earn from matching every term of the question once, by FTS5's own
+    idf (log((N - df + 0.5) / (df + 0.5)), at least 1e-6) over the searched collections. A hit's
+    BM25 over this says how much of the question it answers in absolute terms: words the
+    collections never say (another codebase's names, nonsense) weigh most and match nothing."""
+    terms = list(dict.fromkeys(t.lower() for t in parsed.terms))
+    if not terms or not collection_ids:
+        return 0.0
+    total = sum(store.chunk_count(i) for i in collection_ids)
+    idf = 0.0
+    for term in terms:
+        try:
+            df = store.fts_count(term_group(term), collection_ids)
+        except OperationalError:
+            continue
+        idf += max(math.log((total - df + 0.5) / (df + 0.5)), 1e-6)
+    return idf

@@ -10,7 +10,7 @@ from typing import Any
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.fusion import FusionParams, RankedList, fuse
 from qmd_daemon.search.hit import Hit
-from qmd_daemon.search.lexical import DEFAULT_WEIGHTS, LexicalHit, lexical_search
+from qmd_daemon.search.lexical import DEFAULT_WEIGHTS, LexicalHit, lexical_search, question_idf
 from qmd_daemon.search.query import ParsedQuery, content_words, parse_query
 from qmd_daemon.search.rerank import rerank
 from qmd_daemon.search.results import shape_hits
@@ -230,6 +230,7 @@ def run_search(
     cands = _candidates(store, lists, bm25, options)
     for chunk_id, cand in cands.items():
         cand.similarity = similarity.get(chunk_id)
+        cand.bm25 = bm25.get(chunk_id)
     if options.boosts:
         defined = _symbol_candidates(store, parsed, collection_ids, cands)
         pool = list(cands.values())
@@ -254,6 +255,7 @@ def run_search(
     hits = shape_hits(
         ranked,
         content_words(parsed),
+        question_idf(store, parsed, collection_ids),
         limit=options.limit,
         per_file=options.per_file,
         max_tokens=options.max_tokens,

@@ -367,6 +367,13 @@ class IndexStore:
         ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
 
+    def fts_count(self, match: str, collection_ids: list[int]) -> int:
+        """How many chunks of the collections match (a term's document frequency)."""
+        scope = " OR ".join(fts_collection_token(i) for i in collection_ids)
+        expression = f"collection : ({scope}) AND ({match})"
+        row = self.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expression,))
+        return int(row.fetchone()[0])
+
     def chunks_by_ids(self, chunk_ids: list[int]) -> dict[int, ChunkRow]:
         if not chunk_ids:
             return {}
