@@ -27,7 +27,7 @@ _PREAMBLE = re.compile(
 )
 # a line inside a multi-line import: one name (maybe aliased), a quoted path, or a closing bracket
 _CONTINUATION = re.compile(
-    r"""^\s*(?:[\w.:\\]+(?:\s+as\s+\w+)?\s*,?|\w*\s*["'][^"']*["']\s*,?|[)}\]];?|[\w:]+::\{|\{)\s*$"""
+    r"""^\s*+(?:[\w.:\\]++(?:\s+as\s+\w+)?\s*,?|\w*\s*["'][^"']*["']\s*,?|[)}\]];?|[\w:]+::\{|\{)\s*$"""
 )
 _COMMENT = re.compile(r"^\s*(?:#(?!\s*(?:include|import|define|if|pragma))|//|/\*|\*|\*/|--|<!--|-->|;;|%)")
 _DOCSTRING = re.compile(r'^\s*[rRuUbB]?("""|\'\'\')')
@@ -35,25 +35,24 @@ SHARE = 0.9  # at least this share of non-blank lines is preamble
 
 
 def is_preamble_only(text: str) -> bool:
-    """True when (nearly) every non-blank line is an import, a comment or a module docstring."""
+    """True when (nearly) every non-blank line is an import, a comment or a module docstring.
+    Stops at the first line past the allowance: most chunks are code and say so early."""
     lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        return False
-    preamble = 0
+    allowance = (1.0 - SHARE) * len(lines)
+    other = 0
     quote: str | None = None
     for line in lines:
         if quote is not None:  # inside a docstring
-            preamble += 1
             if quote in line:
                 quote = None
             continue
         opened = _DOCSTRING.match(line)
         if opened:
-            preamble += 1
-            rest = line[opened.end():]
-            if opened.group(1) not in rest:
+            if opened.group(1) not in line[opened.end():]:
                 quote = opened.group(1)
             continue
-        if _PREAMBLE.match(line) or _COMMENT.match(line) or _CONTINUATION.match(line):
-            preamble += 1
-    return preamble >= SHARE * len(lines)
+        if not (_COMMENT.match(line) or _PREAMBLE.match(line) or _CONTINUATION.match(line)):
+            other += 1
+            if other > allowance:
+                return False
+    return bool(lines)

@@ -34,6 +34,8 @@ class ScoringWeights:
     preamble_penalty: float = 0.5  # code chunks that are only imports / package lines / header
 
 
+PREAMBLE_CHECKED = 50  # candidates read for the preamble rule: those that could reach the page
+
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|testing|__tests__|spec|specs)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+|conftest\.py)$"
 )
@@ -205,9 +207,9 @@ def preamble_penalty(
     `last_lines`: file ids -> the last line their chunks cover."""
     if weights.preamble_penalty == 1.0:
         return
-    preambles = [
-        c for c in cands if c.chunk.kind == "code" and not c.chunk.symbols and is_preamble_only(c.chunk.text)
-    ]
+    leaders = sorted(cands, key=lambda c: -c.score)[:PREAMBLE_CHECKED]  # a penalty only lowers
+    preambles = [c for c in leaders
+                 if c.chunk.kind == "code" and not c.chunk.symbols and is_preamble_only(c.chunk.text)]
     last = last_lines(list({c.chunk.file_id for c in preambles}))
     for cand in preambles:
         if cand.chunk.end_line < last.get(cand.chunk.file_id, 0):
