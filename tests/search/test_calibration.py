@@ -52,3 +52,20 @@ def test_a_question_with_no_answer_scores_under_the_threshold(small_engine: Engi
         hits = small_engine.search(query, [name])
         assert hits, "vectors always find neighbours: the score has to say they are not answers"
         assert hits[0].score < ANSWER_THRESHOLD, (query, hits[0])
+
+
+def test_question_weight_follows_the_index(engine: Engine, tmp_path: Path) -> None:
+    """Document frequencies are kept between searches; a change to the index must reach them."""
+    from qmd_daemon.search.lexical import question_idf
+    from qmd_daemon.search.query import parse_query
+
+    root = write_tree(tmp_path / "p", {"client.py": SAMPLE_PY, "conn.go": SAMPLE_GO, "README.md": SAMPLE_MD})
+    name = engine.add_collection(root).name
+    engine.update([name])
+    ids = engine.collection_ids([name])
+    parsed = parse_query("zebra cookie")
+    unknown = question_idf(engine.store, parsed, ids)
+    assert question_idf(engine.store, parsed, ids) == unknown
+    (root / "zoo.py").write_text("def feed_zebra():\n    return 'hay'\n")
+    engine.update([name])
+    assert question_idf(engine.store, parsed, ids) < unknown, "zebra is in the index now"
