@@ -2,6 +2,7 @@
 the mode and the pending count, and ai-search prints one stderr line while stdout stays a list.
 Real small profile (MiniLM through llama.cpp), real sqlite-vec, real client subprocess."""
 
+import http.client
 import json
 from pathlib import Path
 
@@ -9,7 +10,7 @@ from qmd_daemon.config import IndexConfig
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from tests.conftest import MODELS_DIR, write_tree
-from tests.daemon.support import make_repo, run_client
+from tests.daemon.support import make_repo, run_client, state_of
 
 FILES = {
     "net/retry.py": "def backoff_delays(attempts):\n    return [2 ** n for n in range(attempts)]\n",
@@ -54,3 +55,24 @@ def test_ai_search_says_once_on_stderr_that_results_are_keyword_only(
     assert isinstance(hits, list) and hits[0]["path"] == "net/retry.py"
     notes = [line for line in proc.stderr.splitlines() if "wait for vectors" in line]
     assert notes == ["ai-search: 2 chunks still wait for vectors: keyword-only results for now"]
+
+
+
+def test_the_daemon_says_keyword_only_without_an_embedding_model(daemon_home: Path, tmp_path: Path) -> None:
+    """No embedding model configured: lexical by choice, nothing waits, so no stderr line; the
+    real daemon's /search body (what ai-search reads) carries the mode and the count."""
+    repo = make_repo(tmp_path / "repo", FILES)
+    config = IndexConfig.load(daemon_home / "config" / "index.yml")
+    config.set_models({"embed": "off", "rerank": "off", "expand": "off"})
+    config.save()
+    proc = run_client("ai_search.py", "retry backoff delays", "--json", home=daemon_home, cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)[0]["path"] == "net/retry.py"
+    assert "wait for vectors" not in proc.stderr and "searching in-process" not in proc.stderr
+    state = state_of(daemon_home)
+    conn = http.client.HTTPConnection("127.0.0.1", state["port"], timeout=30)
+    conn.request("POST", "/search", body=json.dumps({"query": "retry backoff", "path": str(repo)}),
+                 headers={"Authorization": f"Bearer {state['token']}"})
+    body = json.loads(conn.getresponse().read())
+    conn.close()
+    assert (body["mode"], body["pending_vectors"]) == ("lexical", 0) and body["hits"]
