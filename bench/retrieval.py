@@ -36,6 +36,7 @@ from bench.baseline_bm25 import BM25Index, mask_extensions, walk_files  # noqa: 
 from bench.metrics import aggregate, reduce_to_files, score_query  # noqa: E402
 from qmd_daemon.ingest.indexer import INDEX_FORMAT  # noqa: E402
 from qmd_daemon.ingest.languages import kind_of, language_of  # noqa: E402
+from qmd_daemon.search.scoring import ScoringWeights  # noqa: E402
 
 EVAL_DIR = Path(os.environ.get("QMD_EVAL_DIR", "/work/shared/eval"))
 SET_FILES = {"queries": "dev-queries.jsonl", "issues": "dev-issues.jsonl"}
@@ -51,6 +52,7 @@ MethodFn = Callable[[str, str], list[str]]
 # max_tokens=None: the output token budget must not cut the 30 hits the bench asks for; the ranking
 # is what is measured.
 # The ablations of the search pipeline, all in one run (issue 4): each is SearchOptions fields.
+NO_PREAMBLE_PENALTY = ScoringWeights(preamble_penalty=1.0)
 ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
     "engine": {"max_tokens": None},
     "engine-noboost": {"max_tokens": None, "boosts": False},
@@ -59,6 +61,9 @@ ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
     "vector+boosts": {"max_tokens": None, "lexical": False},
     "hybrid": {"max_tokens": None},
     "hybrid-noboost": {"max_tokens": None, "boosts": False},
+    # without the penalty for import/header-only chunks (search/header_chunks.py)
+    "lexical-nopreamble": {"max_tokens": None, "vectors": False, "weights": NO_PREAMBLE_PENALTY},
+    "hybrid-nopreamble": {"max_tokens": None, "weights": NO_PREAMBLE_PENALTY},
     "+expansion": {"max_tokens": None, "expand": True},
     "+rerank": {"max_tokens": None, "rerank": True},
     "full": {"max_tokens": None, "expand": True, "rerank": True},

@@ -147,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         timing = {k: response.get(k) for k in keys}
         timing["sent_refresh"] = refresh
         print(json.dumps({"qmd_timing": timing}), file=sys.stderr)
+    pending = response.get("pending_vectors") or 0
+    if pending:  # the agent reads stdout's JSON list; this says how much of the index it covers
+        how = "keyword-only results" if response.get("mode") == "lexical" else "those found by keywords only"
+        print(f"{PROG}: {pending} chunks still wait for vectors: {how} for now", file=sys.stderr)
     rows = shape(response, root)
     if not qc.utf8_stdout() or args.json:
         json.dump(rows, sys.stdout, ensure_ascii=False, indent=1)

@@ -12,6 +12,7 @@ import click
 from qmd_daemon import __version__
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
+from qmd_daemon.search.calibration import ANSWER_THRESHOLD
 from qmd_daemon.search.context_report import detect_stack, render_context
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
@@ -42,6 +43,8 @@ def _print_hits(query: str, hits: list[Hit], fmt: str, explain: bool) -> None:
     else:
         if not hits:
             click.echo("no results")
+        elif hits[0].score < ANSWER_THRESHOLD:
+            click.echo(f"no strong match: the best score is under {ANSWER_THRESHOLD} (likely nothing here)")
         for hit in hits:
             click.echo(
                 f"{hit.score:.2f}  {hit.collection}:{hit.path}:{hit.line}-{hit.end_line}  {hit.symbol}"
@@ -220,8 +223,12 @@ def search(
     trace = SearchTrace()
     hits = _engine(ctx).search(query, list(names) or None, limit=limit, options=options, trace=trace)
     _print_hits(query, hits, "json" if as_json else fmt, explain)
+    if trace.pending_vectors:
+        how = "keyword-only results" if trace.mode == "lexical" else "those found by keywords only"
+        click.echo(f"{trace.pending_vectors} chunks still wait for vectors: {how} for now", err=True)
     if explain:
-        steps = {"lists": trace.lists, "expanded": trace.expanded, "reranked": trace.reranked,
+        steps = {"mode": trace.mode, "pending_vectors": trace.pending_vectors,
+                 "lists": trace.lists, "expanded": trace.expanded, "reranked": trace.reranked,
                  "budget_cuts": trace.budget_cuts, "timings_ms": trace.timings_ms}
         click.echo(f"pipeline: {json.dumps(steps)}", err=True)
 
@@ -314,6 +321,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     for role, state in models["roles"].items():
         detail = state.get("model") or state.get("reason") or ""
         click.echo(f"  {role}: {state['state']}{'  ' + detail if detail else ''}")
+    click.echo(f"llm cache: {info['llm_cache']['entries']} stored rerank scores and expansions")
     for row in info["collections"]:
         pending = f", {row['pending_vectors']} waiting for vectors" if row["pending_vectors"] else ""
         older = "" if row["index_current"] else "; indexed by another version: the next update re-reads it"
@@ -329,6 +337,17 @@ def serve(idle_minutes: float | None) -> None:
     code = serve_forever(idle_minutes=idle_minutes, out=click.echo)
     if code:
         sys.exit(code)
+
+
+@cli.command()
+@click.option("--timeout", default=30.0, show_default=True, type=click.FloatRange(1), help="Seconds to wait.")
+def stop(timeout: float) -> None:
+    """Stop the running daemon: ask it to shut down, then wait until it has let go of the index."""
+    from qmd_daemon.daemon.stop import stop_daemon
+    from qmd_daemon.settings import Settings
+
+    pid = stop_daemon(Settings.from_env().state_dir, timeout)
+    click.echo("no daemon running" if pid is None else f"stopped the daemon (pid {pid})")
 
 
 @cli.command()

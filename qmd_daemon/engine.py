@@ -238,6 +238,9 @@ class Engine:
                 "pending": vectors.pending_count() if vectors and active else None,
             },
             "models": self.models.status(),
+            # rerank scores and expansions answered before: the same question and chunk are not
+            # asked of the model again, even when the model itself is not loaded in this process
+            "llm_cache": {"entries": SqliteLLMCache(self.store).entries()},
             "collections": [
                 {
                     **row,

@@ -269,3 +269,60 @@ def test_everything_imports_and_runs_without_posix_only_modules(home: Path, proj
     found = run(cli, "search", "TCPConnector", "--json")
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout)[0]["path"] == "pool/conn.go"
+
+
+def test_stop_shuts_a_real_daemon_down_and_says_when_none_runs(home: Path) -> None:
+    from tests.daemon.support import pid_running, start_serve, state_of, wait_for
+
+    idle = run_cli("stop", env_home=home)
+    assert idle.returncode == 0 and idle.stdout.strip() == "no daemon running"
+    daemon = start_serve(home)
+    try:
+        state = wait_for(lambda: state_of(home), timeout=60)
+        stopped = run_cli("stop", env_home=home, check=True)
+        assert stopped.stdout.strip() == f"stopped the daemon (pid {state['pid']})"
+        assert daemon.wait(timeout=10) == 0  # it had exited (or was exiting) when stop returned
+        assert not pid_running(state["pid"]) and state_of(home) is None
+        assert run_cli("stop", env_home=home, check=True).stdout.strip() == "no daemon running"
+    finally:
+        if daemon.poll() is None:  # only the daemon this test started
+            daemon.kill()
+            daemon.wait()
+
+
+def test_status_counts_the_rerank_scores_searches_stored(
+    home: Path, tmp_path: Path, small_models: dict[str, Path]
+) -> None:
+    """`status` in a fresh process says the reranker is not loaded; it also says how many rerank
+    scores are stored, and that number is what real reranked searches wrote and later reused."""
+    from qmd_daemon.config import IndexConfig
+    from tests.conftest import MODELS_DIR
+
+    root = write_tree(tmp_path / "p", {"client.py": SAMPLE_PY, "conn.go": SAMPLE_GO})
+    config = IndexConfig.load(home / "config" / "index.yml")
+    config.set_models({"profile": "small", "expand": "off"})
+    config.save()
+    env = {"QMD_MODELS_DIR": str(MODELS_DIR)}
+    name = run_cli("collection", "add", str(root), env_home=home, check=True, **env).stdout.split()[1]
+
+    def entries() -> int:
+        status = json.loads(run_cli("status", "--json", env_home=home, check=True, **env).stdout)
+        return status["llm_cache"]["entries"]
+
+    assert entries() == 0
+    search = ("search", "cookie header session connection", "-c", name, "--rerank", "--budget-ms", "0",
+              "--no-vectors", "--explain", "--json")
+    first = run_cli(*search, env_home=home, check=True, **env)
+    reranked = json.loads(first.stderr.split("pipeline: ", 1)[1].splitlines()[0])["reranked"]
+    assert reranked >= 2 and entries() == reranked
+    run_cli(*search, env_home=home, check=True, **env)  # the same pairs: answered from the cache
+    assert entries() == reranked
+    assert "llm cache: " + str(reranked) in run_cli("status", env_home=home, check=True, **env).stdout
+
+
+def test_text_output_says_when_the_best_hit_is_weak(home: Path, project: Path) -> None:
+    run_cli("collection", "add", str(project), env_home=home, check=True)
+    weak = run_cli("search", "sourdough bread starter with cookie", env_home=home, check=True).stdout
+    assert weak.splitlines()[0].startswith("no strong match: the best score is under 0.25")
+    strong = run_cli("search", "parse cookie header", env_home=home, check=True).stdout
+    assert "no strong match" not in strong and "client.py" in strong.splitlines()[0]

@@ -41,6 +41,8 @@ def _search(raw: str) -> int:
             out: dict[str, Any] = {
                 "hits": hits,
                 "stale": bool(trace.stale),
+                "mode": trace.mode,
+                "pending_vectors": trace.pending_vectors,
                 "collection": home.name if home is not None else None,
                 "collections": scope,
                 "roots": api.roots_of(engine, scope),

@@ -325,6 +325,8 @@ class Daemon:
         body: dict[str, Any] = {
             "hits": hits,
             "stale": stale,
+            "mode": trace.mode,  # lexical: keyword-only (no vectors yet, or none configured)
+            "pending_vectors": trace.pending_vectors,
             "collection": home.name if home is not None else None,
             "collections": scope,
             "roots": roots,

@@ -14,6 +14,7 @@ class Candidate:
     ranks: dict[str, int] = field(default_factory=dict)  # list name -> 1-based rank there
     boosts: dict[str, float] = field(default_factory=dict)  # rule -> effect, for --explain
     similarity: float | None = None  # cosine to the question, when vectors ran
+    bm25: float | None = None  # raw BM25 of the original question, when the lexical list has it
 
     def add(self, rule: str, amount: float) -> None:
         if amount:

@@ -10,7 +10,7 @@ from typing import Any
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.fusion import FusionParams, RankedList, fuse
 from qmd_daemon.search.hit import Hit
-from qmd_daemon.search.lexical import DEFAULT_WEIGHTS, LexicalHit, lexical_search
+from qmd_daemon.search.lexical import DEFAULT_WEIGHTS, LexicalHit, lexical_search, question_idf
 from qmd_daemon.search.query import ParsedQuery, content_words, parse_query
 from qmd_daemon.search.rerank import rerank
 from qmd_daemon.search.results import shape_hits
@@ -21,6 +21,7 @@ from qmd_daemon.search.scoring import (
     name_words_boost,
     path_penalties,
     path_word_boost,
+    preamble_penalty,
     saturate,
 )
 from qmd_daemon.search.vector import vector_search
@@ -77,6 +78,8 @@ class SearchTrace:
     reranked: int = 0
     budget_cuts: list[str] = field(default_factory=list)  # steps the latency budget shortened
     stale: bool = False
+    mode: str = "lexical"  # the retrievers that found candidates: lexical, vector or hybrid
+    pending_vectors: int = 0  # chunks in scope that vectors cannot find yet (embedding pending)
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -119,6 +122,15 @@ class _Clock:
             self.trace.timings_ms.get(step, 0.0) + (now - self.last) * 1000, 2
         )
         self.last = now
+
+
+def _pending_vectors(store: IndexStore, models: SearchModels, collection_ids: list[int]) -> int:
+    """Chunks the vector list cannot return yet: all of them before the embedder's first vector
+    (or after a model change, which re-embeds everything), else those still without one."""
+    active = models.vectors.active_model()
+    if active is None or active[0] != models.embedder.fingerprint:
+        return sum(store.chunk_count(i) for i in collection_ids)
+    return models.vectors.pending_count(collection_ids)
 
 
 def _retrieve(
@@ -173,9 +185,12 @@ def _retrieve(
                 similarity = {h.chunk_id: h.similarity for h in hits}
             if hits:
                 lists.append(RankedList(name, [h.chunk_id for h in hits], list_weight))
-        trace.stale = models.vectors.pending_count(collection_ids) > 0
+        trace.pending_vectors = _pending_vectors(store, models, collection_ids)
+        trace.stale = trace.pending_vectors > 0
         clock.lap("vector")
     trace.lists = {r.name: len(r.chunk_ids) for r in lists}
+    found = {r.name.split(":")[0] for r in lists if r.chunk_ids}
+    trace.mode = "hybrid" if found >= {"bm25", "vec"} else "vector" if "vec" in found else "lexical"
     return lists, bm25, similarity
 
 
@@ -215,6 +230,7 @@ def run_search(
     cands = _candidates(store, lists, bm25, options)
     for chunk_id, cand in cands.items():
         cand.similarity = similarity.get(chunk_id)
+        cand.bm25 = bm25.get(chunk_id)
     if options.boosts:
         defined = _symbol_candidates(store, parsed, collection_ids, cands)
         pool = list(cands.values())
@@ -222,6 +238,7 @@ def run_search(
         name_words_boost(pool, parsed, 1.0, options.weights, store.definitions_in, defined)
         path_word_boost(pool, parsed, 1.0, options.weights)
         path_penalties(pool, parsed, options.weights)
+        preamble_penalty(pool, options.weights, store.last_lines)
         coherence_boost(pool, 1.0, options.weights)
     ranked = sorted(cands.values(), key=lambda c: -c.score)
     clock.lap("score")
@@ -238,6 +255,7 @@ def run_search(
     hits = shape_hits(
         ranked,
         content_words(parsed),
+        question_idf(store, parsed, collection_ids),
         limit=options.limit,
         per_file=options.per_file,
         max_tokens=options.max_tokens,

@@ -14,6 +14,7 @@ RESULT_OVERHEAD_TOKENS = 30
 def shape_hits(
     ranked: list[Candidate],
     words: list[str],
+    question_idf: float,
     *,
     limit: int,
     per_file: int,
@@ -33,7 +34,7 @@ def shape_hits(
         key = (chunk.collection, chunk.path)
         if per_file and per_file_count.get(key, 0) >= per_file:
             continue
-        values = features(cand, top, words)
+        values = features(cand, top, question_idf)
         score = round(min(ceiling, probability(values)), 4)
         if score < min_score:
             break

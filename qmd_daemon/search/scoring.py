@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from qmd_daemon.ingest.identifiers import IDENTIFIER, split_identifier
 from qmd_daemon.search.candidates import Candidate
+from qmd_daemon.search.header_chunks import is_preamble_only
 from qmd_daemon.search.query import ParsedQuery, content_words
 
 
@@ -30,7 +31,10 @@ class ScoringWeights:
     saturation: float = 0.5  # each further chunk of an already-ranked file
     doc_penalty: float = 0.5  # prose (markdown, rst, txt) when the question is not about docs
     changelog_penalty: float = 0.3  # CHANGES / CHANGELOG / HISTORY / NEWS mention everything
+    preamble_penalty: float = 0.5  # code chunks that are only imports / package lines / header
 
+
+PREAMBLE_CHECKED = 50  # candidates read for the preamble rule: those that could reach the page
 
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|testing|__tests__|spec|specs)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+|conftest\.py)$"
@@ -191,6 +195,25 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
             cand.scale("package_init", weights.init_penalty)
         if name.endswith(".d.ts"):
             cand.scale("type_declarations", weights.dts_penalty)
+
+
+
+def preamble_penalty(
+    cands: list[Candidate], weights: ScoringWeights, last_lines: Callable[[list[int]], dict[int, int]]
+) -> None:
+    """Imports and file headers name what a file uses, not what it does (header_chunks.py); the
+    code that does it follows them. A file that is nothing but imports (a re-export module) is
+    itself the answer, so only a preamble with more of its file after it is lowered.
+    `last_lines`: file ids -> the last line their chunks cover."""
+    if weights.preamble_penalty == 1.0:
+        return
+    leaders = sorted(cands, key=lambda c: -c.score)[:PREAMBLE_CHECKED]  # a penalty only lowers
+    preambles = [c for c in leaders
+                 if c.chunk.kind == "code" and not c.chunk.symbols and is_preamble_only(c.chunk.text)]
+    last = last_lines(list({c.chunk.file_id for c in preambles}))
+    for cand in preambles:
+        if cand.chunk.end_line < last.get(cand.chunk.file_id, 0):
+            cand.scale("preamble_only", weights.preamble_penalty)
 
 
 def saturate(ranked: list[Candidate], weights: ScoringWeights) -> list[Candidate]:

@@ -374,6 +374,13 @@ class IndexStore:
         ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
 
+    def fts_count(self, match: str, collection_ids: list[int]) -> int:
+        """How many chunks of the collections match (a term's document frequency)."""
+        scope = " OR ".join(fts_collection_token(i) for i in collection_ids)
+        expression = f"collection : ({scope}) AND ({match})"
+        row = self.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expression,))
+        return int(row.fetchone()[0])
+
     def chunks_by_ids(self, chunk_ids: list[int]) -> dict[int, ChunkRow]:
         if not chunk_ids:
             return {}
@@ -405,6 +412,16 @@ class IndexStore:
         ):
             out.setdefault(int(chunk_id), []).append(name)
         return out
+
+    def last_lines(self, file_ids: list[int]) -> dict[int, int]:
+        """File id -> the last line any of its chunks covers."""
+        if not file_ids:
+            return {}
+        marks = ",".join("?" * len(file_ids))
+        rows = self.conn.execute(
+            f"SELECT file_id, max(end_line) FROM chunks WHERE file_id IN ({marks}) GROUP BY file_id", file_ids
+        )
+        return {int(file_id): int(last) for file_id, last in rows}
 
     def chunks_of_files_named(self, stems: list[str], collection_ids: list[int]) -> list[int]:
         """First chunks of files whose stem is one of stems: such files are candidates by name."""

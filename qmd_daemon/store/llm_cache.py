@@ -34,3 +34,7 @@ class SqliteLLMCache:
             pass  # the next search computes and stores it again
         finally:
             conn.execute(f"PRAGMA busy_timeout = {int(waits)}")
+
+    def entries(self) -> int:
+        """Stored results (rerank scores and expansions of every model), for `status`."""
+        return int(self.store.conn.execute("SELECT count(*) FROM llm_cache").fetchone()[0])
