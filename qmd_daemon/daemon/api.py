@@ -50,6 +50,15 @@ def _float(body: dict[str, Any], key: str, default: float, low: float, high: flo
     return float(value)
 
 
+def _flag(body: dict[str, Any], key: str) -> bool | None:
+    """A JSON true/false (absent or null: None). Not Python truthiness: "false" is a string, and
+    reading it as true would turn on what the caller meant to turn off."""
+    value = body.get(key)
+    if value is None or isinstance(value, bool):
+        return value
+    raise ApiError(400, "bad_request", f"'{key}' must be true or false")
+
+
 def _names(body: dict[str, Any]) -> list[str] | None:
     names: list[str] = []
     one = body.get("collection")
@@ -109,7 +118,7 @@ def parse_search(body: dict[str, Any]) -> SearchRequest:
     if not isinstance(query, str) or not query.strip():
         raise ApiError(400, "bad_request", "'query' must be a non-empty string")
     limit = _int(body, "limit", 10, 1, MAX_LIMIT)
-    explain = bool(body.get("explain", False))
+    explain = bool(_flag(body, "explain"))
     wanted: dict[str, Any] = {
         "per_file": _int(body, "per_file", 2, 0, 100),
         "max_tokens": _int(body, "max_tokens", 8000, 0, 1_000_000) or None,
@@ -121,11 +130,11 @@ def parse_search(body: dict[str, Any]) -> SearchRequest:
     if "budget_ms" in body:  # 0 or null: no latency budget
         wanted["budget_ms"] = _float(body, "budget_ms", 0.0, 0.0, 600_000.0) or None
     for flag in ("rerank", "expand", "vectors"):
-        if body.get(flag) is not None:
-            wanted[flag] = bool(body[flag])
+        if (value := _flag(body, flag)) is not None:
+            wanted[flag] = value
     options = SearchOptions(**{k: v for k, v in wanted.items() if k in _OPTION_FIELDS})
-    refresh = body.get("refresh", False)
-    auto = refresh == "auto"
+    auto = body.get("refresh") == "auto"
+    refresh = False if auto else bool(_flag(body, "refresh"))
     return SearchRequest(
         query=query,
         names=_names(body),
@@ -133,7 +142,7 @@ def parse_search(body: dict[str, Any]) -> SearchRequest:
         limit=limit,
         options=options,
         explain=explain,
-        refresh=bool(refresh) and not auto,
+        refresh=refresh,
         wait=_float(body, "wait", 30.0, 0.0, 3600.0),
         auto=auto,
     )

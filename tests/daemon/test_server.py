@@ -427,6 +427,11 @@ def test_budget_ms_reaches_the_search_options() -> None:
         ({"query": "x", "path": "/" + "a" * 5000}, "cannot be used"),
         ({"query": "x", "path": "/" + "/".join(["abcdefgh"] * 600)}, "cannot be used"),
         ({"query": "x", "path": "/tmp/\ud800"}, "cannot be used"),
+        # truthiness read "false" as true and an object as a refresh request
+        ({"query": "x", "rerank": "false"}, "'rerank' must be true or false"),
+        ({"query": "x", "refresh": {"a": 1}}, "'refresh' must be true or false"),
+        ({"query": "x", "explain": 1}, "'explain' must be true or false"),
+        ({"query": "x", "refresh": "auto"}, None),
     ],
 )
 async def test_bad_request_bodies_are_400_with_one_line(
