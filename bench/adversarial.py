@@ -9,14 +9,15 @@ Sections (each prints its counts; the last line sums them):
                  5xx or a dropped connection) and the daemon must stay healthy
   slow_query     a 900,000-character query: /health must keep answering (max latency printed) and
                  the query must come back in seconds
+  load           eight clients searching at once while a refresh job writes: every request answered
   odd_files      binaries, NULs, invalid UTF-8, huge, unreadable, FIFOs, symlink loops, a symlinked
                  folder leading to a secret outside the root: `update` completes, the secret is never
                  indexed
   stranger       the daemon is killed -9 and a stranger binds its port: ai-search must send it no
                  token and no query, and still answer (from a fresh daemon or in-process)
   repo_programs  a git filter configured by the repository: ai-search and update must never run it
-  kill9          `update` killed -9 mid-transaction, three times: the previous index stays searchable
-                 and the next update completes
+  kill9          `update` killed -9 at 20%, 40% and 60% of its run: the previous index stays
+                 searchable and the next update completes
   writers        a running daemon plus two concurrent CLI updates of one collection: all succeed
   disk_full      the index on a 3 MB tmpfs (root only): a one-line error naming the cause, the
                  previous index still searchable afterwards
@@ -47,6 +48,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from qmd_daemon.setup.installer import process_alive  # noqa: E402
+
 CLIENTS = ROOT / "clients"
 CLI_MAIN = "import sys; from qmd_daemon.cli import main; sys.argv[0] = 'qmd-daemon'; main()"
 SENTINEL = "zqxsentinelword"  # one word, indexed before every fault, searched after it
@@ -167,12 +173,9 @@ class Lab:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    """Running and not a zombie (the daemon is a grandchild: /proc tells)."""
+    if not process_alive(pid):
         return False
-    except PermissionError:
-        return True
     with contextlib.suppress(OSError):
         return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
     return True
@@ -479,24 +482,64 @@ def repo_programs(lab: Lab) -> Tally:
     return tally
 
 
+def _edit_half(lab: Lab, tag: str) -> None:
+    for path in sorted((lab.repo / "src").glob("module_*.py"))[: lab.files // 2]:
+        path.write_text(path.read_text() + f"\ndef added_{tag}():\n    return 1\n")
+
+
 def kill9(lab: Lab) -> Tally:
+    """Kills at 20%, 40% and 60% of the time an update of the same size takes, so every kill
+    lands inside the work whatever this machine's speed."""
     tally = Tally("kill9", kind="faults")
-    for round_ in range(3):
-        for path in list((lab.repo / "src").glob("module_*.py"))[: lab.files // 2]:
-            path.write_text(path.read_text() + f"\ndef added_{round_}():\n    return {round_}\n")
+    _edit_half(lab, "timing")
+    started = time.perf_counter()
+    lab.cli("update")
+    full = time.perf_counter() - started
+    for round_, fraction in enumerate((0.2, 0.4, 0.6)):
+        _edit_half(lab, f"r{round_}")
         proc = lab.popen_cli("update")
-        time.sleep(1.0 + round_)
+        time.sleep(full * fraction)
         killed = proc.poll() is None
         if killed:
             proc.send_signal(signal.SIGKILL)
         proc.wait()
         found = lab.finds(SENTINEL)
         tally.data_lost += not found
-        tally.check(found, f"round {round_}: the previous index was not searchable after kill -9")
+        tally.check(found, f"kill at {fraction:.0%}: the previous index was not searchable after kill -9")
         after = lab.cli("update")
-        tally.check(after.returncode == 0, f"round {round_}: the next update failed: {after.stderr[-200:]}")
+        tally.check(
+            after.returncode == 0, f"kill at {fraction:.0%}: the next update failed: {after.stderr[-200:]}"
+        )
         if not killed:
-            tally.notes.append(f"round {round_}: update finished before the kill (use more --files)")
+            tally.notes.append(f"kill at {fraction:.0%}: update finished first (full update {full:.1f} s)")
+    return tally
+
+
+def load(lab: Lab, state: dict[str, Any]) -> Tally:
+    """Eight clients searching at once while a refresh job writes: every request answered 200."""
+    tally = Tally("load")
+    body = json.dumps({"query": "handler request field", "path": str(lab.repo), "limit": 5}).encode()
+    results: list[int] = []
+    lock = threading.Lock()
+
+    def client() -> None:
+        for _ in range(25):
+            status = _request(state, "POST", "/search", body, timeout=60)[0]
+            with lock:
+                results.append(status)
+
+    _edit_half(lab, "load")
+    _request(state, "POST", "/refresh", json.dumps({"path": str(lab.repo)}).encode())
+    threads = [threading.Thread(target=client) for _ in range(8)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seconds = time.perf_counter() - started
+    for status in results:
+        tally.check(status == 200, f"a search under load: HTTP {status}")
+    tally.notes.append(f"{len(results)} searches from 8 clients in {seconds:.1f} s during a refresh")
     return tally
 
 
@@ -569,6 +612,7 @@ def disk_full(lab: Lab) -> Tally:
 SECTIONS = (
     "bad_requests",
     "slow_query",
+    "load",
     "odd_files",
     "stranger",
     "repo_programs",
@@ -598,14 +642,15 @@ def main() -> int:
             print(f"collection add failed: {added.stderr.strip()}", file=sys.stderr)
             return 1
         wanted = [s for s in SECTIONS if s not in args.skip]
-        if {"bad_requests", "slow_query"} & set(wanted):
+        live = ("bad_requests", "slow_query", "load")  # sections against one running daemon
+        if set(live) & set(wanted):
             state = lab.start_daemon()
-            for name in ("bad_requests", "slow_query"):
+            for name in live:
                 if name in wanted:
                     tallies.append(globals()[name](lab, state))
             lab.stop_daemon()
         for name in wanted:
-            if name not in ("bad_requests", "slow_query"):
+            if name not in live:
                 tallies.append(globals()[name](lab))
     finally:
         lab.stop_daemon()
