@@ -201,11 +201,44 @@ def test_yes_without_prerequisites_aborts_before_any_change(fake_home, tmp_path)
     assert _state(fake_home)["selection"] == "no"
 
 
-def test_stored_selection_is_the_default_when_not_asked(fake_home):
+def test_stored_selection_is_the_default_of_the_question(fake_home):
     assert yes_small(fake_home).returncode == 0
-    proc = run_install(fake_home, "--python-env", fake_home["QMD_PYTHON"])  # no answer, no terminal
+    proc = run_install(fake_home, "--python-env", fake_home["QMD_PYTHON"], input="\n")  # Enter
     assert proc.returncode == 0, proc.stderr
-    assert "selection yes" in proc.stdout.splitlines()[0]
+    assert f"{QUESTION} [Y/n/a]" in proc.stdout
+    assert "qmd-daemon setup: selection yes" in proc.stdout
+
+
+def test_a_piped_answer_is_honoured_and_the_prompt_says_what_no_means(fake_home):
+    proc = run_install(
+        fake_home, "--profile", "small", "--python-env", fake_home["QMD_PYTHON"], input="y\n"
+    )  # echo y | ./install.sh
+    assert proc.returncode == 0, proc.stderr
+    assert "No installs none of them (no skill, no hooks)" in proc.stdout
+    assert "qmd-daemon setup: selection yes, profile small" in proc.stdout
+    assert _state(fake_home)["selection"] == "yes"
+    assert (_home(fake_home) / ".claude/skills/semantic-search/SKILL.md").is_file()
+
+
+def test_an_invalid_answer_asks_again_and_never_becomes_no(fake_home):
+    home = _home(fake_home)
+    before = listing(home)
+    proc = run_install(fake_home, "--python-env", fake_home["QMD_PYTHON"], input="sure\nmaybe\n")
+    assert proc.returncode == 2
+    assert proc.stdout.count(QUESTION) == 3  # asked, asked again twice, then the input ended
+    assert "'sure' is not an answer" in proc.stdout
+    assert proc.stderr.strip() == (
+        "install: error: no answer on standard input; nothing was changed "
+        "(pass --semantic-retrieval yes|no|auto)"
+    )
+    assert listing(home) == before
+
+
+def test_no_input_at_all_is_refused_with_a_hint(fake_home):
+    proc = run_install(fake_home)  # stdin /dev/null, no --semantic-retrieval
+    assert proc.returncode == 2
+    assert "--semantic-retrieval yes|no|auto" in proc.stderr
+    assert "selection no" not in proc.stdout
 
 
 def test_auto_pass_continues_as_yes(fake_home):
