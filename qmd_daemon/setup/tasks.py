@@ -63,6 +63,11 @@ def restore_models(spec: dict[str, Any], delete_if_empty: bool) -> dict[str, Any
     return {"changed": True, "deleted": False}
 
 
+# models.uris advises `qmd-daemon pull` for a model missing from the cache: in the middle of the
+# setup (no wrapper on PATH yet, and the pull is what just failed) the installer's own advice follows.
+PULL_ADVICE = "; run `qmd-daemon pull`"
+
+
 def _hub_files(path: Path) -> list[str]:
     """A Hub snapshot entry and the blob it links to (both go when the model is removed)."""
     out = [str(path)]
@@ -93,7 +98,10 @@ def pull(profile: str) -> dict[str, Any]:
                 path = resolve(uri, download=False)
             except ModelError:
                 print(f"downloading {role}: {uri}", file=sys.stderr, flush=True)
-                path = resolve(uri, download=True, progress=True)
+                try:
+                    path = resolve(uri, download=True, progress=True)
+                except ModelError as exc:  # the installer says what to do instead of `pull`
+                    raise QmdError(str(exc).replace(PULL_ADVICE, "")) from None
                 created += _hub_files(path)
             paths[role] = str(path)
     else:

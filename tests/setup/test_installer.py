@@ -278,3 +278,25 @@ def test_auto_fail_stores_no_and_installs_nothing(fake_home):
     assert _state(fake_home)["selection"] == "no"
     after = listing(home)
     assert set(after) - set(before) == {".qmd", ".qmd/config", ".qmd/config/install.json"}
+
+
+def test_yes_without_the_hub_falls_back_to_the_small_profile(fake_home):
+    # fake_home has HF_HUB_OFFLINE=1 and an empty HF_HOME: the Qwen3 models cannot be downloaded
+    proc = run_install(fake_home, "--semantic-retrieval", "yes", "--python-env", fake_home["QMD_PYTHON"])
+    assert proc.returncode == 0, proc.stderr
+    assert "continuing with the offline small profile" in proc.stdout
+    assert "qmd-daemon pull" not in proc.stdout + proc.stderr
+    state = _state(fake_home)
+    assert (state["selection"], state["profile"]) == ("yes", "small")
+    config = yaml.safe_load((_home(fake_home) / ".qmd/config/index.yml").read_text())
+    assert config["models"]["profile"] == "small"
+
+
+def test_an_explicit_qwen3_without_the_hub_fails_naming_a_fix_that_works(fake_home):
+    home = _home(fake_home)
+    before = listing(home)
+    python_env = ("--python-env", fake_home["QMD_PYTHON"])
+    proc = run_install(fake_home, "--semantic-retrieval", "yes", "--profile", "qwen3", *python_env)
+    assert proc.returncode == 1
+    assert "use --profile small (offline), or set HF_ENDPOINT" in proc.stderr
+    assert listing(home) == before
