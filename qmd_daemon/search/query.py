@@ -26,18 +26,8 @@ _EXCLUDE = re.compile(r"(?:^|\s)-([^\W\d][\w.-]*)")
 _WORD = re.compile(r"[^\W\d]\w*(?:(?:\.|::)[^\W\d]\w*)*")
 MAX_TERMS = 40
 MODEL_TEXT_CHARS = 600  # what models see of a long query (bug reports, logs): see condense()
-# How much of a query is analysed at all: a pasted log or a minified blob (normal agent input, up
-# to the daemon's 1 MB body) costs what 16,000 characters cost. Beyond it, see bounded_query().
-MAX_QUERY_CHARS = 16_000
-MAX_TAIL_LINES = 20  # error lines kept from past the head of an over-long query
-MAX_PHRASES = 8  # each is a phrase scan in FTS5
-MAX_EXCLUDES = 16
-MAX_TYPED_LINES = 6  # per kind (lex, vec, hyde): each is a search (vec, hyde: an embedding)
 _ERROR_LINE = re.compile(r"(?:Error|Exception|Traceback|Warning|error:|failed|panic|assert)", re.IGNORECASE)
-# A path with an extension (`src/a.py`, `C:\x\b.rs`). The look-behind starts a match only where a
-# run of path characters starts, and the possessive `*+` never backtracks into it: linear. Without
-# them every position of a long word run rescanned it to its end (`'a'*20000`: 6 s in C, GIL held).
-_PATH = re.compile(r"(?<![\w./\\-])[\w.-]*+[/\\][\w./\\-]+\.\w{1,5}")
+_PATH = re.compile(r"[\w.-]*[/\\][\w./\\-]+\.\w{1,5}")
 
 
 @dataclass
@@ -84,30 +74,6 @@ def _words(text: str) -> list[str]:
     return [text[m.start() : m.end()] for m in _WORD.finditer(_letters_for_marks(text))]
 
 
-def bounded_query(raw: str, limit: int = MAX_QUERY_CHARS) -> str:
-    """What of a query is analysed: all of it up to `limit` characters; past that its head (the
-    title and first lines of a report, where the question is), then from the rest the first
-    error lines and the last lines naming a path (a traceback's innermost frames), MAX_TAIL_LINES
-    of each, cut to 160 characters. Every later step is then bounded whatever an agent pastes."""
-    if len(raw) <= limit:
-        return raw
-    head = raw[: limit - 2 * MAX_TAIL_LINES * 161]
-    cut = head.rfind("\n")
-    if cut > len(head) // 2:
-        head = head[:cut]  # the last whole line
-    errors: dict[str, None] = {}
-    paths: dict[str, None] = {}
-    for line in raw[len(head) :].splitlines():
-        start = line[:1000]  # not the whole of a minified line: a regex call holds the GIL
-        if len(errors) < MAX_TAIL_LINES and _ERROR_LINE.search(start):
-            errors.setdefault(start.strip()[:160], None)
-        elif _PATH.search(start):
-            paths.pop(start.strip()[:160], None)
-            paths[start.strip()[:160]] = None
-    last_paths = list(paths)[-MAX_TAIL_LINES:]
-    return "\n".join([head, *(ln for ln in dict.fromkeys([*errors, *last_paths]))])
-
-
 def condense(text: str, limit: int = MODEL_TEXT_CHARS) -> str:
     """A long query (a whole bug report) cut to what locates code: its first line (the title),
     error lines, then file paths and identifiers, within `limit` characters. The models then cost
@@ -115,7 +81,6 @@ def condense(text: str, limit: int = MODEL_TEXT_CHARS) -> str:
     reranker reads a few hundred tokens of a query at most anyway."""
     if len(text) <= limit:
         return " ".join(text.split())
-    text = bounded_query(text)
     lines = [" ".join(ln.split()) for ln in text.splitlines()]
     lines = [ln for ln in lines if ln]
     if not lines:
@@ -130,7 +95,6 @@ def condense(text: str, limit: int = MODEL_TEXT_CHARS) -> str:
 
 def parse_query(raw: str) -> ParsedQuery:
     parsed = ParsedQuery(raw=raw, text="")
-    raw = bounded_query(raw)
     plain_lines: list[str] = []
     for line in raw.splitlines() or [raw]:
         typed = _TYPED.match(line)
@@ -142,16 +106,16 @@ def parse_query(raw: str) -> ParsedQuery:
             continue
         if kind == "intent":
             parsed.intent = body
-        elif len(getattr(parsed, kind)) < MAX_TYPED_LINES:
+        else:
             getattr(parsed, kind).append(body)
     text = " ".join(" ".join(plain_lines).split())
-    parsed.phrases = [p.strip() for p in _PHRASE.findall(text) if p.strip()][:MAX_PHRASES]
+    parsed.phrases = [p.strip() for p in _PHRASE.findall(text) if p.strip()]
     text_wo_phrases = _PHRASE.sub(" ", text)
     excluded = list(_EXCLUDE.finditer(_letters_for_marks(text_wo_phrases)))
-    excludes = (text_wo_phrases[m.start(1) : m.end(1)].lower() for m in excluded)
-    parsed.excludes = list(dict.fromkeys(excludes))[:MAX_EXCLUDES]
-    kept = [0, *(i for m in excluded for i in (m.start(), m.end())), len(text_wo_phrases)]
-    positive = " ".join(text_wo_phrases[a:b] for a, b in zip(kept[::2], kept[1::2], strict=True))
+    parsed.excludes = [text_wo_phrases[m.start(1) : m.end(1)].lower() for m in excluded]
+    positive = text_wo_phrases
+    for m in reversed(excluded):
+        positive = positive[: m.start()] + " " + positive[m.end() :]
     parsed.text = " ".join((positive + " " + " ".join(parsed.phrases)).split())
     if not parsed.text:
         parsed.model_text = condense(raw)
@@ -162,7 +126,7 @@ def parse_query(raw: str) -> ParsedQuery:
     words = _words(positive) + [w for lex in parsed.lex for w in _words(lex)]
     if not words and not parsed.phrases:
         words = [w for v in parsed.vec + parsed.hyde for w in _words(v)]
-    parsed.symbols = list(dict.fromkeys(w for w in words if looks_like_symbol(w)))[:MAX_TERMS]
+    parsed.symbols = list(dict.fromkeys(w for w in words if looks_like_symbol(w)))
     terms: dict[str, str] = {}
     for word in words:
         for piece in re.split(r"\.|::", word):
