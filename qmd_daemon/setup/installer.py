@@ -158,6 +158,7 @@ class Setup:
         self.python: Path | None = None
         self.env: Path | None = None
         self.built_env: Path | None = None  # created (and its packages built) by this run
+        self.next_steps: list[str] = []  # what the user still has to do, printed at the end
 
     @property
     def owned(self) -> set[str]:
@@ -321,11 +322,17 @@ class Setup:
             if self.j.step(f"skill-{client}", f"install the semantic-search skill into {target}"):
                 integ.install_skill(self.j, target, owned)
                 self.j.done(f"skill-{client}")
+        legacy = integ.legacy_skill_target(paths)
+        stale = [Path(p) for p in sorted(owned) if Path(p).is_relative_to(legacy) and Path(p).is_file()]
+        if stale and self.j.step("skill-legacy", f"remove the skill an earlier setup put into {legacy}"):
+            for path in stale:
+                self.j.remove_file(path)
         wanted = integ.desired_hooks(paths, bool(auto_retrieve))
         for client, target in integ.hook_files(paths).items():
             events = " + ".join(wanted)
             if self.j.step(f"hooks-{client}", f"add the {events} hook to {target}"):
-                integ.install_hook_entries(self.j, target, wanted)
+                record = self.state.hook_files.setdefault(str(target), {})
+                integ.install_hook_entries(self.j, target, wanted, record)
                 self.j.done(f"hooks-{client}")
         for client, target in integ.instruction_files(paths).items():
             if self.j.step(f"instruction-{client}", f"add the semantic-search instruction line to {target}"):
@@ -338,7 +345,8 @@ class Setup:
                     self.state.git_hooks = sorted(set(self.state.git_hooks) | {str(repo)})
                 self.j.done("git-hook")
         if not self.opts.dry_run and str(paths.bin_dir) not in os.environ.get("PATH", "").split(os.pathsep):
-            self.j.note(f"note: {paths.bin_dir} is not on PATH; add it to run ai-search by name")
+            self.next_steps.append(f"{paths.bin_dir} is not on PATH; add it to run ai-search by name")
+        self.next_steps.append(integ.CODEX_TRUST_NOTE)
 
     def save_state(self, selection: str, device: str | None, profile: str | None) -> None:
         self.state.selection, self.state.device, self.state.profile = selection, device, profile
@@ -441,7 +449,9 @@ class Setup:
             text = target.read_text(encoding="utf-8", errors="replace") if target.exists() else ""
             ours = any(n in text for n in integ.OUR_HOOK_NAMES)
             if ours and j.step(f"unhook-{client}", f"remove the qmd-daemon hook entries from {target}"):
-                integ.remove_hook_entries(j, target, str(target) in owned)
+                integ.remove_hook_entries(
+                    j, target, str(target) in owned, self.state.hook_files.get(str(target))
+                )
         for client, target in integ.instruction_files(paths).items():
             text = target.read_text(encoding="utf-8", errors="replace") if target.exists() else ""
             if integ.BEGIN in text and j.step(
@@ -451,7 +461,7 @@ class Setup:
         for repo in list(self.state.git_hooks):
             if j.step("ungit-hook", f"remove the post-commit refresh block from the hook of {repo}"):
                 integ.remove_git_hook(j, Path(repo), owned)
-        roots = [*integ.skill_targets(paths).values(), paths.hooks_dir]
+        roots = [*integ.skill_targets(paths).values(), integ.legacy_skill_target(paths), paths.hooks_dir]
         wrappers = {integ.wrapper_path(paths, n) for n in integ.WRAPPERS}
         removable = [
             Path(p)
@@ -691,6 +701,8 @@ def main(argv: list[str] | None = None) -> int:
         for row in setup.summary:
             echo("  " + json.dumps(row))
     if code == 0 and not opts.dry_run:
+        for line in setup.next_steps:
+            echo(f"next: {line}")
         echo("done")
     return code
 

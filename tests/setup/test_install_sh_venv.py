@@ -50,7 +50,7 @@ def test_yes_then_no_with_an_owned_virtual_environment(fake_home, tmp_path):
     assert (venv / "bin/python").exists()
     for path in (
         ".claude/skills/semantic-search/SKILL.md",
-        ".codex/skills/semantic-search/SKILL.md",
+        ".agents/skills/semantic-search/SKILL.md",
         ".qmd/data/hooks/qmd-session-start.sh",
         ".qmd/data/hooks/qmd-session-start.ps1",
     ):

@@ -50,8 +50,8 @@ def test_yes_installs_skill_hooks_wrappers_instruction_and_state(fake_home):
     proc = yes_small(fake_home)
     assert proc.returncode == 0, proc.stderr
     home = _home(fake_home)
-    for client in (".claude", ".codex"):
-        skill = (home / client / "skills/semantic-search/SKILL.md").read_text()
+    for skills in (".claude/skills", ".agents/skills"):  # Claude Code's and Codex's user skills
+        skill = (home / skills / "semantic-search/SKILL.md").read_text()
         assert skill.startswith(
             '---\nname: semantic-search\ndescription: "MUST use before reading or grepping'
         )
@@ -300,3 +300,50 @@ def test_an_explicit_qwen3_without_the_hub_fails_naming_a_fix_that_works(fake_ho
     assert proc.returncode == 1
     assert "use --profile small (offline), or set HF_ENDPOINT" in proc.stderr
     assert listing(home) == before
+
+
+USER_SETTINGS = (  # a hand-written style json.dumps would not reproduce: inline objects, 4 spaces
+    '{\n    "model": "opus",\n    "permissions": {"allow": ["Bash(ls:*)", "Read"]},\n'
+    '    "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo mine"}]}]}\n}'
+)
+
+
+def test_uninstall_gives_settings_json_back_byte_for_byte(fake_home):
+    settings = _home(fake_home) / ".claude/settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(USER_SETTINGS)
+    assert yes_small(fake_home).returncode == 0
+    assert yes_small(fake_home, "--auto-retrieve").returncode == 0  # a second edit of ours
+    assert "qmd-auto-retrieve" in settings.read_text()
+    proc = run_install(fake_home, "--semantic-retrieval", "no")
+    assert proc.returncode == 0, proc.stderr
+    assert settings.read_text() == USER_SETTINGS
+
+
+def test_uninstall_after_the_user_edited_settings_keeps_their_edit(fake_home):
+    settings = _home(fake_home) / ".claude/settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(USER_SETTINGS)
+    assert yes_small(fake_home).returncode == 0
+    data = json.loads(settings.read_text())
+    data["theme"] = "dark"
+    settings.write_text(json.dumps(data, indent=4))
+    assert run_install(fake_home, "--semantic-retrieval", "no").returncode == 0
+    after = json.loads(settings.read_text())
+    assert after == {**json.loads(USER_SETTINGS), "theme": "dark"}
+    assert settings.read_text().startswith('{\n    "model"')  # their indentation
+
+
+def test_codex_skill_moves_from_the_old_folder_and_the_summary_names_the_trust_step(fake_home):
+    home = _home(fake_home)
+    old = home / ".codex/skills/semantic-search/SKILL.md"  # where earlier setups put it
+    old.parent.mkdir(parents=True)
+    old.write_text("old copy\n")
+    state = home / ".qmd/config/install.json"
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({"selection": "yes", "created_files": [str(old)]}))
+    proc = yes_small(fake_home)
+    assert proc.returncode == 0, proc.stderr
+    assert not old.exists() and (home / ".agents/skills/semantic-search/SKILL.md").is_file()
+    assert "next: Codex runs a new or changed hook only after you trust it" in proc.stdout
+    assert "/hooks" in proc.stdout
