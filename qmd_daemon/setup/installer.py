@@ -602,9 +602,13 @@ def _restore_bytes(path: Path, old: bytes | None) -> None:
 
 
 def _remove_paths(paths: list[str]) -> None:
-    for p in paths:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(p)
+    """Remove files, then folders (deepest first) when they are empty."""
+    for p in sorted(paths, key=lambda p: (os.path.isdir(p), -p.count(os.sep))):
+        with contextlib.suppress(FileNotFoundError, OSError):
+            if os.path.isdir(p) and not os.path.islink(p):
+                os.rmdir(p)
+            else:
+                os.unlink(p)
 
 
 def _drop_bootstrap_path() -> None:

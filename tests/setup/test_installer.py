@@ -347,3 +347,14 @@ def test_codex_skill_moves_from_the_old_folder_and_the_summary_names_the_trust_s
     assert not old.exists() and (home / ".agents/skills/semantic-search/SKILL.md").is_file()
     assert "next: Codex runs a new or changed hook only after you trust it" in proc.stdout
     assert "/hooks" in proc.stdout
+
+
+def test_no_removes_the_small_profile_it_built_with_its_downloads(fake_home, tmp_path):
+    models = tmp_path / "models"  # nothing built yet: this run builds (and owns) all of it
+    env = dict(fake_home, QMD_MODELS_DIR=str(models))
+    assert yes_small(env).returncode == 0
+    assert (models / "downloads").is_dir() and (models / "all-MiniLM-L6-v2-q8_0.gguf").is_file()
+    assert str(models / "downloads") in _state(env)["owned_models"]
+    proc = run_install(env, "--semantic-retrieval", "no")
+    assert proc.returncode == 0, proc.stderr
+    assert not models.exists()
