@@ -123,7 +123,7 @@ row_compile_progress() {
              END {if (prev && end - prev > m) m = end - prev; printf "%.1f", m}' "$out")
   local ticks; ticks=$(grep -c '\.\.\. pip install .* so far; last:' "$out")
   DETAIL="announced: $(grep -c 'compiles it from source' "$out"), ticker lines: $ticks, longest silence ${gap}s"
-  grep -q 'compiles it from source' "$out" && [ "$ticks" -gt 0 ] && awk -v g="$gap" 'BEGIN {exit !(g <= 11)}'
+  grep -q 'compiles it from source' "$out" && [ "$ticks" -gt 0 ] && awk -v g="$gap" 'BEGIN {exit !(g <= 10.5)}'
 }
 
 row_yes_no_hub() {  # plain ./install.sh answered y (piped: a script has no terminal), no Hub

@@ -65,10 +65,12 @@ def run_with_progress(
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
         while reader.is_alive():
-            reader.join(timeout=min(1.0, interval))
-            if reader.is_alive() and time.monotonic() - last_echo[0] >= interval:
-                last = tail[-1][:140] if tail else "no output yet"
-                say(f"... {what}: {elapsed_text(time.monotonic() - start)} so far; last: {last}")
+            due = last_echo[0] + interval - time.monotonic()
+            if due > 0:
+                reader.join(timeout=due)
+                continue
+            last = tail[-1][:140] if tail else "no output yet"
+            say(f"... {what}: {elapsed_text(time.monotonic() - start)} so far; last: {last}")
         code = proc.wait()
     if code != 0:
         for line in tail:
