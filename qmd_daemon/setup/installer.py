@@ -137,6 +137,8 @@ def ask(default: str, stdin=None, stdout=None) -> str:
         if not line:
             stdout.write("\n")
             raise NoAnswer
+        if not stdin.isatty():  # piped: show the answer that was read, as a terminal would
+            stdout.write(line.rstrip("\n") + "\n")
         answer = line.strip().lower()
         if not answer:
             return default

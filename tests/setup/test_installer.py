@@ -215,6 +215,7 @@ def test_a_piped_answer_is_honoured_and_the_prompt_says_what_no_means(fake_home)
     )  # echo y | ./install.sh
     assert proc.returncode == 0, proc.stderr
     assert "No installs none of them (no skill, no hooks)" in proc.stdout
+    assert f"{QUESTION} [y/N/a] y\n" in proc.stdout  # the piped answer shows where it was read
     assert "qmd-daemon setup: selection yes, profile small" in proc.stdout
     assert _state(fake_home)["selection"] == "yes"
     assert (_home(fake_home) / ".claude/skills/semantic-search/SKILL.md").is_file()
