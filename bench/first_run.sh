@@ -8,8 +8,10 @@
 # Environment: FIRST_RUN_SRC (repository to clone; default: this checkout's committed HEAD),
 # FIRST_RUN_WORK (scratch folder, default a new /tmp/qmd-first-run.XXXX, removed unless
 # FIRST_RUN_KEEP=1), FIRST_RUN_SHARED (the shared/ folder the clone sees as ../shared; default
-# this checkout's ../shared). "Offline" means no Hub (HF_HUB_OFFLINE=1, HF_ENDPOINT unreachable):
-# pip still installs from its index and cache, as on the machines this project runs on.
+# this checkout's ../shared). "Offline" means the Hub cannot be reached (HF_ENDPOINT points at a
+# closed local port; HF_HUB_OFFLINE is not set: huggingface_hub reads it once at import, and the
+# tests' fake Hub needs it unset); pip still installs from its index and cache, as on the machines
+# this project runs on.
 #
 # A row is a function `row_NAME` that sets DETAIL and returns 0 (PASS) or not (FAIL); add one
 # and list it in ROWS. Rows that need an installed setup call `need_small_install` first.
@@ -44,11 +46,11 @@ fresh_home() {  # a new HOME with nothing of ours, no Hub; prints its path
   echo "$home"
 }
 
-in_home() {  # HOME=... with no Hub and no inherited qmd/agent settings, then the command
+in_home() {  # HOME=... with the Hub unreachable and no inherited qmd/agent settings, then the command
   local home=$1; shift
   env -u QMD_DAEMON_HOME -u QMD_MODELS_DIR -u XDG_CONFIG_HOME -u XDG_CACHE_HOME -u XDG_DATA_HOME \
     -u XDG_STATE_HOME -u CODEX_HOME -u CLAUDE_CONFIG_DIR -u HF_HOME -u PYTHONPATH \
-    HOME="$home" HF_HUB_OFFLINE=1 HF_ENDPOINT=http://127.0.0.1:9 PATH="$home/.local/bin:$PATH" "$@"
+    -u HF_HUB_OFFLINE HOME="$home" HF_ENDPOINT=http://127.0.0.1:9 PATH="$home/.local/bin:$PATH" "$@"
 }
 
 readme_command() {  # the Nth ```sh block of README's "Two commands" section, verbatim
