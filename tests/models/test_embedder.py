@@ -9,9 +9,12 @@ import numpy as np
 import pytest
 
 from qmd_daemon.models import ModelError
-from qmd_daemon.models.convert_bert import convert_bert, minilm_dir, read_safetensors
+from qmd_daemon.models.convert_bert import convert_bert, read_safetensors
 from qmd_daemon.models.embedder import Embedder
 from qmd_daemon.models.gguf_info import read_gguf_info
+from qmd_daemon.models.minilm_wheel import checkpoint
+from qmd_daemon.models.profiles import small_downloads_dir
+from tests.conftest import MODELS_DIR
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +26,8 @@ def embedder(small_models: dict[str, Path]) -> Embedder:
 
 def _reference(ids: list[int]) -> np.ndarray:
     """all-MiniLM-L6-v2 forward pass in numpy (f32 weights): mean pooling, L2-normalised."""
-    w = {k: v.astype(np.float32) for k, v in read_safetensors(minilm_dir() / "model.safetensors").items()}
+    with checkpoint(small_downloads_dir(MODELS_DIR)) as folder:
+        w = {k: v.astype(np.float32) for k, v in read_safetensors(folder / "model.safetensors").items()}
 
     def ln(x: np.ndarray, p: str) -> np.ndarray:
         m = x.mean(-1, keepdims=True)
@@ -110,6 +114,7 @@ def test_fingerprint_stable(small_models: dict[str, Path], embedder: Embedder) -
 
 
 def test_convert_rejects_bad_qtype(tmp_path: Path) -> None:
-    with pytest.raises(ModelError, match="unsupported"):
-        convert_bert(minilm_dir(), tmp_path / "x.gguf", qtype="q4_0")
+    minilm = checkpoint(small_downloads_dir(MODELS_DIR))
+    with minilm as folder, pytest.raises(ModelError, match="unsupported"):
+        convert_bert(folder, tmp_path / "x.gguf", qtype="q4_0")
     assert not list(tmp_path.iterdir())

@@ -50,13 +50,17 @@ def fake_home(tmp_path: Path, small_profile: Path) -> dict[str, str]:
     return env
 
 
-def run_install(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """install.sh as a user runs it (stdin not a terminal: non-interactive)."""
+def run_install(
+    env: dict[str, str], *args: str, timeout: float = 300, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """install.sh as a user runs it: stdin not a terminal, INPUT piped in (`echo y | ./install.sh`)
+    or, without it, nothing to read."""
     return subprocess.run(
         ["sh", str(INSTALL_SH), *args],
         env=env,
         cwd=env["HOME"],
-        stdin=subprocess.DEVNULL,
+        input=input,
+        stdin=subprocess.DEVNULL if input is None else None,
         capture_output=True,
         text=True,
         timeout=timeout,

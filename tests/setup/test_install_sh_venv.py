@@ -50,7 +50,7 @@ def test_yes_then_no_with_an_owned_virtual_environment(fake_home, tmp_path):
     assert (venv / "bin/python").exists()
     for path in (
         ".claude/skills/semantic-search/SKILL.md",
-        ".codex/skills/semantic-search/SKILL.md",
+        ".agents/skills/semantic-search/SKILL.md",
         ".qmd/data/hooks/qmd-session-start.sh",
         ".qmd/data/hooks/qmd-session-start.ps1",
     ):
@@ -87,3 +87,26 @@ def test_yes_then_no_with_an_owned_virtual_environment(fake_home, tmp_path):
     assert "models" not in config and list(config) == ["collections"]
     assert not venv.exists()
     assert not os.path.exists(home / ".local/bin/ai-search")
+
+
+def test_a_failure_after_the_environment_was_built_keeps_it_for_the_retry(fake_home, tmp_path):
+    home = Path(fake_home["HOME"])
+    env = dict(fake_home, QMD_SETUP_VENV_EXTRA_SITE=sysconfig.get_paths()["purelib"])
+    wheel = str(build_wheel(tmp_path))
+    args = ("--semantic-retrieval", "yes", "--profile", "small", "--package-spec", wheel,
+            "--pip-arg=--no-index", "--pip-arg=--no-deps")
+    proc = run_install(dict(env, QMD_SETUP_FAIL_AFTER="models"), *args)
+    assert proc.returncode == 1
+    venv = home / ".qmd/data/venv"
+    assert f"kept the environment {venv}" in proc.stderr
+    assert (venv / "bin/python").exists()
+    assert not (home / ".claude").exists()  # everything else was rolled back
+    state = json.loads((home / ".qmd/config/install.json").read_text())
+    assert (state["selection"], state["owned_package"], state["python_env"]) == ("no", True, str(venv))
+
+    retry = run_install(env, *args)  # reuses it: an update, not a second build
+    assert retry.returncode == 0, retry.stdout + retry.stderr
+    assert f"update qmd-daemon in {venv}" in retry.stdout
+    proc = run_install(env, "--semantic-retrieval", "no")
+    assert proc.returncode == 0, proc.stderr
+    assert not venv.exists() and not (home / ".qmd/data").exists()

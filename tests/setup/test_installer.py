@@ -50,8 +50,8 @@ def test_yes_installs_skill_hooks_wrappers_instruction_and_state(fake_home):
     proc = yes_small(fake_home)
     assert proc.returncode == 0, proc.stderr
     home = _home(fake_home)
-    for client in (".claude", ".codex"):
-        skill = (home / client / "skills/semantic-search/SKILL.md").read_text()
+    for skills in (".claude/skills", ".agents/skills"):  # Claude Code's and Codex's user skills
+        skill = (home / skills / "semantic-search/SKILL.md").read_text()
         assert skill.startswith(
             '---\nname: semantic-search\ndescription: "MUST use before reading or grepping'
         )
@@ -201,11 +201,45 @@ def test_yes_without_prerequisites_aborts_before_any_change(fake_home, tmp_path)
     assert _state(fake_home)["selection"] == "no"
 
 
-def test_stored_selection_is_the_default_when_not_asked(fake_home):
+def test_stored_selection_is_the_default_of_the_question(fake_home):
     assert yes_small(fake_home).returncode == 0
-    proc = run_install(fake_home, "--python-env", fake_home["QMD_PYTHON"])  # no answer, no terminal
+    proc = run_install(fake_home, "--python-env", fake_home["QMD_PYTHON"], input="\n")  # Enter
     assert proc.returncode == 0, proc.stderr
-    assert "selection yes" in proc.stdout.splitlines()[0]
+    assert f"{QUESTION} [Y/n/a]" in proc.stdout
+    assert "qmd-daemon setup: selection yes" in proc.stdout
+
+
+def test_a_piped_answer_is_honoured_and_the_prompt_says_what_no_means(fake_home):
+    proc = run_install(
+        fake_home, "--profile", "small", "--python-env", fake_home["QMD_PYTHON"], input="y\n"
+    )  # echo y | ./install.sh
+    assert proc.returncode == 0, proc.stderr
+    assert "No installs none of them (no skill, no hooks)" in proc.stdout
+    assert f"{QUESTION} [y/N/a] y\n" in proc.stdout  # the piped answer shows where it was read
+    assert "qmd-daemon setup: selection yes, profile small" in proc.stdout
+    assert _state(fake_home)["selection"] == "yes"
+    assert (_home(fake_home) / ".claude/skills/semantic-search/SKILL.md").is_file()
+
+
+def test_an_invalid_answer_asks_again_and_never_becomes_no(fake_home):
+    home = _home(fake_home)
+    before = listing(home)
+    proc = run_install(fake_home, "--python-env", fake_home["QMD_PYTHON"], input="sure\nmaybe\n")
+    assert proc.returncode == 2
+    assert proc.stdout.count(QUESTION) == 3  # asked, asked again twice, then the input ended
+    assert "'sure' is not an answer" in proc.stdout
+    assert proc.stderr.strip() == (
+        "install: error: no answer on standard input; nothing was changed "
+        "(pass --semantic-retrieval yes|no|auto)"
+    )
+    assert listing(home) == before
+
+
+def test_no_input_at_all_is_refused_with_a_hint(fake_home):
+    proc = run_install(fake_home)  # stdin /dev/null, no --semantic-retrieval
+    assert proc.returncode == 2
+    assert "--semantic-retrieval yes|no|auto" in proc.stderr
+    assert "selection no" not in proc.stdout
 
 
 def test_auto_pass_continues_as_yes(fake_home):
@@ -245,3 +279,83 @@ def test_auto_fail_stores_no_and_installs_nothing(fake_home):
     assert _state(fake_home)["selection"] == "no"
     after = listing(home)
     assert set(after) - set(before) == {".qmd", ".qmd/config", ".qmd/config/install.json"}
+
+
+def test_yes_without_the_hub_falls_back_to_the_small_profile(fake_home):
+    # fake_home has HF_HUB_OFFLINE=1 and an empty HF_HOME: the Qwen3 models cannot be downloaded
+    proc = run_install(fake_home, "--semantic-retrieval", "yes", "--python-env", fake_home["QMD_PYTHON"])
+    assert proc.returncode == 0, proc.stderr
+    assert "continuing with the offline small profile" in proc.stdout
+    assert "qmd-daemon pull" not in proc.stdout + proc.stderr
+    state = _state(fake_home)
+    assert (state["selection"], state["profile"]) == ("yes", "small")
+    config = yaml.safe_load((_home(fake_home) / ".qmd/config/index.yml").read_text())
+    assert config["models"]["profile"] == "small"
+
+
+def test_an_explicit_qwen3_without_the_hub_fails_naming_a_fix_that_works(fake_home):
+    home = _home(fake_home)
+    before = listing(home)
+    python_env = ("--python-env", fake_home["QMD_PYTHON"])
+    proc = run_install(fake_home, "--semantic-retrieval", "yes", "--profile", "qwen3", *python_env)
+    assert proc.returncode == 1
+    assert "use --profile small (offline), or set HF_ENDPOINT" in proc.stderr
+    assert listing(home) == before
+
+
+USER_SETTINGS = (  # a hand-written style json.dumps would not reproduce: inline objects, 4 spaces
+    '{\n    "model": "opus",\n    "permissions": {"allow": ["Bash(ls:*)", "Read"]},\n'
+    '    "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo mine"}]}]}\n}'
+)
+
+
+def test_uninstall_gives_settings_json_back_byte_for_byte(fake_home):
+    settings = _home(fake_home) / ".claude/settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(USER_SETTINGS)
+    assert yes_small(fake_home).returncode == 0
+    assert yes_small(fake_home, "--auto-retrieve").returncode == 0  # a second edit of ours
+    assert "qmd-auto-retrieve" in settings.read_text()
+    proc = run_install(fake_home, "--semantic-retrieval", "no")
+    assert proc.returncode == 0, proc.stderr
+    assert settings.read_text() == USER_SETTINGS
+
+
+def test_uninstall_after_the_user_edited_settings_keeps_their_edit(fake_home):
+    settings = _home(fake_home) / ".claude/settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(USER_SETTINGS)
+    assert yes_small(fake_home).returncode == 0
+    data = json.loads(settings.read_text())
+    data["theme"] = "dark"
+    settings.write_text(json.dumps(data, indent=4))
+    assert run_install(fake_home, "--semantic-retrieval", "no").returncode == 0
+    after = json.loads(settings.read_text())
+    assert after == {**json.loads(USER_SETTINGS), "theme": "dark"}
+    assert settings.read_text().startswith('{\n    "model"')  # their indentation
+
+
+def test_codex_skill_moves_from_the_old_folder_and_the_summary_names_the_trust_step(fake_home):
+    home = _home(fake_home)
+    old = home / ".codex/skills/semantic-search/SKILL.md"  # where earlier setups put it
+    old.parent.mkdir(parents=True)
+    old.write_text("old copy\n")
+    state = home / ".qmd/config/install.json"
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({"selection": "yes", "created_files": [str(old)]}))
+    proc = yes_small(fake_home)
+    assert proc.returncode == 0, proc.stderr
+    assert not old.exists() and (home / ".agents/skills/semantic-search/SKILL.md").is_file()
+    assert "next: Codex runs a new or changed hook only after you trust it" in proc.stdout
+    assert "/hooks" in proc.stdout
+
+
+def test_no_removes_the_small_profile_it_built_with_its_downloads(fake_home, tmp_path):
+    models = tmp_path / "models"  # nothing built yet: this run builds (and owns) all of it
+    env = dict(fake_home, QMD_MODELS_DIR=str(models))
+    assert yes_small(env).returncode == 0
+    assert (models / "downloads").is_dir() and (models / "all-MiniLM-L6-v2-q8_0.gguf").is_file()
+    assert str(models / "downloads") in _state(env)["owned_models"]
+    proc = run_install(env, "--semantic-retrieval", "no")
+    assert proc.returncode == 0, proc.stderr
+    assert not models.exists()

@@ -1,0 +1,73 @@
+"""A long pip install says what it does: a prebuilt llama-cpp-python wheel is found where one lies,
+and a long command shows progress lines at a steady pace (real subprocesses, short intervals)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from qmd_daemon.setup import llama_wheel
+from qmd_daemon.setup.journal import SetupError
+from qmd_daemon.setup.progress import run_with_progress
+
+VERSION = llama_wheel.LLAMA_VERSION
+LINUX_WHEEL = f"llama_cpp_python-{VERSION}-py3-none-linux_x86_64.whl"
+
+
+def test_a_wheel_in_a_find_links_folder_is_found_first(tmp_path: Path):
+    (tmp_path / f"llama_cpp_python-0.0.1-py3-none-{_platform_tag()}.whl").touch()  # other version
+    wheel = tmp_path / f"llama_cpp_python-{VERSION}-py3-none-{_platform_tag()}.whl"
+    wheel.touch()
+    assert llama_wheel.prebuilt_llama_wheel(["--find-links", str(tmp_path)]) == wheel
+    assert llama_wheel.prebuilt_llama_wheel([f"--find-links={tmp_path}"]) == wheel
+
+
+def test_only_wheels_for_this_machine_count():
+    assert llama_wheel._compatible(Path(f"llama_cpp_python-{VERSION}-py3-none-{_platform_tag()}.whl"))
+    assert not llama_wheel._compatible(Path(f"llama_cpp_python-{VERSION}-py3-none-win_arm64.whl"))
+    assert not llama_wheel._compatible(Path(f"llama_cpp_python-{VERSION}-cp27-cp27m-{_platform_tag()}.whl"))
+    assert not llama_wheel._compatible(Path(f"llama_cpp_python-0.0.1-py3-none-{_platform_tag()}.whl"))
+
+
+def test_the_compile_notice_says_how_long_and_where_it_looked():
+    notice = llama_wheel.compile_notice(["--find-links=/nowhere"])
+    assert "compiles it from source" in notice and "minutes on" in notice
+    assert "/nowhere" in notice and "every 10 s" in notice
+
+
+def test_a_quiet_long_command_shows_progress_at_a_steady_pace(tmp_path: Path):
+    script = (
+        "import time\n"
+        "print('Collecting llama-cpp-python', flush=True)\n"
+        "for i in range(5):\n"
+        "    print(f'[ {i * 20}%] Building C object ggml.c', flush=True); time.sleep(0.8)\n"
+    )
+    seen: list[tuple[float, str]] = []
+    start = time.monotonic()
+    run_with_progress([sys.executable, "-c", script], "build", log=tmp_path / "setup.log",
+                      echo=lambda line: seen.append((time.monotonic() - start, line)), interval=1.0)
+    assert seen[0][1] == "Collecting llama-cpp-python"  # pip's milestones as they come
+    ticks = [line for _, line in seen if line.startswith("... build: ")]
+    assert len(ticks) >= 2
+    assert "so far; last: [ " in ticks[-1] and "Building C object ggml.c" in ticks[-1]
+    times = [0.0] + [t for t, _ in seen]
+    assert max(b - a for a, b in zip(times, times[1:], strict=False)) < 1.5  # never quiet much past 1 s
+    assert "[ 80%] Building C object" in (tmp_path / "setup.log").read_text()
+
+
+def test_a_failed_command_shows_its_last_lines_and_names_the_log(tmp_path: Path):
+    seen: list[str] = []
+    script = "import sys; print('error: cmake not found'); sys.exit(3)"
+    with pytest.raises(SetupError, match=r"exit 3\).*setup\.log"):
+        run_with_progress([sys.executable, "-c", script], "pip install x", log=tmp_path / "setup.log",
+                          echo=seen.append, interval=1.0)
+    assert "| error: cmake not found" in seen
+
+
+def _platform_tag() -> str:
+    import sysconfig
+
+    return sysconfig.get_platform().replace("-", "_").replace(".", "_")
