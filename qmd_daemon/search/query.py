@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from qmd_daemon.ingest.cjk import cjk_bigrams, without_cjk
 from qmd_daemon.ingest.identifiers import looks_like_symbol, split_identifier
+from qmd_daemon.search.report import Report, read_report
 
 STOPWORDS = frozenset(
     """
@@ -55,6 +56,7 @@ class ParsedQuery:
     hyde: list[str] = field(default_factory=list)
     intent: str = ""
     model_text: str = ""  # the question as the models get it: condensed when long
+    report: Report = field(default_factory=Report)  # stack frames, error messages, code shown
 
     @property
     def is_symbol_query(self) -> bool:
@@ -132,6 +134,7 @@ def condense(text: str, limit: int = MODEL_TEXT_CHARS) -> str:
 def parse_query(raw: str) -> ParsedQuery:
     parsed = ParsedQuery(raw=raw, text="")
     raw = bounded_query(raw)
+    parsed.report = read_report(raw)
     plain_lines: list[str] = []
     for line in raw.splitlines() or [raw]:
         typed = _TYPED.match(line)

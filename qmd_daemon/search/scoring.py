@@ -32,6 +32,8 @@ class ScoringWeights:
     doc_penalty: float = 0.5  # prose (markdown, rst, txt) when the question is not about docs
     changelog_penalty: float = 0.3  # CHANGES / CHANGELOG / HISTORY / NEWS mention everything
     preamble_penalty: float = 0.5  # code chunks that are only imports / package lines / header
+    frame_file: float = 1.0  # x top score, for a file a quoted stack frame names (innermost most)
+    frame_decay: float = 0.7  # each further frame file from the innermost
 
 
 PREAMBLE_CHECKED = 50  # candidates read for the preamble rule: those that could reach the page
@@ -196,6 +198,17 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
         if name.endswith(".d.ts"):
             cand.scale("type_declarations", weights.dts_penalty)
 
+
+
+def frame_file_boost(cands: list[Candidate], frame_ranks: dict[int, int], weights: ScoringWeights) -> None:
+    """A stack trace in the question names where it went wrong; `frame_ranks`: file id -> 0 for
+    the innermost frame file the trace names, 1 for the next one out, ..."""
+    if not frame_ranks or weights.frame_file == 0:
+        return
+    for cand in cands:
+        rank = frame_ranks.get(cand.chunk.file_id)
+        if rank is not None:
+            cand.add("frame_file", weights.frame_file * weights.frame_decay**rank)
 
 
 def preamble_penalty(
