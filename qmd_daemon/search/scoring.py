@@ -19,6 +19,7 @@ from qmd_daemon.search.query import ParsedQuery, content_words
 @dataclass(frozen=True)
 class ScoringWeights:
     definition: float = 3.0  # x top score, for chunks defining a queried symbol
+    definition_spread: float = 0.5  # definition / chunks defining the name ** this (not symbol queries)
     definition_stem: float = 1.5  # extra factor when the file stem is the symbol
     path_words: float = 1.0  # x top score x fraction of query words in the file stem/folder
     name_words: float = 1.0  # x top score x share of the question a defined compound name says
@@ -149,11 +150,19 @@ def definition_boost(
     if not parsed.symbols or weights.definition == 0:
         return
     factor = 1.0 if parsed.is_symbol_query else 0.5
+    # A name many chunks define (`kind`, `__init__`, a sentence's first word) says little about
+    # which one is meant: in a question naming several, each counts by how rare its definition is.
+    spread: dict[str, int] = {}
+    for names in defined.values():
+        for name in names:
+            spread[name] = spread.get(name, 0) + 1
     for cand in cands:
         names = defined.get(cand.chunk.id)
         if not names:
             continue
-        amount = weights.definition * top * factor
+        common = 1 if parsed.is_symbol_query else min(spread[n] for n in names)
+        rarity = common ** -weights.definition_spread
+        amount = weights.definition * top * factor * rarity
         stem = _stem(cand.chunk.path)
         if any(stem in (n, n.replace("_", ""), n.rstrip("s")) for n in names):
             amount *= weights.definition_stem
