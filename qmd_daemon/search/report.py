@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 # A run of path characters, taken whole (possessive, starting only where a run starts: linear);
-# `_EXTENSION` then says whether it names a source file.
+# `_EXTENSION` then says whether it names a source file (`//host.com:80` is a URL's).
 _RUN = r"(?<![\w./\\~-])(?P<path>[\w./\\~-]++)"
 _EXTENSION = re.compile(r"[^/\\]\.[A-Za-z]\w{0,4}$")
 _FRAMES = (
@@ -84,7 +84,7 @@ def read_report(text: str) -> Report:
         line = line[:1000]  # a minified line is not a frame; the regex stays cheap
         for pattern in _FRAMES:
             match = pattern.search(line)
-            if match and _EXTENSION.search(match.group("path")):
+            if match and _EXTENSION.search(match.group("path")) and not match.group("path").startswith("//"):
                 report.frames.append(_frame(match.group("path"), match.group("func") or ""))
                 break
         if len(report.frames) >= MAX_FRAMES:
