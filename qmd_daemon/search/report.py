@@ -31,11 +31,8 @@ _ERROR = re.compile(
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})[^\n]*\n(?P<body>.*?)^\s*\1", re.MULTILINE | re.DOTALL)
 _INLINE = re.compile(r"`([^`\n]{1,200})`")
 _PROMPT = re.compile(r"^\s*(?:>>>|\.\.\.|In \[\d+\]:|\$|>) ?(?P<code>.*)$", re.MULTILINE)
-# the literal parts of a message: between quoted or numeric values, which vary by run
-_VARIABLE = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`|<[^>]*>|\b0x[0-9a-f]+\b|\b\d[\d.e+-]*\b|[()\[\]{},:;=]")
 MAX_FRAMES = 40
 MAX_ERRORS = 4
-MIN_PHRASE_WORDS = 3
 
 
 @dataclass(frozen=True)
@@ -54,17 +51,6 @@ class Report:
     def frame_paths(self) -> list[str]:
         """Distinct frame files, innermost first: the innermost frames are where it went wrong."""
         return list(dict.fromkeys(f.path for f in reversed(self.frames)))
-
-    def error_phrases(self) -> list[str]:
-        """The longest literal run of each error message (quoted values and numbers removed): the
-        words of the string literal the code raised, searched as a phrase."""
-        phrases: list[str] = []
-        for message in self.errors:
-            runs = [" ".join(run.split()) for run in _VARIABLE.split(message)]
-            best = max(runs, key=lambda r: len(r.split()), default="")
-            if len(best.split()) >= MIN_PHRASE_WORDS:
-                phrases.append(best)
-        return list(dict.fromkeys(phrases))
 
 
 def _frame(path: str, qualified: str) -> Frame:

@@ -44,11 +44,6 @@ def test_a_frame_names_a_file_only_at_a_folder_boundary() -> None:
     assert not frame_file_matches("/usr/lib/site-packages/pkg/mod.py", "other/mod.py")
 
 
-def test_error_phrases_keep_the_literal_words_of_the_message() -> None:
-    report = read_report("ValueError: cannot reshape array of size 3 into shape (2,2)\n")
-    assert report.error_phrases() == ["cannot reshape array of size"]
-
-
 # Files that say the report's words often: without the trace, they would lead.
 WORDY = {
     f"pkg/printing/printer{i}.py": f"def render_{i}(expr):\n"
