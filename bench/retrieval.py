@@ -39,8 +39,11 @@ from qmd_daemon.ingest.languages import kind_of, language_of  # noqa: E402
 from qmd_daemon.search.scoring import ScoringWeights  # noqa: E402
 
 EVAL_DIR = Path(os.environ.get("QMD_EVAL_DIR", "/work/shared/eval"))
-SET_FILES = {"queries": "dev-queries.jsonl", "issues": "dev-issues.jsonl"}
+SET_FILES = {"queries": "dev-queries.jsonl", "issues": "dev-issues.jsonl",
+             "issues-git": "dev-issues-git.jsonl"}
+ISSUE_SETS = ("issues", "issues-git")  # whole tree, Acc@5 headline
 DEFAULT_CORPORA = Path("~/.cache/qmd-eval/corpora").expanduser()
+GIT_CORPORA = Path("~/.cache/qmd-eval/git-corpora").expanduser()  # issues-git: git checkouts
 CACHE_ROOT = Path("~/.cache/qmd-eval").expanduser()
 BASELINE = "bm25-file"
 SEARCH_LIMIT = 30  # hits are per chunk; ask for more so that 10 distinct files remain
@@ -178,6 +181,8 @@ def target_for(row: dict, scope: str, corpora: Path) -> Target:
     if row["set"] == "queries" and scope == "root":
         root = row["root"].strip("/")
         return Target(repo, f"{repo}-root", corpora / repo / root, root + "/")
+    if row["set"] == "issues-git":
+        corpora = GIT_CORPORA
     return Target(repo, repo, corpora / repo, "")
 
 
@@ -295,7 +300,7 @@ def group_rows(results: list[dict]) -> dict[str, list[dict]]:
 
 
 def format_method_table(method: str, set_name: str, results: list[dict]) -> str:
-    cols = ["ndcg@10", "acc@1", "acc@5"] + (["acc@10"] if set_name == "issues" else []) + ["mrr@10"]
+    cols = ["ndcg@10", "acc@1", "acc@5"] + (["acc@10"] if set_name in ISSUE_SETS else []) + ["mrr@10"]
     head = f"{'group':<22}{'n':>4}" + "".join(f"{c:>9}" for c in cols) + f"{'p50ms':>9}{'p95ms':>9}"
     lines = [f"== {set_name} / {method}", head, "-" * len(head)]
     for g, rows in group_rows(results).items():
@@ -326,7 +331,7 @@ def format_comparison(set_name: str, by_method: dict[str, list[dict]], metric: s
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--set", choices=["queries", "issues", "all"], default="queries")
+    p.add_argument("--set", choices=["queries", "issues", "issues-git", "all"], default="queries")
     p.add_argument("--scope", choices=["root", "whole"], default="root",
                    help="dev-queries scope (issues always use the whole tree)")
     p.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
@@ -388,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.files == "walk":
         ctx.walked = walk_targets(unique)
     else:
-        scope = "whole" if args.set == "issues" else args.scope
+        scope = "whole" if args.set in ISSUE_SETS else args.scope
         home = (args.home or CACHE_ROOT / f"home-{scope}").expanduser()
         log(f"[engine] home {home}")
         ctx.engine = open_engine(home, args.profile)
@@ -419,14 +424,14 @@ def main(argv: list[str] | None = None) -> int:
         by_method = results[s]
         if not by_method:
             continue
-        scope_note = "whole tree" if s == "issues" else f"scope={args.scope}"
+        scope_note = "whole tree" if s in ISSUE_SETS else f"scope={args.scope}"
         n = len(next(iter(by_method.values())))
         print(f"\n##### {s} ({n} queries, {scope_note}, files={args.files})")
         for m, rs in by_method.items():
             print("\n" + format_method_table(m, s, rs))
-        headline = "acc@5" if s == "issues" else "ndcg@10"
+        headline = "acc@5" if s in ISSUE_SETS else "ndcg@10"
         print("\n" + format_comparison(s, by_method, headline))
-        if s == "issues":
+        if s in ISSUE_SETS:
             print("\n" + format_comparison(s, by_method, "mrr@10"))
         out_json["sets"][s] = {
             m: {"groups": {g: aggregate(v) for g, v in group_rows(rs).items()}, "queries": rs}

@@ -12,12 +12,14 @@ from qmd_daemon.search.fusion import FusionParams, RankedList, fuse
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.lexical import DEFAULT_WEIGHTS, LexicalHit, lexical_search, question_idf
 from qmd_daemon.search.query import ParsedQuery, content_words, parse_query
+from qmd_daemon.search.report import frame_file_matches
 from qmd_daemon.search.rerank import rerank
 from qmd_daemon.search.results import shape_hits
 from qmd_daemon.search.scoring import (
     ScoringWeights,
     coherence_boost,
     definition_boost,
+    frame_file_boost,
     name_words_boost,
     path_penalties,
     path_word_boost,
@@ -105,6 +107,31 @@ def _symbol_candidates(
     for chunk_id, row in store.chunks_by_ids(extra).items():
         cands[chunk_id] = Candidate(row, score=0.0, ranks={"symbol": 1})
     return defined
+
+
+def _frame_candidates(
+    store: IndexStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate]
+) -> dict[int, int]:
+    """Files a quoted stack frame names join the candidates; returns file id -> rank of the
+    frame file (0: innermost)."""
+    frame_paths = parsed.report.frame_paths
+    if not frame_paths:
+        return {}
+    stems = list(dict.fromkeys(p.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower() for p in frame_paths))
+    ranks: dict[int, int] = {}
+    rows = store.chunks_by_ids(store.chunks_of_files_named(stems, collection_ids))
+    matched = {
+        cid: min((i for i, f in enumerate(frame_paths) if frame_file_matches(f, row.path)), default=None)
+        for cid, row in rows.items()
+    }
+    order = sorted({r for r in matched.values() if r is not None})
+    for chunk_id, rank in matched.items():
+        if rank is None:
+            continue
+        ranks[rows[chunk_id].file_id] = order.index(rank)
+        if chunk_id not in cands:
+            cands[chunk_id] = Candidate(rows[chunk_id], score=0.0, ranks={"frame": rank + 1})
+    return ranks
 
 
 class _Clock:
@@ -233,10 +260,12 @@ def run_search(
         cand.bm25 = bm25.get(chunk_id)
     if options.boosts:
         defined = _symbol_candidates(store, parsed, collection_ids, cands)
+        frame_ranks = _frame_candidates(store, parsed, collection_ids, cands)
         pool = list(cands.values())
         definition_boost(pool, parsed, 1.0, options.weights, defined)
         name_words_boost(pool, parsed, 1.0, options.weights, store.definitions_in, defined)
         path_word_boost(pool, parsed, 1.0, options.weights)
+        frame_file_boost(pool, frame_ranks, options.weights)
         path_penalties(pool, parsed, options.weights)
         preamble_penalty(pool, options.weights, store.last_lines)
         coherence_boost(pool, 1.0, options.weights)

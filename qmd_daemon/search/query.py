@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from qmd_daemon.ingest.cjk import cjk_bigrams, without_cjk
 from qmd_daemon.ingest.identifiers import looks_like_symbol, split_identifier
+from qmd_daemon.search.report import Report, read_report
 
 STOPWORDS = frozenset(
     """
@@ -18,6 +19,8 @@ STOPWORDS = frozenset(
     work works working code file files find show way ways thing things does
     """.split()
 )
+# Words every pasted snippet or session has (`from x import y`, `In [3]:`): not what it is about.
+CODE_NOISE = frozenset("import from in out self true false none def return print py python".split())
 _TYPED = re.compile(r"^\s*(lex|vec|hyde|intent)\s*:\s*(.*)$", re.IGNORECASE)
 _PHRASE = re.compile(r'"([^"]+)"')
 _EXCLUDE = re.compile(r"(?:^|\s)-([^\W\d][\w.-]*)")
@@ -55,6 +58,7 @@ class ParsedQuery:
     hyde: list[str] = field(default_factory=list)
     intent: str = ""
     model_text: str = ""  # the question as the models get it: condensed when long
+    report: Report = field(default_factory=Report)  # stack frames, error messages, code shown
 
     @property
     def is_symbol_query(self) -> bool:
@@ -132,6 +136,7 @@ def condense(text: str, limit: int = MODEL_TEXT_CHARS) -> str:
 def parse_query(raw: str) -> ParsedQuery:
     parsed = ParsedQuery(raw=raw, text="")
     raw = bounded_query(raw)
+    parsed.report = read_report(raw)
     plain_lines: list[str] = []
     for line in raw.splitlines() or [raw]:
         typed = _TYPED.match(line)
@@ -175,9 +180,7 @@ def parse_query(raw: str) -> ParsedQuery:
                 terms.setdefault(low, part)
     ordered = list(terms.values())
     if len(ordered) > MAX_TERMS:
-        # Long bug reports: keep identifiers first (they pin code), then the earliest words.
-        idents = [t for t in ordered if split_identifier(t)]
-        ordered = list(dict.fromkeys(idents + ordered))[:MAX_TERMS]
+        ordered = _report_terms(ordered, parsed.report, plain_lines)
     parsed.terms = ordered
     parts: dict[str, None] = {}
     for term in ordered:
@@ -186,6 +189,26 @@ def parse_query(raw: str) -> ParsedQuery:
                 parts.setdefault(part, None)
     parsed.parts = list(parts)
     return parsed
+
+
+def _report_terms(terms: list[str], report: Report, lines: list[str]) -> list[str]:
+    """MAX_TERMS of a long bug report's terms, read as an engineer reads it: the functions its
+    stack frames name and the compound identifiers first, then the words of the code it shows,
+    then its title and error messages, then the prose, each in the order written."""
+    frame_words = {f.function.lower() for f in report.frames}
+    code_words = {w.lower() for w in _words(report.code)}
+    title = next((ln for ln in lines if ln.strip()), "")
+    headline = {w.lower() for w in _words(" ".join([title, *report.errors]))}
+
+    def tier(term: str) -> int:
+        low = term.lower()
+        if low in frame_words or split_identifier(term):
+            return 0
+        if low in code_words and low not in CODE_NOISE:
+            return 1
+        return 2 if low in headline else 3
+
+    return sorted(terms, key=tier)[:MAX_TERMS]
 
 
 def content_words(parsed: ParsedQuery) -> list[str]:

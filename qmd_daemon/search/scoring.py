@@ -19,6 +19,7 @@ from qmd_daemon.search.query import ParsedQuery, content_words
 @dataclass(frozen=True)
 class ScoringWeights:
     definition: float = 3.0  # x top score, for chunks defining a queried symbol
+    definition_spread: float = 0.5  # definition / chunks defining the name ** this (not symbol queries)
     definition_stem: float = 1.5  # extra factor when the file stem is the symbol
     path_words: float = 1.0  # x top score x fraction of query words in the file stem/folder
     name_words: float = 1.0  # x top score x share of the question a defined compound name says
@@ -32,6 +33,8 @@ class ScoringWeights:
     doc_penalty: float = 0.5  # prose (markdown, rst, txt) when the question is not about docs
     changelog_penalty: float = 0.3  # CHANGES / CHANGELOG / HISTORY / NEWS mention everything
     preamble_penalty: float = 0.5  # code chunks that are only imports / package lines / header
+    frame_file: float = 1.0  # x top score, for a file a quoted stack frame names (innermost most)
+    frame_decay: float = 0.7  # each further frame file from the innermost
 
 
 PREAMBLE_CHECKED = 50  # candidates read for the preamble rule: those that could reach the page
@@ -147,11 +150,19 @@ def definition_boost(
     if not parsed.symbols or weights.definition == 0:
         return
     factor = 1.0 if parsed.is_symbol_query else 0.5
+    # A name many chunks define (`kind`, `__init__`, a sentence's first word) says little about
+    # which one is meant: in a question naming several, each counts by how rare its definition is.
+    spread: dict[str, int] = {}
+    for names in defined.values():
+        for name in names:
+            spread[name] = spread.get(name, 0) + 1
     for cand in cands:
         names = defined.get(cand.chunk.id)
         if not names:
             continue
-        amount = weights.definition * top * factor
+        common = 1 if parsed.is_symbol_query else min(spread[n] for n in names)
+        rarity = common ** -weights.definition_spread
+        amount = weights.definition * top * factor * rarity
         stem = _stem(cand.chunk.path)
         if any(stem in (n, n.replace("_", ""), n.rstrip("s")) for n in names):
             amount *= weights.definition_stem
@@ -196,6 +207,17 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
         if name.endswith(".d.ts"):
             cand.scale("type_declarations", weights.dts_penalty)
 
+
+
+def frame_file_boost(cands: list[Candidate], frame_ranks: dict[int, int], weights: ScoringWeights) -> None:
+    """A stack trace in the question names where it went wrong; `frame_ranks`: file id -> 0 for
+    the innermost frame file the trace names, 1 for the next one out, ..."""
+    if not frame_ranks or weights.frame_file == 0:
+        return
+    for cand in cands:
+        rank = frame_ranks.get(cand.chunk.file_id)
+        if rank is not None:
+            cand.add("frame_file", weights.frame_file * weights.frame_decay**rank)
 
 
 def preamble_penalty(

@@ -1,0 +1,103 @@
+"""Bug reports read as an engineer reads them (issue 11): the files and functions a stack trace
+names, the code a report shows before its prose, and names that many chunks define counting
+less than rare ones."""
+
+from pathlib import Path
+
+import pytest
+
+from qmd_daemon.engine import Engine
+from qmd_daemon.search.pipeline import SearchOptions
+from qmd_daemon.search.query import MAX_TERMS, parse_query
+from qmd_daemon.search.report import Frame, frame_file_matches, read_report
+from tests.conftest import indexed
+
+TRACES = {
+    "python": ('  File "/usr/lib/python3/site-packages/pkg/core/mul.py", line 12, in flatten',
+               Frame("/usr/lib/python3/site-packages/pkg/core/mul.py", "flatten")),
+    "windows python": ('  File "C:\\Python\\lib\\pkg\\core\\expr.py", line 3, in __new__',
+                       Frame("C:/Python/lib/pkg/core/expr.py", "__new__")),
+    "ipython": ("~/code/astro/wcs/wcs.py in wcs_pix2world(self, *args, **kwargs)",
+                Frame("~/code/astro/wcs/wcs.py", "wcs_pix2world")),
+    "java": ("\tat com.example.net.Client$Inner.send(Client.java:42)",
+             Frame("com/example/net/Client.java", "send")),
+    "node": ("    at handle (/app/src/server.js:10:5)", Frame("/app/src/server.js", "handle")),
+    "go": ("\t/home/me/go/src/app/cmd/main.go:42 +0x1d", Frame("/home/me/go/src/app/cmd/main.go", "")),
+    "rust": ("thread 'main' panicked at src/parser/lex.rs:12:5:", Frame("src/parser/lex.rs", "")),
+}
+
+
+@pytest.mark.parametrize("language", sorted(TRACES))
+def test_stack_frames_of_each_language_name_file_and_function(language: str) -> None:
+    line, frame = TRACES[language]
+    assert read_report(f"It crashes\n{line}\nthe end").frames == [frame]
+
+
+def test_a_url_or_a_version_is_not_a_frame() -> None:
+    assert read_report("see http://example.com:8080/x and version 1.2.3:4").frames == []
+
+
+def test_a_frame_names_a_file_only_at_a_folder_boundary() -> None:
+    assert frame_file_matches("/usr/lib/site-packages/pkg/mod.py", "pkg/mod.py")
+    assert frame_file_matches("com/example/Client.java", "src/main/java/com/example/Client.java")
+    assert not frame_file_matches("/usr/lib/site-packages/pkg/mod.py", "kg/mod.py")
+    assert not frame_file_matches("/usr/lib/site-packages/pkg/mod.py", "other/mod.py")
+
+
+# Files that say the report's words often: without the trace, they would lead.
+WORDY = {
+    f"pkg/printing/printer{i}.py": f"def render_{i}(expr):\n"
+    "    '''Render a product expression: print the product, its limits and the result.'''\n"
+    "    return print_product(expr, limits=True, result=True)\n"
+    for i in range(6)
+}
+TRACED = {
+    "pkg/core/flatten.py": "def flatten(seq):\n    out = []\n    for item in seq:\n        out.extend(item)\n"
+    "    return out\n",
+    "other/core/flatten.py": "def flatten(tree):\n    return list(tree)\n",
+}
+REPORT = """Printing a product of limits fails
+Rendering the product expression with its limits and result prints nothing, then fails:
+
+Traceback (most recent call last):
+  File "/home/me/report.py", line 3, in <module>
+  File "/home/me/venv/lib/python3.11/site-packages/pkg/core/flatten.py", line 4, in flatten
+TypeError: 'int' object is not iterable
+"""
+
+
+def test_the_innermost_frame_file_leads_even_when_other_files_say_more_words(
+    engine: Engine, tmp_path: Path
+) -> None:
+    name = indexed(engine, tmp_path / "p", {**WORDY, **TRACED})
+    hits = engine.search(REPORT, [name], options=SearchOptions(per_file=1, explain=True))
+    paths = [h.path for h in hits]
+    assert paths[0] == "pkg/core/flatten.py", [(h.path, h.explain) for h in hits]
+    other = [h for h in hits if h.path == "other/core/flatten.py"]
+    assert all("frame_file" not in h.explain["boosts"] for h in other)
+
+
+# `get_kind` is defined by many classes, `Derivative` by one: a report naming both is about the latter.
+KINDS = {
+    f"pkg/kinds/kind{i}.py": f"class Thing{i}:\n    def get_kind(self):\n"
+    "        '''The kind attribute: UndefinedKind unless a kind attribute is known.'''\n"
+    "        return UndefinedKind  # kind attribute, wrong kind\n"
+    for i in range(6)
+}
+FUNCTION = {"pkg/core/function.py": "class Derivative:\n    '''d/dx.'''\n    def __init__(self, e):\n"
+            "        self.e = e\n"}
+
+
+def test_a_rarely_defined_name_outweighs_one_many_chunks_define(engine: Engine, tmp_path: Path) -> None:
+    name = indexed(engine, tmp_path / "p", {**KINDS, **FUNCTION})
+    question = "Wrong Derivative get_kind: `Derivative(A, x).get_kind()` gives UndefinedKind"
+    hits = engine.search(question, [name], options=SearchOptions(per_file=1, explain=True))
+    assert hits[0].path == "pkg/core/function.py", [(h.path, h.explain["boosts"]) for h in hits]
+
+
+def test_a_long_report_keeps_the_names_its_code_calls_over_its_prose() -> None:
+    prose = " ".join(f"word{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(MAX_TERMS + 10))
+    report = f"Slow result\n{prose}\n\n```python\nresult = frobnicate(data)\n```\n"
+    terms = parse_query(report).terms
+    assert len(terms) == MAX_TERMS
+    assert "frobnicate" in terms and "Slow" in terms
