@@ -1,10 +1,13 @@
 """Retrieval eval: the engine against a plain file-level BM25 on /work/shared/eval.
 
-    python bench/retrieval.py [--set queries|issues|all] [--scope root|whole] [--corpora DIR]
-                              [--home DIR] [--repos a,b] [--methods engine,bm25-file] [--json OUT]
+    python bench/retrieval.py [--set queries,issues,broad,issues-git|all] [--scope root|whole]
+                              [--corpora DIR] [--git-corpora DIR] [--home DIR] [--repos a,b]
+                              [--methods engine,bm25-file] [--json OUT]
 
-Each repo is registered as a collection (root scope: corpus/<repo>/<root>; whole: corpus/<repo>;
-the issues set is always the whole tree) in a persistent home (default
+Sets: `queries` and `issues` (release tarballs in --corpora), `broad` and `issues-git` (git
+checkouts in --git-corpora, 19 languages); several in one run sit side by side. Each repo is
+registered as a collection (root scope: corpus/<repo>/<root>, a `root` of "" meaning the whole
+repo; whole: corpus/<repo>; the issue sets are always the whole tree) in a persistent home (default
 ~/.cache/qmd-eval/home-<scope>), so re-runs only pay the incremental `update`. Every query runs through
 every selected method; hits are reduced to files, prefixed with the collection's folder relative to
 the corpus and scored with bench/metrics.py (protocol: /work/shared/eval/README.md).
@@ -39,15 +42,23 @@ from qmd_daemon.ingest.languages import kind_of, language_of  # noqa: E402
 from qmd_daemon.search.scoring import ScoringWeights  # noqa: E402
 
 EVAL_DIR = Path(os.environ.get("QMD_EVAL_DIR", "/work/shared/eval"))
-SET_FILES = {"queries": "dev-queries.jsonl", "issues": "dev-issues.jsonl",
-             "issues-git": "dev-issues-git.jsonl"}
-ISSUE_SETS = ("issues", "issues-git")  # whole tree, Acc@5 headline
+SET_FILES = {
+    "queries": "dev-queries.jsonl",
+    "issues": "dev-issues.jsonl",
+    "broad": "dev-broad-queries.jsonl",
+    "issues-git": "dev-issues-git.jsonl",
+}
+ROOT_SCOPED_SETS = frozenset({"queries", "broad"})  # the others are scored over the whole tree
+GIT_SETS = frozenset({"broad", "issues-git"})  # corpora built from git checkouts
+ISSUE_SETS = frozenset({"issues", "issues-git"})  # headline Acc@5
 DEFAULT_CORPORA = Path("~/.cache/qmd-eval/corpora").expanduser()
-GIT_CORPORA = Path("~/.cache/qmd-eval/git-corpora").expanduser()  # issues-git: git checkouts
+DEFAULT_GIT_CORPORA = Path("~/.cache/qmd-eval/git-corpora").expanduser()
 CACHE_ROOT = Path("~/.cache/qmd-eval").expanduser()
 BASELINE = "bm25-file"
 SEARCH_LIMIT = 30  # hits are per chunk; ask for more so that 10 distinct files remain
 WARMUP_QUERY = "warm up the search path"
+FETCH_HINT = {False: "/work/shared/eval/get-dev-corpora.sh DEST",
+              True: "/work/shared/eval/get-dev-git-corpora.py --mirror-root DIR --out DEST"}
 
 MethodFn = Callable[[str, str], list[str]]
 
@@ -178,11 +189,9 @@ def load_set(set_name: str) -> list[dict]:
 
 def target_for(row: dict, scope: str, corpora: Path) -> Target:
     repo = row["repo"]
-    if row["set"] == "queries" and scope == "root":
-        root = row["root"].strip("/")
+    root = row.get("root", "").strip("/")
+    if row["set"] in ROOT_SCOPED_SETS and scope == "root" and root:
         return Target(repo, f"{repo}-root", corpora / repo / root, root + "/")
-    if row["set"] == "issues-git":
-        corpora = GIT_CORPORA
     return Target(repo, repo, corpora / repo, "")
 
 
@@ -280,7 +289,8 @@ def run_method(fn: MethodFn, rows: list[dict], targets: dict[tuple, Target], pro
         files = [t.prefix + p for p in reduce_to_files(paths)][:10]
         scores = score_query(files, row["relevant"], row.get("secondary", []))
         results.append({"set": row["set"], "index": row["index"], "repo": row["repo"],
-                        "category": row["category"], "query": row["query"][:200],
+                        "category": row["category"], "language": row.get("language", ""),
+                        "query": row["query"][:200],
                         "relevant": row["relevant"], "files": files, "ms": round(ms, 3), **scores})
         if n % 10 == 0 or n == len(rows):
             log(f"[{progress}] {n}/{len(rows)}")
@@ -295,6 +305,8 @@ def group_rows(results: list[dict]) -> dict[str, list[dict]]:
     for r in results:
         if len(cats) > 1:  # one category (the issues set) would only repeat ALL
             groups[f"cat:{r['category']}"].append(r)
+    for r in sorted((r for r in results if r.get("language")), key=lambda r: r["language"]):
+        groups[f"lang:{r['language']}"].append(r)
     groups["ALL"] = list(results)
     return groups
 
@@ -329,12 +341,25 @@ def format_comparison(set_name: str, by_method: dict[str, list[dict]], metric: s
     return "\n".join(lines)
 
 
+def parse_sets(value: str) -> list[str]:
+    names = [s.strip() for s in value.split(",") if s.strip()]
+    if names == ["all"]:
+        return list(SET_FILES)
+    unknown = [s for s in names if s not in SET_FILES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown set(s) {unknown}; known: {', '.join(SET_FILES)}, all")
+    return names
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--set", choices=["queries", "issues", "issues-git", "all"], default="queries")
+    p.add_argument("--set", type=parse_sets, default=["queries"],
+                   help=f"comma-separated, from: {', '.join(SET_FILES)}; or all")
     p.add_argument("--scope", choices=["root", "whole"], default="root",
-                   help="dev-queries scope (issues always use the whole tree)")
-    p.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
+                   help="scope of queries and broad (the issue sets always use the whole tree)")
+    p.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA, help="release-tarball corpora")
+    p.add_argument("--git-corpora", type=Path, default=DEFAULT_GIT_CORPORA,
+                   help="git-checkout corpora of broad and issues-git (get-dev-git-corpora.py)")
     p.add_argument("--home", type=Path, default=None,
                    help="engine state dir (default ~/.cache/qmd-eval/home-<scope>; reused across runs)")
     p.add_argument("--repos", default="", help="comma-separated repo names (default: all)")
@@ -367,12 +392,13 @@ def main(argv: list[str] | None = None) -> int:
     if not methods:
         log("no methods to run")
         return 2
-    corpora = args.corpora.expanduser()
-    if not corpora.is_dir():
-        log(f"no corpora at {corpora}: run /work/shared/eval/get-dev-corpora.sh {corpora}")
-        return 2
+    sets: list[str] = args.set
+    corpora_of = {s: (args.git_corpora if s in GIT_SETS else args.corpora).expanduser() for s in sets}
+    for s, corpora in corpora_of.items():
+        if not corpora.is_dir():
+            log(f"no corpora for {s} at {corpora}: run {FETCH_HINT[s in GIT_SETS]}")
+            return 2
 
-    sets = ["queries", "issues"] if args.set == "all" else [args.set]
     rows = [r for s in sets for r in load_set(s)]
     if args.repos:
         keep = {r.strip() for r in args.repos.split(",")}
@@ -380,11 +406,11 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         log("no queries selected")
         return 2
-    targets = {(r["set"], r["repo"]): target_for(r, args.scope, corpora) for r in rows}
+    targets = {(r["set"], r["repo"]): target_for(r, args.scope, corpora_of[r["set"]]) for r in rows}
     unique = list({t.name: t for t in targets.values()}.values())
     missing = [str(t.folder) for t in unique if not t.folder.is_dir()]
     if missing:
-        log(f"missing corpus folders {missing}: run /work/shared/eval/get-dev-corpora.sh {corpora}")
+        log(f"missing corpus folders {missing}: run {' or '.join(FETCH_HINT.values())}")
         return 2
 
     ctx = Context(targets={t.name: t for t in unique})
@@ -393,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.files == "walk":
         ctx.walked = walk_targets(unique)
     else:
-        scope = "whole" if args.set in ISSUE_SETS else args.scope
+        scope = "whole" if not ROOT_SCOPED_SETS & set(sets) else args.scope
         home = (args.home or CACHE_ROOT / f"home-{scope}").expanduser()
         log(f"[engine] home {home}")
         ctx.engine = open_engine(home, args.profile)
@@ -424,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
         by_method = results[s]
         if not by_method:
             continue
-        scope_note = "whole tree" if s in ISSUE_SETS else f"scope={args.scope}"
+        scope_note = f"scope={args.scope}" if s in ROOT_SCOPED_SETS else "whole tree"
         n = len(next(iter(by_method.values())))
         print(f"\n##### {s} ({n} queries, {scope_note}, files={args.files})")
         for m, rs in by_method.items():

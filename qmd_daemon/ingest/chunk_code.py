@@ -13,6 +13,7 @@ caller (`chunking.chunk_text`) then uses the regex fallback.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 import threading
 from dataclasses import dataclass, field
@@ -57,8 +58,23 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
     "ruby": ("tree_sitter_ruby", "language"),
     "php": ("tree_sitter_php", "language_php"),
     "csharp": ("tree_sitter_c_sharp", "language"),
+    "kotlin": ("tree_sitter_kotlin", "language"),
+    "scala": ("tree_sitter_scala", "language"),
+    "swift": ("tree_sitter_swift", "language"),
+    "elixir": ("tree_sitter_elixir", "language"),
+    "haskell": ("tree_sitter_haskell", "language"),
+    "lua": ("tree_sitter_lua", "language"),
+    "zig": ("tree_sitter_zig", "language"),
+    "shell": ("tree_sitter_bash", "language"),
 }
 SUPPORTED_LANGUAGES = frozenset(_GRAMMARS)
+
+
+def available_languages() -> list[str]:
+    """The languages whose grammar package is installed here, sorted. Without one a language is
+    chunked by the regex fallback, so this list is part of the chunker's version: installing a
+    grammar (or adding a language above) re-chunks what the fallback chunked."""
+    return sorted(lang for lang, (module, _) in _GRAMMARS.items() if importlib.util.find_spec(module))
 
 
 @dataclass(frozen=True)
@@ -68,6 +84,13 @@ class _Spec:
     transparent: frozenset[str] = frozenset()  # non-definitions whose children are split when large
     wrappers: frozenset[str] = frozenset()  # nodes wrapping one definition (export, decorators...)
     attach: frozenset[str] = frozenset({"comment"})  # siblings that stick to the next definition
+    bodies: frozenset[str] = frozenset()  # member-list node types, where the grammar has no `body` field
+
+    def body_of(self, node: Any) -> Any | None:
+        body = node.child_by_field_name("body")
+        if body is None and self.bodies:
+            body = next((c for c in node.named_children if c.type in self.bodies), None)
+        return body
 
 
 _JS_DEFS = {
@@ -186,9 +209,50 @@ _SPECS: dict[str, _Spec] = {
              "record_struct_declaration", "namespace_declaration"}
         ),
     ),
+    "kotlin": _Spec(
+        {"class_declaration": "class", "object_declaration": "object", "companion_object": "object",
+         "function_declaration": "function", "secondary_constructor": "method", "type_alias": "type"},
+        containers=frozenset({"class_declaration", "object_declaration", "companion_object"}),
+        attach=frozenset({"line_comment", "block_comment"}),
+        bodies=frozenset({"class_body", "enum_class_body", "function_body"}),
+    ),
+    "scala": _Spec(
+        {"class_definition": "class", "object_definition": "object", "trait_definition": "trait",
+         "enum_definition": "enum", "package_object": "object", "function_definition": "function",
+         "function_declaration": "function", "type_definition": "type", "given_definition": "const",
+         "extension_definition": "impl"},
+        containers=frozenset({"class_definition", "object_definition", "trait_definition", "enum_definition",
+                              "package_object", "extension_definition"}),
+        attach=frozenset({"comment", "block_comment"}),
+    ),
+    "swift": _Spec(
+        {"class_declaration": "class", "protocol_declaration": "interface",
+         "function_declaration": "function", "protocol_function_declaration": "method",
+         "init_declaration": "method",
+         "subscript_declaration": "method", "typealias_declaration": "type"},
+        containers=frozenset({"class_declaration", "protocol_declaration"}),
+        attach=frozenset({"comment", "multiline_comment"}),
+    ),
+    # Elixir's definitions are macro calls (defmodule, def, ...): `_Collector.statement` reads them.
+    "elixir": _Spec({}, attach=frozenset({"comment"}), bodies=frozenset({"do_block"})),
+    "haskell": _Spec(
+        {"function": "function", "bind": "function", "data_type": "type", "newtype": "type",
+         "type_synonym": "type", "type_family": "type", "class": "class", "instance": "impl"},
+        containers=frozenset({"class", "instance"}),
+        transparent=frozenset({"declarations"}),
+        # a type signature and its haddock belong to the equations below them
+        attach=frozenset({"comment", "haddock", "signature", "pragma"}),
+        bodies=frozenset({"class_declarations", "instance_declarations"}),
+    ),
+    "lua": _Spec({"function_declaration": "function"}, attach=frozenset({"comment"})),
+    "zig": _Spec(
+        {"function_declaration": "function", "test_declaration": "test"},
+        attach=frozenset({"comment"}),
+    ),
+    "shell": _Spec({"function_definition": "function"}, attach=frozenset({"comment"})),
 }
 
-_CLASSY = frozenset({"class", "struct", "interface", "trait", "impl", "enum"})
+_CLASSY = frozenset({"class", "struct", "interface", "trait", "impl", "enum", "object", "module"})
 _VAR_KINDS = frozenset({"const", "variable"})
 _COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
 # Node types that never contain definitions worth recording: the walk does not enter them.
@@ -201,13 +265,16 @@ _NO_DEFS_INSIDE = frozenset(
      "field_declaration_list", "enumerator_list", "enum_variant_list", "use_declaration",
      "import_declaration", "package_clause", "package_declaration", "preproc_include", "using_directive",
      "namespace_use_declaration",
-     "enum_body", "enum_member_declaration_list", "enum_declaration_list", "object_type"}
+     "enum_body", "enum_member_declaration_list", "enum_declaration_list", "object_type",
+     # Haskell: type-level `function` nodes (a -> b) live in these
+     "signature", "data_constructors", "gadt_constructors", "deriving", "type_params", "type_patterns",
+     "fundeps"}
 )
 _NO_DEFS_MARKERS = ("expression", "literal", "argument", "parameter", "identifier", "annotation", "string")
 _SKIP_CACHE: dict[str, bool] = {}
 # Languages whose functions often hold nested named functions/classes worth recording; inside a
 # function the walk only enters statement blocks.
-_NESTED_DEFS = frozenset({"python", "javascript", "typescript", "tsx", "ruby", "php"})
+_NESTED_DEFS = frozenset({"python", "javascript", "typescript", "tsx", "ruby", "php", "lua"})
 _BLOCKY_SUFFIXES = ("block", "body", "clause", "_statement", "body_statement", "do_block", "then", "else",
                     "ensure", "rescue", "begin", "when", "in_clause", "case")
 _BLOCKY_CACHE: dict[str, bool] = {}
@@ -225,7 +292,17 @@ _STATEMENTS: dict[str, frozenset[str]] = {
     "c": frozenset({"declaration", "field_declaration"}),
     "cpp": frozenset({"declaration", "field_declaration"}),
     "php": frozenset({"const_declaration"}),
+    "elixir": frozenset({"call"}),
+    "lua": frozenset({"variable_declaration", "assignment_statement"}),
+    "zig": frozenset({"variable_declaration"}),
 }
+_ELIXIR_MODULES = {"defmodule": "module", "defprotocol": "interface", "defimpl": "impl"}
+_ELIXIR_FUNCTIONS = {"def": "function", "defp": "function", "defmacro": "macro", "defmacrop": "macro",
+                     "defguard": "function", "defguardp": "function", "defdelegate": "function",
+                     "defn": "function", "defnp": "function"}
+_SWIFT_KINDS = {"struct": "struct", "enum": "enum", "extension": "impl", "actor": "class"}
+_ZIG_CONTAINERS = {"struct_declaration": "struct", "enum_declaration": "enum", "union_declaration": "struct",
+                   "opaque_declaration": "struct", "error_set_declaration": "enum"}
 _C_NAME_TYPES = frozenset(
     {"identifier", "field_identifier", "type_identifier", "qualified_identifier", "destructor_name",
      "operator_name", "operator_cast", "template_function", "template_type", "primitive_type"}
@@ -374,7 +451,7 @@ class _Collector:
     def definition(self, node: Any, kind: str, ctx: str) -> _Def | None:
         t = node.type
         lang = self.language
-        body = node.child_by_field_name("body")
+        body = self.spec.body_of(node)
         name_node = node.child_by_field_name("name")
         name = self.text(name_node, 160)
         if kind == "function" and ctx in _CLASSY:
@@ -403,6 +480,12 @@ class _Collector:
             name = "<< " + self.text(name_node, 120)
         elif t == "operator_declaration" and not name:
             name = "operator"
+        elif t == "class_declaration" and lang == "swift":
+            declared = self.text(node.child_by_field_name("declaration_kind"), 20)
+            kind = _SWIFT_KINDS.get(declared, kind)
+        elif t == "test_declaration":
+            name_node = next((c for c in node.named_children if c.type in ("string", "identifier")), None)
+            name = self.text(name_node, 160).strip('"')
         if not name and name_node is None:
             for child in node.named_children:
                 if "identifier" in child.type or child.type in ("name", "constant"):
@@ -515,6 +598,12 @@ class _Collector:
                     return True
                 return False
             return False
+        if lang == "elixir":
+            return self.elixir_call(node, ctx)
+        if lang == "lua":
+            return self.lua_assignment(node, top)
+        if lang == "zig":
+            return self.zig_declaration(node, top)
         if lang == "php" and t == "const_declaration" and (top or ctx in _CLASSY):
             for element in node.named_children:
                 if element.type == "const_element":
@@ -523,6 +612,61 @@ class _Collector:
                         self.add(element, self.text(name_node), "const", name_node, sig_node=node)
             return True
         return False
+
+    def elixir_call(self, node: Any, ctx: str) -> bool:
+        """defmodule/defprotocol/defimpl (containers) and def/defp/defmacro... (functions); any
+        other call is an expression, not entered."""
+        macro = self.text(node.child_by_field_name("target"), 20)
+        args = next((c for c in node.named_children if c.type == "arguments"), None)
+        head = args.named_children[0] if args is not None and args.named_child_count else None
+        if macro in _ELIXIR_MODULES:
+            body = self.spec.body_of(node)
+            self.add(node, self.text(head, 160), _ELIXIR_MODULES[macro], head, body=body, sig_body=body,
+                     container=True)
+            self.walk(body, "module", False)
+            return True
+        if macro in _ELIXIR_FUNCTIONS and head is not None:
+            if head.type == "binary_operator":  # def name(args) when guard
+                head = head.child_by_field_name("left") or head
+            name_node = head.child_by_field_name("target") if head.type == "call" else head
+            kind = _ELIXIR_FUNCTIONS[macro]
+            self.add(node, self.text(name_node, 160), kind, name_node, sig_body=self.spec.body_of(node))
+        return True
+
+    def lua_assignment(self, node: Any, top: bool) -> bool:
+        """`local f = function() end` and `M.f = function() end` are function definitions."""
+        assign = node if node.type == "assignment_statement" else next(
+            (c for c in node.named_children if c.type == "assignment_statement"), None)
+        if assign is None:
+            return True
+        names = next((c for c in assign.named_children if c.type == "variable_list"), None)
+        values = next((c for c in assign.named_children if c.type == "expression_list"), None)
+        if names is None or values is None or not names.named_child_count or not values.named_child_count:
+            return True
+        value = values.named_children[0]
+        if value.type == "function_definition":
+            name_node = names.named_children[0]
+            kind = "method" if name_node.type != "identifier" else "function"
+            body = value.child_by_field_name("body")
+            self.add(node, self.text(name_node, 160), kind, name_node, sig_body=body)
+        return True
+
+    def zig_declaration(self, node: Any, top: bool) -> bool:
+        """`const Name = struct {...}` is a container (its members are split when large); other
+        top-level constants are recorded, imports (`@import`) are not."""
+        name_node = next((c for c in node.named_children if c.type == "identifier"), None)
+        if name_node is None:
+            return True
+        value = next((c for c in node.named_children if c.type in _ZIG_CONTAINERS), None)
+        if value is not None:
+            self.add(node, self.text(name_node, 160), _ZIG_CONTAINERS[value.type], name_node, body=value,
+                     sig_body=value, container=True)
+            self.walk(value, _ZIG_CONTAINERS[value.type], False)
+            return True
+        if top and not any(c.type == "builtin_function" for c in node.named_children):
+            is_const = self.src[node.start_byte : node.end_byte].removeprefix(b"pub ").startswith(b"const")
+            self.add(node, self.text(name_node, 160), "const" if is_const else "variable", name_node)
+        return True
 
     # -- the walk -----------------------------------------------------------------------------
 
@@ -548,7 +692,7 @@ class _Collector:
                 func = inner_ctx in ("function", "method")
                 if func and self.language not in _NESTED_DEFS:
                     continue
-                self.walk(child.child_by_field_name("body") or child, inner_ctx, False, in_func or func)
+                self.walk(self.spec.body_of(child) or child, inner_ctx, False, in_func or func)
                 continue
             if t in spec.wrappers or (t == "expression_statement" and child.named_child_count == 1
                                       and child.named_children[0].type in spec.defs):
@@ -585,7 +729,7 @@ class _Partitioner:
     caps: Caps
 
     def members(self, node: Any) -> list[Any]:
-        body = node.child_by_field_name("body")
+        body = self.spec.body_of(node)
         return list((body if body is not None else node).named_children)
 
     def partition(self, children: list[Any], lo: int, hi: int, heading: str, depth: int) -> list[Piece]:

@@ -8,9 +8,10 @@ characters into several chunks of that one line.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 
-from qmd_daemon.ingest.chunk_code import SUPPORTED_LANGUAGES, chunk_code
+from qmd_daemon.ingest.chunk_code import SUPPORTED_LANGUAGES, available_languages, chunk_code
 from qmd_daemon.ingest.chunk_fallback import (
     MAX_CHARS,
     MAX_LINES,
@@ -27,8 +28,16 @@ log = logging.getLogger(__name__)
 
 __all__ = ["CHUNKER_VERSION", "MAX_CHARS", "MAX_LINES", "OVERLAP_LINES", "SUPPORTED_LANGUAGES", "chunk_text"]
 
-# Stored per collection: when chunking changes, the next update re-chunks every file.
-CHUNKER_VERSION = f"1:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}"
+
+
+def grammar_key(languages: list[str]) -> str:
+    """A short stable key for a list of grammar languages (part of CHUNKER_VERSION)."""
+    return hashlib.sha1(",".join(sorted(languages)).encode()).hexdigest()[:10]
+
+
+# Stored per collection: when chunking changes, the next update re-chunks every file. The grammar
+# key follows the languages parsed with tree-sitter here, so a new grammar needs no manual bump.
+CHUNKER_VERSION = f"1:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}"
 
 
 def chunk_text(

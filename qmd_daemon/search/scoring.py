@@ -39,8 +39,17 @@ class ScoringWeights:
 
 PREAMBLE_CHECKED = 50  # candidates read for the preamble rule: those that could reach the page
 
+# Test files by each language's convention, matched on the lower-cased path: test folders (also
+# .NET's `Foo.Tests/` projects), `test_x.py`/`test_x.lua`, `x_test.go`/`x_test.exs`,
+# `x_spec.rb`/`x_spec.lua`, `x.test.ts`/`x.spec.js`, `x.bats`, pytest's conftest.
 _TEST_PATH = re.compile(
-    r"(^|/)(tests?|testing|__tests__|spec|specs)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+|conftest\.py)$"
+    r"(^|/)(tests?|testing|__tests__|spec|specs|[^/]+\.tests?)/"
+    r"|(^|/)(test_[^/]*|[^/]*_(test|spec)\.\w+|[^/]*\.(test|spec)\.\w+|[^/]*\.bats|conftest\.py)$"
+)
+# JVM, .NET, Swift and Haskell name a test class after the class it tests: `UserTest.kt`,
+# `ParserTests.cs`, `JsonSpec.scala`, `SessionTests.swift`; matched with case, so `Latest.java` is not.
+_TEST_CLASS_FILE = re.compile(
+    r"[a-z0-9](Test|Tests|Spec|Specs|Suite)\.(java|kt|kts|scala|swift|cs|hs|groovy)$"
 )
 _EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|docs_src)/")
 _CHANGELOG_NAME = re.compile(r"(^|/)(changes|changelog|history|news|release[-_]?notes)(\.\w+)?$")
@@ -66,7 +75,7 @@ def asks_for_docs(parsed: ParsedQuery) -> bool:
 
 
 def is_test_path(path: str) -> bool:
-    return bool(_TEST_PATH.search(path.lower()))
+    return bool(_TEST_PATH.search(path.lower()) or _TEST_CLASS_FILE.search(path))
 
 
 def _name_and_parent(path: str) -> tuple[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sqlite3
 from pathlib import Path
@@ -26,6 +27,29 @@ def test_target_scopes(tmp_path):
     # the issues set is always the whole tree
     t = retrieval.target_for(_row(set="issues"), "root", tmp_path)
     assert (t.name, t.prefix) == ("aiohttp", "")
+
+
+
+def test_broad_set_scopes_languages_and_set_names(tmp_path):
+    broad = _row(set="broad", repo="cobra", root="", language="go")
+    # root "" is the whole repository: one collection, no prefix, in either scope
+    for scope in ("root", "whole"):
+        t = retrieval.target_for(broad, scope, tmp_path)
+        assert (t.name, t.folder, t.prefix) == ("cobra", tmp_path / "cobra", "")
+    t = retrieval.target_for({**broad, "repo": "zls", "root": "src", "language": "zig"}, "root", tmp_path)
+    assert (t.name, t.prefix) == ("zls-root", "src/")
+    t = retrieval.target_for(_row(set="issues-git", repo="sympy-git"), "root", tmp_path)
+    assert (t.name, t.prefix) == ("sympy-git", "")
+    scores = {"ms": 1.0, "ndcg@10": 1.0, "acc@1": 1.0, "acc@5": 1.0, "acc@10": 1.0, "mrr@10": 1.0}
+    rows = [{"set": "broad", "repo": r, "category": "semantic", "language": lang, **scores}
+            for r, lang in (("a", "go"), ("b", "zig"))]
+    groups = retrieval.group_rows(rows)
+    assert [len(groups["lang:go"]), len(groups["lang:zig"])] == [1, 1]
+    assert "acc@10" in retrieval.format_method_table("lexical", "issues-git", rows)
+    assert retrieval.parse_sets("all") == list(retrieval.SET_FILES)
+    assert retrieval.parse_sets("broad,issues-git") == ["broad", "issues-git"]
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown set"):
+        retrieval.parse_sets("broad,nope")
 
 
 def test_run_method_prefixes_reduces_and_scores(tmp_path):

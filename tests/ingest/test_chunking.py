@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -9,7 +12,7 @@ import pytest
 
 from qmd_daemon.ingest.chunk_code import SUPPORTED_LANGUAGES, chunk_code, has_grammar
 from qmd_daemon.ingest.chunk_model import Chunk
-from qmd_daemon.ingest.chunking import chunk_text
+from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
 
 
 def split_file_lines(text: str) -> list[str]:
@@ -530,6 +533,256 @@ CSHARP = textwrap.dedent(
     """
 )
 
+KOTLIN = textwrap.dedent(
+    """\
+    package shop.orders
+
+    import kotlinx.coroutines.Job
+
+    /** An order book. */
+    class OrderBook(private val owner: String) {
+        private val orders = mutableListOf<Order>()
+
+        fun add(order: Order) {
+            orders.add(order)
+        }
+
+        fun total(): Long {
+            return orders.sumOf { it.amount }
+        }
+
+        companion object Factory {
+            fun empty(): OrderBook = OrderBook("nobody")
+        }
+    }
+
+    object Registry {
+        fun lookup(id: Int): OrderBook? = null
+    }
+
+    typealias Orders = List<Order>
+
+    fun launchAll(jobs: List<Job>) {
+        jobs.forEach { it.start() }
+    }
+    """
+)
+
+SCALA = textwrap.dedent(
+    """\
+    package io.shop
+
+    import cats.Eq
+
+    /** A JSON value. */
+    sealed abstract class Json extends Product {
+      def isNull: Boolean
+
+      def fold[X](jsonNull: => X, jsonBoolean: Boolean => X): X = {
+        jsonNull
+      }
+    }
+
+    object Json {
+      final case class JBoolean(value: Boolean) extends Json {
+        def isNull: Boolean = false
+      }
+
+      def fromBoolean(value: Boolean): Json = JBoolean(value)
+    }
+
+    trait Encoder[A] {
+      def apply(a: A): Json
+    }
+
+    type Result[A] = Either[String, A]
+    """
+)
+
+SWIFT = textwrap.dedent(
+    """\
+    import Foundation
+
+    /// Creates and manages requests.
+    open class Session {
+        public let queue: DispatchQueue
+
+        public init(queue: DispatchQueue) {
+            self.queue = queue
+        }
+
+        func cancelAllRequests() {
+            queue.async { }
+        }
+    }
+
+    extension Session {
+        func request(_ url: String) -> String {
+            return url
+        }
+    }
+
+    public protocol RequestAdapter {
+        func adapt(_ request: String) -> String
+    }
+
+    struct Timing {
+        let start: Double
+    }
+
+    public typealias Handler = (String) -> Void
+
+    func makeSession() -> Session {
+        return Session(queue: .main)
+    }
+    """
+)
+
+ELIXIR = textwrap.dedent(
+    """\
+    defmodule Plug.Conn do
+      @moduledoc "The connection."
+
+      defstruct assigns: %{}, halted: false
+
+      @doc "Assigns a value."
+      def assign(%Plug.Conn{assigns: assigns} = conn, key, value) when is_atom(key) do
+        %{conn | assigns: Map.put(assigns, key, value)}
+      end
+
+      def halt(conn) do
+        %{conn | halted: true}
+      end
+
+      defp run_before_send(conn, state) do
+        conn
+      end
+
+      defmacro sigil(term, _modifiers), do: term
+    end
+
+    defprotocol Plug.Exception do
+      def status(exception)
+    end
+    """
+)
+
+HASKELL = textwrap.dedent(
+    """\
+    module XMonad.Core (X, runX, LayoutClass(..)) where
+
+    import Data.Maybe (fromMaybe)
+
+    -- | The X monad.
+    newtype X a = X (IO a)
+
+    data WindowSet = WindowSet { current :: Int, visible :: [Int] }
+
+    type Window = Int
+
+    -- | Run the X monad.
+    runX :: X a -> IO a
+    runX (X io) = io
+
+    class LayoutClass layout where
+        runLayout :: layout -> Int -> IO [Int]
+        runLayout _ n = return [n]
+
+        doLayout :: layout -> Int -> IO [Int]
+        doLayout l n = runLayout l n
+
+        description :: layout -> String
+        description _ = "layout"
+
+    instance Show WindowSet where
+        show ws = "windows " ++ show (current ws)
+
+    whenJust :: Maybe a -> (a -> IO ()) -> IO ()
+    whenJust mg f = maybe (return ()) f mg
+    """
+)
+
+LUA = textwrap.dedent(
+    """\
+    local Util = require("lazy.core.util")
+
+    local M = {}
+
+    ---@param opts table
+    function M.setup(opts)
+      M.options = opts or {}
+      return M.options
+    end
+
+    function M:reload()
+      self.loaded = false
+    end
+
+    local function normalize(name)
+      return name:lower()
+    end
+
+    M.find = function(name)
+      return normalize(name)
+    end
+
+    return M
+    """
+)
+
+ZIG = textwrap.dedent(
+    """\
+    const std = @import("std");
+
+    pub const max_depth = 16;
+
+    /// A language server.
+    pub const Server = struct {
+        allocator: std.mem.Allocator,
+
+        pub fn init(allocator: std.mem.Allocator) Server {
+            return .{ .allocator = allocator };
+        }
+
+        pub fn deinit(self: *Server) void {
+            _ = self;
+        }
+    };
+
+    pub const Status = enum { idle, busy };
+
+    fn parseHeader(line: []const u8) usize {
+        return line.len;
+    }
+
+    test "parse header" {
+        try std.testing.expect(parseHeader("ab") == 2);
+    }
+    """
+)
+
+SHELL = textwrap.dedent(
+    """\
+    #!/usr/bin/env bash
+    NVM_DIR="${HOME}/.nvm"
+
+    # Print to stdout.
+    nvm_echo() {
+      command printf %s\\n "$*" 2>/dev/null
+    }
+
+    nvm_err() {
+      >&2 nvm_echo "$@"
+    }
+
+    function nvm_has() {
+      type "${1-}" >/dev/null 2>&1
+    }
+
+    nvm_echo "loaded"
+    """
+)
+
 # (language, path, text, {name: kind}, name of a container, name of a member inside it)
 CASES = [
     ("javascript", "src/router.js", JS,
@@ -563,6 +816,32 @@ CASES = [
     ("csharp", "src/Order.cs", CSHARP,
      {"Shop.Orders": "namespace", "Order": "class", "Id": "property", "Total": "method",
       "IOrderRepository": "interface", "Status": "enum", "Money": "struct"}, "Order", "Total"),
+    ("kotlin", "src/OrderBook.kt", KOTLIN,
+     {"OrderBook": "class", "add": "method", "total": "method", "Factory": "object", "empty": "method",
+      "Registry": "object", "lookup": "method", "Orders": "type", "launchAll": "function"},
+     "OrderBook", "total"),
+    ("scala", "src/Json.scala", SCALA,
+     {"Json": "object", "isNull": "method", "fold": "method", "JBoolean": "class", "fromBoolean": "method",
+      "Encoder": "trait", "apply": "method", "Result": "type"}, "Json", "fromBoolean"),
+    ("swift", "Source/Session.swift", SWIFT,
+     {"Session": "impl", "init": "method", "cancelAllRequests": "method", "request": "method",
+      "RequestAdapter": "interface", "adapt": "method", "Timing": "struct", "Handler": "type",
+      "makeSession": "function"}, "Session", "cancelAllRequests"),
+    ("elixir", "lib/plug/conn.ex", ELIXIR,
+     {"Plug.Conn": "module", "assign": "function", "halt": "function", "run_before_send": "function",
+      "sigil": "macro", "Plug.Exception": "interface", "status": "function"}, "Plug.Conn", "halt"),
+    ("haskell", "src/XMonad/Core.hs", HASKELL,
+     {"X": "type", "WindowSet": "type", "Window": "type", "runX": "function", "LayoutClass": "class",
+      "description": "method", "Show": "impl", "show": "method", "whenJust": "function"}, "LayoutClass",
+     "description"),
+    ("lua", "lua/lazy/core/config.lua", LUA,
+     {"M.setup": "function", "M:reload": "function", "normalize": "function", "M.find": "method"},
+     None, None),
+    ("zig", "src/Server.zig", ZIG,
+     {"max_depth": "const", "Server": "struct", "init": "method", "deinit": "method", "Status": "enum",
+      "parseHeader": "function", "parse header": "test"}, "Server", "deinit"),
+    ("shell", "nvm.sh", SHELL, {"nvm_echo": "function", "nvm_err": "function", "nvm_has": "function"},
+     None, None),
 ]
 
 
@@ -739,3 +1018,21 @@ def test_real_files_from_the_installed_packages(tmp_path: Path) -> None:
         chunks = chunk_text(str(copy), copy.read_text(encoding="utf-8", errors="surrogateescape"), "python")
         assert_valid(text, chunks)
         assert all(c.end_line - c.start_line + 1 <= 70 and len(c.text) <= 2400 for c in chunks), file
+
+
+def test_chunker_version_follows_the_grammar_list() -> None:
+    """Without the Kotlin grammar (a real interpreter where the wheel cannot be imported) .kt files
+    are chunked by the fallback, so the version differs and the next update re-chunks them."""
+    script = (
+        "import json, sys\n"
+        "sys.modules['tree_sitter_kotlin'] = None  # as if the wheel were not installed\n"
+        "from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text\n"
+        "chunks = chunk_text('src/OrderBook.kt', sys.stdin.read())\n"
+        "print(json.dumps([CHUNKER_VERSION, [d.kind for c in chunks for d in c.definitions]]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], input=KOTLIN, capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[2])
+    version_without, kinds_without = json.loads(out.stdout)
+    kinds_with = [d.kind for c in chunk_text("src/OrderBook.kt", KOTLIN) for d in c.definitions]
+    assert version_without != CHUNKER_VERSION
+    assert "object" in kinds_with and "object" not in kinds_without  # the fallback knows no objects
