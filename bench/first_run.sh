@@ -25,7 +25,8 @@ LOGS=$WORK/logs
 PY=$(command -v python3.11 || command -v python3)
 
 ROWS=(readme_install readme_tests small_install compile_progress yes_no_hub piped_y no_input
-      invalid_answer ai_search_outside_repo nonsense_query stop uninstall_settings)
+      invalid_answer ai_search_outside_repo pending_vectors nonsense_query remove_during_index stop
+      uninstall_settings)
 
 DETAIL=""
 RESULTS=()
@@ -172,16 +173,56 @@ row_ai_search_outside_repo() {  # (another branch) ai-search in a folder that is
   ! grep -q "$folder" "$LOGS/ai_search_collections.json"
 }
 
-row_nonsense_query() {  # (another branch) no real match: [] or hits marked weak
-  need_small_install || { DETAIL="needs row small_install"; return 1; }
-  local repo=$WORK/repo
+answer_threshold() {  # the score that separates an answer from "nothing here" (SKILL.md documents it)
+  "$PY" -c 'import re,sys; print(re.search(r"^ANSWER_THRESHOLD = ([0-9.]+)", open(sys.argv[1]).read(), re.M).group(1))' \
+    "$CLONE/qmd_daemon/search/calibration.py"
+}
+
+search_repo() {  # a small git repository of real code (a copy of qmd-daemon's search package); prints its path
+  local repo=$WORK/$1
   if [ ! -d "$repo/.git" ]; then
     mkdir -p "$repo" && cp -r "$CLONE/qmd_daemon/search" "$repo/" && git -C "$repo" init -q && git -C "$repo" add -A
   fi
+  echo "$repo"
+}
+
+row_pending_vectors() {  # the first search of a new repository says its results are keyword-only for now
+  need_small_install || { DETAIL="needs row small_install"; return 1; }
+  local repo; repo=$(search_repo repo-pending)
+  (cd "$repo" && in_home "$SMALL_HOME" ai-search --json "reciprocal rank fusion") >"$LOGS/pending.json" 2>"$LOGS/pending.log"
+  local rc=$?
+  DETAIL="exit $rc; stderr: $(grep -m1 'wait for vectors' "$LOGS/pending.log" | cut -c1-90)"
+  [ $rc -eq 0 ] && grep -q "chunks still wait for vectors" "$LOGS/pending.log"
+}
+
+row_nonsense_query() {  # no real match scores under the threshold; a real question scores over it
+  need_small_install || { DETAIL="needs row small_install"; return 1; }
+  local repo threshold; repo=$(search_repo repo); threshold=$(answer_threshold)
   (cd "$repo" && in_home "$SMALL_HOME" ai-search --json "xyzzy plugh frobozz") >"$LOGS/nonsense.json" 2>"$LOGS/nonsense.log"
   local rc=$?
-  DETAIL="exit $rc; $(head -c 100 "$LOGS/nonsense.json" | tr '\n' ' ')"
-  [ $rc -eq 0 ] && "$PY" -c 'import json,sys; h=json.load(open(sys.argv[1])); h=h.get("results", h) if isinstance(h, dict) else h; sys.exit(0 if all(x.get("weak") for x in h) else 1)' "$LOGS/nonsense.json"
+  (cd "$repo" && in_home "$SMALL_HOME" ai-search --json "how are the BM25 and vector lists fused") >"$LOGS/real.json" 2>>"$LOGS/nonsense.log"
+  local best
+  best=$("$PY" -c 'import json,sys; h=json.load(open(sys.argv[1])); print(max([x["score"] for x in h], default=0))' "$LOGS/nonsense.json")
+  local real
+  real=$("$PY" -c 'import json,sys; h=json.load(open(sys.argv[1])); print(h[0]["score"] if h else 0)' "$LOGS/real.json")
+  DETAIL="exit $rc; nonsense best $best, real question $real, threshold $threshold"
+  [ $rc -eq 0 ] && "$PY" -c 'import sys; n, r, t = map(float, sys.argv[1:]); sys.exit(0 if n < t <= r else 1)' "$best" "$real" "$threshold"
+}
+
+row_remove_during_index() {  # collection remove while an update writes: waits for it, never "database is locked"
+  need_small_install || { DETAIL="needs row small_install"; return 1; }
+  local repo=$WORK/bigrepo
+  rm -rf "$repo" && mkdir -p "$repo"
+  cp -r "$CLONE/qmd_daemon" "$CLONE/tests" "$CLONE/bench" "$repo/" && git -C "$repo" init -q && git -C "$repo" add -A
+  in_home "$SMALL_HOME" qmd-daemon collection add "$repo" --name big-during-remove >"$LOGS/remove_add.log" 2>&1 &
+  local adder=$!
+  sleep 1
+  in_home "$SMALL_HOME" qmd-daemon collection remove big-during-remove >"$LOGS/remove.log" 2>&1
+  local rc=$?
+  wait $adder
+  in_home "$SMALL_HOME" qmd-daemon collection list --json >"$LOGS/remove_list.json" 2>>"$LOGS/remove.log"
+  DETAIL="exit $rc: $(tail -1 "$LOGS/remove.log" | cut -c1-90)"
+  [ $rc -eq 0 ] && ! grep -qi "locked" "$LOGS/remove.log" "$LOGS/remove_add.log" && ! grep -q big-during-remove "$LOGS/remove_list.json"
 }
 
 row_stop() {  # (another branch) qmd-daemon stop
