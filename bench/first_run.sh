@@ -221,7 +221,9 @@ row_remove_during_index() {  # collection remove while an update writes: waits f
   local rc=$?
   wait $adder
   in_home "$SMALL_HOME" qmd-daemon collection list --json >"$LOGS/remove_list.json" 2>>"$LOGS/remove.log"
-  DETAIL="exit $rc: $(tail -1 "$LOGS/remove.log" | cut -c1-90)"
+  local waited="the update had finished first"
+  grep -q "waiting for another update" "$LOGS/remove.log" && waited="waited for the update"
+  DETAIL="exit $rc, $waited: $(tail -1 "$LOGS/remove.log" | cut -c1-70)"
   [ $rc -eq 0 ] && ! grep -qi "locked" "$LOGS/remove.log" "$LOGS/remove_add.log" && ! grep -q big-during-remove "$LOGS/remove_list.json"
 }
 
