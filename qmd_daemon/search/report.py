@@ -25,12 +25,15 @@ _FRAMES = (
 )
 # `ValueError: cannot reshape`, `error[E0308]: mismatched types`, `panic: runtime error: ...`
 _ERROR = re.compile(
-    r"^\s*(?:[\w.]*(?:Error|Exception|Warning|Failure)|error(?:\[\w+\])?|panic|fatal)\s*:\s*(?P<msg>\S.{3,})$",
+    r"^[ \t]*(?:[\w.]*(?:Error|Exception|Warning|Failure)|error(?:\[\w+\])?|panic|fatal)[ \t]*:[ \t]*(?P<msg>\S.{3,})$",
     re.MULTILINE,
 )
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})[^\n]*\n(?P<body>.*?)^\s*\1", re.MULTILINE | re.DOTALL)
+# Line-start patterns use `[ \t]*`, never `\s*`: `\s` crosses newlines, so on a run of blank lines
+# every line start re-read all that followed (31,000 newlines: 100 s). A fence opens with at most
+# 10 marks: an unclosed fence scans to the end, and only so many distinct openings exist.
+_FENCE = re.compile(r"^[ \t]*(`{3,10}|~{3,10})[^\n]*\n(?P<body>.*?)^[ \t]*\1", re.MULTILINE | re.DOTALL)
 _INLINE = re.compile(r"`([^`\n]{1,200})`")
-_PROMPT = re.compile(r"^\s*(?:>>>|\.\.\.|In \[\d+\]:|\$|>) ?(?P<code>.*)$", re.MULTILINE)
+_PROMPT = re.compile(r"^[ \t]*(?:>>>|\.\.\.|In \[\d+\]:|\$|>) ?(?P<code>.*)$", re.MULTILINE)
 MAX_FRAMES = 40
 MAX_ERRORS = 4
 

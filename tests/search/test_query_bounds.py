@@ -46,6 +46,10 @@ def _report(chars: int) -> str:
         ("900k word characters", "a" * 900_000),
         ("100k path characters", "a/" * 50_000),
         ("300k exclusions", " -ab" * 75_000),
+        # `^\s*` in the report reader's line patterns crossed newlines: 31k blank lines took 100 s
+        ("31k newlines", "why does load fail" + "\n" * 31_000 + "x"),
+        ("15k blank lines", " \n" * 15_500),
+        ("unclosed fences", "".join("`" * n + "\nx\n" for n in range(400, 2, -1))),
     ],
 )
 def test_pathological_queries_cost_what_an_ordinary_one_does(name: str, blob: str) -> None:
