@@ -346,14 +346,14 @@ class Daemon:
         body = await self._body(request)
         names, path = api.parse_targets(body)
         wait = api._float(body, "wait", 0.0, 0.0, 3600.0)
-        home, created = await self._read(self._locate, path, None if path is not None else names,
-                                         bool(body.get("create", True)))
+        create = api._flag(body, "create") is not False
+        if kinds == ("refresh",) and api._flag(body, "embed"):  # every field checked before any work
+            kinds = ("refresh", "embed")
+        home, created = await self._read(self._locate, path, None if path is not None else names, create)
         if home is not None:
             names = [home.name]
         if created:
             await self._registered(home)
-        if kinds == ("refresh",) and body.get("embed"):
-            kinds = ("refresh", "embed")
         jobs = [self.jobs.submit(kind, names) for kind in kinds]
         done = True
         deadline = time.monotonic() + wait

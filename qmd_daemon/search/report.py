@@ -25,7 +25,8 @@ _FRAMES = (
 )
 # `ValueError: cannot reshape`, `error[E0308]: mismatched types`, `panic: runtime error: ...`
 _ERROR = re.compile(
-    r"^[ \t]*(?:[\w.]*(?:Error|Exception|Warning|Failure)|error(?:\[\w+\])?|panic|fatal)[ \t]*:[ \t]*(?P<msg>\S.{3,})$",
+    r"^[ \t]*(?:[\w.]*(?:Error|Exception|Warning|Failure)|error(?:\[\w+\])?|panic|fatal)"
+    r"[ \t]*:[ \t]*(?P<msg>\S.{3,})$",
     re.MULTILINE,
 )
 # Line-start patterns use `[ \t]*`, never `\s*`: `\s` crosses newlines, so on a run of blank lines

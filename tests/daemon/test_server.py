@@ -207,6 +207,19 @@ async def test_refresh_and_embed_jobs(daemon: Daemon, http: aiohttp.ClientSessio
     assert (await call(http, daemon, "POST", "/embed", {"collection": "nope"}))[0] == 404
 
 
+async def test_refresh_flags_are_json_booleans(
+    daemon: Daemon, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    # "create": "false" was read as true and registered the folder (review finding)
+    repo = make_repo(tmp_path / "proj")
+    for key in ("create", "embed"):
+        status, body = await call(http, daemon, "POST", "/refresh", {"path": str(repo), key: "false"})
+        assert status == 400 and body["error"]["message"] == f"'{key}' must be true or false", body
+    status, body = await call(http, daemon, "POST", "/refresh", {"path": str(repo), "create": False})
+    assert status == 404, body  # not registered, and not created
+    assert (await call(http, daemon, "GET", "/status"))[1]["collections"] == []
+
+
 async def test_searches_are_served_while_a_refresh_runs(
     daemon: Daemon, http: aiohttp.ClientSession, tmp_path: Path
 ) -> None:
