@@ -22,6 +22,7 @@ from qmd_daemon.errors import UsageError
 from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
 from qmd_daemon.ingest.languages import kind_of, language_of
 from qmd_daemon.ingest.links import find_links
+from qmd_daemon.ingest.root_policy import check_root
 from qmd_daemon.ingest.scan import ScannedFile, scan
 from qmd_daemon.ingest.source_text import OutsideRoot, decode_source, read_inside, utf8_bytes
 from qmd_daemon.settings import Settings
@@ -65,12 +66,23 @@ class UpdateReport:
 
 
 def _check_root(collection: CollectionConfig) -> Path:
+    """The root as it was registered (resolved then). A root that has since become a symbolic link
+    (a folder replaced by `ln -s ~/.ssh docs`) would lead every read elsewhere: refused, as are the
+    folders root_policy refuses at registration."""
     root = collection.path
     if not root.exists():
         raise UsageError(f"collection '{collection.name}': path {root} does not exist")
     if not root.is_dir():
         raise UsageError(f"collection '{collection.name}': path {root} is a file, not a folder")
-    return root
+    resolved = root.resolve()
+    if resolved != root:
+        raise UsageError(
+            f"collection '{collection.name}': {root} now leads to {resolved} (a symbolic link), so "
+            f"nothing was read; register the folder you mean: qmd-daemon collection remove "
+            f"{collection.name} && qmd-daemon collection add PATH"
+        )
+    check_root(resolved, on_demand=False)
+    return resolved
 
 
 def _read(root: Path, scanned: ScannedFile) -> bytes | str:
@@ -95,7 +107,7 @@ def update_collection(
     store: IndexStore, collection: CollectionConfig, settings: Settings, *, progress: bool | None = None
 ) -> UpdateReport:
     started = time.perf_counter()
-    root = _check_root(collection).resolve()
+    root = _check_root(collection)
     result = scan(
         root,
         mask=collection.pattern,

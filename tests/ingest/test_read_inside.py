@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.engine import Engine
+from qmd_daemon.errors import UsageError
 from qmd_daemon.ingest.indexer import _read
 from qmd_daemon.ingest.scan import scan
 from qmd_daemon.ingest.source_text import OutsideRoot, read_inside
@@ -39,6 +40,21 @@ def test_a_folder_replaced_by_a_link_in_a_git_repo_is_not_indexed(engine: Engine
 
     assert engine.search("oauth_token") == [] and engine.search(TOKEN) == []
     assert report.files == 1 and report.skipped == {"symlink_outside_root": 1}
+
+
+def test_a_root_that_became_a_link_is_not_followed(engine: Engine, tmp_path: Path) -> None:
+    # review finding: `collection add proj/docs`, then `rm -r docs; ln -s ~/.ssh docs`: the next
+    # update resolved the root again and indexed the private key
+    secret = _secret_dir(tmp_path)
+    docs = write_tree(tmp_path / "proj" / "docs", {"guide.md": "# Guide\nHow to start.\n"})
+    name = engine.add_collection(docs).name
+    engine.update([name])
+    shutil.rmtree(docs)
+    os.symlink(secret, docs)
+
+    with pytest.raises(UsageError, match="now leads to .*a symbolic link"):
+        engine.update([name])
+    assert engine.search(TOKEN) == [] and engine.search("oauth_token") == []
 
 
 def test_a_folder_swapped_for_a_link_after_the_scan_is_not_read(tmp_path: Path) -> None:
