@@ -109,9 +109,12 @@ def daemon_proof(token: str, port: int, nonce: str) -> str:
     return hmac.new(token.encode("utf-8"), message, "sha256").hexdigest()
 
 
-def probe_health(state: DaemonState, timeout: float = 2.0) -> dict[str, Any] | None:
-    """GET /health with the token, on a connection whose peer first proved it holds the token;
-    the parsed body when the daemon answers 200, else None (a stranger gets only a nonce)."""
+def request_verified(
+    state: DaemonState, method: str, path: str, body: bytes | None = None, timeout: float = 2.0
+) -> tuple[int, bytes] | None:
+    """One request with the token, on a connection whose peer first proved it holds the token
+    (GET /challenge); None when the peer cannot prove it or does not answer: a stranger on a stale
+    port gets a nonce and nothing else."""
     conn = http.client.HTTPConnection("127.0.0.1", state.port, timeout=timeout)
     nonce = secrets.token_hex(16)
     try:
@@ -121,17 +124,26 @@ def probe_health(state: DaemonState, timeout: float = 2.0) -> dict[str, Any] | N
         wanted = daemon_proof(state.token, state.port, nonce)
         if not isinstance(given, str) or not hmac.compare_digest(wanted.encode(), given.encode()):
             return None
-        conn.request("GET", "/health", headers={"Authorization": f"Bearer {state.token}"})
+        headers = {"Authorization": f"Bearer {state.token}", "Content-Type": "application/json"}
+        conn.request(method, path, body=body, headers=headers)
         response = conn.getresponse()
-        body = response.read()
-        if response.status != 200:
-            return None
-        data = json.loads(body)
-        return data if isinstance(data, dict) and data.get("ok") else None
+        return response.status, response.read()
     except (OSError, ValueError, AttributeError, UnicodeError, http.client.HTTPException):
         return None
     finally:
         conn.close()
+
+
+def probe_health(state: DaemonState, timeout: float = 2.0) -> dict[str, Any] | None:
+    """The /health body when the daemon that wrote `state` answers it, else None."""
+    answer = request_verified(state, "GET", "/health", timeout=timeout)
+    if answer is None or answer[0] != 200:
+        return None
+    try:
+        data = json.loads(answer[1])
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and data.get("ok") else None
 
 
 class LifetimeLock:

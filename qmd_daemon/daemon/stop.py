@@ -1,14 +1,14 @@
-"""`qmd-daemon stop`: POST /shutdown with the token from the state file, then wait until the
+"""`qmd-daemon stop`: POST /shutdown with the token from the state file (once the peer proved it
+holds the token: a stranger on a stale port learns nothing), then wait until the
 daemon has let go of its lifetime lock (held until its index is closed; the kernel drops it when
 the process ends), so that whatever runs next finds the index free."""
 
 from __future__ import annotations
 
-import http.client
 import time
 from pathlib import Path
 
-from qmd_daemon.daemon.state import LifetimeLock, read_state
+from qmd_daemon.daemon.state import LifetimeLock, read_state, request_verified
 from qmd_daemon.errors import QmdError
 
 
@@ -20,26 +20,13 @@ def _lock_free(state_dir: Path) -> bool:
     return True
 
 
-def _request_shutdown(port: int, token: str) -> bool:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5.0)
-    try:
-        conn.request("POST", "/shutdown", body=b"{}",
-                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-        response = conn.getresponse()
-        response.read()
-        return response.status == 200
-    except (OSError, http.client.HTTPException):
-        return False
-    finally:
-        conn.close()
-
-
 def stop_daemon(state_dir: Path, timeout: float = 30.0) -> int | None:
     """The stopped daemon's pid, or None when none was running; QmdError when it would not stop."""
     if _lock_free(state_dir):
         return None  # no daemon holds the lock: any state file left is stale
     state = read_state(state_dir)
-    if state is None or not _request_shutdown(state.port, state.token):
+    answer = request_verified(state, "POST", "/shutdown", b"{}", timeout=5.0) if state else None
+    if answer is None or answer[0] != 200:
         raise QmdError(f"a daemon holds {state_dir / 'daemon.lock'} but does not answer /shutdown; "
                        "end that process (its pid is in the lock file)")
     deadline = time.monotonic() + timeout

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import http.client
 import json
 import os
 import shutil
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clients import _qmd_client as qc
 from qmd_daemon.setup import envs
 from qmd_daemon.setup import integrations as integ
 from qmd_daemon.setup.journal import Journal, SetupError
@@ -554,16 +554,10 @@ class Setup:
             return
         if not self.j.step("stop-daemon", f"stop the running daemon (pid {pid})"):
             return
-        with contextlib.suppress(OSError, http.client.HTTPException):
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request(
-                "POST",
-                "/shutdown",
-                body=b"{}",
-                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-            )
-            conn.getresponse().read()
-            conn.close()
+        # through the clients' verified connection: the token goes only to a peer that proved it
+        # holds it (a reused pid does not make the port's owner the daemon)
+        with contextlib.suppress(qc.DaemonUnavailable, qc.DaemonError):
+            qc.http({"port": port, "token": token}, "POST", "/shutdown", {}, timeout=5)
         deadline = time.monotonic() + 10
         while process_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)

@@ -110,3 +110,25 @@ def test_both_sides_compute_the_same_proof_and_it_binds_port_and_nonce() -> None
     assert not qc._proof_ok(TOKEN, 4242, os.urandom(16).hex(), proof)  # replayed for another nonce
     assert not qc._proof_ok(TOKEN + "x", 4242, nonce, proof)
     assert not qc._proof_ok(TOKEN, 4242, nonce, None) and not qc._proof_ok(TOKEN, 4242, nonce, "\u00e9")
+
+
+def test_stop_tells_a_stranger_on_the_port_nothing(tmp_path: Path) -> None:
+    # review finding: `qmd-daemon stop` POSTed the token to the state file's port unverified
+    from qmd_daemon.daemon.state import LifetimeLock
+    from qmd_daemon.daemon.stop import stop_daemon
+    from qmd_daemon.errors import QmdError
+
+    state_dir = tmp_path / "state"
+    stale_state_on(tmp_path, 0)  # creates the folder; rewritten below with the stranger's port
+    stranger = Stranger()
+    lock = LifetimeLock(state_dir)
+    assert lock.try_acquire()  # a daemon that holds its lock but is not the port's owner
+    try:
+        write_state(state_dir, DaemonState(port=stranger.port, token=TOKEN, pid=os.getpid(), version="0",
+                                           started_at=0))
+        with pytest.raises(QmdError, match="does not answer /shutdown"):
+            stop_daemon(state_dir, timeout=1)
+    finally:
+        lock.release()
+        stranger.close()
+    assert stranger.received and TOKEN.encode() not in stranger.received

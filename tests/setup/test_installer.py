@@ -359,3 +359,27 @@ def test_no_removes_the_small_profile_it_built_with_its_downloads(fake_home, tmp
     proc = run_install(env, "--semantic-retrieval", "no")
     assert proc.returncode == 0, proc.stderr
     assert not models.exists()
+
+
+def test_no_stops_the_daemon_without_telling_a_stranger_the_token(fake_home):
+    # review finding: the uninstall POSTed the state file's token to its port whenever the pid was
+    # alive; a pid can be reused and the port taken over by any program
+    import subprocess
+    import sys
+
+    from qmd_daemon.daemon.state import DaemonState, write_state
+    from tests.daemon.support import Stranger
+
+    token = "tok3n-" + "u" * 40
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # the reused pid
+    stranger = Stranger()
+    try:
+        state = DaemonState(port=stranger.port, token=token, pid=alive.pid, version="0", started_at=0)
+        write_state(Path(fake_home["QMD_DAEMON_HOME"]) / "state", state)
+        proc = run_install(fake_home, "--semantic-retrieval", "no")
+    finally:
+        stranger.close()
+        alive.kill()
+        alive.wait()
+    assert proc.returncode == 0, proc.stderr
+    assert stranger.received and token.encode() not in stranger.received
