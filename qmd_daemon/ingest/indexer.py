@@ -103,6 +103,8 @@ def _note_written(
     is_new: bool,
 ) -> None:
     """What writing one file changed for the doc-code links."""
+    if links.everything:
+        return
     if kind == "doc":
         links.doc_paths.add(path)
     elif kind == "code":
@@ -157,7 +159,8 @@ def update_collection(
             language = language_of(scanned.path)
             kind = kind_of(language)
             chunks = chunk_text(scanned.path, text, language)
-            names_before = store.defined_names(collection_id, scanned.path) if kind == "code" else set()
+            track = kind == "code" and state is not None and not links.everything
+            names_before = store.defined_names(collection_id, scanned.path) if track else set()
             added, removed = store.write_file(
                 collection_id,
                 scanned.path,
@@ -179,7 +182,7 @@ def update_collection(
                 report.added += 1
         gone = {path: state.id for path, state in states.items() if path not in seen}
         for path in gone:
-            if kind_of(language_of(path)) == "code":
+            if not links.everything and kind_of(language_of(path)) == "code":
                 links.code_file_came_or_went(path, store.defined_names(collection_id, path))
         store.delete_files(gone.values())
         report.removed = len(gone)
