@@ -306,8 +306,8 @@ class Daemon:
             # the client left freshness to us: take in every change the kernel has queued (all
             # made before this request) and wait for the refresh they call for; a root we cannot
             # vouch for is refreshed as if the client had asked
-            if self._watched(home, spec, flush=True):
-                job = self.jobs.latest("refresh", home.name)
+            if self._watched(home, spec, flush=True) or self._polled(home, spec):
+                job = self.jobs.latest("refresh", home.name)  # a polled root: no rescan per search
             else:
                 job = self.jobs.submit("refresh", [home.name])
         elif created or req.refresh or req.auto:
@@ -334,7 +334,10 @@ class Daemon:
             "refreshed": refreshed,
             # the root's changes reach the daemon as they happen: the client may leave freshness
             # to it (refresh "auto") instead of running its git check
-            "watched": home is not None and self._watched(home, spec),
+            "watched": home is not None and (self._watched(home, spec) or self._polled(home, spec)),
+            # "polled": watched in part, so rescanned every poll_s (changes in unwatched folders
+            # show within that); "watched": every change is in before the answer
+            "freshness": None if home is None else self._freshness(home, spec),
             "search_ms": round(search_ms, 3),
             "took_ms": round((time.perf_counter() - started) * 1000, 3),
         }
@@ -398,6 +401,11 @@ class Daemon:
             if self.watcher
             else [],
             "watched_folders": len(self.watcher.dirs) if self.watcher else 0,
+            "watch_budget": self.watcher.max_dirs if self.watcher else 0,
+            # watched in part (more folders than the budget) or on a remote filesystem: rescanned
+            # every poll_seconds, their watched folders still reporting at once
+            "polled": [str(r) for r in self.watcher.polled] if self.watcher else [],
+            "poll_seconds": self.watcher.poll_s if self.watcher else None,
             "watch_error": self.watcher.error if self.watcher else None,
         }
         info["jobs"] = self.jobs.snapshot()
@@ -432,6 +440,20 @@ class Daemon:
         since = self.watcher.since(home.path)
         refreshed = self._refreshed.get(home.name)
         return vouched and since is not None and refreshed is not None and refreshed >= since
+
+    def _polled(self, home: Any, spec: RootSpec | None) -> bool:
+        """The watcher rescans `home`'s root every poll_s (watched in part), by the rules it has
+        now, and a refresh of it has finished since its watch began."""
+        if self.watcher is None or self._closed or not self.watcher.polls(home.path):
+            return False
+        since = self.watcher.since(home.path)
+        refreshed = self._refreshed.get(home.name)
+        return self.watcher.spec(home.path) == spec and since is not None and (refreshed or 0.0) >= since
+
+    def _freshness(self, home: Any, spec: RootSpec | None) -> str | None:
+        if self._watched(home, spec):
+            return "watched"
+        return "polled" if self._polled(home, spec) else None
 
     def _on_files_changed(self, roots: set[Path]) -> None:
         names = [n for root in sorted(roots) for n in self._root_names.get(root, [])]

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from qmd_daemon.ingest.scan import IgnoreRules, tracked_but_ignored
 
-MAX_WATCHED_DIRS = 20_000
+MAX_WATCHED_DIRS = 20_000  # where the kernel's own limit cannot be read (watchfiles backends)
+_MAX_USER_WATCHES = Path("/proc/sys/fs/inotify/max_user_watches")
 # filesystems whose changes need not pass through this kernel (network shares, VM shares, FUSE):
 # inotify misses changes made on the other side, so the daemon never vouches for roots on them
 REMOTE_FS = frozenset(
@@ -96,6 +97,17 @@ def watch_dirs(
             if not rules.ignored(child, True):
                 queue.append(child)
     return out, complete
+
+
+def inotify_watch_budget(limits: Path = _MAX_USER_WATCHES) -> int:
+    """How many folders the daemon may watch: the kernel's per-user inotify limit less headroom
+    for the user's other watchers (editors, IDEs, file managers share the limit): a quarter of it,
+    and at least half of a small limit. MAX_WATCHED_DIRS where the limit cannot be read."""
+    try:
+        limit = int(limits.read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        return MAX_WATCHED_DIRS
+    return max(0, limit - max(limit // 4, min(8192, limit // 2)))
 
 
 def filesystem_type(path: Path) -> str | None:

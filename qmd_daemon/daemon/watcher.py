@@ -16,10 +16,21 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from qmd_daemon.daemon.inotify_backend import INOTIFY, InotifyBackend, open_inotify
-from qmd_daemon.daemon.watch_scope import MAX_WATCHED_DIRS, RootSpec, WatchedRoot, watched_folders
+from qmd_daemon.daemon.watch_scope import (
+    MAX_WATCHED_DIRS,
+    RootSpec,
+    WatchedRoot,
+    inotify_watch_budget,
+    watched_folders,
+)
 from qmd_daemon.daemon.watchfiles_backend import WatchfilesBackend
 
 log = logging.getLogger("qmd_daemon.watcher")
+
+# A root inotify watches only in part (more folders than the watch budget) or cannot vouch for
+# (a network share) is rescanned this often instead, and between scans its watched folders still
+# report at once: freshness bounded by this, never a rescan per search.
+POLL_SECONDS = 30.0
 
 
 class RootWatcher:
@@ -33,13 +44,16 @@ class RootWatcher:
         debounce_ms: int = 1600,
         step_ms: int = 400,
         backend: str | None = None,
+        poll_s: float = POLL_SECONDS,
     ):
         self.on_change = on_change
         self.excludes = excludes
         self.debounce_ms = debounce_ms
         self.step_ms = step_ms
-        self.max_dirs = MAX_WATCHED_DIRS
         self.backend = backend or ("inotify" if INOTIFY else "watchfiles")
+        self.max_dirs = inotify_watch_budget() if self.backend == "inotify" else MAX_WATCHED_DIRS
+        self.poll_s = poll_s
+        self._poll: asyncio.TimerHandle | None = None
         self._error: str | None = None  # inotify could not start
         self._watch: InotifyBackend | WatchfilesBackend | None = None  # made by the first sync
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -79,6 +93,15 @@ class RootWatcher:
         """Every change a scan of `root` could index reaches this watcher at once (inotify, every
         folder watched, a local filesystem, no error)."""
         return self._watch is not None and self._watch.vouches(root)
+
+    def polls(self, root: Path) -> bool:
+        """inotify watches `root` but cannot vouch for it (in part only, or a remote filesystem):
+        it is rescanned every `poll_s` instead."""
+        return isinstance(self._watch, InotifyBackend) and root in self._roots and not self.vouches(root)
+
+    @property
+    def polled(self) -> tuple[Path, ...]:
+        return tuple(r for r in self.roots if self.polls(r))
 
     def flush(self, root: Path) -> bool:
         """Take in every change queued before this call; when `root` has changes waiting out the
@@ -128,6 +151,7 @@ class RootWatcher:
             for path, spec in wanted.items():
                 if path not in inotify.roots:
                     await inotify.add_root(path, spec)
+            self._arm_poll()
 
     def _drop(self, path: Path) -> None:
         self._pending.pop(path, None)
@@ -149,6 +173,7 @@ class RootWatcher:
                 if path not in inotify.roots and not self._closed:
                     await inotify.add_root(path, spec)
             self._changed({path})
+            self._arm_poll()
 
         task = self._loop.create_task(again())
         self._resyncs.add(task)
@@ -190,13 +215,28 @@ class RootWatcher:
             self.on_change(due)
         self._arm()
 
+    # -- polling -------------------------------------------------------------------------------
+
+    def _arm_poll(self) -> None:
+        if self._poll is None and self._loop is not None and not self._closed and self.polled:
+            self._poll = self._loop.call_later(self.poll_s, self._poll_due)
+
+    def _poll_due(self) -> None:
+        self._poll = None
+        roots = set(self.polled)
+        if roots and not self._closed:
+            log.info("rescanning (watched in part): %s", ", ".join(str(r) for r in sorted(roots)))
+            self.on_change(roots)
+        self._arm_poll()
+
     # -- close ---------------------------------------------------------------------------------
 
     async def close(self) -> None:
         self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        for timer in (self._timer, self._poll):
+            if timer is not None:
+                timer.cancel()
+        self._timer = self._poll = None
         for task in list(self._resyncs):
             task.cancel()
         self._pending.clear()

@@ -21,7 +21,7 @@ from qmd_daemon.config import CollectionConfig
 from qmd_daemon.errors import UsageError
 from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
 from qmd_daemon.ingest.languages import kind_of, language_of
-from qmd_daemon.ingest.links import find_links
+from qmd_daemon.ingest.links import LinkChanges, update_links
 from qmd_daemon.ingest.root_policy import check_root
 from qmd_daemon.ingest.scan import ScannedFile, scan
 from qmd_daemon.ingest.source_text import OutsideRoot, decode_source, read_inside, utf8_bytes
@@ -54,6 +54,7 @@ class UpdateReport:
     removed: int = 0
     chunks_added: int = 0
     chunks_removed: int = 0
+    relinked: int = 0  # doc chunks whose doc-code links were computed anew
     skipped: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -103,6 +104,29 @@ def _read(root: Path, scanned: ScannedFile) -> bytes | str:
     return data
 
 
+def _note_written(
+    links: LinkChanges,
+    store: IndexStore,
+    collection_id: int,
+    path: str,
+    kind: str,
+    names_before: set[str],
+    *,
+    is_new: bool,
+) -> None:
+    """What writing one file changed for the doc-code links."""
+    if links.everything:
+        return
+    if kind == "doc":
+        links.doc_paths.add(path)
+    elif kind == "code":
+        names_after = store.defined_names(collection_id, path)
+        if is_new:
+            links.code_file_came_or_went(path, names_after)
+        else:
+            links.code_file_changed(names_before, names_after)
+
+
 def update_collection(
     store: IndexStore, collection: CollectionConfig, settings: Settings, *, progress: bool | None = None
 ) -> UpdateReport:
@@ -122,6 +146,7 @@ def update_collection(
         collection_id = store.ensure_collection(collection.name, root)
         states = store.file_states(collection_id)
         rechunk = store.index_format(collection_id) != INDEX_FORMAT
+        links = LinkChanges(everything=rechunk or not states)
         seen: set[str] = set()
         for scanned in tqdm(
             result.files, desc=collection.name, unit="file", disable=not show, file=sys.stderr, leave=False
@@ -144,7 +169,10 @@ def update_collection(
                 continue
             text = decode_source(data)
             language = language_of(scanned.path)
+            kind = kind_of(language)
             chunks = chunk_text(scanned.path, text, language)
+            track = kind == "code" and state is not None and not links.everything
+            names_before = store.defined_names(collection_id, scanned.path) if track else set()
             added, removed = store.write_file(
                 collection_id,
                 scanned.path,
@@ -152,29 +180,25 @@ def update_collection(
                 mtime_ns=scanned.mtime_ns,
                 content_hash=digest,
                 language=language,
-                kind=kind_of(language),
+                kind=kind,
                 line_count=text.count("\n") + 1,
                 chunks=chunks,
                 rederive=rechunk,
             )
             report.chunks_added += added
             report.chunks_removed += removed
+            _note_written(links, store, collection_id, scanned.path, kind, names_before, is_new=state is None)
             if state:
                 report.changed += 1
             else:
                 report.added += 1
-        gone = [state.id for path, state in states.items() if path not in seen]
-        store.delete_files(gone)
+        gone = {path: state.id for path, state in states.items() if path not in seen}
+        for path in gone:
+            if not links.everything and kind_of(language_of(path)) == "code":
+                links.code_file_came_or_went(path, store.defined_names(collection_id, path))
+        store.delete_files(gone.values())
         report.removed = len(gone)
-        if report.touched:
-            store.replace_links(
-                collection_id,
-                find_links(
-                    store.doc_chunks(collection_id),
-                    store.code_files(collection_id),
-                    store.definition_files(collection_id),
-                ),
-            )
+        report.relinked = update_links(store, collection_id, links)
         store.mark_updated(collection_id, INDEX_FORMAT)
     report.files = len(seen)
     report.skipped = dict(skipped)

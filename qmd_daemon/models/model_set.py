@@ -54,13 +54,24 @@ class ModelSet:
                 kwargs: dict[str, Any] = {"device": self.device}
                 if role != "embed":
                     kwargs["cache"] = self.cache
-                self._built[role] = _FACTORIES[role](path, **kwargs)
+                self._built[role] = self._share_model(_FACTORIES[role](path, **kwargs))
             except ModelError as exc:  # e.g. not pulled yet: tried again a little later
                 self._errors[role] = str(exc)
                 self._failed_at[role] = time.monotonic()
                 return None
             self._errors.pop(role, None)
             return self._built[role]
+
+    def _share_model(self, model: Any) -> Any:
+        """One llama.cpp model per file: a role whose GGUF another built role loads the same way
+        (the small profile's Gemma, for rerank and expand) uses that role's handle, so the file
+        is mapped and its weights repacked once, not once per role. They then take turns on it."""
+        for other in self._built.values():
+            if other.handle.can_serve(model.handle):
+                other.handle.widen(model.handle.n_ctx)
+                model.handle = other.handle
+                break
+        return model
 
     def embedder(self) -> Embedder | None:
         return self.get("embed")

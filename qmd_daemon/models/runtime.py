@@ -146,6 +146,21 @@ class ModelHandle:
                 self._llm = self._load()
             yield self._llm
 
+    def can_serve(self, other: ModelHandle) -> bool:
+        """Whether this handle, its context widened to other's if need be, does other's job:
+        the same file, loaded the same way (a role that reads only its tokens and outputs)."""
+        return (self.path.resolve() == other.path.resolve() and self.embedding == other.embedding
+                and self.pooling_type == other.pooling_type and self.device == other.device
+                and self.threads == other.threads)
+
+    def widen(self, n_ctx: int) -> None:
+        """Give the context at least `n_ctx` tokens (reloaded on next use if already loaded), so
+        every role sharing this handle gets the context it asked for, in whatever order."""
+        with self._lock:
+            if n_ctx > self.n_ctx:
+                self.n_ctx = n_ctx
+                self.unload()
+
     def unload(self) -> None:
         """Free the model's memory; the next `acquire()` loads it again."""
         with self._lock:

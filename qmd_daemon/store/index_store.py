@@ -77,6 +77,12 @@ def fts_collection_token(collection_id: int) -> str:
     return f"qmdcol{collection_id}"
 
 
+def _batches(items: list[str], size: int = 500) -> Iterator[list[str]]:
+    """Slices small enough for one statement's bound parameters."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
 class IndexStore:
     def __init__(self, path: Path):
         self.path = path
@@ -306,15 +312,31 @@ class IndexStore:
 
     # -- links ---------------------------------------------------------------------------------
 
-    def replace_links(self, collection_id: int, links: list[tuple[int, int, str]]) -> None:
-        self.conn.execute(
-            """DELETE FROM links WHERE doc_chunk_id IN (
-                 SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.collection_id = ?)""",
-            (collection_id,),
-        )
+    def replace_links(
+        self, collection_id: int, links: list[tuple[int, int, str]], doc_chunk_ids: list[int] | None = None
+    ) -> None:
+        """The links of the collection's doc chunks, or of `doc_chunk_ids` only, become `links`."""
+        if doc_chunk_ids is None:
+            self.conn.execute(
+                """DELETE FROM links WHERE doc_chunk_id IN (
+                     SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.collection_id = ?)""",
+                (collection_id,),
+            )
+        else:
+            self.conn.executemany("DELETE FROM links WHERE doc_chunk_id = ?", [(i,) for i in doc_chunk_ids])
         self.conn.executemany(
             "INSERT OR IGNORE INTO links (doc_chunk_id, code_file_id, via) VALUES (?, ?, ?)", links
         )
+
+    def links_of(self, collection_id: int) -> set[tuple[int, int, str]]:
+        """Every (doc chunk id, code file id, cited text) of the collection."""
+        rows = self.conn.execute(
+            """SELECT l.doc_chunk_id, l.code_file_id, l.via FROM links l
+               JOIN chunks c ON c.id = l.doc_chunk_id JOIN files f ON f.id = c.file_id
+               WHERE f.collection_id = ?""",
+            (collection_id,),
+        )
+        return {(int(a), int(b), str(v)) for a, b, v in rows}
 
     def doc_chunks(self, collection_id: int) -> list[tuple[int, str]]:
         return self.conn.execute(
@@ -323,21 +345,66 @@ class IndexStore:
             (collection_id,),
         ).fetchall()
 
+    def doc_chunks_of_files(self, collection_id: int, paths: list[str]) -> list[tuple[int, str]]:
+        out: list[tuple[int, str]] = []
+        for batch in _batches(paths):
+            marks = ",".join("?" * len(batch))
+            out += self.conn.execute(
+                f"""SELECT c.id, c.text FROM chunks c JOIN files f ON f.id = c.file_id
+                    WHERE f.collection_id = ? AND f.kind = 'doc' AND f.path IN ({marks})""",
+                [collection_id, *batch],
+            ).fetchall()
+        return out
+
+    def doc_chunks_citing(self, collection_id: int, words: list[str]) -> list[tuple[int, str]]:
+        """Doc chunks whose text holds any of `words` as whole FTS tokens (a file name: as a
+        phrase). The FTS tokenizer lowercases and stems both sides, so this finds at least every
+        chunk that holds the word exactly; callers filter further."""
+        out: dict[int, str] = {}
+        scope = f"collection : {fts_collection_token(collection_id)}"
+        for batch in _batches(words):
+            phrases = " OR ".join('"' + w.replace('"', '""') + '"' for w in batch)
+            rows = self.conn.execute(
+                """SELECT c.id, c.text FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+                   JOIN files f ON f.id = c.file_id
+                   WHERE chunks_fts MATCH ? AND f.kind = 'doc'""",
+                (f"{scope} AND body : ({phrases})",),
+            )
+            out.update((int(i), t) for i, t in rows)
+        return list(out.items())
+
     def code_files(self, collection_id: int) -> dict[str, int]:
         rows = self.conn.execute(
             "SELECT path, id FROM files WHERE collection_id = ? AND kind = 'code'", (collection_id,)
         )
         return {r[0]: int(r[1]) for r in rows}
 
-    def definition_files(self, collection_id: int) -> dict[str, set[int]]:
+    def defined_names(self, collection_id: int, path: str) -> set[str]:
+        """The names a file's chunks define."""
         rows = self.conn.execute(
-            """SELECT d.name, c.file_id FROM definitions d JOIN chunks c ON c.id = d.chunk_id
-               JOIN files f ON f.id = c.file_id WHERE f.collection_id = ? AND f.kind = 'code'""",
-            (collection_id,),
+            """SELECT DISTINCT d.name FROM definitions d JOIN chunks c ON c.id = d.chunk_id
+               JOIN files f ON f.id = c.file_id WHERE f.collection_id = ? AND f.path = ?""",
+            (collection_id, path),
         )
+        return {r[0] for r in rows}
+
+    def definition_files(self, collection_id: int, names: set[str] | None = None) -> dict[str, set[int]]:
+        """Name -> the code files defining it: every name, or those of `names` (exact case)."""
+        query = """SELECT d.name, c.file_id FROM definitions d JOIN chunks c ON c.id = d.chunk_id
+                   JOIN files f ON f.id = c.file_id WHERE f.collection_id = ? AND f.kind = 'code'"""
+        if names is None:
+            rows = self.conn.execute(query, (collection_id,)).fetchall()
+        else:
+            rows = []
+            for batch in _batches(sorted(names)):
+                marks = ",".join("?" * len(batch))
+                rows += self.conn.execute(
+                    f"{query} AND d.name COLLATE NOCASE IN ({marks})", [collection_id, *batch]
+                ).fetchall()
         out: dict[str, set[int]] = {}
         for name, file_id in rows:
-            out.setdefault(name, set()).add(int(file_id))
+            if names is None or name in names:
+                out.setdefault(name, set()).add(int(file_id))
         return out
 
     def related_paths(self, file_ids: list[int]) -> dict[int, list[str]]:

@@ -1,0 +1,177 @@
+"""Refresh and lexical search on a big index (issue 15): no-change update, edit 10 files + update,
+questions p50 and bug-report p50/p95 over all collections, with the machine's load average.
+
+    python bench/scale.py [--home DIR] [--target-chunks 240000] [--build-minutes 15] [--seed-home DIR]
+
+The index is built once and reused: --home (default ~/.cache/qmd-eval/home-scale) keeps the config
+and index, and copies of corpus trees live under HOME/trees (copies, never the shared corpora, are
+what the edit step writes to). A missing home starts from --seed-home (`cp -a` of an indexed eval
+home; default ~/.cache/qmd-eval/home-whole, the 11 release-tarball corpora) when it exists; then
+collections are added until the index holds --target-chunks or --build-minutes have passed: the
+git-checkout corpora, then copies of the release corpora. Search is lexical (no model is pulled
+in the bench home). Times are in-process `Engine.update` / `Engine.search` calls, the daemon's own
+path; the edit step updates the edited collection alone (what the watcher triggers) and all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+EVAL_DIR = Path(os.environ.get("QMD_EVAL_DIR", "/work/shared/eval"))
+CORPORA = Path("~/.cache/qmd-eval/corpora").expanduser()
+GIT_CORPORA = Path("~/.cache/qmd-eval/git-corpora").expanduser()
+EDITED_FILES = 10
+
+
+def _chunks(engine: Any) -> int:
+    return sum(int(c["chunks"]) for c in engine.store.collection_stats())
+
+
+def _candidates(home: Path) -> list[tuple[str, Path]]:
+    """(collection name, tree) in the order the build adds them: one copy first (the edit step
+    writes to it), the git checkouts, then more copies. Copies are made on demand."""
+    copies = [(f"{p.name}-copy{n}", home / "trees" / f"copy{n}" / p.name)
+              for n in (1, 2, 3) for p in sorted(CORPORA.iterdir()) if p.is_dir()] if CORPORA.exists() else []
+    git = [(p.name, p) for p in sorted(GIT_CORPORA.iterdir())
+           if p.is_dir() and not p.name.startswith(".")] if GIT_CORPORA.exists() else []
+    return copies[:1] + git + copies[1:]
+
+
+def build(engine: Any, home: Path, target: int, minutes: float) -> None:
+    from qmd_daemon.errors import UsageError
+
+    deadline = time.monotonic() + minutes * 60
+    known = {c.path for c in engine.collections().values()}
+    for name, tree in _candidates(home):
+        total = _chunks(engine)
+        if tree in known or name in engine.collections():
+            continue
+        has_copy = any("-copy" in n for n in engine.collections())
+        if (total >= target and has_copy) or time.monotonic() > deadline:
+            break
+        if not tree.exists():
+            shutil.copytree(CORPORA / tree.name, tree, symlinks=True)  # copy2: mtimes kept
+        try:
+            engine.add_collection(tree, name)
+            t0 = time.perf_counter()
+            engine.update([name], progress=False)
+        except UsageError as exc:
+            print(f"  skipped {name}: {exc}", file=sys.stderr)
+            continue
+        added = _chunks(engine) - total
+        print(f"  + {name}: {added} chunks in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+
+
+def _edit_target(engine: Any) -> tuple[str, list[Path]]:
+    """A collection whose tree is one of the bench's own copies, and 10 of its code files."""
+    for name, config in engine.collections().items():
+        if "-copy" in name:
+            files = sorted(config.path.rglob("*.py"))[:: 7][:EDITED_FILES]
+            if len(files) == EDITED_FILES:
+                return name, files
+    raise SystemExit("no copied collection to edit: raise --target-chunks so the build makes one")
+
+
+def _timed(fn: Any) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _full_relink_baseline(engine: Any, edited: str) -> dict[str, float]:
+    """What an edit cost before links were incremental: a full re-link of the collection (the
+    edited one, and the one with the most doc chunks), timed in this run."""
+    from qmd_daemon.ingest.links import LinkChanges, update_links
+
+    store = engine.store
+    biggest = max(engine.collections(), key=lambda n: len(store.doc_chunks(store.collection_id(n))))
+    out: dict[str, float] = {}
+    for label, name in (("edited", edited), (f"largest_{biggest}", biggest)):
+        t0 = time.perf_counter()
+        with store.transaction():
+            update_links(store, store.collection_id(name), LinkChanges(everything=True))
+        out[f"full_relink_{label}_s"] = time.perf_counter() - t0
+    return out
+
+
+def measure(engine: Any, repeat: int) -> dict[str, Any]:
+    from qmd_daemon.search.pipeline import SearchOptions
+
+    out: dict[str, Any] = {"chunks": _chunks(engine), "collections": len(engine.collections())}
+    engine.update(progress=False)  # settle anything changed since the build
+    out["no_change_update_s"] = statistics.median(_timed(lambda: engine.update(progress=False))
+                                                  for _ in range(repeat))
+    name, files = _edit_target(engine)
+    originals = {f: f.read_bytes() for f in files}
+    try:
+        for scope, names in (("collection", [name]), ("all", None)):
+            for n, f in enumerate(files):
+                added = f"\n\ndef scale_bench_edit_{scope}_{n}():\n    return {n}\n"
+                f.write_bytes(originals[f] + added.encode())
+            t0 = time.perf_counter()
+            reports = engine.update(names, progress=False)
+            out[f"edit10_update_{scope}_s"] = time.perf_counter() - t0
+            out[f"edit10_relinked_{scope}"] = sum(r.relinked for r in reports)
+    finally:
+        for f, data in originals.items():
+            f.write_bytes(data)
+        engine.update([name], progress=False)
+    out.update(_full_relink_baseline(engine, name))
+    options = SearchOptions(vectors=False, expand=False, rerank=False)
+    for kind, source in (("questions", "dev-queries.jsonl"), ("bug_reports", "dev-issues.jsonl")):
+        rows = [json.loads(line) for line in (EVAL_DIR / source).open(encoding="utf-8")]
+        times = []
+        for row in rows:
+            t0 = time.perf_counter()
+            engine.search(row["query"], None, limit=10, options=options)
+            times.append((time.perf_counter() - t0) * 1000)
+        times.sort()
+        out[f"{kind}_p50_ms"] = statistics.median(times)
+        out[f"{kind}_p95_ms"] = times[min(len(times) - 1, int(0.95 * len(times)))]
+    out["load_average"] = os.getloadavg()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--home", type=Path, default=Path("~/.cache/qmd-eval/home-scale").expanduser())
+    ap.add_argument("--seed-home", type=Path, default=Path("~/.cache/qmd-eval/home-whole").expanduser())
+    ap.add_argument("--target-chunks", type=int, default=240_000)
+    ap.add_argument("--build-minutes", type=float, default=15.0)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    home = args.home.expanduser()
+    if not home.exists() and args.seed_home.exists():
+        shutil.copytree(args.seed_home, home, symlinks=True)
+    os.environ["QMD_DAEMON_HOME"] = str(home)
+    from qmd_daemon.engine import Engine
+    from qmd_daemon.settings import Settings
+
+    engine = Engine(Settings.from_env())
+    try:
+        build(engine, home, args.target_chunks, args.build_minutes)
+        result = measure(engine, args.repeat)
+    finally:
+        engine.close()
+    for key, value in result.items():
+        print(f"{key:28} {value:.3f}" if isinstance(value, float) else f"{key:28} {value}")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

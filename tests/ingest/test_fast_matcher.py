@@ -1,0 +1,47 @@
+"""fast_matcher answers exactly as pathspec does, for the default mask, the built-in excludes and
+.gitignore files with negations and folder patterns, over this project's own paths."""
+
+from pathlib import Path
+
+import pathspec
+import pytest
+
+from qmd_daemon.ingest.scan import compile_mask, compile_patterns, fast_matcher
+from qmd_daemon.settings import DEFAULT_EXCLUDES, DEFAULT_MASK
+
+REPO = Path(__file__).resolve().parents[2]
+GITIGNORE = """
+# build output
+build/
+*.log
+!keep.log
+/docs/*.md
+!/docs/usage.md
+**/fixtures/**
+tests/**/test_*.py
+!tests/ingest/test_scan.py
+"""
+
+
+def _paths() -> list[str]:
+    files = [p.relative_to(REPO).as_posix() for p in REPO.rglob("*") if ".git" not in p.parts]
+    extra = ["build/x.py", "a/build/", "build/", "x.log", "keep.log", "a/keep.log", "docs/a/b.md", "", "a"]
+    return files + [f + "/" for f in files[:200]] + extra
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        compile_mask(DEFAULT_MASK),
+        compile_patterns(list(DEFAULT_EXCLUDES), "ignore"),
+        pathspec.GitIgnoreSpec.from_lines(GITIGNORE.splitlines()),
+        compile_patterns(GITIGNORE.splitlines(), "ignore"),
+    ],
+)
+def test_fast_matcher_agrees_with_pathspec(spec: pathspec.PathSpec) -> None:
+    matches = fast_matcher(spec)
+    paths = _paths()
+    assert len(paths) > 300
+    answers = [spec.match_file(p) for p in paths]
+    assert [matches(p) for p in paths] == answers
+    assert any(answers) and not all(answers)  # the paths exercise both answers
