@@ -1,0 +1,197 @@
+"""Binary codes of chunk vectors (one sign bit per dimension), scanned in memory before any
+stored vector is read.
+
+sqlite-vec 0.1.9's KNN is brute force and picks each 1,024-vector chunk's k best in k passes, so
+it costs about k x vectors: k=100 over 1M x 1024 int8 took 2.7 s. A vector's code is dim/8 bytes
+(128 at 1024 dims) in the plain table `chunk_codes`; the codes of the searched collections live
+in numpy, where the Hamming distance to the query's code takes ~1 ns a vector, and only the few
+hundred nearest by Hamming are rescored with an int8 copy of their vectors kept in the same row
+(dim bytes: sqlite-vec reads one vector out of a 1,024-vector chunk blob in ~0.3 ms, a plain row
+in ~3 us, so rescoring through vec0 cost more than the whole scan). A collection's codes
+load on its first search and again only when its version (bumped by triggers on `chunk_codes`)
+moves, so searching one collection never reads or scans another.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# Rows per block of the Hamming scan: the XOR and popcount temporaries stay in cache.
+_BLOCK = 16384
+
+CODE_TABLES = [
+    """CREATE TABLE chunk_codes (
+        chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+        collection_id INTEGER NOT NULL,
+        code BLOB NOT NULL,
+        vector BLOB NOT NULL
+    )""",
+    "CREATE INDEX chunk_codes_by_collection ON chunk_codes(collection_id, chunk_id)",
+    "CREATE TABLE chunk_code_versions (collection_id INTEGER PRIMARY KEY, version INTEGER NOT NULL)",
+    """CREATE TRIGGER chunk_codes_insert AFTER INSERT ON chunk_codes BEGIN
+        INSERT INTO chunk_code_versions (collection_id, version) VALUES (new.collection_id, 1)
+        ON CONFLICT (collection_id) DO UPDATE SET version = version + 1;
+    END""",
+    """CREATE TRIGGER chunk_codes_delete AFTER DELETE ON chunk_codes BEGIN
+        UPDATE chunk_code_versions SET version = version + 1 WHERE collection_id = old.collection_id;
+    END""",
+]
+
+
+def binary_code(vector: Sequence[float] | np.ndarray) -> bytes:
+    """Sign bits, little-endian within each byte (the order of sqlite-vec's vec_quantize_binary)."""
+    return np.packbits(np.asarray(vector) > 0, bitorder="little").tobytes()
+
+
+def int8_copy(vector: Sequence[float] | np.ndarray) -> bytes:
+    """The rescoring copy of a float vector: scaled so its largest element is 127 (the whole
+    int8 range, unlike 'unit' quantization; cosine needs no scale back)."""
+    values = np.asarray(vector, dtype=np.float32)
+    peak = float(np.abs(values).max()) or 1.0
+    return np.rint(values / peak * 127).astype(np.int8).tobytes()
+
+
+def code_row(vector: Sequence[float] | np.ndarray) -> tuple[bytes, bytes]:
+    """(binary code, int8 copy) of a vector, as chunk_codes holds them."""
+    return binary_code(vector), int8_copy(vector)
+
+
+def stored_code_row(blob: bytes, quantization: str) -> tuple[bytes, bytes]:
+    """code_row of a vector as chunk_vectors stores it; an int8 index's copy is its stored vector,
+    so rescoring ranks exactly as sqlite-vec's KNN over it would."""
+    values = np.frombuffer(blob, dtype=np.int8 if quantization == "int8" else np.float32)
+    return binary_code(values), values.tobytes() if quantization == "int8" else int8_copy(values)
+
+
+def derive_codes(conn: Any, quantization: str) -> int:
+    """Fill chunk_codes from the stored vectors (an index embedded before codes existed): no
+    re-embedding. Runs inside the caller's write transaction; returns the codes written."""
+    conn.execute("DELETE FROM chunk_codes")
+    written = 0
+    cursor = conn.execute("SELECT rowid, collection_id, embedding FROM chunk_vectors")
+    while batch := cursor.fetchmany(4096):
+        conn.executemany(
+            "INSERT INTO chunk_codes (chunk_id, collection_id, code, vector) VALUES (?, ?, ?, ?)",
+            [(rowid, collection, *stored_code_row(blob, quantization)) for rowid, collection, blob in batch],
+        )
+        written += len(batch)
+    return written
+
+
+def _words(codes: bytes, count: int) -> np.ndarray:
+    """(count, words) uint64 matrix; codes are zero-padded to whole words (zeros add no distance)."""
+    raw = np.frombuffer(codes, dtype=np.uint8).reshape(count, -1)
+    pad = -raw.shape[1] % 8
+    if pad:
+        raw = np.hstack([raw, np.zeros((count, pad), dtype=np.uint8)])
+    return np.ascontiguousarray(raw).view(np.uint64)
+
+
+def hamming(words: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Hamming distance of every row of `words` to `query`, in blocks."""
+    out = np.empty(len(words), dtype=np.uint16)
+    xor = np.empty((min(_BLOCK, len(words)), words.shape[1]), dtype=np.uint64)
+    bits = np.empty(xor.shape, dtype=np.uint8)
+    for start in range(0, len(words), _BLOCK):
+        n = min(_BLOCK, len(words) - start)
+        np.bitwise_xor(words[start : start + n], query, out=xor[:n])
+        np.bitwise_count(xor[:n], out=bits[:n])
+        bits[:n].sum(axis=1, dtype=np.uint16, out=out[start : start + n])
+    return out
+
+
+@dataclass
+class _CollectionCodes:
+    version: int
+    ids: np.ndarray
+    words: np.ndarray
+
+
+class CodeCache:
+    """The codes of the collections searched so far, per connection's store."""
+
+    def __init__(self) -> None:
+        self._collections: dict[int, _CollectionCodes] = {}
+        self._lock = threading.Lock()
+
+    def _current(self, conn: Any, collection_ids: list[int]) -> list[_CollectionCodes]:
+        marks = ",".join("?" * len(collection_ids))
+        versions = dict(
+            conn.execute(
+                f"SELECT collection_id, version FROM chunk_code_versions WHERE collection_id IN ({marks})",
+                collection_ids,
+            ).fetchall()
+        )
+        held: list[_CollectionCodes] = []
+        with self._lock:
+            for collection_id, version in versions.items():
+                kept = self._collections.get(collection_id)
+                if kept is None or kept.version != version:
+                    kept = self._load(conn, collection_id, version)
+                    self._collections[collection_id] = kept
+                held.append(kept)
+        return held
+
+    @staticmethod
+    def _load(conn: Any, collection_id: int, version: int) -> _CollectionCodes:
+        rows = conn.execute(
+            "SELECT chunk_id, code FROM chunk_codes WHERE collection_id = ? ORDER BY chunk_id",
+            (collection_id,),
+        ).fetchall()
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        words = _words(b"".join(r[1] for r in rows), len(rows)) if rows else np.empty((0, 1), np.uint64)
+        return _CollectionCodes(version, ids, words)
+
+    def nearest(self, conn: Any, query_code: bytes, collection_ids: list[int], count: int) -> list[int]:
+        """Chunk ids of the `count` codes nearest the query's, over the given collections."""
+        query = _words(query_code, 1)[0]
+        best_ids: list[np.ndarray] = []
+        best_distances: list[np.ndarray] = []
+        for codes in self._current(conn, collection_ids):
+            if not len(codes.ids):
+                continue
+            distances = hamming(codes.words, query)
+            if len(distances) > count:
+                keep = np.argpartition(distances, count)[:count]
+                best_ids.append(codes.ids[keep])
+                best_distances.append(distances[keep])
+            else:
+                best_ids.append(codes.ids)
+                best_distances.append(distances)
+        if not best_ids:
+            return []
+        ids, distances = np.concatenate(best_ids), np.concatenate(best_distances)
+        if len(ids) > count:
+            ids = ids[np.argpartition(distances, count)[:count]]
+        return [int(i) for i in ids]
+
+
+def rescore(conn: Any, query: np.ndarray | bytes, candidates: list[int], k: int) -> list[tuple[int, float]]:
+    """(chunk id, cosine similarity) of the k candidates nearest the query by their int8 copies.
+    A float query is compared in numpy; an int8 index passes its query as stored int8 bytes and
+    sqlite-vec's own int8 cosine ranks them, as its KNN over the stored vectors would."""
+    if not candidates:
+        return []
+    marks = ",".join("?" * len(candidates))
+    if isinstance(query, bytes):
+        rows = conn.execute(
+            f"""SELECT chunk_id, 1.0 - vec_distance_cosine(vec_int8(vector), vec_int8(?)) AS similarity
+                FROM chunk_codes WHERE chunk_id IN ({marks}) ORDER BY similarity DESC LIMIT ?""",
+            (query, *candidates, k),
+        ).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
+    rows = conn.execute(
+        f"SELECT chunk_id, vector FROM chunk_codes WHERE chunk_id IN ({marks})", candidates
+    ).fetchall()
+    matrix = (
+        np.frombuffer(b"".join(r[1] for r in rows), dtype=np.int8).reshape(len(rows), -1).astype(np.float32)
+    )
+    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
+    similarity = matrix @ query / np.where(norms == 0, 1.0, norms)
+    order = np.argsort(-similarity, kind="stable")[:k]
+    return [(int(rows[i][0]), float(similarity[i])) for i in order]
