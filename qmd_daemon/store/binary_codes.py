@@ -24,6 +24,14 @@ import numpy as np
 # Rows per block of the Hamming scan: the XOR and popcount temporaries stay in cache.
 _BLOCK = 16384
 
+# A searched set of at most this many values (vectors x dims: 10k x 1024, 27k x 384) is scored
+# whole from float32 copies in memory (~1.5 ms for 10M values): there the true top 10 holds
+# near-ties that codes cannot order (recall@10 0.87 at 10k x 1024 with 400 candidates).
+FULL_SCORE_VALUES = 10_500_000
+# float32 values of copies held in all (x4 bytes: ~125 MB), so many small collections cannot
+# grow the daemon without bound; past it the codes' path serves.
+COPIES_BUDGET = 3 * FULL_SCORE_VALUES
+
 CODE_TABLES = [
     """CREATE TABLE chunk_codes (
         chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
@@ -54,11 +62,6 @@ def int8_copy(vector: Sequence[float] | np.ndarray) -> bytes:
     values = np.asarray(vector, dtype=np.float32)
     peak = float(np.abs(values).max()) or 1.0
     return np.rint(values / peak * 127).astype(np.int8).tobytes()
-
-
-def code_row(vector: Sequence[float] | np.ndarray) -> tuple[bytes, bytes]:
-    """(binary code, int8 copy) of a vector, as chunk_codes holds them."""
-    return binary_code(vector), int8_copy(vector)
 
 
 def stored_code_row(blob: bytes, quantization: str) -> tuple[bytes, bytes]:
@@ -105,18 +108,38 @@ def hamming(words: np.ndarray, query: np.ndarray) -> np.ndarray:
     return out
 
 
+def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """float32 rows scaled to length 1 (zero rows stay zero), so a dot product is the cosine."""
+    rows = matrix.astype(np.float32)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms == 0, 1.0, norms)
+
+
+def _top(ids: np.ndarray, similarity: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """(id, similarity) of the k most similar, best first; equal similarities by id."""
+    if len(ids) > k:
+        keep = np.argpartition(-similarity, k - 1)[:k]
+        ids, similarity = ids[keep], similarity[keep]
+    order = np.lexsort((ids, -similarity))
+    return [(int(ids[i]), float(similarity[i])) for i in order]
+
+
 @dataclass
 class _CollectionCodes:
+    collection_id: int
     version: int
     ids: np.ndarray
     words: np.ndarray
+    unit_vectors: np.ndarray | None = None  # float32 copies, held only while scored whole
 
 
 class CodeCache:
-    """The codes of the collections searched so far, per connection's store."""
+    """The codes of the collections searched so far, per connection's store; and, within
+    COPIES_BUDGET, the unit float32 copies of those small enough to be scored whole."""
 
     def __init__(self) -> None:
         self._collections: dict[int, _CollectionCodes] = {}
+        self._copy_values = 0
         self._lock = threading.Lock()
 
     def _current(self, conn: Any, collection_ids: list[int]) -> list[_CollectionCodes]:
@@ -132,6 +155,8 @@ class CodeCache:
             for collection_id, version in versions.items():
                 kept = self._collections.get(collection_id)
                 if kept is None or kept.version != version:
+                    if kept is not None and kept.unit_vectors is not None:
+                        self._copy_values -= kept.unit_vectors.size
                     kept = self._load(conn, collection_id, version)
                     self._collections[collection_id] = kept
                 held.append(kept)
@@ -145,53 +170,78 @@ class CodeCache:
         ).fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         words = _words(b"".join(r[1] for r in rows), len(rows)) if rows else np.empty((0, 1), np.uint64)
-        return _CollectionCodes(version, ids, words)
+        return _CollectionCodes(collection_id, version, ids, words)
 
-    def nearest(self, conn: Any, query_code: bytes, collection_ids: list[int], count: int) -> list[int]:
-        """Chunk ids of the `count` codes nearest the query's, over the given collections."""
-        query = _words(query_code, 1)[0]
-        best_ids: list[np.ndarray] = []
-        best_distances: list[np.ndarray] = []
-        for codes in self._current(conn, collection_ids):
-            if not len(codes.ids):
-                continue
-            distances = hamming(codes.words, query)
-            if len(distances) > count:
-                keep = np.argpartition(distances, count)[:count]
-                best_ids.append(codes.ids[keep])
-                best_distances.append(distances[keep])
-            else:
-                best_ids.append(codes.ids)
-                best_distances.append(distances)
-        if not best_ids:
+    def _copies(self, conn: Any, held: list[_CollectionCodes], dim: int) -> list[np.ndarray] | None:
+        """The held collections' unit copies, loading the missing ones within COPIES_BUDGET
+        (None past it: the search takes the codes' path)."""
+        with self._lock:
+            for codes in held:
+                if codes.unit_vectors is not None:
+                    continue
+                if self._copy_values + len(codes.ids) * dim > COPIES_BUDGET:
+                    return None
+                rows = conn.execute(
+                    "SELECT chunk_id, vector FROM chunk_codes WHERE collection_id = ? ORDER BY chunk_id",
+                    (codes.collection_id,),
+                ).fetchall()
+                if [r[0] for r in rows] != codes.ids.tolist():  # written since the codes were read
+                    return None
+                matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.int8).reshape(len(rows), -1)
+                codes.unit_vectors = _unit_rows(matrix)
+                self._copy_values += codes.unit_vectors.size
+            return [c.unit_vectors for c in held if c.unit_vectors is not None]
+
+    def search(
+        self, conn: Any, query: np.ndarray, collection_ids: list[int], candidates: int, k: int
+    ) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) of the k nearest over the given collections: all of them
+        scored when the searched set is small (FULL_SCORE_VALUES: there the true top 10 holds
+        near-ties that codes cannot order), else the `candidates` nearest codes rescored."""
+        held = [c for c in self._current(conn, collection_ids) if len(c.ids)]
+        if not held:
             return []
-        ids, distances = np.concatenate(best_ids), np.concatenate(best_distances)
-        if len(ids) > count:
-            ids = ids[np.argpartition(distances, count)[:count]]
-        return [int(i) for i in ids]
+        small = sum(len(c.ids) for c in held) * query.size <= FULL_SCORE_VALUES
+        copies = self._copies(conn, held, query.size) if small else None
+        if copies is not None:
+            unit_query = query / (float(np.linalg.norm(query)) or 1.0)
+            similarity = np.concatenate([matrix @ unit_query for matrix in copies])
+            return _top(np.concatenate([c.ids for c in held]), similarity, k)
+        return rescore(conn, query, _nearest(held, binary_code(query), candidates), k)
 
 
-def rescore(conn: Any, query: np.ndarray | bytes, candidates: list[int], k: int) -> list[tuple[int, float]]:
-    """(chunk id, cosine similarity) of the k candidates nearest the query by their int8 copies.
-    A float query is compared in numpy; an int8 index passes its query as stored int8 bytes and
-    sqlite-vec's own int8 cosine ranks them, as its KNN over the stored vectors would."""
+def _nearest(held: list[_CollectionCodes], query_code: bytes, count: int) -> list[int]:
+    """Chunk ids of the `count` codes nearest the query's, over the held collections."""
+    query = _words(query_code, 1)[0]
+    best_ids: list[np.ndarray] = []
+    best_distances: list[np.ndarray] = []
+    for codes in held:
+        distances = hamming(codes.words, query)
+        if len(distances) > count:
+            keep = np.argpartition(distances, count)[:count]
+            best_ids.append(codes.ids[keep])
+            best_distances.append(distances[keep])
+        else:
+            best_ids.append(codes.ids)
+            best_distances.append(distances)
+    if not best_ids:
+        return []
+    ids, distances = np.concatenate(best_ids), np.concatenate(best_distances)
+    if len(ids) > count:
+        ids = ids[np.argpartition(distances, count)[:count]]
+    return [int(i) for i in ids]
+
+
+def rescore(conn: Any, query: np.ndarray, candidates: list[int], k: int) -> list[tuple[int, float]]:
+    """(chunk id, cosine similarity) of the k candidates nearest the query by their int8 copies
+    (an int8 index's copies are its stored vectors and its query is quantized as they are, so
+    this ranks as sqlite-vec's KNN over them does)."""
     if not candidates:
         return []
     marks = ",".join("?" * len(candidates))
-    if isinstance(query, bytes):
-        rows = conn.execute(
-            f"""SELECT chunk_id, 1.0 - vec_distance_cosine(vec_int8(vector), vec_int8(?)) AS similarity
-                FROM chunk_codes WHERE chunk_id IN ({marks}) ORDER BY similarity DESC LIMIT ?""",
-            (query, *candidates, k),
-        ).fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows]
     rows = conn.execute(
         f"SELECT chunk_id, vector FROM chunk_codes WHERE chunk_id IN ({marks})", candidates
     ).fetchall()
-    matrix = (
-        np.frombuffer(b"".join(r[1] for r in rows), dtype=np.int8).reshape(len(rows), -1).astype(np.float32)
-    )
-    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
-    similarity = matrix @ query / np.where(norms == 0, 1.0, norms)
-    order = np.argsort(-similarity, kind="stable")[:k]
-    return [(int(rows[i][0]), float(similarity[i])) for i in order]
+    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.int8).reshape(len(rows), -1)
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return _top(ids, _unit_rows(matrix) @ (query / (float(np.linalg.norm(query)) or 1.0)), k)

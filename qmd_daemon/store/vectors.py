@@ -20,10 +20,7 @@ import numpy as np
 
 from qmd_daemon.store.binary_codes import (
     CodeCache,
-    binary_code,
-    code_row,
     derive_codes,
-    rescore,
     stored_code_row,
 )
 from qmd_daemon.store.index_store import IndexStore
@@ -188,7 +185,8 @@ class VectorIndex:
                     f"VALUES (?, ?, {self._encode()})",
                     (chunk_id, collection_id, _pack(vector)),
                 )
-                self._put_code(chunk_id, collection_id, code_row(vector))
+                stored = self.conn.execute(f"SELECT {self._encode()}", (_pack(vector),)).fetchone()[0]
+                self._put_code(chunk_id, collection_id, stored_code_row(stored, self.quantization))
                 written += 1
         return written
 
@@ -204,13 +202,11 @@ class VectorIndex:
         if cache is None or cache[0] != active:
             cache = (active, CodeCache())
             self.store.derived["vector_codes"] = cache
-        candidates = cache[1].nearest(
-            self.conn, binary_code(vector), collection_ids, max(RESCORE_MIN, RESCORE_FACTOR * k)
-        )
-        query: np.ndarray | bytes = np.asarray(vector, dtype=np.float32)
+        query = np.asarray(vector, dtype=np.float32)
         if active[2] == "int8":  # the copies are the stored int8 vectors: the query as the KNN encodes it
-            query = self.conn.execute("SELECT vec_quantize_int8(?, 'unit')", (_pack(vector),)).fetchone()[0]
-        return rescore(self.conn, query, candidates, k)
+            stored = self.conn.execute("SELECT vec_quantize_int8(?, 'unit')", (_pack(vector),)).fetchone()[0]
+            query = np.frombuffer(stored, dtype=np.int8).astype(np.float32)
+        return cache[1].search(self.conn, query, collection_ids, max(RESCORE_MIN, RESCORE_FACTOR * k), k)
 
     def exact_search(
         self, vector: Sequence[float], collection_ids: list[int], k: int

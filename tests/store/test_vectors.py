@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from qmd_daemon.ingest.chunk_model import Chunk
+from qmd_daemon.store import binary_codes
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.vectors import VectorIndex
 
@@ -136,11 +137,15 @@ def _store_with_vectors(
 
 
 @pytest.mark.parametrize("quantization", ["float", "int8"])
+@pytest.mark.parametrize("path", ["scored whole", "codes then rescoring"])
 def test_code_search_finds_the_exact_top_10_and_stays_in_the_collection(
-    tmp_path: Path, quantization: str
+    tmp_path: Path, quantization: str, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # 2,000 vectors of MiniLM's 384 dims: more than the 400 rescored candidates, so the codes
-    # really choose; each query lies near a stored vector, as a question near its answer.
+    # 2,000 vectors of MiniLM's 384 dims, each query near a stored vector, as a question near its
+    # answer. A set this small is scored whole; with that limit at 0 the 400 candidates of the
+    # codes are rescored, as on a large index, so the codes really choose.
+    if path == "codes then rescoring":
+        monkeypatch.setattr(binary_codes, "FULL_SCORE_VALUES", 0)
     store, a, b = _store_with_vectors(tmp_path, 2000, 384, quantization)
     vectors = VectorIndex(store, quantization=quantization)
     in_b = {
@@ -154,9 +159,8 @@ def test_code_search_finds_the_exact_top_10_and_stays_in_the_collection(
         recalls.append(len(set(exact) & set(found)) / 10)
         only_b = [c for c, _s in vectors.search(query.tolist(), [b], 10)]
         assert only_b and set(only_b) <= in_b
-    # int8 'unit' vectors of 384 dims use ~9 levels, so the exact int8 top 10 holds near-ties
-    # whose order the codes cannot know: 0.93 here at 2k vectors (1.0 at 100k, bench/knn.py).
-    assert sum(recalls) / len(recalls) >= (0.95 if quantization == "float" else 0.9)
+    # A float index rescores int8 copies: near-ties may swap, so not 1.0.
+    assert sum(recalls) / len(recalls) >= 0.95
     store.close()
 
 
