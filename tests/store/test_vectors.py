@@ -183,3 +183,33 @@ def test_an_index_embedded_before_codes_gets_them_from_its_vectors(tmp_path: Pat
     found = VectorIndex(reopened, quantization="int8").search(query, [a, b], 10)
     assert [c for c, _s in found] == [c for c, _s in expected]
     reopened.close()
+
+
+@pytest.mark.parametrize("path", ["scored whole", "codes then rescoring"])
+def test_codes_loaded_at_start_cover_every_collection_and_follow_new_vectors(
+    tmp_path: Path, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """warm() (the daemon at start) holds every code, and a vector put after that is still found."""
+    if path == "codes then rescoring":
+        monkeypatch.setattr(binary_codes, "FULL_SCORE_VALUES", 0)
+    store, a, b = _store_with_vectors(tmp_path, 500, 16, "int8")
+    vectors = VectorIndex(store, quantization="int8")
+    assert vectors.warm() == 500
+    vectors.search(_clustered(1, 16, seed=5)[0].tolist(), [a, b], 5)  # copies held too
+    with store.transaction():
+        store.write_file(
+            b,
+            "new.py",
+            size=1,
+            mtime_ns=1,
+            content_hash="new",
+            language="python",
+            kind="code",
+            line_count=1,
+            chunks=[Chunk(1, 1, "new text")],
+        )
+    [(new_id, _col, _hash)] = vectors.pending()
+    query = _clustered(1, 16, seed=4)[0]
+    vectors.put([(new_id, b, query.tolist())])
+    assert vectors.search(query.tolist(), [a, b], 5)[0][0] == new_id
+    store.close()
