@@ -1,15 +1,17 @@
 """Binary codes of chunk vectors (one sign bit per dimension), scanned in memory before any
 stored vector is read.
 
-sqlite-vec 0.1.9's KNN is brute force and picks each 1,024-vector chunk's k best in k passes, so
-it costs about k x vectors: k=100 over 1M x 1024 int8 took 2.7 s. A vector's code is dim/8 bytes
+sqlite-vec 0.1.9's KNN is brute force: every vector's distance on every query, its int8 cosine
+in scalar code (~7 us a 1024-dim vector here; k barely matters), so k=100 over 1M x 1024 int8
+took 2.7 s, and the collection filter cut little of it (docs/scale.md). A vector's code is dim/8 bytes
 (128 at 1024 dims) in the plain table `chunk_codes`; the codes of the searched collections live
-in numpy, where the Hamming distance to the query's code takes ~1 ns a vector, and only the few
+in numpy, where the Hamming distance to the query's code takes ~15-20 ns a vector, and only the few
 hundred nearest by Hamming are rescored with an int8 copy of their vectors kept in the same row
 (dim bytes: sqlite-vec reads one vector out of a 1,024-vector chunk blob in ~0.3 ms, a plain row
 in ~3 us, so rescoring through vec0 cost more than the whole scan). A collection's codes
-load on its first search and again only when its version (bumped by triggers on `chunk_codes`)
-moves, so searching one collection never reads or scans another.
+load on its first search (or at daemon start, VectorIndex.warm) and again only when its version
+(bumped by triggers on `chunk_codes`) moves, so searching one collection never reads or scans
+another. A small searched set is scored whole instead (FULL_SCORE_VALUES). Figures: docs/scale.md.
 """
 
 from __future__ import annotations
