@@ -9,23 +9,28 @@ from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.vectors import VectorIndex
 
 
+def _write(store: IndexStore, collection_id: int, path: str, chunks: list[Chunk]) -> None:
+    """A python file of these chunks (inside the caller's transaction)."""
+    store.write_file(
+        collection_id,
+        path,
+        size=1,
+        mtime_ns=1,
+        content_hash=path,
+        language="python",
+        kind="code",
+        line_count=len(chunks) + 1,
+        chunks=chunks,
+    )
+
+
 def _store_with_chunks(tmp_path: Path) -> tuple[IndexStore, int, int]:
     store = IndexStore(tmp_path / "i.sqlite")
     with store.transaction():
         a = store.ensure_collection("a", tmp_path)
         b = store.ensure_collection("b", tmp_path)
         for cid, path in ((a, "x.py"), (b, "y.py")):
-            store.write_file(
-                cid,
-                path,
-                size=1,
-                mtime_ns=1,
-                content_hash=path,
-                language="python",
-                kind="code",
-                line_count=3,
-                chunks=[Chunk(1, 1, "same text"), Chunk(2, 2, f"unique {path}")],
-            )
+            _write(store, cid, path, [Chunk(1, 1, "same text"), Chunk(2, 2, f"unique {path}")])
     return store, a, b
 
 
@@ -119,16 +124,11 @@ def _store_with_vectors(
         a = store.ensure_collection("a", tmp_path)
         b = store.ensure_collection("b", tmp_path)
         for n in range(count // 10):
-            store.write_file(
+            _write(
+                store,
                 a if n % 3 else b,
                 f"f{n}.py",
-                size=1,
-                mtime_ns=1,
-                content_hash=f"h{n}",
-                language="python",
-                kind="code",
-                line_count=10,
-                chunks=[Chunk(i + 1, i + 1, f"text {n} {i}") for i in range(10)],
+                [Chunk(i + 1, i + 1, f"text {n} {i}") for i in range(10)],
             )
     vectors = VectorIndex(store, quantization=quantization)
     vectors.ensure("model-1", dim)
@@ -197,17 +197,7 @@ def test_codes_loaded_at_start_cover_every_collection_and_follow_new_vectors(
     assert vectors.warm() == 500
     vectors.search(_clustered(1, 16, seed=5)[0].tolist(), [a, b], 5)  # copies held too
     with store.transaction():
-        store.write_file(
-            b,
-            "new.py",
-            size=1,
-            mtime_ns=1,
-            content_hash="new",
-            language="python",
-            kind="code",
-            line_count=1,
-            chunks=[Chunk(1, 1, "new text")],
-        )
+        _write(store, b, "new.py", [Chunk(1, 1, "new text")])
     [(new_id, _col, _hash)] = vectors.pending()
     query = _clustered(1, 16, seed=4)[0]
     vectors.put([(new_id, b, query.tolist())])
