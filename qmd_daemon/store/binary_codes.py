@@ -27,8 +27,8 @@ import numpy as np
 _BLOCK = 16384
 
 # A searched set of at most this many values (vectors x dims: 10k x 1024, 27k x 384) is scored
-# whole from float32 copies in memory (~1.5 ms for 10M values): there the true top 10 holds
-# near-ties that codes cannot order (recall@10 0.87 at 10k x 1024 with 400 candidates).
+# whole from float32 copies in memory (2-15 ms for 10M values here; exact KNN 65-100 ms): there the
+# true top 10 holds near-ties that codes cannot order (recall@10 0.87 at 10k x 1024, 400 candidates).
 FULL_SCORE_VALUES = 10_500_000
 # float32 values of copies held in all (x4 bytes: ~125 MB), so many small collections cannot
 # grow the daemon without bound; past it the codes' path serves.
