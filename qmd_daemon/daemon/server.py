@@ -486,13 +486,16 @@ class Daemon:
         self.reader.store  # noqa: B018 - open (and migrate) the index now, not on the first search
 
     def _preload_models(self) -> None:
-        """Load the embedding model now so the first search does not pay for it."""
+        """Load the embedding model and the vectors' codes now so the first search does not pay
+        for them (codes: ~1 s a million vectors, store/binary_codes.py)."""
         try:
             embedder = self.reader.models.embedder()
             if embedder is not None:
                 embedder.embed_query("warm up")
+            if (vectors := self.reader.vectors) is not None:
+                vectors.warm()
         except Exception as exc:  # noqa: BLE001 - search degrades to lexical; status says why
-            log.warning("could not preload the embedding model: %s", exc)
+            log.warning("could not preload the embedding model or the codes: %s", exc)
 
     async def _check_index(self) -> None:
         """A damaged index is found at start, beside the first answers (its own connection and

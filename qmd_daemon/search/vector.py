@@ -1,5 +1,5 @@
-"""Vector retrieval: the question (and its vec/hyde rewrites) embedded, nearest chunks from
-sqlite-vec, filtered to the searched collections inside the KNN."""
+"""Vector retrieval: the question (and its vec/hyde rewrites) embedded, nearest chunks within
+the searched collections (store/vectors.py: binary codes, then rescoring; docs/scale.md)."""
 
 from __future__ import annotations
 

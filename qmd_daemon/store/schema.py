@@ -5,11 +5,13 @@ A database written by a newer qmd-daemon is refused with a clear error rather th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from qmd_daemon.errors import IndexDatabaseError
-from qmd_daemon.store.connection import write_transaction
+from qmd_daemon.store.binary_codes import CODE_TABLES, derive_codes
+from qmd_daemon.store.connection import OperationalError, write_transaction
 
 # FTS: `porter` stems natural-language words; tokenchars '_' keeps snake_case identifiers whole,
 # and the indexer appends their parts (and camelCase parts) so both forms match. The `collection`
@@ -78,7 +80,29 @@ _V1 = [
     )""",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {1: _V1}
+
+def _derive_existing_codes(conn: Any) -> None:
+    """Codes for the vectors an older index already holds, from those vectors (no re-embedding).
+    Without sqlite-vec loaded they cannot be read: search then stays exact until the next
+    `embed` derives them (VectorIndex.ensure)."""
+    model = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'vector_%'").fetchall())
+    if "vector_model" not in model:
+        return
+    try:
+        derive_codes(conn, model.get("vector_quantization") or "float")
+    except OperationalError as exc:  # sqlite-vec absent: "no such module: vec0"
+        if "vec0" not in str(exc):
+            raise
+        return
+    conn.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('vector_codes', ?)", (model["vector_model"],)
+    )
+
+
+# V2: binary codes of the vectors, scanned before the vectors themselves (store/binary_codes.py).
+_V2: list[str | Callable[[Any], None]] = [*CODE_TABLES, _derive_existing_codes]
+
+MIGRATIONS: dict[int, list[str | Callable[[Any], None]]] = {1: list(_V1), 2: _V2}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
@@ -106,8 +130,11 @@ def migrate(conn: Any, path: str) -> None:
             raise IndexDatabaseError(f"{path} is a SQLite database, but not a qmd-daemon index")
     for target in range(version + 1, SCHEMA_VERSION + 1):
         with write_transaction(conn, Path(path)):
-            for statement in MIGRATIONS[target]:
-                conn.execute(statement)
+            for step in MIGRATIONS[target]:
+                if callable(step):
+                    step(conn)
+                else:
+                    conn.execute(step)
             conn.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(target),)
             )

@@ -1,8 +1,11 @@
 """Chunk vectors in sqlite-vec.
 
 One vec0 table for the active embedding model (`chunk_vectors`, rowid = chunk id, cosine
-distance, the collection as a metadata column so the filter runs inside the KNN). The model's
-fingerprint and dimension live in `meta`; a different model drops the table and everything is
+distance, the collection as a metadata column), and beside it each vector's binary code
+(`chunk_codes`, store/binary_codes.py): a search scans the searched collections' codes in memory,
+then rescores the best few hundred with their int8 copies (a searched set under ~10k vectors is
+scored whole), so its cost no longer grows with k x every vector (sqlite-vec's brute-force KNN).
+The model's fingerprint and dimension live in `meta`; a different model drops the table and everything is
 embedded again cleanly. Identical chunks (same content hash) are embedded once: a new chunk whose
 hash already has a vector copies it.
 """
@@ -13,9 +16,21 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from qmd_daemon.store.binary_codes import (
+    CodeCache,
+    derive_codes,
+    stored_code_row,
+)
 from qmd_daemon.store.index_store import IndexStore
 
 QUANTIZATIONS = ("float", "int8")
+
+# Candidates by Hamming distance rescored with the stored vectors: at least this many, and at
+# least RESCORE_FACTOR x k (recall@10 against exact search, bench/knn.py).
+RESCORE_MIN = 400
+RESCORE_FACTOR = 4
 
 
 def _pack(vector: Sequence[float]) -> bytes:
@@ -46,8 +61,13 @@ class VectorIndex:
         """Make the table fit this model; returns True when earlier vectors were dropped."""
         current = self.active_model()
         if current == (fingerprint, dim, self.quantization):
+            if not self._codes_ready():
+                with self.store.transaction():  # an index that older code embedded: codes from its vectors
+                    derive_codes(self.conn, self.quantization)
+                    self._set_meta("vector_codes", fingerprint)
             return False
         with self.store.transaction():
+            self.conn.execute("DELETE FROM chunk_codes")
             self.conn.execute("DROP TRIGGER IF EXISTS chunk_vectors_delete")
             self.conn.execute("DROP TABLE IF EXISTS chunk_vectors")
             column = f"embedding {'int8' if self.quantization == 'int8' else 'float'}[{dim}]"
@@ -64,9 +84,18 @@ class VectorIndex:
                 ("vector_model", fingerprint),
                 ("vector_dim", str(dim)),
                 ("vector_quantization", self.quantization),
+                ("vector_codes", fingerprint),
             ):
-                self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+                self._set_meta(key, value)
         return current is not None
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def _codes_ready(self) -> bool:
+        """Whether chunk_codes covers the active model's vectors (set by ensure or the migration)."""
+        active = self.active_model()
+        return active is not None and self._meta("vector_codes") == active[0]
 
     def _encode(self, quantization: str | None = None) -> str:
         return "vec_quantize_int8(?, 'unit')" if (quantization or self.quantization) == "int8" else "?"
@@ -133,7 +162,15 @@ class VectorIndex:
                     f"INSERT INTO chunk_vectors (rowid, collection_id, embedding) VALUES (?, ?, {typed})",
                     (chunk_id, collection_id, donor[0]),
                 )
+                stored_as = active[2] if active else "float"
+                self._put_code(chunk_id, collection_id, stored_code_row(donor[0], stored_as))
         return left
+
+    def _put_code(self, chunk_id: int, collection_id: int, row: tuple[bytes, bytes]) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO chunk_codes (chunk_id, collection_id, code, vector) VALUES (?, ?, ?, ?)",
+            (chunk_id, collection_id, *row),
+        )
 
     def put(self, rows: list[tuple[int, int, Sequence[float]]]) -> int:
         """Store (chunk id, collection id, vector) in one transaction; skips chunks deleted meanwhile."""
@@ -148,11 +185,47 @@ class VectorIndex:
                     f"VALUES (?, ?, {self._encode()})",
                     (chunk_id, collection_id, _pack(vector)),
                 )
+                stored = self.conn.execute(f"SELECT {self._encode()}", (_pack(vector),)).fetchone()[0]
+                self._put_code(chunk_id, collection_id, stored_code_row(stored, self.quantization))
                 written += 1
         return written
 
     def search(self, vector: Sequence[float], collection_ids: list[int], k: int) -> list[tuple[int, float]]:
-        """(chunk id, cosine similarity) best first, filtered to the collections inside the KNN."""
+        """(chunk id, cosine similarity) best first, within the given collections: the nearest
+        codes first, then those candidates' int8 copies (exact_search while codes are missing)."""
+        active = self.active_model()
+        if active is None or not collection_ids:
+            return []
+        if not self._codes_ready():
+            return self.exact_search(vector, collection_ids, k)
+        query = np.asarray(vector, dtype=np.float32)
+        if active[2] == "int8":  # the copies are the stored int8 vectors: the query as the KNN encodes it
+            stored = self.conn.execute("SELECT vec_quantize_int8(?, 'unit')", (_pack(vector),)).fetchone()[0]
+            query = np.frombuffer(stored, dtype=np.int8).astype(np.float32)
+        cache = self._code_cache(active)
+        return cache.search(self.conn, query, collection_ids, max(RESCORE_MIN, RESCORE_FACTOR * k), k)
+
+    def _code_cache(self, active: tuple[str, int, str]) -> CodeCache:
+        """The store's cache of codes, new when the vectors' model changed."""
+        held = self.store.derived.get("vector_codes")
+        if held is None or held[0] != active:
+            held = (active, CodeCache())
+            self.store.derived["vector_codes"] = held
+        return held[1]
+
+    def warm(self) -> int:
+        """Load every collection's codes now (a daemon at start, beside its first answers), so
+        no search pays for it: ~1 s a million codes. Returns the codes held."""
+        active = self.active_model()
+        if active is None or not self._codes_ready():
+            return 0
+        collection_ids = [r[0] for r in self.conn.execute("SELECT collection_id FROM chunk_code_versions")]
+        return self._code_cache(active).load(self.conn, collection_ids) if collection_ids else 0
+
+    def exact_search(
+        self, vector: Sequence[float], collection_ids: list[int], k: int
+    ) -> list[tuple[int, float]]:
+        """sqlite-vec's brute-force KNN over every vector of the collections (cost ~ k x vectors)."""
         active = self.active_model()
         if active is None or not collection_ids:
             return []

@@ -1,8 +1,27 @@
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 from qmd_daemon.ingest.chunk_model import Chunk
+from qmd_daemon.store import binary_codes
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.vectors import VectorIndex
+
+
+def _write(store: IndexStore, collection_id: int, path: str, chunks: list[Chunk]) -> None:
+    """A python file of these chunks (inside the caller's transaction)."""
+    store.write_file(
+        collection_id,
+        path,
+        size=1,
+        mtime_ns=1,
+        content_hash=path,
+        language="python",
+        kind="code",
+        line_count=len(chunks) + 1,
+        chunks=chunks,
+    )
 
 
 def _store_with_chunks(tmp_path: Path) -> tuple[IndexStore, int, int]:
@@ -11,17 +30,7 @@ def _store_with_chunks(tmp_path: Path) -> tuple[IndexStore, int, int]:
         a = store.ensure_collection("a", tmp_path)
         b = store.ensure_collection("b", tmp_path)
         for cid, path in ((a, "x.py"), (b, "y.py")):
-            store.write_file(
-                cid,
-                path,
-                size=1,
-                mtime_ns=1,
-                content_hash=path,
-                language="python",
-                kind="code",
-                line_count=3,
-                chunks=[Chunk(1, 1, "same text"), Chunk(2, 2, f"unique {path}")],
-            )
+            _write(store, cid, path, [Chunk(1, 1, "same text"), Chunk(2, 2, f"unique {path}")])
     return store, a, b
 
 
@@ -95,4 +104,102 @@ def test_queries_use_the_stored_quantization_until_vectors_are_rebuilt(tmp_path:
     floats.put([(cid, col, [1.0, 0.0, 0.0]) for cid, col, _h in floats.pending([a])])
     configured_int8 = VectorIndex(store, quantization="int8")
     assert len(configured_int8.search([1.0, 0.0, 0.0], [a], k=5)) == 2
+    store.close()
+
+
+def _clustered(count: int, dim: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((40, dim))
+    rows = centres[rng.integers(0, 40, count)] + 0.6 * rng.standard_normal((count, dim))
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def _store_with_vectors(
+    tmp_path: Path, count: int, dim: int, quantization: str
+) -> tuple[IndexStore, int, int]:
+    """Real chunk rows in two collections, each with a clustered vector put through VectorIndex."""
+    store = IndexStore(tmp_path / "i.sqlite")
+    rows = _clustered(count, dim, seed=1)
+    with store.transaction():
+        a = store.ensure_collection("a", tmp_path)
+        b = store.ensure_collection("b", tmp_path)
+        for n in range(count // 10):
+            _write(
+                store,
+                a if n % 3 else b,
+                f"f{n}.py",
+                [Chunk(i + 1, i + 1, f"text {n} {i}") for i in range(10)],
+            )
+    vectors = VectorIndex(store, quantization=quantization)
+    vectors.ensure("model-1", dim)
+    vectors.put([(cid, col, rows[i].tolist()) for i, (cid, col, _h) in enumerate(vectors.pending())])
+    return store, a, b
+
+
+@pytest.mark.parametrize("quantization", ["float", "int8"])
+@pytest.mark.parametrize("path", ["scored whole", "codes then rescoring"])
+def test_code_search_finds_the_exact_top_10_and_stays_in_the_collection(
+    tmp_path: Path, quantization: str, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2,000 vectors of MiniLM's 384 dims, each query near a stored vector, as a question near its
+    # answer. A set this small is scored whole; with that limit at 0 the 400 candidates of the
+    # codes are rescored, as on a large index, so the codes really choose.
+    if path == "codes then rescoring":
+        monkeypatch.setattr(binary_codes, "FULL_SCORE_VALUES", 0)
+    store, a, b = _store_with_vectors(tmp_path, 2000, 384, quantization)
+    vectors = VectorIndex(store, quantization=quantization)
+    in_b = {
+        r[0] for r in store.conn.execute("SELECT chunk_id FROM chunk_codes WHERE collection_id = ?", (b,))
+    }
+    recalls = []
+    stored = _clustered(2000, 384, seed=1)
+    for query in stored[:20] + 0.5 * _clustered(20, 384, seed=2):
+        exact = [c for c, _s in vectors.exact_search(query.tolist(), [a, b], 10)]
+        found = [c for c, _s in vectors.search(query.tolist(), [a, b], 10)]
+        recalls.append(len(set(exact) & set(found)) / 10)
+        only_b = [c for c, _s in vectors.search(query.tolist(), [b], 10)]
+        assert only_b and set(only_b) <= in_b
+    # A float index rescores int8 copies: near-ties may swap, so not 1.0.
+    assert sum(recalls) / len(recalls) >= 0.95
+    store.close()
+
+
+def test_an_index_embedded_before_codes_gets_them_from_its_vectors(tmp_path: Path) -> None:
+    """Schema v1 with vectors (what older qmd-daemon wrote): opening it derives the codes."""
+    store, a, b = _store_with_vectors(tmp_path, 500, 16, "int8")
+    vectors = VectorIndex(store, quantization="int8")
+    query = _clustered(1, 16, seed=3)[0].tolist()
+    expected = vectors.exact_search(query, [a, b], 10)
+    with store.transaction():  # back to v1: no code tables, no schema_version 2
+        for name in ("chunk_codes_insert", "chunk_codes_delete"):
+            store.conn.execute(f"DROP TRIGGER {name}")
+        store.conn.execute("DROP TABLE chunk_codes")
+        store.conn.execute("DROP TABLE chunk_code_versions")
+        store.conn.execute("DELETE FROM meta WHERE key = 'vector_codes'")
+        store.conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    store.close()
+    reopened = IndexStore(tmp_path / "i.sqlite")
+    assert reopened.conn.execute("SELECT count(*) FROM chunk_codes").fetchone()[0] == 500
+    found = VectorIndex(reopened, quantization="int8").search(query, [a, b], 10)
+    assert [c for c, _s in found] == [c for c, _s in expected]
+    reopened.close()
+
+
+@pytest.mark.parametrize("path", ["scored whole", "codes then rescoring"])
+def test_codes_loaded_at_start_cover_every_collection_and_follow_new_vectors(
+    tmp_path: Path, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """warm() (the daemon at start) holds every code, and a vector put after that is still found."""
+    if path == "codes then rescoring":
+        monkeypatch.setattr(binary_codes, "FULL_SCORE_VALUES", 0)
+    store, a, b = _store_with_vectors(tmp_path, 500, 16, "int8")
+    vectors = VectorIndex(store, quantization="int8")
+    assert vectors.warm() == 500
+    vectors.search(_clustered(1, 16, seed=5)[0].tolist(), [a, b], 5)  # copies held too
+    with store.transaction():
+        _write(store, b, "new.py", [Chunk(1, 1, "new text")])
+    [(new_id, _col, _hash)] = vectors.pending()
+    query = _clustered(1, 16, seed=4)[0]
+    vectors.put([(new_id, b, query.tolist())])
+    assert vectors.search(query.tolist(), [a, b], 5)[0][0] == new_id
     store.close()
