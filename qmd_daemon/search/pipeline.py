@@ -95,13 +95,20 @@ def _strong_signal(lexical: list[LexicalHit]) -> bool:
 
 
 def _symbol_candidates(
-    store: IndexStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate]
+    store: IndexStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate],
+    exact: set[int],
 ) -> dict[int, set[str]]:
-    """Chunks that define a queried symbol join the candidates even when no retriever found them."""
+    """Chunks that define a queried symbol join the candidates even when no retriever found them.
+    `exact` gets the chunks defining a name as the question spells it (or, where no chunk does,
+    in any case): code is case-sensitive, `fn deserialize` is not `trait Deserialize`."""
     names = list(dict.fromkeys(s.split(".")[-1].split("::")[-1] for s in parsed.symbols))
     defined: dict[int, set[str]] = {}
-    for chunk_id, name, _kind in store.chunks_defining(names, collection_ids):
+    rows = store.chunks_defining(names, collection_ids)
+    spelled = {name.lower() for _, name, _ in rows if name in names}  # defined as the question spells it
+    for chunk_id, name, _kind in rows:
         defined.setdefault(int(chunk_id), set()).add(name.lower())
+        if name in names or name.lower() not in spelled:
+            exact.add(int(chunk_id))
     stems = [n.lower() for n in names] if parsed.is_symbol_query else []
     extra = [c for c in {*defined, *store.chunks_of_files_named(stems, collection_ids)} if c not in cands]
     for chunk_id, row in store.chunks_by_ids(extra).items():
@@ -259,10 +266,11 @@ def run_search(
         cand.similarity = similarity.get(chunk_id)
         cand.bm25 = bm25.get(chunk_id)
     if options.boosts:
-        defined = _symbol_candidates(store, parsed, collection_ids, cands)
+        exact: set[int] = set()
+        defined = _symbol_candidates(store, parsed, collection_ids, cands, exact)
         frame_ranks = _frame_candidates(store, parsed, collection_ids, cands)
         pool = list(cands.values())
-        definition_boost(pool, parsed, 1.0, options.weights, defined)
+        definition_boost(pool, parsed, 1.0, options.weights, defined, exact)
         name_words_boost(pool, parsed, 1.0, options.weights, store.definitions_in, defined)
         path_word_boost(pool, parsed, 1.0, options.weights)
         frame_file_boost(pool, frame_ranks, options.weights)
