@@ -10,7 +10,13 @@ from typing import Any
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.fusion import FusionParams, RankedList, fuse
 from qmd_daemon.search.hit import Hit
-from qmd_daemon.search.lexical import DEFAULT_WEIGHTS, LexicalHit, lexical_search, question_idf
+from qmd_daemon.search.lexical import (
+    DEFAULT_WEIGHTS,
+    LexicalHit,
+    lexical_search,
+    phrase_expression,
+    question_idf,
+)
 from qmd_daemon.search.query import ParsedQuery, content_words, parse_query
 from qmd_daemon.search.report import frame_file_matches
 from qmd_daemon.search.rerank import rerank
@@ -19,6 +25,7 @@ from qmd_daemon.search.scoring import (
     ScoringWeights,
     coherence_boost,
     definition_boost,
+    error_message_boost,
     frame_file_boost,
     name_words_boost,
     path_penalties,
@@ -27,12 +34,14 @@ from qmd_daemon.search.scoring import (
     saturate,
 )
 from qmd_daemon.search.vector import vector_search
+from qmd_daemon.store.connection import OperationalError
 from qmd_daemon.store.index_store import IndexStore
 
 LEXICAL_CANDIDATES = 200
 FUSED_CANDIDATES = 200
 STRONG_TOP, STRONG_GAP = 0.85, 0.15
 EXPAND_SHARE = 0.5
+MAX_ERROR_HOLDERS = 5  # chunks saying an error message's words, past which it is not its source
 
 
 @dataclass
@@ -114,6 +123,30 @@ def _symbol_candidates(
     for chunk_id, row in store.chunks_by_ids(extra).items():
         cands[chunk_id] = Candidate(row, score=0.0, ranks={"symbol": 1})
     return defined
+
+
+def _error_candidates(
+    store: IndexStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate]
+) -> set[int]:
+    """Code chunks holding the fixed words of a quoted error message join the candidates; a
+    phrase that more than MAX_ERROR_HOLDERS chunks say is not the message's source."""
+    holders: set[int] = set()
+    for phrase in parsed.report.error_phrases:
+        try:
+            found = store.fts_search(phrase_expression(phrase), collection_ids, MAX_ERROR_HOLDERS + 1,
+                                     DEFAULT_WEIGHTS)
+        except OperationalError:
+            continue
+        if len(found) > MAX_ERROR_HOLDERS:
+            continue
+        rows = store.chunks_by_ids([cid for cid, _ in found])
+        for chunk_id, row in rows.items():
+            if row.kind != "code":
+                continue
+            holders.add(chunk_id)
+            if chunk_id not in cands:
+                cands[chunk_id] = Candidate(row, score=0.0, ranks={"error": 1})
+    return holders
 
 
 def _frame_candidates(
@@ -269,11 +302,13 @@ def run_search(
         exact: set[int] = set()
         defined = _symbol_candidates(store, parsed, collection_ids, cands, exact)
         frame_ranks = _frame_candidates(store, parsed, collection_ids, cands)
+        error_holders = _error_candidates(store, parsed, collection_ids, cands)
         pool = list(cands.values())
         definition_boost(pool, parsed, 1.0, options.weights, defined, exact)
         name_words_boost(pool, parsed, 1.0, options.weights, store.definitions_in, defined)
         path_word_boost(pool, parsed, 1.0, options.weights)
         frame_file_boost(pool, frame_ranks, options.weights)
+        error_message_boost(pool, error_holders, options.weights)
         path_penalties(pool, parsed, options.weights)
         preamble_penalty(pool, options.weights, store.last_lines)
         coherence_boost(pool, 1.0, options.weights)

@@ -36,6 +36,7 @@ class ScoringWeights:
     preamble_penalty: float = 0.5  # code chunks that are only imports / package lines / header
     frame_file: float = 1.0  # x top score, for a file a quoted stack frame names (innermost most)
     frame_decay: float = 0.7  # each further frame file from the innermost
+    error_message: float = 1.0  # x top score, for a code chunk holding a quoted error message's words
 
 
 PREAMBLE_CHECKED = 50  # candidates read for the preamble rule: those that could reach the page
@@ -237,6 +238,15 @@ def frame_file_boost(cands: list[Candidate], frame_ranks: dict[int, int], weight
         rank = frame_ranks.get(cand.chunk.file_id)
         if rank is not None:
             cand.add("frame_file", weights.frame_file * weights.frame_decay**rank)
+
+
+def error_message_boost(cands: list[Candidate], holders: set[int], weights: ScoringWeights) -> None:
+    """`holders`: code chunks that hold a quoted error message's fixed words, where it is raised."""
+    if weights.error_message == 0:
+        return
+    for cand in cands:
+        if cand.chunk.id in holders:
+            cand.add("error_message", weights.error_message)
 
 
 def preamble_penalty(
