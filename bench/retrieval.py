@@ -78,6 +78,9 @@ ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
     # without the penalty for import/header-only chunks (search/header_chunks.py)
     "lexical-nopreamble": {"max_tokens": None, "vectors": False, "weights": NO_PREAMBLE_PENALTY},
     "hybrid-nopreamble": {"max_tokens": None, "weights": NO_PREAMBLE_PENALTY},
+    # without the case rule for definitions / the error-message rule of bug reports (issue 11)
+    "lexical-anycase": {"max_tokens": None, "vectors": False, "weights": ScoringWeights(definition_case=1.0)},
+    "lexical-noerror": {"max_tokens": None, "vectors": False, "weights": ScoringWeights(error_message=0.0)},
     "+expansion": {"max_tokens": None, "expand": True},
     "+rerank": {"max_tokens": None, "rerank": True},
     "full": {"max_tokens": None, "expand": True, "rerank": True},

@@ -20,7 +20,7 @@ def _quote(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
 
-def _phrase(text: str) -> str:
+def phrase_expression(text: str) -> str:
     """TEXT as an FTS5 phrase. CJK inside it is matched by its character pairs, which the index
     holds in order (ingest/cjk.py), so each run becomes a phrase of its pairs, with the other words."""
     pairs = run_pairs(text)
@@ -42,13 +42,13 @@ def term_group(term: str) -> str:
 def _exclusion(parsed: ParsedQuery) -> str:
     if not parsed.excludes:
         return ""
-    return " NOT (" + " OR ".join(_phrase(e) for e in parsed.excludes) + ")"
+    return " NOT (" + " OR ".join(phrase_expression(e) for e in parsed.excludes) + ")"
 
 
 def match_expressions(parsed: ParsedQuery) -> list[str]:
     """FTS5 MATCH strings, strictest first: phrases and all terms, then any term."""
     groups = [term_group(t) for t in parsed.terms]
-    phrases = [_phrase(p) for p in parsed.phrases]
+    phrases = [phrase_expression(p) for p in parsed.phrases]
     if not groups and not phrases:
         return []
     tail = _exclusion(parsed)

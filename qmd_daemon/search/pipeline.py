@@ -10,7 +10,13 @@ from typing import Any
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.fusion import FusionParams, RankedList, fuse
 from qmd_daemon.search.hit import Hit
-from qmd_daemon.search.lexical import DEFAULT_WEIGHTS, LexicalHit, lexical_search, question_idf
+from qmd_daemon.search.lexical import (
+    DEFAULT_WEIGHTS,
+    LexicalHit,
+    lexical_search,
+    phrase_expression,
+    question_idf,
+)
 from qmd_daemon.search.query import ParsedQuery, content_words, parse_query
 from qmd_daemon.search.report import frame_file_matches
 from qmd_daemon.search.rerank import rerank
@@ -19,6 +25,7 @@ from qmd_daemon.search.scoring import (
     ScoringWeights,
     coherence_boost,
     definition_boost,
+    error_message_boost,
     frame_file_boost,
     name_words_boost,
     path_penalties,
@@ -27,12 +34,14 @@ from qmd_daemon.search.scoring import (
     saturate,
 )
 from qmd_daemon.search.vector import vector_search
+from qmd_daemon.store.connection import OperationalError
 from qmd_daemon.store.index_store import IndexStore
 
 LEXICAL_CANDIDATES = 200
 FUSED_CANDIDATES = 200
 STRONG_TOP, STRONG_GAP = 0.85, 0.15
 EXPAND_SHARE = 0.5
+MAX_ERROR_HOLDERS = 5  # chunks saying an error message's words, past which it is not its source
 
 
 @dataclass
@@ -95,18 +104,49 @@ def _strong_signal(lexical: list[LexicalHit]) -> bool:
 
 
 def _symbol_candidates(
-    store: IndexStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate]
+    store: IndexStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate],
+    exact: set[int],
 ) -> dict[int, set[str]]:
-    """Chunks that define a queried symbol join the candidates even when no retriever found them."""
+    """Chunks that define a queried symbol join the candidates even when no retriever found them.
+    `exact` gets the chunks defining a name as the question spells it (or, where no chunk does,
+    in any case): code is case-sensitive, `fn deserialize` is not `trait Deserialize`."""
     names = list(dict.fromkeys(s.split(".")[-1].split("::")[-1] for s in parsed.symbols))
     defined: dict[int, set[str]] = {}
-    for chunk_id, name, _kind in store.chunks_defining(names, collection_ids):
+    rows = store.chunks_defining(names, collection_ids)
+    spelled = {name.lower() for _, name, _ in rows if name in names}  # defined as the question spells it
+    for chunk_id, name, _kind in rows:
         defined.setdefault(int(chunk_id), set()).add(name.lower())
+        if name in names or name.lower() not in spelled:
+            exact.add(int(chunk_id))
     stems = [n.lower() for n in names] if parsed.is_symbol_query else []
     extra = [c for c in {*defined, *store.chunks_of_files_named(stems, collection_ids)} if c not in cands]
     for chunk_id, row in store.chunks_by_ids(extra).items():
         cands[chunk_id] = Candidate(row, score=0.0, ranks={"symbol": 1})
     return defined
+
+
+def _error_candidates(
+    store: IndexStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate]
+) -> set[int]:
+    """Code chunks holding the fixed words of a quoted error message join the candidates; a
+    phrase that more than MAX_ERROR_HOLDERS chunks say is not the message's source."""
+    holders: set[int] = set()
+    for phrase in parsed.report.error_phrases:
+        try:
+            found = store.fts_search(phrase_expression(phrase), collection_ids, MAX_ERROR_HOLDERS + 1,
+                                     DEFAULT_WEIGHTS)
+        except OperationalError:
+            continue
+        if len(found) > MAX_ERROR_HOLDERS:
+            continue
+        rows = store.chunks_by_ids([cid for cid, _ in found])
+        for chunk_id, row in rows.items():
+            if row.kind != "code":
+                continue
+            holders.add(chunk_id)
+            if chunk_id not in cands:
+                cands[chunk_id] = Candidate(row, score=0.0, ranks={"error": 1})
+    return holders
 
 
 def _frame_candidates(
@@ -259,13 +299,16 @@ def run_search(
         cand.similarity = similarity.get(chunk_id)
         cand.bm25 = bm25.get(chunk_id)
     if options.boosts:
-        defined = _symbol_candidates(store, parsed, collection_ids, cands)
+        exact: set[int] = set()
+        defined = _symbol_candidates(store, parsed, collection_ids, cands, exact)
         frame_ranks = _frame_candidates(store, parsed, collection_ids, cands)
+        error_holders = _error_candidates(store, parsed, collection_ids, cands)
         pool = list(cands.values())
-        definition_boost(pool, parsed, 1.0, options.weights, defined)
+        definition_boost(pool, parsed, 1.0, options.weights, defined, exact)
         name_words_boost(pool, parsed, 1.0, options.weights, store.definitions_in, defined)
         path_word_boost(pool, parsed, 1.0, options.weights)
         frame_file_boost(pool, frame_ranks, options.weights)
+        error_message_boost(pool, error_holders, options.weights)
         path_penalties(pool, parsed, options.weights)
         preamble_penalty(pool, options.weights, store.last_lines)
         coherence_boost(pool, 1.0, options.weights)

@@ -37,6 +37,10 @@ _INLINE = re.compile(r"`([^`\n]{1,200})`")
 _PROMPT = re.compile(r"^[ \t]*(?:>>>|\.\.\.|In \[\d+\]:|\$|>) ?(?P<code>.*)$", re.MULTILINE)
 MAX_FRAMES = 40
 MAX_ERRORS = 4
+# The fixed words of a message, between the values a program puts in (`'b'`, `3`, `f(x)`, `:`):
+# `raise ValueError(f"Unrecognized QDP line: {line}")` keeps "Unrecognized QDP line" in the code.
+_MESSAGE_WORDS = re.compile(r"[A-Za-z]+(?:[ -]+[A-Za-z]+)*")
+MIN_PHRASE_WORDS = 3
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,18 @@ class Report:
     frames: list[Frame] = field(default_factory=list)  # outermost first, as traces print them
     errors: list[str] = field(default_factory=list)  # the messages after `XError:`
     code: str = ""  # fenced blocks, inline code and prompt lines, joined
+
+    @property
+    def error_phrases(self) -> list[str]:
+        """The longest run of plain words of each error message, when it has MIN_PHRASE_WORDS:
+        the part of the message written in the code's string literal."""
+        phrases: dict[str, None] = {}
+        for message in self.errors:
+            runs = [m.group() for m in _MESSAGE_WORDS.finditer(message)]
+            longest = max(runs, key=lambda r: len(r.split()), default="")
+            if len(longest.split()) >= MIN_PHRASE_WORDS:
+                phrases.setdefault(" ".join(longest.replace("-", " ").split()), None)
+        return list(phrases)
 
     @property
     def frame_paths(self) -> list[str]:

@@ -21,6 +21,7 @@ class ScoringWeights:
     definition: float = 3.0  # x top score, for chunks defining a queried symbol
     definition_spread: float = 0.5  # definition / chunks defining the name ** this (not symbol queries)
     definition_stem: float = 1.5  # extra factor when the file stem is the symbol
+    definition_case: float = 0.3  # factor for a definition matching a queried name only without case
     path_words: float = 1.0  # x top score x fraction of query words in the file stem/folder
     name_words: float = 1.0  # x top score x share of the question a defined compound name says
     coherence: float = 0.4  # x top score x the file's share of candidate score
@@ -35,6 +36,7 @@ class ScoringWeights:
     preamble_penalty: float = 0.5  # code chunks that are only imports / package lines / header
     frame_file: float = 1.0  # x top score, for a file a quoted stack frame names (innermost most)
     frame_decay: float = 0.7  # each further frame file from the innermost
+    error_message: float = 1.0  # x top score, for a code chunk holding a quoted error message's words
 
 
 PREAMBLE_CHECKED = 50  # candidates read for the preamble rule: those that could reach the page
@@ -51,6 +53,10 @@ _TEST_PATH = re.compile(
 _TEST_CLASS_FILE = re.compile(
     r"[a-z0-9](Test|Tests|Spec|Specs|Suite)\.(java|kt|kts|scala|swift|cs|hs|groovy)$"
 )
+# Files that mostly gather a package's modules for its importers. Not Rust's `mod.rs`: by the
+# language's convention it is the module's own body (`foo/mod.rs` is `foo.rs`), where its traits
+# and types are defined (serde's `de/mod.rs` defines `Deserialize`).
+_PACKAGE_ENTRY_FILES = frozenset({"__init__.py", "package-info.java", "index.js", "index.ts"})
 _EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|docs_src)/")
 _CHANGELOG_NAME = re.compile(r"(^|/)(changes|changelog|history|news|release[-_]?notes)(\.\w+)?$")
 _DOC_WORDS = frozenset(
@@ -154,8 +160,11 @@ def definition_boost(
     top: float,
     weights: ScoringWeights,
     defined: dict[int, set[str]],
+    exact: set[int] | None = None,
 ) -> None:
-    """`defined`: chunk id -> lowercased query symbols that chunk defines."""
+    """`defined`: chunk id -> lowercased query symbols that chunk defines; `exact`: those of
+    them that define one as the question spells it (None: all do). `Deserialize` asks for the
+    trait, not the `deserialize` method every implementation of it defines."""
     if not parsed.symbols or weights.definition == 0:
         return
     factor = 1.0 if parsed.is_symbol_query else 0.5
@@ -175,6 +184,8 @@ def definition_boost(
         stem = _stem(cand.chunk.path)
         if any(stem in (n, n.replace("_", ""), n.rstrip("s")) for n in names):
             amount *= weights.definition_stem
+        if exact is not None and cand.chunk.id not in exact:
+            amount *= weights.definition_case
         cand.add("definition", amount)
 
 
@@ -211,7 +222,7 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
         if _COMPAT_PATH.search(path):
             cand.scale("compat_path", weights.compat_penalty)
         name = _name_and_parent(path)[0]
-        if name in ("__init__.py", "package-info.java", "index.js", "index.ts", "mod.rs"):
+        if name in _PACKAGE_ENTRY_FILES:
             cand.scale("package_init", weights.init_penalty)
         if name.endswith(".d.ts"):
             cand.scale("type_declarations", weights.dts_penalty)
@@ -227,6 +238,15 @@ def frame_file_boost(cands: list[Candidate], frame_ranks: dict[int, int], weight
         rank = frame_ranks.get(cand.chunk.file_id)
         if rank is not None:
             cand.add("frame_file", weights.frame_file * weights.frame_decay**rank)
+
+
+def error_message_boost(cands: list[Candidate], holders: set[int], weights: ScoringWeights) -> None:
+    """`holders`: code chunks that hold a quoted error message's fixed words, where it is raised."""
+    if weights.error_message == 0:
+        return
+    for cand in cands:
+        if cand.chunk.id in holders:
+            cand.add("error_message", weights.error_message)
 
 
 def preamble_penalty(

@@ -101,3 +101,31 @@ def test_a_long_report_keeps_the_names_its_code_calls_over_its_prose() -> None:
     terms = parse_query(report).terms
     assert len(terms) == MAX_TERMS
     assert "frobnicate" in terms and "Slow" in terms
+
+
+def test_an_error_message_yields_its_fixed_words() -> None:
+    report = read_report(
+        "ValueError: Unrecognized QDP line: read serr 1 2\n"
+        "TypeError: 'int' object is not iterable\n"
+        "KeyError: 'a'\n"
+    )
+    assert report.error_phrases == ["Unrecognized QDP line", "object is not iterable"]
+
+
+def test_the_chunk_raising_a_quoted_error_leads_wordier_files(engine: Engine, tmp_path: Path) -> None:
+    # The report's prose matches tables.py best; only reader.py holds the message itself, in a
+    # long function that BM25 alone ranks below it.
+    prose = "\n".join(
+        f"def table_line_{i}(table, line):\n    # read a table line: a comment line of the table reader\n"
+        f"    return table.line(line) or table  # table line comment\n"
+        for i in range(6)
+    )
+    steps = "".join(f"    value_{i} = convert(value_{i - 1}, scale={i})\n" for i in range(1, 40))
+    reader = ("def interpret(line):\n    value_0 = line.strip()\n" + steps + "    if not value_39:\n"
+              "        raise ValueError(f'Unrecognized table line: {line}')\n    return value_39\n")
+    name = indexed(engine, tmp_path / "p", {"io/tables.py": prose, "io/reader.py": reader})
+    report = ("Reading a table fails when a line of the table has a comment\n\n"
+              "Reading my table line by line, the table reader stops at the first table line:\n\n"
+              "```\nValueError: Unrecognized table line: ! comment 1 2\n```\n")
+    top = engine.search(report, [name], options=SearchOptions(max_tokens=None))[0]
+    assert top.path == "io/reader.py"
