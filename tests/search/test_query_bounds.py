@@ -49,6 +49,7 @@ def _report(chars: int) -> str:
         # `^\s*` in the report reader's line patterns crossed newlines: 31k blank lines took 100 s
         ("31k newlines", "why does load fail" + "\n" * 31_000 + "x"),
         ("15k blank lines", " \n" * 15_500),
+        ("long error lines", ("ValueError: " + "ab - " * 3_000 + "\n") * 10),
         ("unclosed fences", "".join("`" * n + "\nx\n" for n in range(400, 2, -1))),
     ],
 )
