@@ -19,9 +19,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:  # numpy on first use, after llama.cpp (why: qmd_daemon/numeric.py)
+    from qmd_daemon.numeric import np
+
 
 # Codes per block of the Hamming scan: its (words x block) temporaries stay in cache.
 _BLOCK = 16384

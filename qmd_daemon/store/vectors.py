@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from qmd_daemon.store.binary_codes import (
     CodeCache,
@@ -24,6 +22,11 @@ from qmd_daemon.store.binary_codes import (
     stored_code_row,
 )
 from qmd_daemon.store.index_store import IndexStore
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # numpy on first use, after llama.cpp (why: qmd_daemon/numeric.py)
+    from qmd_daemon.numeric import np
 
 QUANTIZATIONS = ("float", "int8")
 
