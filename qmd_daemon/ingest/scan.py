@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -198,9 +199,9 @@ class IgnoreRules:
         return self.excluded(rel, is_dir) or self.git_ignored(rel, is_dir)
 
 
-def _walk_candidates(root: Path, rules: IgnoreRules, skipped: Counter[str]) -> list[str]:
-    """Walk without following directory links, applying each folder's .gitignore below it."""
-    out: list[str] = []
+def _walk_candidates(root: Path, rules: IgnoreRules, skipped: Counter[str]) -> Iterator[str]:
+    """Walk without following directory links, applying each folder's .gitignore below it; folder
+    by folder, so a caller that has seen enough (root_policy's size caps) stops the walk."""
 
     def unreadable(_error: OSError) -> None:
         skipped["unreadable_dir"] += 1
@@ -210,10 +211,9 @@ def _walk_candidates(root: Path, rules: IgnoreRules, skipped: Counter[str]) -> l
         rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
         prefix = f"{rel_dir}/" if rel_dir else ""
         dirs[:] = sorted(d for d in dirs if d != ".git" and not rules.dir_git_ignored(prefix + d))
-        out.extend(prefix + f for f in sorted(files) if not rules.git_ignored(prefix + f, False))
+        yield from (prefix + f for f in sorted(files) if not rules.git_ignored(prefix + f, False))
     if rules.unreadable:
         skipped["unreadable"] += rules.unreadable
-    return out
 
 
 def scan(
@@ -225,6 +225,28 @@ def scan(
     max_file_bytes: int,
 ) -> ScanResult:
     result = ScanResult()
+    files = iter_scan(
+        root,
+        mask=mask,
+        ignore=ignore,
+        excludes=excludes,
+        max_file_bytes=max_file_bytes,
+        skipped=result.skipped,
+    )
+    result.files = list(files)
+    return result
+
+
+def iter_scan(
+    root: Path,
+    *,
+    mask: str,
+    ignore: list[str],
+    excludes: tuple[str, ...],
+    max_file_bytes: int,
+    skipped: Counter[str],
+) -> Iterator[ScannedFile]:
+    """`scan`'s files one at a time (what it leaves out counted in `skipped`)."""
     rules = IgnoreRules(root, mask=mask, ignore=ignore, excludes=excludes)
     real_root = root.resolve()
     inside: dict[str, bool] = {}  # per folder: its real path lies inside the root
@@ -234,19 +256,19 @@ def scan(
             inside[rel_dir] = (root / rel_dir).resolve().is_relative_to(real_root)
         return inside[rel_dir]
 
-    candidates = _git_candidates(root)
+    candidates: Iterable[str] | None = _git_candidates(root)
     if candidates is None:
-        candidates = _walk_candidates(root, rules, result.skipped)
+        candidates = _walk_candidates(root, rules, skipped)
     for rel in candidates:
         if rules.excluded(rel):
             continue
         try:
             rel.encode("utf-8")
         except UnicodeEncodeError:  # a name that is not UTF-8 cannot be stored or shown
-            result.skipped["undecodable_name"] += 1
+            skipped["undecodable_name"] += 1
             continue
         if not folder_inside(rel.rpartition("/")[0]):  # git lists tracked files under a linked folder
-            result.skipped["symlink_outside_root"] += 1
+            skipped["symlink_outside_root"] += 1
             continue
         full = root / rel
         try:
@@ -254,21 +276,20 @@ def scan(
                 try:
                     target = full.resolve(strict=True)
                 except (OSError, RuntimeError):
-                    result.skipped["broken_symlink"] += 1
+                    skipped["broken_symlink"] += 1
                     continue
                 if not target.is_relative_to(real_root):
-                    result.skipped["symlink_outside_root"] += 1
+                    skipped["symlink_outside_root"] += 1
                     continue
             stat = full.stat()
         except FileNotFoundError:
             continue  # tracked by git but deleted in the working tree
         except (OSError, RuntimeError):
-            result.skipped["unreadable"] += 1
+            skipped["unreadable"] += 1
             continue
         if not os.path.isfile(full):
             continue
         if stat.st_size > max_file_bytes:
-            result.skipped["too_large"] += 1
+            skipped["too_large"] += 1
             continue
-        result.files.append(ScannedFile(rel, stat.st_size, stat.st_mtime_ns))
-    return result
+        yield ScannedFile(rel, stat.st_size, stat.st_mtime_ns)
