@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         lock = Path(tmp, "index.sqlite.writer.lock")
         for _ in range(args.rounds):
             old.append(_time(lambda rel: (root / rel).read_bytes(), rels))
-            new.append(_time(lambda rel: read_inside(root, rel), rels))
+            new.append(_time(lambda rel: read_inside(root, rel, 1 << 20), rels))
             locks.append(_time(lambda _: _take_and_release(lock), range(200)) / 200)
         per_old = statistics.median(old) / len(rels) * 1e6
         per_new = statistics.median(new) / len(rels) * 1e6

@@ -28,6 +28,7 @@ LOG_MAX_BYTES = 5 * 1024 * 1024
 # Mirrors qmd_daemon/daemon/state.py::daemon_proof; keep the two in step.
 PROOF_LABEL = b"qmd-daemon proof v1: daemon to client"
 MAX_HEADER_BYTES = 65536
+MAX_CHALLENGE_BYTES = 4096  # the proof is ~100 bytes of JSON: a stranger's big body is refused
 
 
 class DaemonUnavailable(Exception):
@@ -268,12 +269,26 @@ def _dechunk(data: bytes) -> bytes:
         pos = end + 2 + size + 2
 
 
-def _read_reply(sock: Any, port: int, to_eof: bool) -> tuple[int, bytes]:
+def _recv(sock: Any, size: int, deadline: float | None) -> bytes:
+    """One recv; with a `deadline` (time.monotonic()) the wait is what is left of it, so a peer
+    that drips a byte at a time cannot stretch a per-recv timeout into minutes."""
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        sock.settimeout(left)
+    return sock.recv(size)
+
+
+def _read_reply(
+    sock: Any, port: int, to_eof: bool, deadline: float | None = None, max_body: int | None = None
+) -> tuple[int, bytes]:
     """(status, body) of one HTTP reply; `to_eof`: the peer closes after it (Connection: close),
-    else its Content-Length says where it ends (the connection stays open for the next request)."""
+    else its Content-Length says where it ends (the connection stays open for the next request).
+    `deadline`: the whole reply by then; `max_body`: a longer Content-Length is refused unread."""
     raw = b""
     while b"\r\n\r\n" not in raw:
-        data = sock.recv(65536)
+        data = _recv(sock, 65536, deadline)
         if not data or len(raw) > MAX_HEADER_BYTES:
             raise DaemonUnavailable(f"truncated reply from port {port}")
         raw += data
@@ -285,9 +300,11 @@ def _read_reply(sock: Any, port: int, to_eof: bool) -> tuple[int, bytes]:
         length = int(headers["content-length"]) if "content-length" in headers else None
     except (IndexError, ValueError) as exc:
         raise DaemonUnavailable(f"unreadable reply from port {port}: {exc}") from None
+    if max_body is not None and (length is None or length > max_body):
+        raise DaemonUnavailable(f"a reply of {length} bytes from port {port} (at most {max_body} expected)")
     if to_eof:
         parts = [rest]
-        while data := sock.recv(262144):
+        while data := _recv(sock, 262144, deadline):
             parts.append(data)
         rest = b"".join(parts)
         if headers.get("transfer-encoding", "").lower() == "chunked":
@@ -298,7 +315,7 @@ def _read_reply(sock: Any, port: int, to_eof: bool) -> tuple[int, bytes]:
     elif length is None:
         raise DaemonUnavailable(f"reply without a length from port {port}")
     while length is not None and len(rest) < length:
-        data = sock.recv(min(262144, length - len(rest)))
+        data = _recv(sock, min(262144, length - len(rest)), deadline)
         if not data:
             raise DaemonUnavailable(f"truncated reply from port {port}")
         rest += data
@@ -325,8 +342,10 @@ def _verified_socket(state: dict[str, Any], port: int) -> Any:
     """A connection to `port` whose peer proved it holds the state file's token, before the token,
     a query or a path is sent: the peer gets a random nonce and must answer with its HMAC. A
     process that took over a dead daemon's port learns nothing; the same connection then carries
-    the real request, so the proof covers the peer that gets it."""
+    the real request, so the proof covers the peer that gets it. Connect and proof share one
+    deadline of HANDSHAKE_TIMEOUT_S, however slowly the peer answers."""
     nonce = os.urandom(16).hex()
+    deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
     sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
     try:
         sock.settimeout(HANDSHAKE_TIMEOUT_S)
@@ -335,7 +354,7 @@ def _verified_socket(state: dict[str, Any], port: int) -> Any:
             f"GET /challenge?nonce={nonce} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
             "Content-Length: 0\r\n\r\n".encode("latin-1")
         )
-        status, body = _read_reply(sock, port, to_eof=False)
+        status, body = _read_reply(sock, port, to_eof=False, deadline=deadline, max_body=MAX_CHALLENGE_BYTES)
         proof = json.loads(body).get("proof") if status == 200 else None
     except (OSError, ValueError, AttributeError, DaemonUnavailable) as exc:
         sock.close()

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 from qmd_daemon import __version__
 from qmd_daemon.errors import QmdError
-from qmd_daemon.ingest.source_text import OutsideRoot, decode_source, read_inside
+from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, decode_source, read_inside
 from qmd_daemon.search.pipeline import SearchOptions
 
 MAX_LIMIT = 50
@@ -123,9 +123,15 @@ def build_server(engine: Any) -> Any:
         except QmdError as exc:
             raise ToolError(str(exc)) from None
         try:
-            text = decode_source(read_inside(root, rel))  # what the index read, from where it read it
+            # what the index read, from where it read it, within the index's size cap
+            text = decode_source(read_inside(root, rel, engine.settings.max_file_bytes))
         except OutsideRoot:
             raise ToolError(f"'{path}' now leads outside its collection's root") from None
+        except TooLarge:
+            raise ToolError(
+                f"'{path}' is now over the index's size cap ({engine.settings.max_file_bytes} bytes); "
+                "run `qmd-daemon update`"
+            ) from None
         except OSError as exc:
             raise ToolError(
                 f"'{path}' is indexed but cannot be read now ({exc.strerror or exc}); "

@@ -83,7 +83,9 @@ def embed_pending(
                     for cid, _col in present
                 ]
                 vecs = embedder.embed_documents(texts)
-                rows_out = [(cid, col, v) for (cid, col), v in zip(present, vecs, strict=True)]
+                # the hash of the text embedded: put skips a chunk replaced since (its id reused)
+                embedded = zip(present, vecs, strict=True)
+                rows_out = [(cid, col, rows[cid].hash, v) for (cid, col), v in embedded]
                 with writing():
                     report.embedded += vectors.put(rows_out)
                 bar.update(len(batch))

@@ -187,3 +187,13 @@ async def test_get_refuses_a_folder_swapped_for_a_link_out_of_the_root(
     _, results = await _session_calls(indexed["home"], [("get", {"path": "pool/conn.go"})])
     assert results[0].is_error and "leads outside" in _text(results[0])
     assert "hunter2" not in _text(results[0])
+
+
+async def test_get_refuses_a_file_grown_past_the_size_cap_after_indexing(indexed: dict[str, Any]) -> None:
+    # review item B: `get` read whole whatever the file had become, however big
+    from qmd_daemon.settings import DEFAULT_MAX_FILE_BYTES
+
+    (indexed["proj"] / "pool" / "conn.go").write_bytes(b"// GROWN\n" * (DEFAULT_MAX_FILE_BYTES // 9 + 1))
+    _, results = await _session_calls(indexed["home"], [("get", {"path": "pool/conn.go"})])
+    assert results[0].is_error and "over the index's size cap" in _text(results[0])
+    assert "GROWN" not in _text(results[0])

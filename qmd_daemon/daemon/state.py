@@ -18,7 +18,9 @@ import json
 import os
 import re
 import secrets
+import socket
 import tempfile
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from qmd_daemon.locks import file_lock
 # daemon's own socket, so a stranger cannot relay a client's nonce to another daemon's port.
 PROOF_LABEL = b"qmd-daemon proof v1: daemon to client"
 NONCE = re.compile(r"[0-9a-f]{32,128}")
+MAX_CHALLENGE_BYTES = 4096  # mirrors _qmd_client.MAX_CHALLENGE_BYTES: a proof is ~100 bytes
 LOCK_RETRY_S = 0.5  # a client tests the lock with a brief shared lock (_qmd_client.daemon_lock_held)
 
 
@@ -109,18 +112,47 @@ def daemon_proof(token: str, port: int, nonce: str) -> str:
     return hmac.new(token.encode("utf-8"), message, "sha256").hexdigest()
 
 
+class _DeadlineSocket(socket.socket):
+    """A socket whose every read waits only for what is left of one deadline: http.client's
+    timeout is per read, so a peer that drips a byte at a time would hold a probe for minutes."""
+
+    deadline = 0.0
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        self.settimeout(left)
+        return super().recv_into(buffer, nbytes, flags)
+
+
+def _deadline_connection(port: int, timeout: float) -> http.client.HTTPConnection:
+    """An HTTP connection to the loopback `port` that is done within `timeout` seconds in all."""
+    plain = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    sock = _DeadlineSocket(fileno=plain.detach())
+    sock.deadline = time.monotonic() + timeout
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    conn.sock = sock
+    return conn
+
+
 def request_verified(
     state: DaemonState, method: str, path: str, body: bytes | None = None, timeout: float = 2.0
 ) -> tuple[int, bytes] | None:
     """One request with the token, on a connection whose peer first proved it holds the token
-    (GET /challenge); None when the peer cannot prove it or does not answer: a stranger on a stale
-    port gets a nonce and nothing else."""
-    conn = http.client.HTTPConnection("127.0.0.1", state.port, timeout=timeout)
+    (GET /challenge), all within `timeout`; None when the peer cannot prove it or does not answer
+    in time: a stranger on a stale port gets a nonce and nothing else, a slow one no more time."""
     nonce = secrets.token_hex(16)
+    try:
+        conn = _deadline_connection(state.port, timeout)
+    except OSError:
+        return None
     try:
         conn.request("GET", f"/challenge?nonce={nonce}")
         response = conn.getresponse()
-        given = json.loads(response.read()).get("proof") if response.status == 200 else None
+        if response.status != 200 or response.length is None or response.length > MAX_CHALLENGE_BYTES:
+            return None
+        given = json.loads(response.read()).get("proof")
         wanted = daemon_proof(state.token, state.port, nonce)
         if not isinstance(given, str) or not hmac.compare_digest(wanted.encode(), given.encode()):
             return None
@@ -135,7 +167,7 @@ def request_verified(
 
 
 def probe_health(state: DaemonState, timeout: float = 2.0) -> dict[str, Any] | None:
-    """The /health body when the daemon that wrote `state` answers it, else None."""
+    """The /health body when the daemon that wrote `state` answers it within `timeout`, else None."""
     answer = request_verified(state, "GET", "/health", timeout=timeout)
     if answer is None or answer[0] != 200:
         return None

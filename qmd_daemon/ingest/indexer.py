@@ -24,7 +24,7 @@ from qmd_daemon.ingest.languages import kind_of, language_of
 from qmd_daemon.ingest.links import LinkChanges, update_links
 from qmd_daemon.ingest.root_policy import check_root
 from qmd_daemon.ingest.scan import ScannedFile, scan
-from qmd_daemon.ingest.source_text import OutsideRoot, decode_source, read_inside, utf8_bytes
+from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, decode_source, read_inside, utf8_bytes
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.index_store import IndexStore
 
@@ -86,12 +86,14 @@ def _check_root(collection: CollectionConfig) -> Path:
     return resolved
 
 
-def _read(root: Path, scanned: ScannedFile) -> bytes | str:
+def _read(root: Path, scanned: ScannedFile, max_bytes: int) -> bytes | str:
     """The file's bytes, or the reason it is skipped (`root` resolved)."""
     try:
-        data = utf8_bytes(read_inside(root, scanned.path))
+        data = utf8_bytes(read_inside(root, scanned.path, max_bytes))
     except OutsideRoot:
         return "symlink_outside_root"
+    except TooLarge:
+        return "too_large"
     except OSError:
         return "unreadable"
     if b"\0" in data[:_BINARY_SNIFF_BYTES]:
@@ -157,7 +159,7 @@ def update_collection(
                 seen.add(scanned.path)
                 report.unchanged += 1
                 continue
-            data = _read(root, scanned)
+            data = _read(root, scanned, settings.max_file_bytes)
             if isinstance(data, str):
                 skipped[data] += 1
                 continue

@@ -12,10 +12,12 @@ count and size caps.
 from __future__ import annotations
 
 import os
+import time
+from collections import Counter
 from pathlib import Path
 
 from qmd_daemon.errors import UsageError
-from qmd_daemon.ingest.scan import find_git_root, scan
+from qmd_daemon.ingest.scan import find_git_root, iter_scan
 from qmd_daemon.settings import CREDENTIAL_FOLDERS, SETTINGS_FOLDERS, Settings
 
 
@@ -54,24 +56,51 @@ def check_root(path: Path, *, on_demand: bool) -> None:
         )
 
 
+# A refused root, remembered for a while: the daemon is asked again on every ai-search in it, and
+# each ask would list the tree again on its one reader thread. Keyed by what decides the answer.
+REFUSAL_MEMORY_S = 300.0
+_refusals: dict[tuple[Path, str, tuple[str, ...], int, int, int], tuple[float, str]] = {}
+
+
+def tally_to_cap(path: Path, settings: Settings, *, mask: str, ignore: list[str]) -> tuple[int, int]:
+    """(files, bytes) a new collection at `path` would index, counted only until one cap is passed:
+    past it the answer is known, and a 150k-file tree need not be listed to the end."""
+    files_cap, bytes_cap = settings.max_collection_files, settings.max_collection_mb * 1024 * 1024
+    files = total = 0
+    found = iter_scan(path, mask=mask, ignore=ignore, excludes=settings.excludes,
+                      max_file_bytes=settings.max_file_bytes, skipped=Counter())  # fmt: skip
+    for scanned in found:
+        files += 1
+        total += scanned.size
+        if (files_cap and files > files_cap) or (bytes_cap and total > bytes_cap):
+            break
+    return files, total
+
+
 def check_size(path: Path, settings: Settings, *, mask: str, ignore: list[str]) -> None:
     """UsageError when a new collection at `path` would index more files or bytes than the caps
-    allow, with the override in the message (one listing of the tree, no file is read)."""
+    allow, with the override in the message (the tree listed until a cap is passed, no file is
+    read). A refusal is remembered for REFUSAL_MEMORY_S, so asking again answers at once."""
     files_cap, mb_cap = settings.max_collection_files, settings.max_collection_mb
     if not files_cap and not mb_cap:
         return
-    found = scan(path, mask=mask, ignore=ignore, excludes=settings.excludes,
-                 max_file_bytes=settings.max_file_bytes).files
-    total_mb = sum(f.size for f in found) / (1024 * 1024)
-    if files_cap and len(found) > files_cap:
-        knob = "QMD_MAX_COLLECTION_FILES"
-        over = f"{len(found):,} files to index, over the cap of {files_cap:,}"
-    elif mb_cap and total_mb > mb_cap:
-        knob = "QMD_MAX_COLLECTION_MB"
-        over = f"{total_mb:,.0f} MB to index, over the cap of {mb_cap:,} MB"
+    key = (path, mask, tuple(ignore), files_cap, mb_cap, settings.max_file_bytes)
+    now = time.monotonic()
+    remembered = _refusals.get(key)
+    if remembered is not None and now - remembered[0] < REFUSAL_MEMORY_S:
+        raise UsageError(remembered[1])
+    files, total = tally_to_cap(path, settings, mask=mask, ignore=ignore)
+    if files_cap and files > files_cap:
+        knob, over = "QMD_MAX_COLLECTION_FILES", f"over {files_cap:,} files to index (the cap)"
+    elif mb_cap and total > mb_cap * 1024 * 1024:
+        knob, over = "QMD_MAX_COLLECTION_MB", f"over {mb_cap:,} MB to index (the cap)"
     else:
         return
-    raise UsageError(
+    refusal = (
         f"refusing to index {path}: {over}; narrow it (--mask, --ignore) or lift the cap: "
         f"{knob}=0 qmd-daemon collection add {path}"
     )
+    for stale in [k for k, (when, _) in _refusals.items() if now - when >= REFUSAL_MEMORY_S]:
+        del _refusals[stale]
+    _refusals[key] = (now, refusal)
+    raise UsageError(refusal)

@@ -13,7 +13,7 @@ import os
 import re
 import subprocess
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISLNK, S_ISREG
@@ -230,9 +230,9 @@ class IgnoreRules:
         return self.excluded(rel, is_dir) or self.git_ignored(rel, is_dir)
 
 
-def _walk_candidates(root: Path, rules: IgnoreRules, skipped: Counter[str]) -> list[str]:
-    """Walk without following directory links, applying each folder's .gitignore below it."""
-    out: list[str] = []
+def _walk_candidates(root: Path, rules: IgnoreRules, skipped: Counter[str]) -> Iterator[str]:
+    """Walk without following directory links, applying each folder's .gitignore below it; folder
+    by folder, so a caller that has seen enough (root_policy's size caps) stops the walk."""
 
     def unreadable(_error: OSError) -> None:
         skipped["unreadable_dir"] += 1
@@ -244,14 +244,13 @@ def _walk_candidates(root: Path, rules: IgnoreRules, skipped: Counter[str]) -> l
         dirs[:] = sorted(d for d in dirs if d != ".git" and not rules.dir_git_ignored(prefix + d))
         # The mask first: it drops most files of a tree in one regex search, before the
         # .gitignore files above are consulted.
-        out.extend(
+        yield from (
             prefix + f
             for f in sorted(files)
             if not rules.excluded(prefix + f) and not rules.git_ignored(prefix + f, False)
         )
     if rules.unreadable:
         skipped["unreadable"] += rules.unreadable
-    return out
 
 
 def scan(
@@ -263,6 +262,28 @@ def scan(
     max_file_bytes: int,
 ) -> ScanResult:
     result = ScanResult()
+    files = iter_scan(
+        root,
+        mask=mask,
+        ignore=ignore,
+        excludes=excludes,
+        max_file_bytes=max_file_bytes,
+        skipped=result.skipped,
+    )
+    result.files = list(files)
+    return result
+
+
+def iter_scan(
+    root: Path,
+    *,
+    mask: str,
+    ignore: list[str],
+    excludes: tuple[str, ...],
+    max_file_bytes: int,
+    skipped: Counter[str],
+) -> Iterator[ScannedFile]:
+    """`scan`'s files one at a time (what it leaves out counted in `skipped`)."""
     rules = IgnoreRules(root, mask=mask, ignore=ignore, excludes=excludes)
     real_root = root.resolve()
     inside: dict[str, bool] = {}  # per folder: its real path lies inside the root
@@ -272,19 +293,20 @@ def scan(
             inside[rel_dir] = (root / rel_dir).resolve().is_relative_to(real_root)
         return inside[rel_dir]
 
-    candidates = _git_candidates(root)
-    if candidates is None:
-        candidates = _walk_candidates(root, rules, result.skipped)  # excluded ones already left out
-    else:
-        candidates = [rel for rel in candidates if not rules.excluded(rel)]
+    listed = _git_candidates(root)
+    candidates: Iterable[str] = (
+        _walk_candidates(root, rules, skipped)  # excluded ones already left out
+        if listed is None
+        else (rel for rel in listed if not rules.excluded(rel))
+    )
     for rel in candidates:
         try:
             rel.encode("utf-8")
         except UnicodeEncodeError:  # a name that is not UTF-8 cannot be stored or shown
-            result.skipped["undecodable_name"] += 1
+            skipped["undecodable_name"] += 1
             continue
         if not folder_inside(rel.rpartition("/")[0]):  # git lists tracked files under a linked folder
-            result.skipped["symlink_outside_root"] += 1
+            skipped["symlink_outside_root"] += 1
             continue
         full = os.path.join(root, rel)
         try:
@@ -293,21 +315,20 @@ def scan(
                 try:
                     target = Path(full).resolve(strict=True)
                 except (OSError, RuntimeError):
-                    result.skipped["broken_symlink"] += 1
+                    skipped["broken_symlink"] += 1
                     continue
                 if not target.is_relative_to(real_root):
-                    result.skipped["symlink_outside_root"] += 1
+                    skipped["symlink_outside_root"] += 1
                     continue
                 stat = os.stat(full)
         except FileNotFoundError:
             continue  # tracked by git but deleted in the working tree
         except (OSError, RuntimeError):
-            result.skipped["unreadable"] += 1
+            skipped["unreadable"] += 1
             continue
         if not S_ISREG(stat.st_mode):
             continue
         if stat.st_size > max_file_bytes:
-            result.skipped["too_large"] += 1
+            skipped["too_large"] += 1
             continue
-        result.files.append(ScannedFile(rel, stat.st_size, stat.st_mtime_ns))
-    return result
+        yield ScannedFile(rel, stat.st_size, stat.st_mtime_ns)

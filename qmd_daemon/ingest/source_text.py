@@ -47,6 +47,11 @@ class OutsideRoot(OSError):
     after the scan (a repository's `gh/` replaced by a link to ~/.config/gh)."""
 
 
+class TooLarge(OSError):
+    """The file is over the size cap when read, whatever the scan's stat said: it grew, or another
+    file was swapped in, between the scan and the read."""
+
+
 def _opened_path(fd: int, path: Path) -> Path:
     """Where the file open on `fd` really is. Linux: the kernel's answer for the descriptor
     itself. Elsewhere: `path` resolved after the open, taken only if it is the very file opened."""
@@ -60,10 +65,11 @@ def _opened_path(fd: int, path: Path) -> Path:
     return real
 
 
-def read_inside(root: Path, rel: str) -> bytes:
+def read_inside(root: Path, rel: str, max_bytes: int) -> bytes:
     """The bytes of the regular file `root/rel`, refused (OutsideRoot) unless the file opened lies
     inside `root` (a resolved path). Checked on the open descriptor, not on the path before the
-    open, so a link swapped in between a check and the read cannot lead out."""
+    open, so a link swapped in between a check and the read cannot lead out. At most `max_bytes`
+    are read (TooLarge past them): the scan's size is only what the file was then."""
     path = root / rel
     fd = os.open(path, _OPEN_FLAGS)
     try:
@@ -72,6 +78,9 @@ def read_inside(root: Path, rel: str) -> bytes:
         if not _opened_path(fd, path).is_relative_to(root):
             raise OutsideRoot(f"{rel} leads outside {root}")
         with open(fd, "rb", closefd=False) as handle:
-            return handle.read()
+            data = handle.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise TooLarge(f"{rel} is over {max_bytes} bytes")
+        return data
     finally:
         os.close(fd)

@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from clients._qmd_client import git_executable
 from qmd_daemon.setup.journal import Journal, SetupError
 from qmd_daemon.setup.paths import REPO_ROOT, SetupPaths
 
@@ -387,10 +388,17 @@ _GIT_LOCAL_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR"
 
 
 def _git(cwd: Path, *args: str) -> str | None:
+    """`git -C cwd args` (rev-parse questions only), git found as the clients find it (stdlib, like
+    the installer): never a `git` a relative PATH entry would pick out of the repository. Not
+    through git_argv: its core.hooksPath override changes the answer to `--git-path hooks/...`,
+    the very question asked, and rev-parse runs no hook and no fsmonitor."""
+    git = git_executable()
+    if git is None:
+        return None
     env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCAL_ENV}
     try:
         proc = subprocess.run(
-            ["git", "-C", str(cwd), *args],
+            [git, "-C", str(cwd), *args],
             capture_output=True,
             text=True,
             env=env,

@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import re
 import shutil
 import sqlite3 as _stdlib_sqlite3
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -82,8 +84,11 @@ def _create(path: Path) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     # the index holds copies of private source: user-only, like the state files (SQLite gives the
     # -wal and -shm files the database file's mode)
-    temporary = path.with_name(f".{path.name}.new-{os.getpid()}")
-    os.close(os.open(temporary, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600))
+    # mkstemp: a name no other thread or process holds (O_EXCL, mode 0600); the pid in it lets a
+    # later open clear what a creator killed mid-way left behind (_clear_dead_creations)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.new-{os.getpid()}-", dir=path.parent)
+    os.close(fd)
+    temporary = Path(name)
     try:
         conn = sqlite.connect(str(temporary), isolation_level=None)
         try:
@@ -100,6 +105,32 @@ def _create(path: Path) -> None:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
+
+
+def _pid_gone(pid: int) -> bool:
+    """Whether no process `pid` runs (POSIX; on Windows signal 0 would end the process, so there a
+    leftover is never taken for dead)."""
+    if os.name == "nt":  # pragma: no cover - exercised on Windows only
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _clear_dead_creations(path: Path) -> None:
+    """Remove the temporary files (`.NAME.new-PID...`, and their -wal/-shm) of index creations
+    whose process died mid-way (kill -9): nothing else would ever remove them."""
+    leftover = re.compile(rf"\.{re.escape(path.name)}\.new-(\d+)(?:-|$)")
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path.parent):
+            match = leftover.match(entry.name)
+            if match and int(match.group(1)) != os.getpid() and _pid_gone(int(match.group(1))):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
 
 
 def _load_vec(conn: Any) -> bool:
@@ -125,6 +156,8 @@ def connect(path: Path, *, readonly: bool = False) -> tuple[Any, bool]:
     """Open (creating if needed) the index; returns the connection and whether sqlite-vec loaded."""
     if path.exists() and path.is_dir():
         raise IndexDatabaseError(f"index path {path} is a folder, not a SQLite file")
+    if not readonly:
+        _clear_dead_creations(path)
     if not readonly and not path.exists():
         _create(path)
     if path.exists() and path.stat().st_size == 0:

@@ -175,12 +175,15 @@ class VectorIndex:
             (chunk_id, collection_id, *row),
         )
 
-    def put(self, rows: list[tuple[int, int, Sequence[float]]]) -> int:
-        """Store (chunk id, collection id, vector) in one transaction; skips chunks deleted meanwhile."""
+    def put(self, rows: list[tuple[int, int, str, Sequence[float]]]) -> int:
+        """Store (chunk id, collection id, content hash, vector) in one transaction; skips a chunk
+        deleted meanwhile, or replaced: a chunk id is reused (no AUTOINCREMENT), so only the id and
+        the hash of the text embedded together say the vector is still that chunk's."""
         written = 0
         with self.store.transaction():
-            for chunk_id, collection_id, vector in rows:
-                if not self.conn.execute("SELECT 1 FROM chunks WHERE id = ?", (chunk_id,)).fetchone():
+            for chunk_id, collection_id, content_hash, vector in rows:
+                same = "SELECT 1 FROM chunks WHERE id = ? AND hash = ?"
+                if not self.conn.execute(same, (chunk_id, content_hash)).fetchone():
                     continue
                 self.conn.execute("DELETE FROM chunk_vectors WHERE rowid = ?", (chunk_id,))
                 self.conn.execute(

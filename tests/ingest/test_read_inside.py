@@ -15,7 +15,7 @@ from qmd_daemon.engine import Engine
 from qmd_daemon.errors import UsageError
 from qmd_daemon.ingest.indexer import _read
 from qmd_daemon.ingest.scan import scan
-from qmd_daemon.ingest.source_text import OutsideRoot, read_inside
+from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, read_inside
 from qmd_daemon.settings import DEFAULT_MASK
 from tests.conftest import write_tree
 
@@ -65,21 +65,21 @@ def test_a_folder_swapped_for_a_link_after_the_scan_is_not_read(tmp_path: Path) 
     shutil.rmtree(root / "gh")
     os.symlink(secret, root / "gh")  # between the scan and the read
 
-    assert _read(root, scanned[0]) == "symlink_outside_root"
+    assert _read(root, scanned[0], 1 << 20) == "symlink_outside_root"
 
 
 def test_links_that_stay_inside_the_root_are_read(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "repo", {"src/a.py": "A = 1\n"}).resolve()
     os.symlink(root / "src" / "a.py", root / "alias.py")
     os.symlink(root / "src", root / "lib")
-    assert read_inside(root, "alias.py") == read_inside(root, "lib/a.py") == b"A = 1\n"
+    assert read_inside(root, "alias.py", 64) == read_inside(root, "lib/a.py", 64) == b"A = 1\n"
 
 
 def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     root = tmp_path.resolve()
     os.mkfifo(root / "pipe.py")
     with pytest.raises(OSError, match="not a regular file"):
-        read_inside(root, "pipe.py")
+        read_inside(root, "pipe.py", 64)
 
 
 def test_a_link_flipping_during_reads_never_leaks(tmp_path: Path) -> None:
@@ -101,7 +101,7 @@ def test_a_link_flipping_during_reads_never_leaks(tmp_path: Path) -> None:
     try:
         for _ in range(3000):
             try:
-                data = read_inside(root, "gh/hosts.yml")
+                data = read_inside(root, "gh/hosts.yml", 1 << 20)
             except OutsideRoot:
                 refused += 1
                 continue
@@ -113,3 +113,18 @@ def test_a_link_flipping_during_reads_never_leaks(tmp_path: Path) -> None:
         stop.set()
         flipper.join()
     assert leaked == 0 and read > 0 and refused > 0
+
+
+def test_a_file_grown_past_the_cap_after_the_scan_is_skipped_unread(engine: Engine, tmp_path: Path) -> None:
+    # review item B: the cap came from the scan's stat, and the read took whatever was there then
+    cap = engine.settings.max_file_bytes
+    root = write_tree(tmp_path / "repo", {"big.py": "SMALL = 1\n", "app.py": "x = 1\n"}).resolve()
+    listed = scan(root, mask=DEFAULT_MASK, ignore=[], excludes=(), max_file_bytes=cap).files
+    scanned = {f.path: f for f in listed}
+    assert set(scanned) == {"big.py", "app.py"}
+    (root / "big.py").write_bytes(b"GROWN = 1\n" * (cap // 10 + 1))  # between the scan and the read
+
+    assert _read(root, scanned["big.py"], cap) == "too_large"
+    with pytest.raises(TooLarge):
+        read_inside(root, "big.py", cap)
+    assert read_inside(root, "app.py", cap) == b"x = 1\n"

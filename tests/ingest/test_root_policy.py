@@ -4,11 +4,16 @@ the user lifting them. Through the real CLI, with HOME pointing at a home folder
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from qmd_daemon.errors import UsageError
+from qmd_daemon.ingest.root_policy import check_size, tally_to_cap
+from qmd_daemon.settings import DEFAULT_MASK, Settings
 from tests.conftest import run_cli, write_tree
 
 
@@ -71,10 +76,10 @@ def test_size_caps_name_their_override(tmp_path: Path) -> None:
     tree = write_tree(tmp_path / "dump", {f"f{i}.py": f"def f{i}():\n    return {i}\n" for i in range(5)})
     line = one_line_error(run_cli("collection", "add", str(tree), env_home=home,
                                   QMD_MAX_COLLECTION_FILES="3"))
-    assert "5 files to index, over the cap of 3" in line and "QMD_MAX_COLLECTION_FILES=0" in line
+    assert "over 3 files to index (the cap)" in line and "QMD_MAX_COLLECTION_FILES=0" in line
     write_tree(tree, {"big1.txt": "x" * 900_000 + "\n", "big2.txt": "y" * 900_000 + "\n"})
     line = one_line_error(run_cli("collection", "add", str(tree), env_home=home, QMD_MAX_COLLECTION_MB="1"))
-    assert "MB to index, over the cap of 1 MB" in line and "QMD_MAX_COLLECTION_MB=0" in line
+    assert "over 1 MB to index (the cap)" in line and "QMD_MAX_COLLECTION_MB=0" in line
     proc = run_cli("collection", "add", str(tree), env_home=home, QMD_MAX_COLLECTION_FILES="0",
                    QMD_MAX_COLLECTION_MB="0")
     assert proc.returncode == 0, proc.stderr
@@ -82,3 +87,30 @@ def test_size_caps_name_their_override(tmp_path: Path) -> None:
     # an existing collection is not measured again: the caps guard a new root, not each update
     again = run_cli("collection", "add", str(tree), env_home=home, QMD_MAX_COLLECTION_FILES="3")
     assert again.returncode == 0, again.stderr
+
+
+def _tree_of(folder: Path, files: int) -> Path:
+    """`files` small files in folders of 100 (no git: the scan walks it, folder by folder)."""
+    return write_tree(folder, {f"d{i // 100}/f{i}.py": f"F{i} = {i}\n" for i in range(files)}).resolve()
+
+
+def test_the_count_stops_once_a_cap_is_passed(tmp_path: Path) -> None:
+    # review item C: the whole tree was listed to say no; one past the cap already says it
+    settings = replace(Settings.from_env(), max_collection_files=20, max_collection_mb=0)
+    tree = _tree_of(tmp_path / "big", 600)
+    files, size = tally_to_cap(tree, settings, mask=DEFAULT_MASK, ignore=[])
+    assert files == 21 and size < 21 * 20  # stopped one past the cap: 21 of 600 files of <20 bytes
+    lifted = replace(settings, max_collection_files=0)
+    assert tally_to_cap(tree, lifted, mask=DEFAULT_MASK, ignore=[])[0] == 600
+
+
+def test_a_refusal_is_remembered_so_asking_again_lists_nothing(tmp_path: Path) -> None:
+    # review item C: every ai-search in a refused tree listed it again on the daemon's reader thread
+    settings = replace(Settings.from_env(), max_collection_files=3)
+    tree = _tree_of(tmp_path / "dump", 5)
+    with pytest.raises(UsageError, match="over 3 files"):
+        check_size(tree, settings, mask=DEFAULT_MASK, ignore=[])
+    shutil.rmtree(tree / "d0")  # the tree now fits, but the answer is the remembered one
+    with pytest.raises(UsageError, match="over 3 files"):
+        check_size(tree, settings, mask=DEFAULT_MASK, ignore=[])
+    check_size(tree, settings, mask="**/*.md", ignore=[])  # another question is measured afresh

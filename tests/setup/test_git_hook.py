@@ -281,3 +281,16 @@ def test_installer_refuses_a_repo_that_is_not_one_before_any_change(fake_home, t
     assert proc.returncode == 2
     assert "not inside a git work tree" in proc.stderr and "nothing was changed" in proc.stderr
     assert listing(home) == before
+
+
+def test_a_git_the_repository_ships_is_never_run(paths, tmp_path, monkeypatch):
+    # review item F: setup ran bare "git" through PATH, so a relative entry ('.') found ./git
+    repo = _repo(tmp_path / "repo")
+    marker = tmp_path / "planted-git-ran"
+    planted = repo / "git"
+    planted.write_text(f"#!/bin/sh\ntouch '{marker}'\necho /nowhere\n")
+    planted.chmod(0o755)
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("PATH", os.pathsep.join([".", os.environ["PATH"]]))
+    assert integ.git_hook_path(repo) == repo / ".git" / "hooks" / "post-commit"
+    assert not marker.exists()

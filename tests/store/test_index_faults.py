@@ -129,3 +129,28 @@ def test_a_new_index_never_shows_an_empty_file(tmp_path: Path) -> None:
     conn.close()
     assert path.stat().st_size > 0 and oct(path.stat().st_mode & 0o777) == "0o600"
     assert [p.name for p in path.parent.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_creation_in_progress_in_this_process_is_left_alone(tmp_path: Path) -> None:
+    # review item E: the temporary name was `.NAME.new-PID`, opened with O_TRUNC: another thread
+    # of this process creating the same index had its file truncated, then unlinked under it
+    path = tmp_path / "index.sqlite"
+    other_thread = tmp_path / f".index.sqlite.new-{os.getpid()}"
+    other_thread.write_bytes(b"SQLite format 3\0 header being written")
+    conn, _ = connect(path)
+    conn.close()
+    assert path.stat().st_size > 0
+    assert other_thread.read_bytes() == b"SQLite format 3\0 header being written"
+
+
+def test_a_creation_killed_midway_leaves_nothing_after_the_next_open(tmp_path: Path) -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid that no longer runs: the creator killed with -9
+    dead = [f".index.sqlite.new-{gone.pid}", f".index.sqlite.new-{gone.pid}-k3y_x9-wal"]
+    alive = f".index.sqlite.new-{os.getppid()}-a1b2c3"  # a creator still at work
+    for name in (*dead, alive, ".other.sqlite.new-1"):
+        (tmp_path / name).write_bytes(b"x")
+    conn, _ = connect(tmp_path / "index.sqlite")
+    conn.close()
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
+    assert left == sorted([alive, ".other.sqlite.new-1"])
