@@ -85,7 +85,8 @@ def test_continuation_windows_carry_the_definition_in_their_heading(language: st
     assert cookie.heading == continuation_heading
     assert name not in cookie.symbols and not cookie.definitions  # context, not a definition
     after = [c for c in chunks if c.start_line > first.start_line]  # the definition is the file's last
-    assert after and all(c.heading == continuation_heading for c in after), [(c.start_line, c.heading) for c in after]
+    assert after and all(c.heading == continuation_heading for c in after), [
+        (c.start_line, c.heading) for c in after]
 
 
 def test_a_definition_after_a_windowed_one_gets_its_own_heading_back() -> None:

@@ -28,7 +28,8 @@ def _covers(hit, line: int) -> bool:
 def test_the_cookie_lines_are_found_by_the_function_name(engine: Engine, tmp_path: Path) -> None:
     path, text, _, _ = CASES["python"]
     name = indexed(engine, tmp_path / "p", {path: text, **OTHERS})
-    hits = engine.search("resolve redirects merge_cookies", [name], options=SearchOptions(per_file=0, explain=True))
+    options = SearchOptions(per_file=0, explain=True)
+    hits = engine.search("resolve redirects merge_cookies", [name], options=options)
     top = hits[0]
     assert top.path == path and _covers(top, _line_of(text, "merge_cookies")), [
         (h.path, h.line, h.end_line) for h in hits]
@@ -46,6 +47,7 @@ def test_renaming_the_function_renames_its_continuations(engine: Engine, tmp_pat
     engine.update([name])
     ids = engine.collection_ids([name])
     line = _line_of(renamed, "merge_cookies")
-    for query, found in (("follow_hops AND merge_cookies", True), ("resolve_redirects AND merge_cookies", False)):
+    queries = (("follow_hops AND merge_cookies", True), ("resolve_redirects AND merge_cookies", False))
+    for query, found in queries:
         rows = engine.store.chunks_by_ids([i for i, _ in engine.store.fts_search(query, ids, 10, (1, 1, 1))])
         assert any(r.start_line <= line <= r.end_line for r in rows.values()) == found, query
