@@ -333,12 +333,11 @@ def pieces_to_chunks(
             span = table.between(s, e)
             definitions = [table.defs[i] for i in span]
             continuation = piece.context_row >= 0 and not (s <= piece.context_row <= e)
-            heading, continues = piece.heading, ""
+            heading = piece.heading
             if continuation and piece.context_label:
                 # lines inside a definition that starts in an earlier window: its name is their
                 # context, as a section title is for the paragraphs under it
                 heading = f"{heading} > {piece.context_label}" if heading else piece.context_label
-                continues = piece.context_label.partition(" ")[2] or piece.context_label
             signature = ""
             if with_signature:
                 sigs: list[str] = []
@@ -357,12 +356,10 @@ def pieces_to_chunks(
                 for off in range(0, len(line), caps.max_chars):
                     part = line[off : off + caps.max_chars]
                     if part.strip():
-                        chunks.append(
-                            Chunk(s + 1, s + 1, part, list(definitions), signature, heading, continues)
-                        )
+                        chunks.append(Chunk(s + 1, s + 1, part, list(definitions), signature, heading))
                 continue
             text = "\n".join(lines[s : e + 1])
-            chunks.append(Chunk(s + 1, e + 1, text, definitions, signature, heading, continues))
+            chunks.append(Chunk(s + 1, e + 1, text, definitions, signature, heading))
     return chunks
 
 

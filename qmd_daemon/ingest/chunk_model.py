@@ -21,8 +21,6 @@ class Chunk:
 
     `signature` holds the definition lines a reader would skim (what an agent reads first);
     `heading` is the markdown heading path or the enclosing class, used as context.
-    `continues` is the name of the definition whose later lines these are (a window after the
-    first of a long function): it is context for search, not a definition of the chunk.
     """
 
     start_line: int
@@ -31,7 +29,6 @@ class Chunk:
     definitions: list[Definition] = field(default_factory=list)
     signature: str = ""
     heading: str = ""
-    continues: str = ""
 
     @property
     def symbols(self) -> list[str]:

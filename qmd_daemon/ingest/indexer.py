@@ -41,7 +41,7 @@ _GENERATED_MARKERS = (
 _MINIFIED_LINE = 2000  # average characters per line above which a file is minified, not source
 # Stored per collection: when chunking, the skip rules, decoding or the FTS terms derived from a
 # chunk (store.index_store.fts_*) change, the next update re-reads every file.
-INDEX_FORMAT = f"{CHUNKER_VERSION}|skip:2|text:2|fts:4"
+INDEX_FORMAT = f"{CHUNKER_VERSION}|skip:2|text:2|fts:3"
 
 
 @dataclass

@@ -62,13 +62,7 @@ def _with_derived_terms(text: str, sep: str = " ") -> str:
 
 
 def fts_body(chunk: Chunk) -> str:
-    """The lines, after the name of the definition they continue: a window in the middle of a
-    long function holds none of its name, so "cookies redirects" could not meet
-    `resolve_redirects`' cookie lines in one row. That name is context, not a definition: it goes
-    to the body, not to `symbols` (weighted as a definition). The rest of the heading path (the
-    class around every method) is left out: on the dev eval it cost more than it found."""
-    text = f"{chunk.continues}\n{chunk.text}" if chunk.continues else chunk.text
-    return _with_derived_terms(text, "\n")
+    return _with_derived_terms(chunk.text, "\n")
 
 
 def fts_symbols(chunk: Chunk) -> str:

@@ -1,13 +1,17 @@
 """A long definition cut into windows: every window after the first carries the definition's
-name in its heading (issue 13: the cookie lines of requests' 120-line `resolve_redirects` sat in
-a chunk whose heading and symbols never said "redirect")."""
+name in its heading, which the embedder reads (issue 13: the cookie lines of requests' 120-line
+`resolve_redirects` sat in a chunk whose heading and symbols never said "redirect")."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from qmd_daemon.engine import Engine
 from qmd_daemon.ingest.chunk_model import Chunk
 from qmd_daemon.ingest.chunking import chunk_text
+from tests.conftest import indexed
 
 
 def _python() -> str:
@@ -101,3 +105,15 @@ def test_fallback_language_continuations_carry_the_name_too() -> None:
     text = f"proc resolveRedirects(resp: Response) =\n{body}\n    mergeCookies(jar, resp)\n"
     cookie = next(c for c in chunk_text("session.nim", text, "nim") if "mergeCookies" in c.text)
     assert cookie.heading.endswith("resolveRedirects") and "resolveRedirects" not in cookie.text
+
+
+def test_renaming_the_function_renames_its_kept_windows(engine: Engine, tmp_path: Path) -> None:
+    """Only the first window's lines change; the windows kept by content hash get the new heading."""
+    path, text, _, _ = CASES["python"]
+    root = tmp_path / "p"
+    name = indexed(engine, root, {path: text})
+    (root / path).write_text(text.replace("def resolve_redirects", "def follow_hops"))
+    engine.update([name])
+    headings = {row[0] for row in engine.store.conn.execute(
+        "SELECT heading FROM chunks WHERE text LIKE '%merge_cookies%'")}
+    assert headings == {"class SessionRedirectMixin > method follow_hops"}
