@@ -783,7 +783,7 @@ class _Partitioner:
                 elif node.type in spec.transparent:  # type: ignore[attr-defined]
                     split = self._splitter(self.members(node), heading, depth + 1)
             if info is not None and not info.is_var:
-                units.append(Unit(start, end, True, info.sig, info.row, split=split))
+                units.append(Unit(start, end, True, info.sig, info.row, info.label, split=split))
             else:
                 units.append(Unit(start, end, split=split))
         return group_units(units, self.index, self.caps, heading)

@@ -125,6 +125,7 @@ class Piece:
     heading: str = ""
     context: str | Lazy = ""  # signature of the definition this piece is part of (continuation windows)
     context_row: int = -1  # the row of that definition, -1 if none
+    context_label: str = ""  # "kind name" of that definition: the heading level of its continuations
 
 
 @dataclass
@@ -136,6 +137,7 @@ class Unit:
     is_def: bool = False
     context: str | Lazy = ""
     context_row: int = -1
+    context_label: str = ""
     heading: str | None = None  # the unit's own heading (markdown/rst sections), else the level's
     # splits the unit (rows start..end, possibly extended upwards) into finer pieces when too big
     split: Callable[[int, int], list[Piece]] | None = None
@@ -187,6 +189,7 @@ def group_units(units: list[Unit], index: LineIndex, caps: Caps, heading: str) -
                     common_heading(own) if own else heading,
                     only.context if only else "",
                     only.context_row if only else -1,
+                    only.context_label if only else "",
                 )
             )
             group.clear()
@@ -209,7 +212,7 @@ def group_units(units: list[Unit], index: LineIndex, caps: Caps, heading: str) -
         if unit.split is not None:
             pieces.extend(unit.split(start, unit.end))
         else:
-            pieces.append(Piece(start, unit.end, heading, unit.context, unit.context_row))
+            pieces.append(Piece(start, unit.end, heading, unit.context, unit.context_row, unit.context_label))
     flush()
     return pieces
 
@@ -329,11 +332,17 @@ def pieces_to_chunks(
             last = (s, e)
             span = table.between(s, e)
             definitions = [table.defs[i] for i in span]
+            continuation = piece.context_row >= 0 and not (s <= piece.context_row <= e)
+            heading = piece.heading
+            if continuation and piece.context_label:
+                # lines inside a definition that starts in an earlier window: its name is their
+                # context, as a section title is for the paragraphs under it
+                heading = f"{heading} > {piece.context_label}" if heading else piece.context_label
             signature = ""
             if with_signature:
                 sigs: list[str] = []
                 context = resolve(piece.context)
-                if context and not (s <= piece.context_row <= e):
+                if context and continuation:
                     sigs.append(context)
                 for i in span:
                     sig = resolve(table.sigs[i])
@@ -347,10 +356,10 @@ def pieces_to_chunks(
                 for off in range(0, len(line), caps.max_chars):
                     part = line[off : off + caps.max_chars]
                     if part.strip():
-                        chunks.append(Chunk(s + 1, s + 1, part, list(definitions), signature, piece.heading))
+                        chunks.append(Chunk(s + 1, s + 1, part, list(definitions), signature, heading))
                 continue
             text = "\n".join(lines[s : e + 1])
-            chunks.append(Chunk(s + 1, e + 1, text, definitions, signature, piece.heading))
+            chunks.append(Chunk(s + 1, e + 1, text, definitions, signature, heading))
     return chunks
 
 
@@ -588,15 +597,16 @@ def chunk_fallback(
             label = f"{cand.kind} {cand.name}".strip()
             sub_heading = f"{heading} > {label}" if heading else label
 
-            def sub(s: int, e: int, _c: _Cand = cand, _h: str = sub_heading) -> list[Piece]:
+            def sub(s: int, e: int, _c: _Cand = cand, _h: str = sub_heading, _l: str = label) -> list[Piece]:
                 pieces = split(s, e, _h, _c.indent, depth + 1)
                 if len(pieces) == 1:
                     pieces[0].heading = heading
                     pieces[0].context = clip_signature(_c.sig)
                     pieces[0].context_row = _c.row
+                    pieces[0].context_label = _l
                 return pieces
 
-            units.append(Unit(start, end, True, clip_signature(cand.sig), cand.row, split=sub))
+            units.append(Unit(start, end, True, clip_signature(cand.sig), cand.row, label, split=sub))
         return group_units(units, index, caps, heading)
 
     pieces = split(0, n - 1, "", -1, 0)

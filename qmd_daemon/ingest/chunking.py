@@ -37,7 +37,7 @@ def grammar_key(languages: list[str]) -> str:
 
 # Stored per collection: when chunking changes, the next update re-chunks every file. The grammar
 # key follows the languages parsed with tree-sitter here, so a new grammar needs no manual bump.
-CHUNKER_VERSION = f"1:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}"
+CHUNKER_VERSION = f"2:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}"
 
 
 def chunk_text(

@@ -190,7 +190,8 @@ class IndexStore:
         otherwise a new chunker or tokenizer rule would reach only the chunks whose text changed.
         The vector is kept even when a new chunker gives the chunk another heading or signature
         (part of what is embedded): the same trade as copying vectors between identical texts.
-        Returns (chunks added, chunks removed).
+        A kept chunk whose heading, signature or symbols changed (lines of a function that was
+        renamed) gets them and its FTS row anew too. Returns (chunks added, chunks removed).
         """
         row = self.conn.execute(
             "SELECT id FROM files WHERE collection_id = ? AND path = ?", (collection_id, path)
@@ -202,7 +203,7 @@ class IndexStore:
                 (collection_id, path, size, mtime_ns, content_hash, language, kind, line_count),
             )
             file_id = int(cur.lastrowid)
-            existing: dict[str, list[int]] = {}
+            existing: dict[str, list[tuple[int, tuple[str, str, str]]]] = {}
         else:
             file_id = int(row[0])
             self.conn.execute(
@@ -211,20 +212,22 @@ class IndexStore:
                 (size, mtime_ns, content_hash, language, kind, line_count, file_id),
             )
             existing = {}
-            for chunk_id, chunk_hash in self.conn.execute(
-                "SELECT id, hash FROM chunks WHERE file_id = ? ORDER BY seq", (file_id,)
+            for chunk_id, chunk_hash, *derived in self.conn.execute(
+                "SELECT id, hash, symbols, signature, heading FROM chunks WHERE file_id = ? ORDER BY seq",
+                (file_id,),
             ):
-                existing.setdefault(chunk_hash, []).append(int(chunk_id))
+                existing.setdefault(chunk_hash, []).append((int(chunk_id), tuple(derived)))
         added = 0
         for seq, chunk in enumerate(chunks):
             reusable = existing.get(chunk.content_hash)
             if reusable:
-                chunk_id = reusable.pop(0)
+                chunk_id, stored = reusable.pop(0)
                 self.conn.execute(
                     "UPDATE chunks SET seq = ?, start_line = ?, end_line = ? WHERE id = ?",
                     (seq, chunk.start_line, chunk.end_line, chunk_id),
                 )
-                if rederive:
+                # same lines, new context: the function they continue was renamed
+                if rederive or stored != (" ".join(chunk.symbols), chunk.signature, chunk.heading):
                     self.conn.execute(
                         "UPDATE chunks SET symbols = ?, signature = ?, heading = ? WHERE id = ?",
                         (" ".join(chunk.symbols), chunk.signature, chunk.heading, chunk_id),
@@ -235,7 +238,7 @@ class IndexStore:
                 continue
             self._insert_chunk(collection_id, file_id, path, seq, chunk)
             added += 1
-        stale = [chunk_id for ids in existing.values() for chunk_id in ids]
+        stale = [chunk_id for ids in existing.values() for chunk_id, _ in ids]
         self.conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in stale])
         return added, len(stale)
 
