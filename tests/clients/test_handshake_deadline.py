@@ -5,38 +5,28 @@ timeout, and its reply is small: a stranger that answers /challenge a byte at a 
 from __future__ import annotations
 
 import socket
-import threading
 import time
 
 import pytest
 
 from clients import _qmd_client as qc
 from qmd_daemon.daemon.state import DaemonState, probe_health
+from tests.daemon.support import Stranger
 
 TOKEN = "tok3n-" + "d" * 40
 DRIP_S = 0.4  # well under the 3 s handshake timeout: a per-read timeout never fires
 GIVE_UP_S = 12.0  # the dripper's own end, so old code fails its timing instead of hanging
 
 
-class Dripper:
-    """A real socket server that answers every request with a 200 whose headers come at once and
-    whose body comes one byte every DRIP_S seconds, for GIVE_UP_S at most."""
+class Dripper(Stranger):
+    """A stranger that answers every request with a 200 whose headers come at once and whose body
+    comes one byte every DRIP_S seconds, for GIVE_UP_S at most."""
 
     def __init__(self, content_length: int):
         self.content_length = content_length
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.port = self._server.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__()
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self._server.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
-
-    def _drip(self, conn: socket.socket) -> None:
+    def _handle(self, conn: socket.socket) -> None:
         with conn:
             try:
                 conn.recv(65536)
@@ -47,9 +37,6 @@ class Dripper:
                     time.sleep(DRIP_S)
             except OSError:  # the client gave up and closed
                 pass
-
-    def close(self) -> None:
-        self._server.close()
 
 
 @pytest.fixture
