@@ -388,7 +388,17 @@ class Stranger(threading.Thread):
         super().__init__(daemon=True)
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", port))
+        # the kernel may close a killed process's listening socket a moment after the process is
+        # reaped: retry the port for a few seconds
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                self.sock.bind(("127.0.0.1", port))
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
         self.sock.listen(16)
         self.sock.settimeout(0.2)
         self.received = b""
