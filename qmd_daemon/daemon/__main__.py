@@ -19,9 +19,14 @@ def _search(raw: str) -> int:
     from qmd_daemon.engine import Engine
     from qmd_daemon.errors import QmdError
     from qmd_daemon.search.pipeline import SearchTrace
+    from qmd_daemon.store.connection import index_error
+
+    def fail(code: str, message: str) -> int:
+        print(json.dumps({"error": {"code": code, "message": message}}))
+        return 1
 
     started = time.perf_counter()
-    engine = Engine()
+    engine = Engine()  # the index opens on first use, inside the handlers below
     try:
         try:
             body = json.loads(raw)
@@ -56,8 +61,12 @@ def _search(raw: str) -> int:
             print(json.dumps(exc.as_dict()))
             return 2
         except (QmdError, ValueError) as exc:
-            print(json.dumps({"error": {"code": "engine_error", "message": str(exc)}}))
-            return 1
+            return fail("engine_error", str(exc))
+        except Exception as exc:  # SQLite's disk-full and damaged-page errors name their fix
+            readable = index_error(exc, engine.settings.index_path)
+            if readable is None:
+                raise
+            return fail("index_error", str(readable))
         print(json.dumps(out))
         return 0
     finally:

@@ -43,8 +43,9 @@ def test_disk_full_is_reported_as_disk_full_and_the_index_is_kept(engine: Engine
 
 def _tmpfs(size: str) -> Path | None:
     folder = Path(tempfile.mkdtemp(prefix="qmd-tmpfs-"))
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
-                          capture_output=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True, check=False
+    )
     if done.returncode != 0:
         folder.rmdir()
         return None
@@ -154,3 +155,25 @@ def test_a_creation_killed_midway_leaves_nothing_after_the_next_open(tmp_path: P
     conn.close()
     left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
     assert left == sorted([alive, ".other.sqlite.new-1"])
+
+
+def test_the_in_process_fallback_names_a_damaged_index_in_one_json_line(home: Path, tmp_path: Path) -> None:
+    # `python -m qmd_daemon.daemon search` (what ai-search runs without a daemon) printed SQLite's
+    # traceback for a damaged page
+    import json
+    import sys
+
+    path = _indexed(tmp_path)
+    _scribble(path, 0.5)
+    body = json.dumps({"query": "handler request value", "collection": "repo"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "qmd_daemon.daemon", "search", "--request", body],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, QMD_DAEMON_HOME=str(home)),
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.returncode == 1
+    error = json.loads(proc.stdout)["error"]
+    assert error["code"] == "index_error" and "move it away and run `qmd-daemon update`" in error["message"]
