@@ -17,6 +17,7 @@ import os
 import secrets
 import signal
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -55,6 +56,32 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _STATUS_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 SEARCH_DEADLINE_S = 25.0  # per trip to the reader; under the clients' 30 s, so they get the reason
 READER_CLOSE_S = 10.0  # at exit, for a reader still inside a request
+
+
+def in_daemon_thread(fn: Callable[[], T]) -> asyncio.Future[T]:
+    """`fn` on a daemon thread of its own: unlike the loop's executor, a thread stuck inside SQLite
+    can then hold neither the loop's shutdown nor the interpreter's exit."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if future.done():  # cancelled meanwhile
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def run() -> None:
+        try:
+            ok, value = True, fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            ok, value = False, exc
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, ok, value)
+
+    threading.Thread(target=run, name="qmd-index-check", daemon=True).start()
+    return future
 
 
 def error_response(status: int, code: str, message: str) -> web.Response:
@@ -117,6 +144,7 @@ class Daemon:
         self._runner: web.AppRunner | None = None
         self._idle_task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        self._index_check: asyncio.Future[None] | None = None  # the start-up quick_check's thread
         self._closed = False
         self.writer_abandoned = False  # a job was still running at exit (its work rolls back)
         self.reader_abandoned = False  # a request was still computing at exit
@@ -500,8 +528,10 @@ class Daemon:
     async def _check_index(self) -> None:
         """A damaged index is found at start, beside the first answers (its own connection and
         thread), and every request but /health and /shutdown is then answered with the fix."""
+        path = self.settings.index_path
+        self._index_check = in_daemon_thread(lambda: quick_check(path))
         try:
-            await asyncio.to_thread(quick_check, self.settings.index_path)
+            await asyncio.shield(self._index_check)  # close() waits for the thread itself
         except IndexDatabaseError as exc:
             self.index_problem = str(exc)
             log.error("%s", exc)
@@ -558,6 +588,11 @@ class Daemon:
         self.writer_abandoned = not writer_free
         for task in list(self._background):
             task.cancel()
+        if self._index_check is not None:
+            # the check's read-only connection is not opened or closed while the engines close
+            # theirs: a close racing that open hung both threads inside SQLite (seen once in CI)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._index_check), READER_CLOSE_S)
         if writer_free:
             self.writer.close()
         try:
