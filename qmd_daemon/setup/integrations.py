@@ -131,10 +131,6 @@ def hook_files(paths: SetupPaths) -> dict[str, Path]:
     return {"claude": paths.claude_dir / "settings.json", "codex": paths.codex_dir / "hooks.json"}
 
 
-def _load_json(path: Path) -> dict[str, Any] | None:
-    return _parse_json(path, _read_text(path))
-
-
 def _parse_json(path: Path, text: str | None) -> dict[str, Any] | None:
     """TEXT (PATH's content; None: no such file) as a JSON object; {} for an empty file."""
     if text is None:
