@@ -18,11 +18,11 @@ from typing import Any
 
 from tqdm import tqdm
 
-from qmd_daemon.ingest.chunk_model import embedding_text
 from qmd_daemon.locks import LockBusy, held_or_busy
 from qmd_daemon.models.embedder import Embedder
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.vectors import VectorIndex
+from qmd_daemon.text.chunk_model import embedding_text
 
 BATCH = 16
 

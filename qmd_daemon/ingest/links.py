@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from qmd_daemon.ingest.identifiers import looks_like_symbol
 from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.text.identifiers import looks_like_symbol
 
 _BACKTICK = re.compile(r"`([^`\n]{2,120})`")
 _PATHLIKE = re.compile(r"[\w./-]+\.[A-Za-z]{1,5}\b")

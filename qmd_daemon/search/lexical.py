@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from qmd_daemon.ingest.cjk import run_pairs, without_cjk
-from qmd_daemon.ingest.identifiers import split_identifier
 from qmd_daemon.search.query import ParsedQuery
 from qmd_daemon.store.connection import OperationalError
 from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.text.cjk import run_pairs, without_cjk
+from qmd_daemon.text.identifiers import split_identifier
 
 # bm25 column weights: path, symbols (defined names), body.
 DEFAULT_WEIGHTS = (2.0, 4.0, 1.0)
@@ -22,7 +22,7 @@ def _quote(token: str) -> str:
 
 def phrase_expression(text: str) -> str:
     """TEXT as an FTS5 phrase. CJK inside it is matched by its character pairs, which the index
-    holds in order (ingest/cjk.py), so each run becomes a phrase of its pairs, with the other words."""
+    holds in order (text/cjk.py), so each run becomes a phrase of its pairs, with the other words."""
     pairs = run_pairs(text)
     if not pairs:
         return _quote(text)

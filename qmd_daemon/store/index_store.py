@@ -9,9 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qmd_daemon.ingest.chunk_model import Chunk
-from qmd_daemon.ingest.cjk import cjk_bigrams, glued_words
-from qmd_daemon.ingest.identifiers import identifier_parts_text
 from qmd_daemon.store.connection import (
     DatabaseError,
     connect,
@@ -19,6 +16,8 @@ from qmd_daemon.store.connection import (
     write_transaction,
 )
 from qmd_daemon.store.schema import migrate
+from qmd_daemon.text.analysis import fts_body, fts_path, fts_symbols
+from qmd_daemon.text.chunk_model import Chunk
 
 
 @dataclass(frozen=True)
@@ -51,26 +50,6 @@ _CHUNK_SELECT = """
            c.text, c.symbols, c.signature, c.heading, c.hash
     FROM chunks c JOIN files f ON f.id = c.file_id JOIN collections col ON col.id = f.collection_id
 """
-
-
-def _with_derived_terms(text: str, sep: str = " ") -> str:
-    """TEXT, then the parts of its compound identifiers, and the pairs of its CJK runs with the
-    words glued to them, so that words find identifiers and a CJK word finds the runs it is part
-    of (see ingest/cjk.py)."""
-    cjk = "" if text.isascii() else " ".join(cjk_bigrams(text) + glued_words(text))
-    return sep.join((text, identifier_parts_text(text), cjk))
-
-
-def fts_body(chunk: Chunk) -> str:
-    return _with_derived_terms(chunk.text, "\n")
-
-
-def fts_symbols(chunk: Chunk) -> str:
-    return _with_derived_terms(" ".join(chunk.symbols))
-
-
-def fts_path(path: str) -> str:
-    return _with_derived_terms(path)
 
 
 def fts_collection_token(collection_id: int) -> str:

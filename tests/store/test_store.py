@@ -3,10 +3,10 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.errors import IndexDatabaseError
-from qmd_daemon.ingest.chunk_model import Chunk, Definition
 from qmd_daemon.store.connection import sqlite
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.schema import SCHEMA_VERSION
+from qmd_daemon.text.chunk_model import Chunk, Definition
 
 
 def test_fresh_index_has_schema_and_vectors(tmp_path: Path) -> None:
