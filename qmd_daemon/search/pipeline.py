@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from qmd_daemon.errors import QueryRejected
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.fusion import FusionParams, RankedList, fuse
 from qmd_daemon.search.hit import Hit
@@ -14,7 +15,6 @@ from qmd_daemon.search.lexical import (
     DEFAULT_WEIGHTS,
     LexicalHit,
     lexical_search,
-    phrase_expression,
     question_idf,
 )
 from qmd_daemon.search.query import ParsedQuery, content_words, parse_query
@@ -34,8 +34,8 @@ from qmd_daemon.search.scoring import (
     saturate,
 )
 from qmd_daemon.search.vector import vector_search
-from qmd_daemon.store.connection import OperationalError
 from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.store.lexical_query import Phrase
 
 LEXICAL_CANDIDATES = 200
 FUSED_CANDIDATES = 200
@@ -133,9 +133,8 @@ def _error_candidates(
     holders: set[int] = set()
     for phrase in parsed.report.error_phrases:
         try:
-            found = store.fts_search(phrase_expression(phrase), collection_ids, MAX_ERROR_HOLDERS + 1,
-                                     DEFAULT_WEIGHTS)
-        except OperationalError:
+            found = store.fts_search(Phrase(phrase), collection_ids, MAX_ERROR_HOLDERS + 1, DEFAULT_WEIGHTS)
+        except QueryRejected:
             continue
         if len(found) > MAX_ERROR_HOLDERS:
             continue

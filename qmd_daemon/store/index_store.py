@@ -13,8 +13,11 @@ from qmd_daemon.store.connection import (
     DatabaseError,
     connect,
     index_error,
+    rejected_queries,
     write_transaction,
 )
+from qmd_daemon.store.fts5_query import fts_collection_token, quote, scoped_match
+from qmd_daemon.store.lexical_query import LexicalQuery
 from qmd_daemon.store.schema import migrate
 from qmd_daemon.text.analysis import fts_body, fts_path, fts_symbols
 from qmd_daemon.text.chunk_model import Chunk
@@ -50,10 +53,6 @@ _CHUNK_SELECT = """
            c.text, c.symbols, c.signature, c.heading, c.hash
     FROM chunks c JOIN files f ON f.id = c.file_id JOIN collections col ON col.id = f.collection_id
 """
-
-
-def fts_collection_token(collection_id: int) -> str:
-    return f"qmdcol{collection_id}"
 
 
 def _batches(items: list[str], size: int = 500) -> Iterator[list[str]]:
@@ -345,7 +344,7 @@ class IndexStore:
         out: dict[int, str] = {}
         scope = f"collection : {fts_collection_token(collection_id)}"
         for batch in _batches(words):
-            phrases = " OR ".join('"' + w.replace('"', '""') + '"' for w in batch)
+            phrases = " OR ".join(quote(w) for w in batch)
             rows = self.conn.execute(
                 """SELECT c.id, c.text FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
                    JOIN files f ON f.id = c.file_id
@@ -412,23 +411,26 @@ class IndexStore:
     # -- reads for search ----------------------------------------------------------------------
 
     def fts_search(
-        self, match: str, collection_ids: list[int], limit: int, weights: tuple[float, float, float]
+        self, query: LexicalQuery, collection_ids: list[int], limit: int, weights: tuple[float, float, float]
     ) -> list[tuple[int, float]]:
-        """(chunk id, bm25) best first; bm25 is negated so that larger is better."""
-        scope = " OR ".join(fts_collection_token(i) for i in collection_ids)
-        rows = self.conn.execute(
-            """SELECT rowid, bm25(chunks_fts, 0.0, ?, ?, ?) AS score FROM chunks_fts
-               WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?""",
-            (*weights, f"collection : ({scope}) AND ({match})", limit),
-        ).fetchall()
+        """(chunk id, bm25) best first; bm25 is negated so that larger is better. `weights`: the
+        path, symbols and body columns' (FTS5's bm25 arguments)."""
+        with rejected_queries():
+            rows = self.conn.execute(
+                """SELECT rowid, bm25(chunks_fts, 0.0, ?, ?, ?) AS score FROM chunks_fts
+                   WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?""",
+                (*weights, scoped_match(query, collection_ids), limit),
+            ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
 
-    def fts_count(self, match: str, collection_ids: list[int]) -> int:
+    def fts_count(self, query: LexicalQuery, collection_ids: list[int]) -> int:
         """How many chunks of the collections match (a term's document frequency)."""
-        scope = " OR ".join(fts_collection_token(i) for i in collection_ids)
-        expression = f"collection : ({scope}) AND ({match})"
-        row = self.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expression,))
-        return int(row.fetchone()[0])
+        with rejected_queries():
+            row = self.conn.execute(
+                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                (scoped_match(query, collection_ids),),
+            ).fetchone()
+        return int(row[0])
 
     def chunks_by_ids(self, chunk_ids: list[int]) -> dict[int, ChunkRow]:
         if not chunk_ids:
