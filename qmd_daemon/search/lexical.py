@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from qmd_daemon.errors import QueryRejected
 from qmd_daemon.search.query import ParsedQuery
-from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.lexical_query import AllOf, AnyOf, LexicalQuery, Phrase, Without, Word
+from qmd_daemon.store.protocols import ChunkStore
 from qmd_daemon.text.identifiers import split_identifier
 
 # bm25 column weights: path, symbols (defined names), body.
@@ -50,7 +50,7 @@ class LexicalHit:
 
 
 def lexical_search(
-    store: IndexStore,
+    store: ChunkStore,
     parsed: ParsedQuery,
     collection_ids: list[int],
     limit: int = 200,
@@ -74,7 +74,7 @@ def lexical_search(
 DF_CACHE_TERMS = 50_000  # document frequencies kept per index state before starting over
 
 
-def _document_frequencies(store: IndexStore, terms: list[str], collection_ids: list[int]) -> dict[str, int]:
+def _document_frequencies(store: ChunkStore, terms: list[str], collection_ids: list[int]) -> dict[str, int]:
     """Chunks of the collections holding each term. Kept until the data changes: an agent asks
     many questions of one repository, and a long one counts up to 40 terms (~30 ms in django)."""
     state = store.data_state()
@@ -92,7 +92,7 @@ def _document_frequencies(store: IndexStore, terms: list[str], collection_ids: l
     return {term: known[term] for term in terms}
 
 
-def question_idf(store: IndexStore, parsed: ParsedQuery, collection_ids: list[int]) -> float:
+def question_idf(store: ChunkStore, parsed: ParsedQuery, collection_ids: list[int]) -> float:
     """The BM25 a chunk would earn from matching every term of the question once, by FTS5's own
     idf (log((N - df + 0.5) / (df + 0.5)), at least 1e-6) over the searched collections. A hit's
     BM25 over this says how much of the question it answers in absolute terms: words the

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,35 +17,10 @@ from qmd_daemon.store.connection import (
 )
 from qmd_daemon.store.fts5_query import fts_collection_token, quote, scoped_match
 from qmd_daemon.store.lexical_query import LexicalQuery
+from qmd_daemon.store.protocols import ChunkRow, FileState
 from qmd_daemon.store.schema import migrate
 from qmd_daemon.text.analysis import fts_body, fts_path, fts_symbols
 from qmd_daemon.text.chunk_model import Chunk
-
-
-@dataclass(frozen=True)
-class FileState:
-    id: int
-    size: int
-    mtime_ns: int
-    hash: str
-
-
-@dataclass(frozen=True)
-class ChunkRow:
-    id: int
-    file_id: int
-    collection: str
-    path: str
-    kind: str
-    language: str | None
-    start_line: int
-    end_line: int
-    text: str
-    symbols: str
-    signature: str
-    heading: str
-    hash: str
-
 
 _CHUNK_SELECT = """
     SELECT c.id, c.file_id, col.name, f.path, f.kind, f.language, c.start_line, c.end_line,
@@ -62,9 +36,11 @@ def _batches(items: list[str], size: int = 500) -> Iterator[list[str]]:
 
 
 class IndexStore:
+    """The SQLite ChunkStore (store/protocols.py): one file, FTS5 for keyword search."""
+
     def __init__(self, path: Path):
         self.path = path
-        self.conn, self.has_vec = connect(path)
+        self.conn, self.supports_vectors = connect(path)
         try:
             migrate(self.conn, str(path))
         except DatabaseError as exc:
@@ -489,3 +465,31 @@ class IndexStore:
             [*collection_ids, *params],
         )
         return [int(r[0]) for r in rows]
+
+    def language_counts(self, collection_ids: list[int], limit: int = 8) -> list[tuple[str, int]]:
+        """(language, files) of the collections, most files first."""
+        if not collection_ids:
+            return []
+        marks = ",".join("?" * len(collection_ids))
+        rows = self.conn.execute(
+            f"""SELECT language, count(*) FROM files WHERE collection_id IN ({marks}) AND language IS NOT NULL
+                GROUP BY language ORDER BY count(*) DESC LIMIT ?""",
+            [*collection_ids, limit],
+        )
+        return [(str(language), int(count)) for language, count in rows]
+
+    def manifest_texts(self, collection_ids: list[int], names: Sequence[str]) -> list[str]:
+        """The chunk texts of files named one of `names` (at the root or in any folder)."""
+        if not collection_ids or not names:
+            return []
+        marks = ",".join("?" * len(collection_ids))
+        clauses = " OR ".join("(f.path = ? OR f.path LIKE ?)" for _ in names)
+        params: list[Any] = [*collection_ids]
+        for name in names:
+            params += [name, f"%/{name}"]
+        rows = self.conn.execute(
+            f"""SELECT c.text FROM chunks c JOIN files f ON f.id = c.file_id
+                WHERE f.collection_id IN ({marks}) AND ({clauses})""",
+            params,
+        )
+        return [str(text) for (text,) in rows]

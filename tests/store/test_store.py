@@ -16,7 +16,7 @@ def test_fresh_index_has_schema_and_vectors(tmp_path: Path) -> None:
         SCHEMA_VERSION
     )
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert store.has_vec, "sqlite-vec should load through the extension-capable binding"
+    assert store.supports_vectors, "sqlite-vec should load through the extension-capable binding"
     store.close()
 
 
