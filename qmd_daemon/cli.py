@@ -16,7 +16,7 @@ from qmd_daemon.search.calibration import ANSWER_THRESHOLD
 from qmd_daemon.search.context_report import detect_stack, render_context
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
-from qmd_daemon.store.connection import DatabaseError, OperationalError
+from qmd_daemon.store.backends import storage_error
 
 
 def _engine(ctx: click.Context) -> Engine:
@@ -259,10 +259,7 @@ def embed(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     engine = _engine(ctx)
     report = engine.embed(list(names) or None).as_dict()
     if not report["model"]:
-        if not engine.store.has_vec:
-            raise QmdError("cannot embed: sqlite-vec could not be loaded by this Python's SQLite")
-        reason = engine.models.status()["roles"]["embed"].get("reason", "no embedding model configured")
-        raise QmdError(f"cannot embed: {reason}")
+        raise QmdError(f"cannot embed: {engine.why_no_embedding()}")
     if as_json:
         _emit_json(report)
     else:
@@ -418,18 +415,15 @@ def main() -> None:
     except QmdError as exc:
         click.echo(f"qmd-daemon: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except OperationalError as exc:  # busy, locked, or a query SQLite refused: the file itself is fine
-        click.echo(f"qmd-daemon: error: the index could not do that right now ({exc}); try again", err=True)
-        sys.exit(1)
-    except DatabaseError as exc:
-        click.echo(
-            f"qmd-daemon: error: the index is damaged ({exc}); move it away and run `qmd-daemon update`",
-            err=True,
-        )
-        sys.exit(1)
     except OSError as exc:
         click.echo(f"qmd-daemon: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except Exception as exc:  # a storage driver's error no layer below mapped: one line, not a traceback
+        readable = storage_error(exc)
+        if readable is None:
+            raise
+        click.echo(f"qmd-daemon: error: {readable}", err=True)
+        sys.exit(readable.exit_code)

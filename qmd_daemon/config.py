@@ -20,6 +20,7 @@ from qmd_daemon.errors import ConfigError
 from qmd_daemon.locks import waiting_for
 from qmd_daemon.settings import DEFAULT_MASK
 
+BACKENDS = ("sqlite", "postgres")
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~20x faster
 
 
@@ -97,6 +98,20 @@ class IndexConfig:
     def remove_collection(self, name: str) -> bool:
         entries = self.raw.get("collections") or {}
         return entries.pop(name, None) is not None
+
+    # -- storage -------------------------------------------------------------------------------
+
+    def backend(self) -> str:
+        """`backend:` the engine that holds the index: sqlite (one file, the default) or postgres."""
+        value = self.raw.get("backend") or "sqlite"
+        if value not in BACKENDS:
+            raise ConfigError(f"{self.path}: 'backend' must be one of {', '.join(BACKENDS)} (left untouched)")
+        return str(value)
+
+    def database_url(self) -> str | None:
+        """`database_url:` the PostgreSQL server of `backend: postgres`."""
+        value = self.raw.get("database_url")
+        return str(value) if value else None
 
     # -- models --------------------------------------------------------------------------------
 

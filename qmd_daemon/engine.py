@@ -21,9 +21,8 @@ from qmd_daemon.models.model_set import ModelSet
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.pipeline import SearchModels, SearchOptions, SearchTrace, run_search
 from qmd_daemon.settings import DEFAULT_MASK, Settings
-from qmd_daemon.store.index_store import IndexStore
-from qmd_daemon.store.llm_cache import SqliteLLMCache
-from qmd_daemon.store.vectors import QUANTIZATIONS, VectorIndex
+from qmd_daemon.store.backends import Backend, open_backend
+from qmd_daemon.store.protocols import QUANTIZATIONS, ChunkStore, VectorStore
 from qmd_daemon.vectorize import EmbedReport, embed_pending
 
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -37,17 +36,22 @@ def _slug(text: str) -> str:
 class Engine:
     def __init__(self, settings: Settings | None = None):
         self.settings = settings or Settings.from_env()
-        self._store: IndexStore | None = None
+        self._backend: Backend | None = None
         self._config: tuple[tuple[int, int], IndexConfig] | None = None
         self._models: ModelSet | None = None
         self._models_owner: Engine | None = None
         self.stop_waiting = threading.Event()  # set: a wait for the writer lock gives up (LockBusy)
 
     @property
-    def store(self) -> IndexStore:
-        if self._store is None:
-            self._store = IndexStore(self.settings.index_path)
-        return self._store
+    def backend(self) -> Backend:
+        """The index as index.yml's `backend:` says, opened on first use."""
+        if self._backend is None:
+            self._backend = open_backend(self.settings)
+        return self._backend
+
+    @property
+    def store(self) -> ChunkStore:
+        return self.backend.chunks
 
     @property
     def models(self) -> ModelSet:
@@ -60,7 +64,7 @@ class Engine:
             self._models.unload()
             self._models = None
         if self._models is None:
-            self._models = ModelSet(wanted, self.settings.models_dir, SqliteLLMCache(self.store))
+            self._models = ModelSet(wanted, self.settings.models_dir, self.backend.llm_cache)
         return self._models
 
     def share_models_with(self, other: Engine) -> None:
@@ -69,15 +73,16 @@ class Engine:
         self._models_owner = other
 
     @property
-    def vectors(self) -> VectorIndex | None:
+    def vectors(self) -> VectorStore | None:
         """Vectors as `models: {quantization: float|int8}` says (int8: 1/4 the size; recall@10
         0.957 of float on the dev eval, bench/quantization.py)."""
-        if not self.store.has_vec:
+        vectors = self.backend.vectors
+        if vectors is None:
             return None
         quantization = str(self.config().models().get("quantization") or "float")
         if quantization not in QUANTIZATIONS:
             raise UsageError(f"models.quantization must be one of {', '.join(QUANTIZATIONS)}")
-        return VectorIndex(self.store, quantization=quantization)
+        return vectors(quantization)
 
     def writing(self) -> AbstractContextManager[None]:
         """One index writer at a time across processes (CLI, daemon, a second terminal): a second
@@ -92,9 +97,9 @@ class Engine:
         if self._models is not None:
             self._models.unload()
             self._models = None
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
 
     def config(self) -> IndexConfig:
         """index.yml, re-read only when the file changed (searches read it every time)."""
@@ -225,13 +230,19 @@ class Engine:
             self.store, vectors, embedder, ids, lock, self.writing, progress=progress, limit=limit
         )
 
+    def why_no_embedding(self) -> str:
+        """Why this index and these models cannot embed, for `embed`'s one-line error."""
+        if self.backend.vectors is None:
+            return "sqlite-vec could not be loaded by this Python's SQLite"
+        return str(self.models.status()["roles"]["embed"].get("reason", "no embedding model configured"))
+
     def status(self) -> dict[str, Any]:
         vectors = self.vectors
         active = vectors.active_model() if vectors else None
         return {
             "index": str(self.settings.index_path),
             "config": str(self.settings.config_file),
-            "sqlite_vec": self.store.has_vec,
+            "sqlite_vec": self.store.supports_vectors,
             "vectors": {
                 "model": active[0] if active else None,
                 "dim": active[1] if active else None,
@@ -240,7 +251,7 @@ class Engine:
             "models": self.models.status(),
             # rerank scores and expansions answered before: the same question and chunk are not
             # asked of the model again, even when the model itself is not loaded in this process
-            "llm_cache": {"entries": SqliteLLMCache(self.store).entries()},
+            "llm_cache": {"entries": self.backend.llm_cache.entries()},
             "collections": [
                 {
                     **row,

@@ -15,6 +15,11 @@ class IndexDatabaseError(QmdError):
     """The SQLite index is missing, corrupt, or from a newer schema."""
 
 
+class QueryRejected(QmdError):
+    """A keyword query the index backend cannot run (e.g. one FTS5's syntax refuses): it matches
+    nothing; the search goes on with its other lists."""
+
+
 class UsageError(QmdError):
     """A command was given arguments it cannot act on (missing path, unknown collection)."""
 

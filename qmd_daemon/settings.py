@@ -88,6 +88,9 @@ class Settings:
     excludes: tuple[str, ...] = field(default=DEFAULT_EXCLUDES)
     max_collection_files: int = DEFAULT_MAX_COLLECTION_FILES
     max_collection_mb: int = DEFAULT_MAX_COLLECTION_MB
+    # QMD_DATABASE_URL: the PostgreSQL server of `backend: postgres` when index.yml names none
+    # (a DSN holds a password: the environment keeps it out of a file others may read)
+    database_url: str | None = None
 
     @property
     def config_file(self) -> Path:
@@ -123,4 +126,5 @@ class Settings:
             max_file_bytes=max_bytes,
             max_collection_files=int(_env_float("QMD_MAX_COLLECTION_FILES", DEFAULT_MAX_COLLECTION_FILES)),
             max_collection_mb=int(_env_float("QMD_MAX_COLLECTION_MB", DEFAULT_MAX_COLLECTION_MB)),
+            database_url=os.environ.get("QMD_DATABASE_URL") or None,
         )

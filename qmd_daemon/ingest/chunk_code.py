@@ -35,7 +35,7 @@ from qmd_daemon.ingest.chunk_fallback import (
     pieces_to_chunks,
     split_lines,
 )
-from qmd_daemon.ingest.chunk_model import Chunk, Definition
+from qmd_daemon.text.chunk_model import Chunk, Definition
 
 # Files above these sizes are not parsed (minified bundles, generated blobs): the fallback is
 # cheaper and tree-sitter structure would not help.

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from qmd_daemon.ingest.chunk_model import Chunk, Definition
+from qmd_daemon.text.chunk_model import Chunk, Definition
 
 # Default caps shared by every chunker, chosen on the dev eval (bench/retrieval.py --profile small,
 # root scope): 40 lines / 1200 chars gave NDCG@10 lexical 0.814, hybrid 0.839 against 0.798 and

@@ -24,7 +24,7 @@ from qmd_daemon.ingest.chunk_fallback import (
     pieces_to_chunks,
     split_lines,
 )
-from qmd_daemon.ingest.chunk_model import Chunk, Definition
+from qmd_daemon.text.chunk_model import Chunk, Definition
 
 SPLIT_LEVEL = 3
 # Sections are merged with their neighbours only while the merged chunk stays under this share

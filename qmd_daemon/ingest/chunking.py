@@ -21,8 +21,8 @@ from qmd_daemon.ingest.chunk_fallback import (
     plain_chunks,
 )
 from qmd_daemon.ingest.chunk_markdown import chunk_markdown
-from qmd_daemon.ingest.chunk_model import Chunk
 from qmd_daemon.ingest.languages import language_of
+from qmd_daemon.text.chunk_model import Chunk
 
 log = logging.getLogger(__name__)
 

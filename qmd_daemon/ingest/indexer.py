@@ -26,7 +26,7 @@ from qmd_daemon.ingest.root_policy import check_root
 from qmd_daemon.ingest.scan import ScannedFile, scan
 from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, decode_source, read_inside, utf8_bytes
 from qmd_daemon.settings import Settings
-from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.store.protocols import ChunkStore
 
 _BINARY_SNIFF_BYTES = 8192
 _GENERATED_SNIFF_BYTES = 1024
@@ -40,7 +40,7 @@ _GENERATED_MARKERS = (
 )
 _MINIFIED_LINE = 2000  # average characters per line above which a file is minified, not source
 # Stored per collection: when chunking, the skip rules, decoding or the FTS terms derived from a
-# chunk (store.index_store.fts_*) change, the next update re-reads every file.
+# chunk (text/analysis.py) change, the next update re-reads every file.
 INDEX_FORMAT = f"{CHUNKER_VERSION}|skip:2|text:2|fts:3"
 
 
@@ -108,7 +108,7 @@ def _read(root: Path, scanned: ScannedFile, max_bytes: int) -> bytes | str:
 
 def _note_written(
     links: LinkChanges,
-    store: IndexStore,
+    store: ChunkStore,
     collection_id: int,
     path: str,
     kind: str,
@@ -130,7 +130,7 @@ def _note_written(
 
 
 def update_collection(
-    store: IndexStore, collection: CollectionConfig, settings: Settings, *, progress: bool | None = None
+    store: ChunkStore, collection: CollectionConfig, settings: Settings, *, progress: bool | None = None
 ) -> UpdateReport:
     started = time.perf_counter()
     root = _check_root(collection)

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from qmd_daemon.ingest.identifiers import looks_like_symbol
-from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.store.protocols import ChunkStore
+from qmd_daemon.text.identifiers import looks_like_symbol
 
 _BACKTICK = re.compile(r"`([^`\n]{2,120})`")
 _PATHLIKE = re.compile(r"[\w./-]+\.[A-Za-z]{1,5}\b")
@@ -97,7 +97,7 @@ class LinkChanges:
         return self.everything or bool(self.doc_paths or self.names or self.code_paths)
 
 
-def update_links(store: IndexStore, collection_id: int, changes: LinkChanges) -> int:
+def update_links(store: ChunkStore, collection_id: int, changes: LinkChanges) -> int:
     """Re-link the doc chunks `changes` can reach (all of them when `changes.everything`); the
     result equals a full re-link. Returns how many doc chunks were re-linked."""
     if not changes.any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qmd_daemon.store.index_store import ChunkRow
+from qmd_daemon.store.protocols import ChunkRow
 
 
 @dataclass

@@ -7,7 +7,7 @@ import re
 from collections import Counter
 
 from qmd_daemon.search.hit import Hit
-from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.store.protocols import ChunkStore
 
 # manifest file name -> frameworks recognised by a dependency name inside it
 _MANIFESTS = (
@@ -49,30 +49,16 @@ _FRAMEWORKS = {
 _WORD = re.compile(r"[@\w./-]+")
 
 
-def detect_stack(store: IndexStore, collection_ids: list[int]) -> tuple[list[tuple[str, int]], list[str]]:
+def detect_stack(store: ChunkStore, collection_ids: list[int]) -> tuple[list[tuple[str, int]], list[str]]:
     """(language, file count) most common first, and frameworks named by the manifests."""
     if not collection_ids:
         return [], []
-    marks = ",".join("?" * len(collection_ids))
-    languages = store.conn.execute(
-        f"""SELECT language, count(*) FROM files WHERE collection_id IN ({marks}) AND language IS NOT NULL
-            GROUP BY language ORDER BY count(*) DESC LIMIT 8""",
-        collection_ids,
-    ).fetchall()
+    languages = store.language_counts(collection_ids)
     frameworks: Counter[str] = Counter()
-    names = " OR ".join("(path = ? OR path LIKE ?)" for _ in _MANIFESTS)
-    params: list[object] = [*collection_ids]
-    for manifest in _MANIFESTS:
-        params += [manifest, f"%/{manifest}"]
-    rows = store.conn.execute(
-        f"""SELECT c.text FROM chunks c JOIN files f ON f.id = c.file_id
-            WHERE f.collection_id IN ({marks}) AND ({names})""",
-        params,
-    ).fetchall()
-    for (text,) in rows:
+    for text in store.manifest_texts(collection_ids, _MANIFESTS):
         words = {w.strip("\"'").lower() for w in _WORD.findall(text)}
         frameworks.update(label for key, label in _FRAMEWORKS.items() if key in words)
-    return [(lang, count) for lang, count in languages], [name for name, _ in frameworks.most_common()]
+    return languages, [name for name, _ in frameworks.most_common()]
 
 
 def render_context(

@@ -1,4 +1,4 @@
-"""BM25 over chunks with FTS5: all terms first, then any term, so a query never comes back empty
+"""BM25 over chunks: all terms first, then any term, so a query never comes back empty
 just because one word is missing."""
 
 from __future__ import annotations
@@ -6,58 +6,40 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from qmd_daemon.ingest.cjk import run_pairs, without_cjk
-from qmd_daemon.ingest.identifiers import split_identifier
+from qmd_daemon.errors import QueryRejected
 from qmd_daemon.search.query import ParsedQuery
-from qmd_daemon.store.connection import OperationalError
-from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.store.lexical_query import AllOf, AnyOf, LexicalQuery, Phrase, Without, Word
+from qmd_daemon.store.protocols import ChunkStore
+from qmd_daemon.text.identifiers import split_identifier
 
 # bm25 column weights: path, symbols (defined names), body.
 DEFAULT_WEIGHTS = (2.0, 4.0, 1.0)
 
 
-def _quote(token: str) -> str:
-    return '"' + token.replace('"', '""') + '"'
-
-
-def phrase_expression(text: str) -> str:
-    """TEXT as an FTS5 phrase. CJK inside it is matched by its character pairs, which the index
-    holds in order (ingest/cjk.py), so each run becomes a phrase of its pairs, with the other words."""
-    pairs = run_pairs(text)
-    if not pairs:
-        return _quote(text)
-    groups = [_quote(" ".join(run)) for run in pairs] + [_quote(w) for w in without_cjk(text)]
-    return groups[0] if len(groups) == 1 else "(" + " AND ".join(groups) + ")"
-
-
-def term_group(term: str) -> str:
+def term_query(term: str) -> LexicalQuery:
     """A term, or for a compound identifier: the whole token or all of its parts."""
     parts = split_identifier(term)
-    whole = _quote(term.lower())
+    whole = Word(term.lower())
     if not parts:
         return whole
-    return f"({whole} OR ({' AND '.join(_quote(p) for p in parts)}))"
+    return AnyOf((whole, AllOf(tuple(Word(p) for p in parts))))
 
 
-def _exclusion(parsed: ParsedQuery) -> str:
-    if not parsed.excludes:
-        return ""
-    return " NOT (" + " OR ".join(phrase_expression(e) for e in parsed.excludes) + ")"
-
-
-def match_expressions(parsed: ParsedQuery) -> list[str]:
-    """FTS5 MATCH strings, strictest first: phrases and all terms, then any term."""
-    groups = [term_group(t) for t in parsed.terms]
-    phrases = [phrase_expression(p) for p in parsed.phrases]
+def lexical_queries(parsed: ParsedQuery) -> list[LexicalQuery]:
+    """The queries to run, strictest first: phrases and all terms, then any term."""
+    groups = [term_query(t) for t in parsed.terms]
+    phrases: list[LexicalQuery] = [Phrase(p) for p in parsed.phrases]
     if not groups and not phrases:
         return []
-    tail = _exclusion(parsed)
-    strict = " AND ".join(phrases + groups) + tail
-    expressions = [strict]
+    drop = AnyOf(tuple(Phrase(e) for e in parsed.excludes)) if parsed.excludes else None
+
+    def excluding(keep: LexicalQuery) -> LexicalQuery:
+        return keep if drop is None else Without(keep, drop)
+
+    queries = [excluding(AllOf(tuple(phrases + groups)))]
     if len(groups) > 1 or (groups and phrases):
-        loose = " OR ".join(groups)
-        expressions.append((f"({loose})" if phrases or tail else loose) + tail)
-    return expressions
+        queries.append(excluding(AnyOf(tuple(groups))))
+    return queries
 
 
 @dataclass
@@ -68,18 +50,18 @@ class LexicalHit:
 
 
 def lexical_search(
-    store: IndexStore,
+    store: ChunkStore,
     parsed: ParsedQuery,
     collection_ids: list[int],
     limit: int = 200,
     weights: tuple[float, float, float] = DEFAULT_WEIGHTS,
 ) -> list[LexicalHit]:
     hits: dict[int, LexicalHit] = {}
-    for index, expression in enumerate(match_expressions(parsed)):
+    for index, query in enumerate(lexical_queries(parsed)):
         try:
-            rows = store.fts_search(expression, collection_ids, limit, weights)
-        except OperationalError:
-            continue  # an expression FTS5 rejects (e.g. only NOT terms) contributes nothing
+            rows = store.fts_search(query, collection_ids, limit, weights)
+        except QueryRejected:
+            continue  # a query the backend cannot run contributes nothing
         for chunk_id, score in rows:
             if chunk_id not in hits:
                 hits[chunk_id] = LexicalHit(chunk_id, score, strict=index == 0)
@@ -92,7 +74,7 @@ def lexical_search(
 DF_CACHE_TERMS = 50_000  # document frequencies kept per index state before starting over
 
 
-def _document_frequencies(store: IndexStore, terms: list[str], collection_ids: list[int]) -> dict[str, int]:
+def _document_frequencies(store: ChunkStore, terms: list[str], collection_ids: list[int]) -> dict[str, int]:
     """Chunks of the collections holding each term. Kept until the data changes: an agent asks
     many questions of one repository, and a long one counts up to 40 terms (~30 ms in django)."""
     state = store.data_state()
@@ -104,13 +86,13 @@ def _document_frequencies(store: IndexStore, terms: list[str], collection_ids: l
     for term in terms:
         if term not in known:
             try:
-                known[term] = store.fts_count(term_group(term), collection_ids)
-            except OperationalError:  # a term FTS5 rejects counts as absent
+                known[term] = store.fts_count(term_query(term), collection_ids)
+            except QueryRejected:  # a term the backend cannot match counts as absent
                 known[term] = 0
     return {term: known[term] for term in terms}
 
 
-def question_idf(store: IndexStore, parsed: ParsedQuery, collection_ids: list[int]) -> float:
+def question_idf(store: ChunkStore, parsed: ParsedQuery, collection_ids: list[int]) -> float:
     """The BM25 a chunk would earn from matching every term of the question once, by FTS5's own
     idf (log((N - df + 0.5) / (df + 0.5)), at least 1e-6) over the searched collections. A hit's
     BM25 over this says how much of the question it answers in absolute terms: words the

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from qmd_daemon.errors import QueryRejected
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.fusion import FusionParams, RankedList, fuse
 from qmd_daemon.search.hit import Hit
@@ -14,7 +15,6 @@ from qmd_daemon.search.lexical import (
     DEFAULT_WEIGHTS,
     LexicalHit,
     lexical_search,
-    phrase_expression,
     question_idf,
 )
 from qmd_daemon.search.query import ParsedQuery, content_words, parse_query
@@ -34,8 +34,8 @@ from qmd_daemon.search.scoring import (
     saturate,
 )
 from qmd_daemon.search.vector import vector_search
-from qmd_daemon.store.connection import OperationalError
-from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.store.lexical_query import Phrase
+from qmd_daemon.store.protocols import ChunkStore, VectorStore
 
 LEXICAL_CANDIDATES = 200
 FUSED_CANDIDATES = 200
@@ -48,7 +48,7 @@ MAX_ERROR_HOLDERS = 5  # chunks saying an error message's words, past which it i
 class SearchModels:
     """What the engine could load; any of it may be None."""
 
-    vectors: Any = None  # store.vectors.VectorIndex
+    vectors: VectorStore | None = None
     embedder: Any = None  # models.embedder.Embedder
     expander: Any = None  # models.expander.Expander
     reranker: Any = None  # models.reranker.Reranker
@@ -104,7 +104,7 @@ def _strong_signal(lexical: list[LexicalHit]) -> bool:
 
 
 def _symbol_candidates(
-    store: IndexStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate],
+    store: ChunkStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate],
     exact: set[int],
 ) -> dict[int, set[str]]:
     """Chunks that define a queried symbol join the candidates even when no retriever found them.
@@ -126,16 +126,15 @@ def _symbol_candidates(
 
 
 def _error_candidates(
-    store: IndexStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate]
+    store: ChunkStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate]
 ) -> set[int]:
     """Code chunks holding the fixed words of a quoted error message join the candidates; a
     phrase that more than MAX_ERROR_HOLDERS chunks say is not the message's source."""
     holders: set[int] = set()
     for phrase in parsed.report.error_phrases:
         try:
-            found = store.fts_search(phrase_expression(phrase), collection_ids, MAX_ERROR_HOLDERS + 1,
-                                     DEFAULT_WEIGHTS)
-        except OperationalError:
+            found = store.fts_search(Phrase(phrase), collection_ids, MAX_ERROR_HOLDERS + 1, DEFAULT_WEIGHTS)
+        except QueryRejected:
             continue
         if len(found) > MAX_ERROR_HOLDERS:
             continue
@@ -150,7 +149,7 @@ def _error_candidates(
 
 
 def _frame_candidates(
-    store: IndexStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate]
+    store: ChunkStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate]
 ) -> dict[int, int]:
     """Files a quoted stack frame names join the candidates; returns file id -> rank of the
     frame file (0: innermost)."""
@@ -191,17 +190,19 @@ class _Clock:
         self.last = now
 
 
-def _pending_vectors(store: IndexStore, models: SearchModels, collection_ids: list[int]) -> int:
+def _pending_vectors(
+    store: ChunkStore, vectors: VectorStore, fingerprint: str, collection_ids: list[int]
+) -> int:
     """Chunks the vector list cannot return yet: all of them before the embedder's first vector
     (or after a model change, which re-embeds everything), else those still without one."""
-    active = models.vectors.active_model()
-    if active is None or active[0] != models.embedder.fingerprint:
+    active = vectors.active_model()
+    if active is None or active[0] != fingerprint:
         return sum(store.chunk_count(i) for i in collection_ids)
-    return models.vectors.pending_count(collection_ids)
+    return vectors.pending_count(collection_ids)
 
 
 def _retrieve(
-    store: IndexStore,
+    store: ChunkStore,
     parsed: ParsedQuery,
     collection_ids: list[int],
     options: SearchOptions,
@@ -241,18 +242,18 @@ def _retrieve(
             store, parse_query(line), collection_ids, LEXICAL_CANDIDATES, options.bm25_weights
         )
         lists.append(RankedList(f"bm25:lex{i}", [h.chunk_id for h in hits], 1.0))
-    use_vectors = options.vectors and models.vectors is not None and models.embedder is not None
-    if use_vectors:
+    vectors = models.vectors if options.vectors else None
+    if vectors is not None and models.embedder is not None:
         weight = options.vector_weight * (options.symbol_vector_weight if parsed.is_symbol_query else 1.0)
         texts = [(parsed.model_text, "vec", weight)]
         texts += [(line, f"vec:{i}", 1.0) for i, line in enumerate(vec_lines, start=1)]
         for text, name, list_weight in texts:
-            hits = vector_search(models.vectors, models.embedder, text, collection_ids)
+            nearest = vector_search(vectors, models.embedder, text, collection_ids)
             if name == "vec":
-                similarity = {h.chunk_id: h.similarity for h in hits}
-            if hits:
-                lists.append(RankedList(name, [h.chunk_id for h in hits], list_weight))
-        trace.pending_vectors = _pending_vectors(store, models, collection_ids)
+                similarity = {h.chunk_id: h.similarity for h in nearest}
+            if nearest:
+                lists.append(RankedList(name, [h.chunk_id for h in nearest], list_weight))
+        trace.pending_vectors = _pending_vectors(store, vectors, models.embedder.fingerprint, collection_ids)
         trace.stale = trace.pending_vectors > 0
         clock.lap("vector")
     trace.lists = {r.name: len(r.chunk_ids) for r in lists}
@@ -262,7 +263,7 @@ def _retrieve(
 
 
 def _candidates(
-    store: IndexStore, lists: list[RankedList], bm25: dict[int, float], options: SearchOptions
+    store: ChunkStore, lists: list[RankedList], bm25: dict[int, float], options: SearchOptions
 ) -> dict[int, Candidate]:
     """Fused candidates with a base score in [0, 1] (the best is 1)."""
     if len([r for r in lists if r.chunk_ids]) <= 1 and bm25:
@@ -280,7 +281,7 @@ def _candidates(
 
 
 def run_search(
-    store: IndexStore,
+    store: ChunkStore,
     query: str,
     collection_ids: list[int],
     options: SearchOptions,

@@ -6,9 +6,9 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from qmd_daemon.ingest.cjk import cjk_bigrams, without_cjk
-from qmd_daemon.ingest.identifiers import looks_like_symbol, split_identifier
 from qmd_daemon.search.report import Report, read_report
+from qmd_daemon.text.cjk import cjk_bigrams, without_cjk
+from qmd_daemon.text.identifiers import looks_like_symbol, split_identifier
 
 STOPWORDS = frozenset(
     """

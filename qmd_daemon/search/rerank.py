@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import time
 
-from qmd_daemon.ingest.chunk_model import embedding_text
 from qmd_daemon.models.reranker import Reranker
 from qmd_daemon.search.candidates import Candidate
+from qmd_daemon.text.chunk_model import embedding_text
 
 RERANK_DOC_CHARS = 1600
 RERANK_BATCH = 4  # pairs scored between deadline checks

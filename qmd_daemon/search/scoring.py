@@ -10,10 +10,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from qmd_daemon.ingest.identifiers import IDENTIFIER, split_identifier
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.header_chunks import is_preamble_only
 from qmd_daemon.search.query import ParsedQuery, content_words
+from qmd_daemon.text.identifiers import IDENTIFIER, split_identifier
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from qmd_daemon.models.embedder import Embedder
-from qmd_daemon.store.vectors import VectorIndex
+from qmd_daemon.store.protocols import VectorStore
 
 VECTOR_CANDIDATES = 100
 
@@ -18,7 +18,7 @@ class VectorHit:
 
 
 def vector_search(
-    vectors: VectorIndex, embedder: Embedder, text: str, collection_ids: list[int], k: int = VECTOR_CANDIDATES
+    vectors: VectorStore, embedder: Embedder, text: str, collection_ids: list[int], k: int = VECTOR_CANDIDATES
 ) -> list[VectorHit]:
     active = vectors.active_model()
     if active is None or active[0] != embedder.fingerprint or not text.strip():

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from qmd_daemon.errors import IndexDatabaseError
+from qmd_daemon.errors import IndexDatabaseError, QueryRejected
 
 
 def _pick_module() -> ModuleType:
@@ -35,7 +35,8 @@ sqlite = _pick_module()
 DatabaseError: type[Exception] = sqlite.DatabaseError
 OperationalError: type[Exception] = sqlite.OperationalError
 REBUILD_HINT = "move it away and run `qmd-daemon update` to rebuild it from the registered collections"
-_SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_NOTADB = 11, 13, 26  # primary result codes (sqlite3.h)
+# primary result codes (sqlite3.h)
+_SQLITE_ERROR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_NOTADB = 1, 11, 13, 26
 
 
 def index_error(exc: BaseException, path: Path) -> IndexDatabaseError | None:
@@ -56,6 +57,30 @@ def index_error(exc: BaseException, path: Path) -> IndexDatabaseError | None:
     if code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
         return IndexDatabaseError(f"index {path} is damaged ({exc}); {REBUILD_HINT}")
     return None
+
+
+def user_error(exc: BaseException) -> IndexDatabaseError | None:
+    """The one line a front end prints for any SQLite error that reached it (None: not SQLite's):
+    busy, locked or a statement refused leave the file fine; anything else may be damage."""
+    if isinstance(exc, OperationalError):
+        return IndexDatabaseError(f"the index could not do that right now ({exc}); try again")
+    if isinstance(exc, DatabaseError):
+        return IndexDatabaseError(
+            f"the index is damaged ({exc}); move it away and run `qmd-daemon update`"
+        )
+    return None
+
+
+@contextlib.contextmanager
+def rejected_queries() -> Iterator[None]:
+    """A MATCH expression FTS5 refuses (its syntax) raises QueryRejected: SQLITE_ERROR is the
+    result code of a statement SQLite cannot run; busy, locked or damaged keep their own."""
+    try:
+        yield
+    except OperationalError as exc:
+        if getattr(exc, "sqlite_errorcode", _SQLITE_ERROR) & 0xFF != _SQLITE_ERROR:
+            raise
+        raise QueryRejected(f"the index cannot run this query ({exc})") from None
 
 
 @contextlib.contextmanager

@@ -3,78 +3,30 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qmd_daemon.ingest.chunk_model import Chunk
-from qmd_daemon.ingest.cjk import cjk_bigrams, glued_words
-from qmd_daemon.ingest.identifiers import identifier_parts_text
 from qmd_daemon.store.connection import (
     DatabaseError,
     connect,
     index_error,
+    rejected_queries,
     write_transaction,
 )
+from qmd_daemon.store.fts5_query import fts_collection_token, quote, scoped_match
+from qmd_daemon.store.lexical_query import LexicalQuery
+from qmd_daemon.store.protocols import ChunkRow, FileState
 from qmd_daemon.store.schema import migrate
-
-
-@dataclass(frozen=True)
-class FileState:
-    id: int
-    size: int
-    mtime_ns: int
-    hash: str
-
-
-@dataclass(frozen=True)
-class ChunkRow:
-    id: int
-    file_id: int
-    collection: str
-    path: str
-    kind: str
-    language: str | None
-    start_line: int
-    end_line: int
-    text: str
-    symbols: str
-    signature: str
-    heading: str
-    hash: str
-
+from qmd_daemon.text.analysis import fts_body, fts_path, fts_symbols
+from qmd_daemon.text.chunk_model import Chunk
 
 _CHUNK_SELECT = """
     SELECT c.id, c.file_id, col.name, f.path, f.kind, f.language, c.start_line, c.end_line,
            c.text, c.symbols, c.signature, c.heading, c.hash
     FROM chunks c JOIN files f ON f.id = c.file_id JOIN collections col ON col.id = f.collection_id
 """
-
-
-def _with_derived_terms(text: str, sep: str = " ") -> str:
-    """TEXT, then the parts of its compound identifiers, and the pairs of its CJK runs with the
-    words glued to them, so that words find identifiers and a CJK word finds the runs it is part
-    of (see ingest/cjk.py)."""
-    cjk = "" if text.isascii() else " ".join(cjk_bigrams(text) + glued_words(text))
-    return sep.join((text, identifier_parts_text(text), cjk))
-
-
-def fts_body(chunk: Chunk) -> str:
-    return _with_derived_terms(chunk.text, "\n")
-
-
-def fts_symbols(chunk: Chunk) -> str:
-    return _with_derived_terms(" ".join(chunk.symbols))
-
-
-def fts_path(path: str) -> str:
-    return _with_derived_terms(path)
-
-
-def fts_collection_token(collection_id: int) -> str:
-    return f"qmdcol{collection_id}"
 
 
 def _batches(items: list[str], size: int = 500) -> Iterator[list[str]]:
@@ -84,9 +36,11 @@ def _batches(items: list[str], size: int = 500) -> Iterator[list[str]]:
 
 
 class IndexStore:
+    """The SQLite ChunkStore (store/protocols.py): one file, FTS5 for keyword search."""
+
     def __init__(self, path: Path):
         self.path = path
-        self.conn, self.has_vec = connect(path)
+        self.conn, self.supports_vectors = connect(path)
         try:
             migrate(self.conn, str(path))
         except DatabaseError as exc:
@@ -366,7 +320,7 @@ class IndexStore:
         out: dict[int, str] = {}
         scope = f"collection : {fts_collection_token(collection_id)}"
         for batch in _batches(words):
-            phrases = " OR ".join('"' + w.replace('"', '""') + '"' for w in batch)
+            phrases = " OR ".join(quote(w) for w in batch)
             rows = self.conn.execute(
                 """SELECT c.id, c.text FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
                    JOIN files f ON f.id = c.file_id
@@ -433,23 +387,26 @@ class IndexStore:
     # -- reads for search ----------------------------------------------------------------------
 
     def fts_search(
-        self, match: str, collection_ids: list[int], limit: int, weights: tuple[float, float, float]
+        self, query: LexicalQuery, collection_ids: list[int], limit: int, weights: tuple[float, float, float]
     ) -> list[tuple[int, float]]:
-        """(chunk id, bm25) best first; bm25 is negated so that larger is better."""
-        scope = " OR ".join(fts_collection_token(i) for i in collection_ids)
-        rows = self.conn.execute(
-            """SELECT rowid, bm25(chunks_fts, 0.0, ?, ?, ?) AS score FROM chunks_fts
-               WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?""",
-            (*weights, f"collection : ({scope}) AND ({match})", limit),
-        ).fetchall()
+        """(chunk id, bm25) best first; bm25 is negated so that larger is better. `weights`: the
+        path, symbols and body columns' (FTS5's bm25 arguments)."""
+        with rejected_queries():
+            rows = self.conn.execute(
+                """SELECT rowid, bm25(chunks_fts, 0.0, ?, ?, ?) AS score FROM chunks_fts
+                   WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?""",
+                (*weights, scoped_match(query, collection_ids), limit),
+            ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
 
-    def fts_count(self, match: str, collection_ids: list[int]) -> int:
+    def fts_count(self, query: LexicalQuery, collection_ids: list[int]) -> int:
         """How many chunks of the collections match (a term's document frequency)."""
-        scope = " OR ".join(fts_collection_token(i) for i in collection_ids)
-        expression = f"collection : ({scope}) AND ({match})"
-        row = self.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expression,))
-        return int(row.fetchone()[0])
+        with rejected_queries():
+            row = self.conn.execute(
+                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                (scoped_match(query, collection_ids),),
+            ).fetchone()
+        return int(row[0])
 
     def chunks_by_ids(self, chunk_ids: list[int]) -> dict[int, ChunkRow]:
         if not chunk_ids:
@@ -508,3 +465,31 @@ class IndexStore:
             [*collection_ids, *params],
         )
         return [int(r[0]) for r in rows]
+
+    def language_counts(self, collection_ids: list[int], limit: int = 8) -> list[tuple[str, int]]:
+        """(language, files) of the collections, most files first."""
+        if not collection_ids:
+            return []
+        marks = ",".join("?" * len(collection_ids))
+        rows = self.conn.execute(
+            f"""SELECT language, count(*) FROM files WHERE collection_id IN ({marks}) AND language IS NOT NULL
+                GROUP BY language ORDER BY count(*) DESC LIMIT ?""",
+            [*collection_ids, limit],
+        )
+        return [(str(language), int(count)) for language, count in rows]
+
+    def manifest_texts(self, collection_ids: list[int], names: Sequence[str]) -> list[str]:
+        """The chunk texts of files named one of `names` (at the root or in any folder)."""
+        if not collection_ids or not names:
+            return []
+        marks = ",".join("?" * len(collection_ids))
+        clauses = " OR ".join("(f.path = ? OR f.path LIKE ?)" for _ in names)
+        params: list[Any] = [*collection_ids]
+        for name in names:
+            params += [name, f"%/{name}"]
+        rows = self.conn.execute(
+            f"""SELECT c.text FROM chunks c JOIN files f ON f.id = c.file_id
+                WHERE f.collection_id IN ({marks}) AND ({clauses})""",
+            params,
+        )
+        return [str(text) for (text,) in rows]

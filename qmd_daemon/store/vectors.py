@@ -22,13 +22,13 @@ from qmd_daemon.store.binary_codes import (
     stored_code_row,
 )
 from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.store.protocols import QUANTIZATIONS
 
 if TYPE_CHECKING:
     import numpy as np
 else:  # numpy on first use, after llama.cpp (why: qmd_daemon/numeric.py)
     from qmd_daemon.numeric import np
 
-QUANTIZATIONS = ("float", "int8")
 
 # Candidates by Hamming distance rescored with the stored vectors: at least this many, and at
 # least RESCORE_FACTOR x k (recall@10 against exact search, bench/knn.py).
@@ -175,7 +175,7 @@ class VectorIndex:
             (chunk_id, collection_id, *row),
         )
 
-    def put(self, rows: list[tuple[int, int, str, Sequence[float]]]) -> int:
+    def put(self, rows: Sequence[tuple[int, int, str, Sequence[float]]]) -> int:
         """Store (chunk id, collection id, content hash, vector) in one transaction; skips a chunk
         deleted meanwhile, or replaced: a chunk id is reused (no AUTOINCREMENT), so only the id and
         the hash of the text embedded together say the vector is still that chunk's."""

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.ingest.chunk_code import SUPPORTED_LANGUAGES, chunk_code, has_grammar
-from qmd_daemon.ingest.chunk_model import Chunk
 from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
+from qmd_daemon.text.chunk_model import Chunk
 
 
 def split_file_lines(text: str) -> list[str]:

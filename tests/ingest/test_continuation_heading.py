@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.engine import Engine
-from qmd_daemon.ingest.chunk_model import Chunk
 from qmd_daemon.ingest.chunking import chunk_text
+from qmd_daemon.text.chunk_model import Chunk
 from tests.conftest import indexed
 
 

@@ -1,9 +1,10 @@
 from pathlib import Path
 
 from qmd_daemon.engine import Engine
-from qmd_daemon.search.lexical import match_expressions
+from qmd_daemon.search.lexical import lexical_queries
 from qmd_daemon.search.pipeline import SearchOptions
 from qmd_daemon.search.query import parse_query
+from qmd_daemon.store.lexical_query import AllOf, AnyOf, Word
 from tests.conftest import SAMPLE_GO, SAMPLE_PY, indexed
 
 
@@ -18,8 +19,9 @@ def test_parse_typed_lines_phrases_and_excludes() -> None:
 
 
 def test_compound_identifier_matches_whole_or_parts() -> None:
-    expressions = match_expressions(parse_query("getUserName"))
-    assert expressions == ['("getusername" OR ("get" AND "user" AND "name"))']
+    queries = lexical_queries(parse_query("getUserName"))
+    parts = AllOf((Word("get"), Word("user"), Word("name")))
+    assert queries == [AllOf((AnyOf((Word("getusername"), parts)),))]
 
 
 def test_words_find_camel_and_snake_identifiers(engine: Engine, tmp_path: Path) -> None:

@@ -3,10 +3,11 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.errors import IndexDatabaseError
-from qmd_daemon.ingest.chunk_model import Chunk, Definition
 from qmd_daemon.store.connection import sqlite
 from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.store.lexical_query import Word
 from qmd_daemon.store.schema import SCHEMA_VERSION
+from qmd_daemon.text.chunk_model import Chunk, Definition
 
 
 def test_fresh_index_has_schema_and_vectors(tmp_path: Path) -> None:
@@ -15,7 +16,7 @@ def test_fresh_index_has_schema_and_vectors(tmp_path: Path) -> None:
         SCHEMA_VERSION
     )
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert store.has_vec, "sqlite-vec should load through the extension-capable binding"
+    assert store.supports_vectors, "sqlite-vec should load through the extension-capable binding"
     store.close()
 
 
@@ -90,7 +91,7 @@ def test_write_file_replaces_only_changed_chunks_and_fts_follows(tmp_path: Path)
     assert rows[0][1] == ids_before[a.content_hash] and rows[0][2] == 2
     fts = [r[0] for r in store.conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'beta'")]
     assert fts == []
-    assert len(store.fts_search('"gamma"', [cid], 10, (1.0, 1.0, 1.0))) == 1
+    assert len(store.fts_search(Word("gamma"), [cid], 10, (1.0, 1.0, 1.0))) == 1
     with store.transaction():
         store.delete_files([store.file_states(cid)["m.py"].id])
     assert store.conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0] == 0

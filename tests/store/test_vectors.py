@@ -3,10 +3,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qmd_daemon.ingest.chunk_model import Chunk
 from qmd_daemon.store import binary_codes
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.vectors import VectorIndex
+from qmd_daemon.text.chunk_model import Chunk
 
 
 def _write(store: IndexStore, collection_id: int, path: str, chunks: list[Chunk]) -> None:

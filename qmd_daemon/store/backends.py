@@ -1,0 +1,72 @@
+"""Which engine holds the index: `index.yml` `backend: sqlite` (the default, one local file) or
+`backend: postgres` (a shared server named by `database_url:` or QMD_DATABASE_URL). The layers
+above store/ get a Backend and talk to its protocols only.
+
+A PostgreSQL backend package (`qmd_daemon.store.postgres`) provides
+`open_backend(database_url: str, settings: Settings) -> Backend`; it is imported only when
+index.yml asks for it, so a SQLite install never loads its driver.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from qmd_daemon.config import IndexConfig
+from qmd_daemon.errors import ConfigError, QmdError
+from qmd_daemon.settings import Settings
+from qmd_daemon.store.connection import user_error
+from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.store.llm_cache import SqliteLLMCache
+from qmd_daemon.store.protocols import ChunkStore, StoredLLMCache, VectorStore
+from qmd_daemon.store.vectors import VectorIndex
+
+
+@dataclass
+class Backend:
+    """One open index. `vectors(quantization)` gives its vector store (None: this index cannot
+    hold vectors, e.g. a SQLite build that cannot load sqlite-vec)."""
+
+    chunks: ChunkStore
+    vectors: Callable[[str], VectorStore] | None
+    llm_cache: StoredLLMCache
+
+    def close(self) -> None:
+        self.chunks.close()
+
+
+def open_sqlite(settings: Settings) -> Backend:
+    store = IndexStore(settings.index_path)
+
+    def vectors(quantization: str) -> VectorStore:
+        return VectorIndex(store, quantization=quantization)
+
+    return Backend(store, vectors if store.supports_vectors else None, SqliteLLMCache(store))
+
+
+def open_backend(settings: Settings) -> Backend:
+    config = IndexConfig.load(settings.config_file)
+    if config.backend() == "sqlite":
+        return open_sqlite(settings)
+    url = config.database_url() or settings.database_url
+    if not url:
+        raise ConfigError(
+            f"{config.path}: backend: postgres needs database_url (or QMD_DATABASE_URL in the environment)"
+        )
+    try:
+        postgres = importlib.import_module("qmd_daemon.store.postgres")
+    except ModuleNotFoundError as exc:
+        missing = "the PostgreSQL backend" if exc.name == "qmd_daemon.store.postgres" else exc.name
+        raise ConfigError(
+            f"{config.path} says backend: postgres, but {missing} is not installed "
+            "(pip install 'qmd-daemon[postgres]')"
+        ) from None
+    backend: Backend = postgres.open_backend(url, settings)
+    return backend
+
+
+def storage_error(exc: BaseException) -> QmdError | None:
+    """The one line a front end prints for a driver error that reached it; None when `exc` is
+    no storage error (a backend maps its own errors where it can; this is the last net)."""
+    return user_error(exc)

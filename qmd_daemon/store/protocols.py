@@ -1,0 +1,197 @@
+"""What the layers above store/ may ask of an index, as typed Protocols, so the engine, ingest,
+vectorize, search and the front ends run on any backend (SQLite here, PostgreSQL beside it) and
+none of them sees a driver, a connection or SQL. The records a store returns are defined here too:
+every backend returns the same ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from qmd_daemon.store.lexical_query import LexicalQuery
+from qmd_daemon.text.chunk_model import Chunk
+
+
+@dataclass(frozen=True)
+class FileState:
+    id: int
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: int
+    file_id: int
+    collection: str
+    path: str
+    kind: str
+    language: str | None
+    start_line: int
+    end_line: int
+    text: str
+    symbols: str
+    signature: str
+    heading: str
+    hash: str
+
+
+class ChunkStore(Protocol):
+    """Collections, files, chunks, definitions, links and keyword search over them.
+
+    Writes happen inside `transaction()`, one per collection update: all of it lands or none.
+    """
+
+    supports_vectors: bool  # whether this index can hold vectors (SQLite: sqlite-vec loaded)
+    # Values derived from the data that are costly to recompute, each kept with the data_state()
+    # it was computed at (document frequencies, pending-vector counts, vector codes).
+    derived: dict[str, tuple[Any, Any]]
+
+    def data_state(self) -> Any:
+        """A value that changes whenever the data may have (any writer's commit)."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[None]: ...
+
+    def close(self) -> None: ...
+
+    # -- collections
+    def ensure_collection(self, name: str, root: Path) -> int: ...
+
+    def collection_id(self, name: str) -> int | None: ...
+
+    def remove_collection(self, name: str) -> None: ...
+
+    def mark_updated(self, collection_id: int, index_format: str) -> None: ...
+
+    def index_format(self, collection_id: int) -> str: ...
+
+    def collection_stats(self) -> list[dict[str, Any]]: ...
+
+    # -- files and chunks
+    def file_states(self, collection_id: int) -> dict[str, FileState]: ...
+
+    def touch_file(self, file_id: int, size: int, mtime_ns: int) -> None: ...
+
+    def delete_files(self, file_ids: Iterable[int]) -> None: ...
+
+    def write_file(
+        self,
+        collection_id: int,
+        path: str,
+        *,
+        size: int,
+        mtime_ns: int,
+        content_hash: str,
+        language: str | None,
+        kind: str,
+        line_count: int,
+        chunks: list[Chunk],
+        rederive: bool = False,
+    ) -> tuple[int, int]: ...
+
+    def chunk_count(self, collection_id: int) -> int: ...
+
+    def indexed_paths(self, collection_id: int) -> list[str]: ...
+
+    def file_text(self, collection_id: int, path: str) -> str | None: ...
+
+    # -- links between docs and code
+    def replace_links(
+        self, collection_id: int, links: list[tuple[int, int, str]], doc_chunk_ids: list[int] | None = None
+    ) -> None: ...
+
+    def links_of(self, collection_id: int) -> set[tuple[int, int, str]]: ...
+
+    def doc_chunks(self, collection_id: int) -> list[tuple[int, str]]: ...
+
+    def doc_chunks_of_files(self, collection_id: int, paths: list[str]) -> list[tuple[int, str]]: ...
+
+    def doc_chunks_citing(self, collection_id: int, words: list[str]) -> list[tuple[int, str]]: ...
+
+    def code_files(self, collection_id: int) -> dict[str, int]: ...
+
+    def defined_names(self, collection_id: int, path: str) -> set[str]: ...
+
+    def definition_files(self, collection_id: int, names: set[str] | None = None) -> dict[str, set[int]]: ...
+
+    def related_paths(self, file_ids: list[int]) -> dict[int, list[str]]: ...
+
+    # -- reads for search
+    def fts_search(
+        self, query: LexicalQuery, collection_ids: list[int], limit: int, weights: tuple[float, float, float]
+    ) -> list[tuple[int, float]]:
+        """(chunk id, BM25, larger is better) best first; `weights`: path, symbols, body. Raises
+        errors.QueryRejected for a query the backend cannot run."""
+        ...
+
+    def fts_count(self, query: LexicalQuery, collection_ids: list[int]) -> int: ...
+
+    def chunks_by_ids(self, chunk_ids: list[int]) -> dict[int, ChunkRow]: ...
+
+    def chunks_defining(self, names: list[str], collection_ids: list[int]) -> list[tuple[int, str, str]]: ...
+
+    def definitions_in(self, chunk_ids: list[int]) -> dict[int, list[str]]: ...
+
+    def last_lines(self, file_ids: list[int]) -> dict[int, int]: ...
+
+    def chunks_of_files_named(self, stems: list[str], collection_ids: list[int]) -> list[int]: ...
+
+    def language_counts(self, collection_ids: list[int], limit: int = 8) -> list[tuple[str, int]]:
+        """(language, files) of the collections, most files first."""
+        ...
+
+    def manifest_texts(self, collection_ids: list[int], names: Sequence[str]) -> list[str]:
+        """The chunk texts of files named one of `names` (at the root or in any folder)."""
+        ...
+
+
+QUANTIZATIONS = ("float", "int8")  # how a vector store may keep vectors (int8: 1/4 the size)
+
+
+class VectorStore(Protocol):
+    """Vectors of one embedding model, keyed by chunk id, searched within collections."""
+
+    def active_model(self) -> tuple[str, int, str] | None:
+        """(model fingerprint, dimension, quantization) of the stored vectors, if any."""
+        ...
+
+    def ensure(self, fingerprint: str, dim: int) -> bool:
+        """Make room for this model's vectors; True when earlier vectors were dropped."""
+        ...
+
+    def pending(
+        self, collection_ids: list[int] | None = None, limit: int | None = None
+    ) -> list[tuple[int, int, str]]: ...
+
+    def pending_count(self, collection_ids: list[int] | None = None) -> int: ...
+
+    def copy_identical(self, pending: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]: ...
+
+    def put(self, rows: Sequence[tuple[int, int, str, Sequence[float]]]) -> int: ...
+
+    def search(self, vector: Sequence[float], collection_ids: list[int], k: int) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) best first, within the given collections."""
+        ...
+
+    def exact_search(
+        self, vector: Sequence[float], collection_ids: list[int], k: int
+    ) -> list[tuple[int, float]]: ...
+
+    def warm(self) -> int: ...
+
+
+class StoredLLMCache(Protocol):
+    """models.cache.LLMCache kept in the index (store/ may not import models/), plus its size."""
+
+    def get(self, key: str) -> str | None: ...
+
+    def put(self, key: str, value: str) -> None: ...
+
+    def entries(self) -> int: ...
+

@@ -1,0 +1,100 @@
+"""open_backend: index.yml's `backend:` picks the engine; what it cannot open is one clear line."""
+
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from qmd_daemon.errors import ConfigError, IndexDatabaseError
+from qmd_daemon.settings import Settings
+from qmd_daemon.store.backends import open_backend, storage_error
+from qmd_daemon.store.connection import sqlite
+from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.store.llm_cache import SqliteLLMCache
+from qmd_daemon.store.protocols import ChunkStore, StoredLLMCache, VectorStore
+from qmd_daemon.store.vectors import VectorIndex
+from tests.conftest import run_cli
+
+
+def _settings(home: Path, index_yml: str, database_url: str | None = None) -> Settings:
+    (home / "config").mkdir(parents=True, exist_ok=True)
+    (home / "config" / "index.yml").write_text(index_yml, encoding="utf-8")
+    return Settings(home / "config", home / "cache", home / "state", home / "logs",
+                    home / "cache" / "index.sqlite", database_url=database_url)
+
+
+def test_sqlite_is_the_default_and_opens_the_index_file(tmp_path: Path) -> None:
+    backend = open_backend(_settings(tmp_path, "collections: {}\n"))
+    try:
+        assert isinstance(backend.chunks, IndexStore) and (tmp_path / "cache" / "index.sqlite").is_file()
+        assert backend.chunks.supports_vectors is True and backend.chunks.derived == {}
+        assert backend.vectors is not None and backend.vectors("int8").active_model() is None
+        backend.llm_cache.put("k", "v")
+        assert backend.llm_cache.get("k") == "v" and backend.llm_cache.entries() == 1
+    finally:
+        backend.close()
+
+
+def test_postgres_without_its_package_is_one_clear_error(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, "backend: postgres\ndatabase_url: postgresql://localhost/qmd\n")
+    with pytest.raises(ConfigError, match="backend: postgres, but the PostgreSQL backend is not installed"):
+        open_backend(settings)
+    assert not (tmp_path / "cache" / "index.sqlite").exists(), "no SQLite index is made in its place"
+
+
+def test_postgres_needs_a_database_url(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="needs database_url"):
+        open_backend(_settings(tmp_path, "backend: postgres\n"))
+
+
+def test_an_unknown_backend_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="'backend' must be one of sqlite, postgres"):
+        open_backend(_settings(tmp_path, "backend: mysql\n"))
+
+
+def test_the_cli_says_the_backend_is_missing_in_one_line(tmp_path: Path) -> None:
+    _settings(tmp_path, "backend: postgres\n")
+    proc = run_cli("status", env_home=tmp_path, QMD_DATABASE_URL="postgresql://localhost/qmd")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"qmd-daemon: error: {tmp_path / 'config' / 'index.yml'} says backend: postgres, but the PostgreSQL "
+        "backend is not installed (pip install 'qmd-daemon[postgres]')"
+    ]
+
+
+def test_a_driver_error_reaching_a_front_end_becomes_the_projects_type(tmp_path: Path) -> None:
+    conn = sqlite.connect(str(tmp_path / "x.sqlite"))
+    with pytest.raises(sqlite.OperationalError) as raised:
+        conn.execute("SELECT * FROM no_such_table")
+    readable = storage_error(raised.value)
+    assert isinstance(readable, IndexDatabaseError) and "could not do that right now" in str(readable)
+    assert storage_error(ValueError("not a storage error")) is None
+
+
+def _parameters(function: Callable[..., object]) -> list[tuple[str, object, object]]:
+    """(name, kind, default) of each parameter: what a caller relies on."""
+    return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+
+
+def _methods(protocol: type) -> dict[str, list[tuple[str, object, object]]]:
+    return {
+        name: _parameters(member)
+        for name, member in vars(protocol).items()
+        if callable(member) and not name.startswith("_")
+    }
+
+
+@pytest.mark.parametrize(
+    ("protocol", "implementation"),
+    [(ChunkStore, IndexStore), (VectorStore, VectorIndex), (StoredLLMCache, SqliteLLMCache)],
+)
+def test_the_sqlite_classes_implement_every_protocol_method_as_declared(
+    protocol: type, implementation: type
+) -> None:
+    """The layers above store/ call only the protocols: a method the SQLite class lacks, or takes
+    other parameters for, would pass review and fail at run time on the other backend's side."""
+    declared = _methods(protocol)
+    assert declared, "the protocol declares methods"
+    for name, parameters in declared.items():
+        assert _parameters(getattr(implementation, name)) == parameters, name
