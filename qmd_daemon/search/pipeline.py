@@ -247,11 +247,11 @@ def _retrieve(
         texts = [(parsed.model_text, "vec", weight)]
         texts += [(line, f"vec:{i}", 1.0) for i, line in enumerate(vec_lines, start=1)]
         for text, name, list_weight in texts:
-            hits = vector_search(models.vectors, models.embedder, text, collection_ids)
+            vector_hits = vector_search(models.vectors, models.embedder, text, collection_ids)
             if name == "vec":
-                similarity = {h.chunk_id: h.similarity for h in hits}
-            if hits:
-                lists.append(RankedList(name, [h.chunk_id for h in hits], list_weight))
+                similarity = {h.chunk_id: h.similarity for h in vector_hits}
+            if vector_hits:
+                lists.append(RankedList(name, [h.chunk_id for h in vector_hits], list_weight))
         trace.pending_vectors = _pending_vectors(store, models, collection_ids)
         trace.stale = trace.pending_vectors > 0
         clock.lap("vector")

@@ -99,8 +99,8 @@ def measure_device(device: str, profile: str, fixtures: Path, workdir: Path) -> 
             reasons = engine.models.status()["roles"]
             result["error"] = "; ".join(f"{r}: {reasons[r].get('reason', 'unavailable')}" for r in missing)
             return result
-        for model in roles.values():
-            with model.handle.acquire():
+        for handle in (m.handle for m in roles.values() if m is not None):  # all loaded (above)
+            with handle.acquire():
                 pass
         result["device_used"] = engine.models.device
         result["warmSeconds"] = round(time.perf_counter() - t0, 3)
@@ -113,13 +113,13 @@ def measure_device(device: str, profile: str, fixtures: Path, workdir: Path) -> 
         result["chunks"] = chunks
         result["files"] = update.files
         result["chunksPerSecond"] = round(chunks / embed_s, 2) if embed_s > 0 and chunks else 0.0
-        options = dict(expand=True, rerank=True, rerank_candidates=rerank_count, budget_ms=None)
-        engine.search(queries["warmup"], [COLLECTION], limit=10, options=SearchOptions(**options))
+        options = SearchOptions(expand=True, rerank=True, rerank_candidates=rerank_count, budget_ms=None)
+        engine.search(queries["warmup"], [COLLECTION], limit=10, options=options)
         times, traces = [], []
         for query in queries["timed"][:3]:
             trace = SearchTrace()
             t0 = time.perf_counter()
-            engine.search(query, [COLLECTION], limit=10, options=SearchOptions(**options), trace=trace)
+            engine.search(query, [COLLECTION], limit=10, options=options, trace=trace)
             times.append(time.perf_counter() - t0)
             traces.append({"expanded": len(trace.expanded), "reranked": trace.reranked})
         result["querySeconds"] = round(statistics.median(times), 3)

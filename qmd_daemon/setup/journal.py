@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 from collections.abc import Callable
@@ -86,7 +87,7 @@ class Journal:
         for folder in reversed(missing):
             folder.mkdir()
             self.created_dirs.append(folder)
-            self.on_undo(f"mkdir {folder}", lambda f=folder: _rmdir_if_empty(f))
+            self.on_undo(f"mkdir {folder}", functools.partial(_rmdir_if_empty, folder))
 
     def write_file(self, path: Path, text: str, *, mode: int | None = None) -> bool:
         """Write `text` (atomically) unless the file already holds it; True when it changed."""
@@ -113,7 +114,12 @@ class Journal:
             return False
         mode = path.stat().st_mode & 0o777
         path.unlink()
-        self.on_undo(f"remove {path}", lambda: (_restore(path, old), os.chmod(path, mode)))
+
+        def put_back() -> None:
+            _restore(path, old)
+            os.chmod(path, mode)
+
+        self.on_undo(f"remove {path}", put_back)
         return True
 
     def created_tree(self, path: Path) -> None:
