@@ -13,9 +13,16 @@ from typing import Any
 from qmd_daemon.config import CollectionConfig
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import RequestError
+from qmd_daemon.search.limits import (
+    DEFAULTS,
+    MAX_BUDGET_MS,
+    MAX_LIMIT,
+    MAX_PER_FILE,
+    MAX_RERANK_CANDIDATES,
+    MAX_TOKENS_CAP,
+)
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 
-MAX_LIMIT = 200
 _OPTION_FIELDS = {f.name for f in dataclasses.fields(SearchOptions)}
 
 
@@ -107,18 +114,20 @@ def parse_search(body: dict[str, Any]) -> SearchRequest:
     query = body.get("query")
     if not isinstance(query, str) or not query.strip():
         raise RequestError(400, "bad_request", "'query' must be a non-empty string")
-    limit = _int(body, "limit", 10, 1, MAX_LIMIT)
+    limit = _int(body, "limit", DEFAULTS.limit, 1, MAX_LIMIT)
     explain = bool(_flag(body, "explain"))
     wanted: dict[str, Any] = {
-        "per_file": _int(body, "per_file", 2, 0, 100),
-        "max_tokens": _int(body, "max_tokens", 8000, 0, 1_000_000) or None,
-        "min_score": _float(body, "min_score", 0.0, 0.0, 1.0),
+        "per_file": _int(body, "per_file", DEFAULTS.per_file, 0, MAX_PER_FILE),
+        "max_tokens": _int(body, "max_tokens", DEFAULTS.max_tokens or 0, 0, MAX_TOKENS_CAP) or None,
+        "min_score": _float(body, "min_score", DEFAULTS.min_score, 0.0, 1.0),
         "explain": explain,
     }
     if body.get("rerank_candidates") is not None:
-        wanted["rerank_candidates"] = _int(body, "rerank_candidates", 40, 0, MAX_LIMIT)
+        wanted["rerank_candidates"] = _int(
+            body, "rerank_candidates", DEFAULTS.rerank_candidates, 0, MAX_RERANK_CANDIDATES
+        )
     if "budget_ms" in body:  # 0 or null: no latency budget
-        wanted["budget_ms"] = _float(body, "budget_ms", 0.0, 0.0, 600_000.0) or None
+        wanted["budget_ms"] = _float(body, "budget_ms", 0.0, 0.0, MAX_BUDGET_MS) or None
     for flag in ("rerank", "expand", "vectors"):
         if (value := _flag(body, flag)) is not None:
             wanted[flag] = value
