@@ -595,7 +595,7 @@ class Daemon:
 
 
 async def _serve(settings: Settings, idle_minutes: float | None, out: Callable[[str], None]) -> int:
-    daemon = Daemon(settings, idle_minutes=idle_minutes, preload=os.environ.get("QMD_PRELOAD", "1") != "0")
+    daemon = Daemon(settings, idle_minutes=idle_minutes, preload=settings.preload)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):

@@ -15,6 +15,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from qmd_daemon.settings import SetupSettings
 from qmd_daemon.setup.state import write_atomic
 
 
@@ -29,7 +30,7 @@ class Journal:
         self._undo: list[tuple[str, Callable[[], None]]] = []
         self.created_files: list[Path] = []
         self.created_dirs: list[Path] = []
-        self.fail_after = os.environ.get("QMD_SETUP_FAIL_AFTER", "").strip()
+        self.fail_after = SetupSettings.from_env().fail_after
 
     # -- reporting -----------------------------------------------------------------------------
 
