@@ -17,7 +17,7 @@ from qmd_daemon.search.lexical import (
     phrase_expression,
     question_idf,
 )
-from qmd_daemon.search.query import ParsedQuery, content_words, parse_query
+from qmd_daemon.search.query import ParsedQuery, parse_query, snippet_words
 from qmd_daemon.search.report import frame_file_matches
 from qmd_daemon.search.rerank import rerank
 from qmd_daemon.search.results import shape_hits
@@ -316,7 +316,7 @@ def run_search(
     clock.lap("score")
     if options.rerank and models.reranker is not None and ranked:
         count = min(max(0, options.rerank_candidates), len(ranked))
-        ranked, trace.reranked = rerank(models.reranker, parsed.model_text, ranked, count,
+        ranked, trace.reranked = rerank(models.reranker, parsed.rerank_text, ranked, count,
                                         clock.deadline())
         if trace.reranked < count:
             trace.budget_cuts.append(f"rerank: {trace.reranked} of {count}")
@@ -326,7 +326,7 @@ def run_search(
     related = store.related_paths(list({c.chunk.file_id for c in ranked[: options.limit * 3]}))
     hits = shape_hits(
         ranked,
-        content_words(parsed),
+        snippet_words(parsed),
         question_idf(store, parsed, collection_ids),
         limit=options.limit,
         per_file=options.per_file,
