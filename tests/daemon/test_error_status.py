@@ -61,14 +61,6 @@ async def test_each_error_type_answers_its_status(
     daemon.writer.close()
 
 
-@pytest.fixture
-async def daemon(home: Path):
-    d = Daemon(Settings.from_env(), watch=False, idle_minutes=30)
-    await d.start()
-    yield d
-    await d.close()
-
-
 async def _search(d: Daemon, body: dict[str, object]) -> tuple[int, Any]:
     headers = {"Authorization": f"Bearer {d.token}"}
     async with (

@@ -12,15 +12,8 @@ import pytest
 from qmd_daemon.cli import cli
 from qmd_daemon.daemon.api import parse_search
 from qmd_daemon.errors import RequestError
-from qmd_daemon.search.limits import (
-    CONTEXT_LIMIT,
-    CONTEXT_MAX_TOKENS,
-    DEFAULTS,
-    MAX_BUDGET_MS,
-    MAX_LIMIT,
-    MAX_PER_FILE,
-    MAX_TOKENS_CAP,
-)
+from qmd_daemon.search import limits
+from qmd_daemon.search.limits import DEFAULTS
 
 
 def _parse_cli(command: str, *args: str) -> dict[str, Any]:
@@ -44,13 +37,17 @@ def test_cli_search_defaults_are_the_homes() -> None:
 
 def test_context_defaults_are_the_homes() -> None:
     params = _parse_cli("context")
-    assert (params["limit"], params["max_tokens"]) == (CONTEXT_LIMIT, CONTEXT_MAX_TOKENS)
+    assert (params["limit"], params["max_tokens"]) == (limits.CONTEXT_LIMIT, limits.CONTEXT_MAX_TOKENS)
 
 
 @pytest.mark.parametrize(
     ("option", "key", "high"),
-    [("--limit", "limit", MAX_LIMIT), ("--per-file", "per_file", MAX_PER_FILE),
-     ("--max-tokens", "max_tokens", MAX_TOKENS_CAP), ("--budget-ms", "budget_ms", MAX_BUDGET_MS)],
+    [
+        ("--limit", "limit", limits.MAX_LIMIT),
+        ("--per-file", "per_file", limits.MAX_PER_FILE),
+        ("--max-tokens", "max_tokens", limits.MAX_TOKENS_CAP),
+        ("--budget-ms", "budget_ms", limits.MAX_BUDGET_MS),
+    ],
 )
 def test_cli_and_api_share_the_bounds(option: str, key: str, high: float) -> None:
     number = str(int(high))
@@ -82,7 +79,7 @@ async def test_mcp_schema_defaults_are_the_homes() -> None:
     server = build_server(engine=None)  # the schema only: no tool is called
     tools = {tool.name: tool for tool in await server.list_tools()}
     schema = tools["search"].input_schema["properties"]
-    assert schema["limit"]["default"] == DEFAULTS.limit and schema["limit"]["maximum"] == MAX_LIMIT
+    assert schema["limit"]["default"] == DEFAULTS.limit and schema["limit"]["maximum"] == limits.MAX_LIMIT
     assert schema["min_score"]["default"] == DEFAULTS.min_score
     assert (schema["max_tokens"]["default"] or None) == DEFAULTS.max_tokens
-    assert schema["max_tokens"]["maximum"] == MAX_TOKENS_CAP
+    assert schema["max_tokens"]["maximum"] == limits.MAX_TOKENS_CAP
