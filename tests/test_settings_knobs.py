@@ -8,6 +8,8 @@ import ast
 import re
 from pathlib import Path
 
+from qmd_daemon.settings import MODEL_ENV_VARS
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "qmd_daemon"
 HOME = PACKAGE / "settings.py"
@@ -95,8 +97,6 @@ def _read_by_code() -> set[str]:
 
 
 def test_one_table_documents_every_knob() -> None:
-    from qmd_daemon.settings import MODEL_ENV_VARS
-
     code = _read_by_code() | set(MODEL_ENV_VARS.values())
     documented = _documented()
     assert sorted(code - documented) == [], "knobs read but not in docs/usage.md's table"
