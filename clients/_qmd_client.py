@@ -14,6 +14,7 @@ import sys
 import time
 
 if False:  # annotations only: importing typing costs ~5 ms on every call
+    from collections.abc import Callable
     from typing import Any
 
 STATE_FILE = "daemon.json"
@@ -259,7 +260,8 @@ def read_state() -> dict[str, Any] | None:
 
 
 def _dechunk(data: bytes) -> bytes:
-    out, pos = [], 0
+    out: list[bytes] = []
+    pos = 0
     while True:
         end = data.index(b"\r\n", pos)
         size = int(data[pos:end].split(b";")[0], 16)
@@ -326,6 +328,7 @@ def _proof_ok(token: str, port: int, nonce: str, given: Any) -> bool:
     """The daemon's answer to our nonce, checked in constant time. `_hashlib` is the OpenSSL core
     that `hmac.digest` and `hmac.compare_digest` call: importing `hmac` itself pulls in all of
     hashlib (~10 ms a call), `_hashlib` ~2 ms."""
+    hmac_digest: Callable[[bytes, bytes, str], bytes]
     try:
         from _hashlib import compare_digest, hmac_digest
     except ImportError:  # a Python built without OpenSSL
@@ -452,7 +455,7 @@ def spawn_detached(argv: list[str], log_name: str) -> None:
     kwargs: dict[str, Any] = dict(
         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, close_fds=True
     )
-    if os.name == "nt":  # pragma: no cover
+    if sys.platform == "win32":  # pragma: no cover (sys.platform, not os.name: mypy narrows on it)
         kwargs["creationflags"] = (
             subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.CREATE_NO_WINDOW
         )
@@ -512,7 +515,7 @@ def daemon_lock_held() -> bool:
     except OSError:
         return False
     try:
-        if os.name == "nt":  # pragma: no cover - exercised on Windows only
+        if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
             import msvcrt
 
             try:

@@ -15,6 +15,16 @@ from qmd_daemon.errors import QmdError
 from qmd_daemon.search.calibration import ANSWER_THRESHOLD
 from qmd_daemon.search.context_report import detect_stack, render_context
 from qmd_daemon.search.hit import Hit
+from qmd_daemon.search.limits import (
+    CONTEXT_LIMIT,
+    CONTEXT_MAX_LIMIT,
+    CONTEXT_MAX_TOKENS,
+    DEFAULTS,
+    MAX_BUDGET_MS,
+    MAX_LIMIT,
+    MAX_PER_FILE,
+    MAX_TOKENS_CAP,
+)
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from qmd_daemon.store.backends import storage_error
 
@@ -167,27 +177,31 @@ def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
 @cli.command()
 @click.argument("query")
 @click.option("-c", "--collection", "names", multiple=True, help="Collection(s) to search.")
-@click.option("-n", "--limit", default=10, show_default=True, type=click.IntRange(1, 200))
+@click.option("-n", "--limit", default=DEFAULTS.limit, show_default=True, type=click.IntRange(1, MAX_LIMIT))
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "md", "files"]), default="text")
-@click.option("--per-file", default=2, show_default=True, type=click.IntRange(0, 100))
+@click.option(
+    "--per-file", default=DEFAULTS.per_file, show_default=True, type=click.IntRange(0, MAX_PER_FILE)
+)
 @click.option(
     "--max-tokens",
-    default=8000,
+    default=DEFAULTS.max_tokens or 0,
     show_default=True,
-    type=click.IntRange(0, 1_000_000),
+    type=click.IntRange(0, MAX_TOKENS_CAP),
     help="Stop adding results past this many tokens (0: no limit).",
 )
-@click.option("--min-score", default=0.0, type=click.FloatRange(0, 1))
+@click.option("--min-score", default=DEFAULTS.min_score, type=click.FloatRange(0, 1))
 @click.option("--explain", is_flag=True, help="Show each hit's ranks and boosts.")
-@click.option("--vectors/--no-vectors", default=True, help="Use vector search when embedded.")
-@click.option("--expand/--no-expand", default=False, help="Expand the query with the expansion model.")
-@click.option("--rerank/--no-rerank", default=False, help="Rerank the top candidates.")
+@click.option("--vectors/--no-vectors", default=DEFAULTS.vectors, help="Use vector search when embedded.")
+@click.option(
+    "--expand/--no-expand", default=DEFAULTS.expand, help="Expand the query with the expansion model."
+)
+@click.option("--rerank/--no-rerank", default=DEFAULTS.rerank, help="Rerank the top candidates.")
 @click.option(
     "--budget-ms",
-    default=1500.0,
+    default=DEFAULTS.budget_ms or 0.0,
     show_default=True,
-    type=click.FloatRange(0),
+    type=click.FloatRange(0, MAX_BUDGET_MS),
     help="Latency budget for expansion and reranking; they do less rather than run over (0: none).",
 )
 @click.pass_context
@@ -236,8 +250,12 @@ def search(
 @cli.command()
 @click.argument("query")
 @click.option("-c", "--collection", "names", multiple=True, help="Collection(s) to search.")
-@click.option("-n", "--limit", default=8, show_default=True, type=click.IntRange(1, 50))
-@click.option("--max-tokens", default=4000, show_default=True, type=click.IntRange(0, 1_000_000))
+@click.option(
+    "-n", "--limit", default=CONTEXT_LIMIT, show_default=True, type=click.IntRange(1, CONTEXT_MAX_LIMIT)
+)
+@click.option(
+    "--max-tokens", default=CONTEXT_MAX_TOKENS, show_default=True, type=click.IntRange(0, MAX_TOKENS_CAP)
+)
 @click.pass_context
 def context(ctx: click.Context, query: str, names: tuple[str, ...], limit: int, max_tokens: int) -> None:
     """Markdown for an agent's context: hits, languages and frameworks, related docs."""

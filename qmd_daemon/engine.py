@@ -257,7 +257,7 @@ class Engine:
                     **row,
                     # written by another version's chunker or rules: the next update re-reads it
                     "index_current": row["index_format"] == INDEX_FORMAT,
-                    "pending_vectors": vectors.pending_count([self.store.collection_id(row["name"])])
+                    "pending_vectors": vectors.pending_count(self.collection_ids([row["name"]]))
                     if vectors and active
                     else None,
                 }

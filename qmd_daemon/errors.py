@@ -1,18 +1,36 @@
-"""User-facing errors: each one is printed as a single line and ends the command non-zero."""
+"""User-facing errors: each one is printed as a single line and ends the command non-zero.
+
+Each type carries how every front end reports it: `exit_code` for the CLI, `http_status` and
+`code` for the daemon's JSON answer (and the in-process fallback's). Front ends read these from
+the type, never from the message text, so rewording a message cannot change a status.
+"""
+
+from typing import Any
 
 
 class QmdError(Exception):
     """An error whose message is meant for the user, not a traceback."""
 
     exit_code = 1
+    http_status = 500
+    code = "engine_error"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON error body the daemon and the in-process fallback answer with."""
+        return {"error": {"code": self.code, "message": str(self)}}
 
 
 class ConfigError(QmdError):
     """index.yml cannot be read or would be written wrongly."""
 
+    code = "config_error"
+
 
 class IndexDatabaseError(QmdError):
     """The SQLite index is missing, corrupt, or from a newer schema."""
+
+    http_status = 503
+    code = "index_error"
 
 
 class QueryRejected(QmdError):
@@ -24,7 +42,22 @@ class UsageError(QmdError):
     """A command was given arguments it cannot act on (missing path, unknown collection)."""
 
     exit_code = 2
+    http_status = 400
+    code = "bad_request"
 
 
 class UnknownCollectionError(UsageError):
     """A collection name that is not registered (the daemon answers it with 404)."""
+
+    http_status = 404
+    code = "not_found"
+
+
+class RequestError(UsageError):
+    """A request the daemon refuses as asked (a bad field, a folder or job that is not there),
+    with the status and code chosen where it is raised."""
+
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.http_status = status
+        self.code = code

@@ -25,6 +25,9 @@ _UNSAID = object()  # nothing said yet about who holds the lock
 class LockBusy(QmdError):
     """The lock is held by another process (a non-blocking try, or a wait that was cancelled)."""
 
+    http_status = 409
+    code = "busy"
+
 
 def writer_lock_path(index_path: Path) -> Path:
     """The lock that lets one process at a time write the index (next to it: one per index)."""

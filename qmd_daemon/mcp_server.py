@@ -21,9 +21,9 @@ from typing import Annotated, Any
 from qmd_daemon import __version__
 from qmd_daemon.errors import QmdError
 from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, decode_source, read_inside
+from qmd_daemon.search.limits import DEFAULTS, MAX_LIMIT, MAX_TOKENS_CAP
 from qmd_daemon.search.pipeline import SearchOptions
 
-MAX_LIMIT = 50
 INSTALL_COMMAND = "pip install 'qmd-daemon[mcp]'"
 
 
@@ -70,14 +70,16 @@ def build_server(engine: Any) -> Any:
             list[str] | None,
             Field(description="Collection names to search (default: the default ones, else all)."),
         ] = None,
-        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Most hits to return.")] = 10,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Most hits to return.")] = DEFAULTS.limit,
         min_score: Annotated[
             float, Field(ge=0.0, le=1.0, description="Drop hits scored below this (0..1).")
-        ] = 0.0,
+        ] = DEFAULTS.min_score,
         max_tokens: Annotated[
             int,
-            Field(ge=0, le=1_000_000, description="Stop adding hits past this many tokens (0: no limit)."),
-        ] = 8000,
+            Field(
+                ge=0, le=MAX_TOKENS_CAP, description="Stop adding hits past this many tokens (0: no limit)."
+            ),
+        ] = DEFAULTS.max_tokens or 0,
     ) -> str:
         """Search the indexed repositories (code-aware BM25 plus vectors once embedded).
 

@@ -1,13 +1,16 @@
-"""Every path and knob in one place, read from the environment once per process.
+"""Every path and knob in one place: the only module that reads a `QMD_*` environment variable
+(tests/test_settings_knobs.py fails on a read anywhere else; docs/configuration.md lists them all).
 
 `QMD_DAEMON_HOME` relocates all state (config, cache, state, logs) under one folder, so tests
-never touch the real home.
+never touch the real home. `Settings` holds what the engine, models and daemon use;
+`SetupSettings` the installer's and its Auto benchmark's knobs (install-time only).
 """
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,9 +66,33 @@ CREDENTIAL_FOLDERS = (
 SETTINGS_FOLDERS = (".config", ".local")
 
 
+# One environment variable per model role: a reference that wins over index.yml's `models:`.
+MODEL_ENV_VARS: dict[str, str] = {
+    "embed": "QMD_EMBED_MODEL",
+    "rerank": "QMD_RERANK_MODEL",
+    "expand": "QMD_EXPAND_MODEL",
+}
+
+
 def _env_path(name: str) -> Path | None:
     value = os.environ.get(name)
     return Path(value).expanduser() if value else None
+
+
+def _env_text(name: str) -> str:
+    return os.environ.get(name, "").strip()
+
+
+def _env_flag(name: str) -> bool:
+    return _env_text(name).lower() in ("1", "true", "yes", "on")
+
+
+def _env_int(name: str) -> int:
+    """A positive integer, else 0 (unset or unreadable: the caller's automatic choice)."""
+    try:
+        return max(0, int(_env_text(name) or 0))
+    except ValueError:
+        return 0
 
 
 def _env_float(name: str, default: float) -> float:
@@ -91,6 +118,11 @@ class Settings:
     # QMD_DATABASE_URL: the PostgreSQL server of `backend: postgres` when index.yml names none
     # (a DSN holds a password: the environment keeps it out of a file others may read)
     database_url: str | None = None
+    preload: bool = True  # QMD_PRELOAD=0: the daemon loads the embedder on first use, not at start
+    force_cpu: bool = False  # QMD_FORCE_CPU: never offload to a GPU (wins over everything)
+    llama_gpu: str = ""  # QMD_LLAMA_GPU: 0/off/cpu or 1/on/auto, over index.yml's `device`
+    threads: int = 0  # QMD_THREADS: llama.cpp threads (0: min(4, cores))
+    model_overrides: Mapping[str, str] = field(default_factory=dict)  # role -> QMD_*_MODEL
 
     @property
     def config_file(self) -> Path:
@@ -127,4 +159,47 @@ class Settings:
             max_collection_files=int(_env_float("QMD_MAX_COLLECTION_FILES", DEFAULT_MAX_COLLECTION_FILES)),
             max_collection_mb=int(_env_float("QMD_MAX_COLLECTION_MB", DEFAULT_MAX_COLLECTION_MB)),
             database_url=os.environ.get("QMD_DATABASE_URL") or None,
+            preload=os.environ.get("QMD_PRELOAD", "1") != "0",
+            force_cpu=_env_flag("QMD_FORCE_CPU"),
+            llama_gpu=_env_text("QMD_LLAMA_GPU").lower(),
+            threads=_env_int("QMD_THREADS"),
+            model_overrides={role: v for role, name in MODEL_ENV_VARS.items() if (v := _env_text(name))},
+        )
+
+
+@dataclass(frozen=True)
+class SetupSettings:
+    """The installer's knobs (`install.sh`, `qmd-daemon bench --auto`): where it installs, which
+    Python builds the environment, the Auto benchmark's thresholds, and a test seam."""
+
+    data_dir: Path  # skill, hooks and the owned venv
+    bin_dir: Path  # the ai-search / qmd-warm wrappers
+    base_python: str = ""  # QMD_SETUP_BASE_PYTHON: the interpreter that creates the venv
+    venv_extra_site: str = ""  # QMD_SETUP_VENV_EXTRA_SITE: a site folder the venv also reads
+    fail_after: str = ""  # QMD_SETUP_FAIL_AFTER: raise right after this step (rollback tests)
+    benchmark_fixtures: Path | None = None  # QMD_BENCHMARK_FIXTURES
+    benchmark_max_query_seconds: float = 5.0
+    benchmark_min_chunks_per_second: float = 20.0
+    benchmark_rerank_candidates: int = 40
+    benchmark_device_timeout: float = 600.0
+
+    @classmethod
+    def from_env(cls) -> SetupSettings:
+        home = Path.home()
+        qmd_home = _env_path("QMD_DAEMON_HOME")
+        if qmd_home is not None:
+            data = qmd_home / "data"
+        else:
+            data = (_env_path("XDG_DATA_HOME") or home / ".local" / "share") / "qmd-daemon"
+        return cls(
+            data_dir=_env_path("QMD_SETUP_DATA_DIR") or data,
+            bin_dir=_env_path("QMD_SETUP_BIN_DIR") or home / ".local" / "bin",
+            base_python=_env_text("QMD_SETUP_BASE_PYTHON"),
+            venv_extra_site=_env_text("QMD_SETUP_VENV_EXTRA_SITE"),
+            fail_after=_env_text("QMD_SETUP_FAIL_AFTER"),
+            benchmark_fixtures=_env_path("QMD_BENCHMARK_FIXTURES"),
+            benchmark_max_query_seconds=_env_float("QMD_BENCHMARK_MAX_QUERY_SECONDS", 5.0),
+            benchmark_min_chunks_per_second=_env_float("QMD_BENCHMARK_MIN_CHUNKS_PER_SECOND", 20.0),
+            benchmark_rerank_candidates=max(1, int(_env_float("QMD_BENCHMARK_RERANK_CANDIDATES", 40))),
+            benchmark_device_timeout=_env_float("QMD_BENCHMARK_DEVICE_TIMEOUT", 600.0),
         )

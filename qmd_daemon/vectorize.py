@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -84,7 +84,9 @@ def embed_pending(
                 vecs = embedder.embed_documents(texts)
                 # the hash of the text embedded: put skips a chunk replaced since (its id reused)
                 embedded = zip(present, vecs, strict=True)
-                rows_out = [(cid, col, rows[cid].hash, v) for (cid, col), v in embedded]
+                rows_out: list[tuple[int, int, str, Sequence[float]]] = [
+                    (cid, col, rows[cid].hash, v) for (cid, col), v in embedded
+                ]
                 with writing():
                     report.embedded += vectors.put(rows_out)
                 bar.update(len(batch))

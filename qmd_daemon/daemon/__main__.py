@@ -17,7 +17,7 @@ from typing import Any
 def _search(raw: str) -> int:
     from qmd_daemon.daemon import api
     from qmd_daemon.engine import Engine
-    from qmd_daemon.errors import QmdError
+    from qmd_daemon.errors import QmdError, RequestError
     from qmd_daemon.search.pipeline import SearchTrace
     from qmd_daemon.store.connection import index_error
 
@@ -31,7 +31,7 @@ def _search(raw: str) -> int:
         try:
             body = json.loads(raw)
             if not isinstance(body, dict):
-                raise api.ApiError(400, "bad_request", "the request must be a JSON object")
+                raise RequestError(400, "bad_request", "the request must be a JSON object")
             req = api.parse_search(body)
             home, created = (None, False)
             if req.path is not None and not req.names:
@@ -57,16 +57,17 @@ def _search(raw: str) -> int:
                 "took_ms": round((time.perf_counter() - started) * 1000, 3),
                 "in_process": True,
             }
-        except api.ApiError as exc:
+        except QmdError as exc:  # the code the daemon would answer; the type's exit code
             print(json.dumps(exc.as_dict()))
-            return 2
-        except (QmdError, ValueError) as exc:
+            return exc.exit_code
+        except ValueError as exc:
             return fail("engine_error", str(exc))
         except Exception as exc:  # SQLite's disk-full and damaged-page errors name their fix
             readable = index_error(exc, engine.settings.index_path)
             if readable is None:
                 raise
-            return fail("index_error", str(readable))
+            print(json.dumps(readable.as_dict()))
+            return readable.exit_code
         print(json.dumps(out))
         return 0
     finally:

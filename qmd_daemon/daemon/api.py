@@ -12,21 +12,18 @@ from typing import Any
 
 from qmd_daemon.config import CollectionConfig
 from qmd_daemon.engine import Engine
+from qmd_daemon.errors import RequestError
+from qmd_daemon.search.limits import (
+    DEFAULTS,
+    MAX_BUDGET_MS,
+    MAX_LIMIT,
+    MAX_PER_FILE,
+    MAX_RERANK_CANDIDATES,
+    MAX_TOKENS_CAP,
+)
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 
-MAX_LIMIT = 200
 _OPTION_FIELDS = {f.name for f in dataclasses.fields(SearchOptions)}
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str):
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"error": {"code": self.code, "message": self.message}}
 
 
 def _int(body: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
@@ -35,9 +32,9 @@ def _int(body: dict[str, Any], key: str, default: int, low: int, high: int) -> i
         return default
     if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
             or int(value) != value):
-        raise ApiError(400, "bad_request", f"'{key}' must be an integer")
+        raise RequestError(400, "bad_request", f"'{key}' must be an integer")
     if not low <= int(value) <= high:
-        raise ApiError(400, "bad_request", f"'{key}' must be between {low} and {high}")
+        raise RequestError(400, "bad_request", f"'{key}' must be between {low} and {high}")
     return int(value)
 
 
@@ -46,7 +43,7 @@ def _float(body: dict[str, Any], key: str, default: float, low: float, high: flo
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int | float) or not low <= float(value) <= high:
-        raise ApiError(400, "bad_request", f"'{key}' must be a number between {low} and {high}")
+        raise RequestError(400, "bad_request", f"'{key}' must be a number between {low} and {high}")
     return float(value)
 
 
@@ -56,7 +53,7 @@ def _flag(body: dict[str, Any], key: str) -> bool | None:
     value = body.get(key)
     if value is None or isinstance(value, bool):
         return value
-    raise ApiError(400, "bad_request", f"'{key}' must be true or false")
+    raise RequestError(400, "bad_request", f"'{key}' must be true or false")
 
 
 def _names(body: dict[str, Any]) -> list[str] | None:
@@ -65,11 +62,11 @@ def _names(body: dict[str, Any]) -> list[str] | None:
     many = body.get("collections")
     if one is not None:
         if not isinstance(one, str) or not one:
-            raise ApiError(400, "bad_request", "'collection' must be a name")
+            raise RequestError(400, "bad_request", "'collection' must be a name")
         names.append(one)
     if many is not None:
         if not isinstance(many, list) or not all(isinstance(n, str) and n for n in many):
-            raise ApiError(400, "bad_request", "'collections' must be a list of names")
+            raise RequestError(400, "bad_request", "'collections' must be a list of names")
         names.extend(many)
     return list(dict.fromkeys(names)) or None
 
@@ -81,22 +78,22 @@ def _path(body: dict[str, Any]) -> Path | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value:
-        raise ApiError(400, "bad_request", "'path' must be a folder path")
+        raise RequestError(400, "bad_request", "'path' must be a folder path")
     if "\0" in value:
-        raise ApiError(400, "bad_request", "'path' contains a NUL character")
+        raise RequestError(400, "bad_request", "'path' contains a NUL character")
     try:
         path = Path(value).expanduser()
     except RuntimeError:  # ~nosuchuser
-        raise ApiError(400, "bad_request", f"'path': no such user {value.split('/', 1)[0]!r}") from None
+        raise RequestError(400, "bad_request", f"'path': no such user {value.split('/', 1)[0]!r}") from None
     if not path.is_absolute():
-        raise ApiError(400, "bad_request", "'path' must be absolute")
+        raise RequestError(400, "bad_request", "'path' must be absolute")
     try:
         path.stat()
     except (FileNotFoundError, NotADirectoryError):
         pass  # answered later: a path inside a collection, or 404
     except (OSError, ValueError) as exc:  # too long, a loop, unencodable text
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ApiError(400, "bad_request", f"'path' cannot be used: {reason}") from None
+        raise RequestError(400, "bad_request", f"'path' cannot be used: {reason}") from None
     return path
 
 
@@ -116,19 +113,21 @@ class SearchRequest:
 def parse_search(body: dict[str, Any]) -> SearchRequest:
     query = body.get("query")
     if not isinstance(query, str) or not query.strip():
-        raise ApiError(400, "bad_request", "'query' must be a non-empty string")
-    limit = _int(body, "limit", 10, 1, MAX_LIMIT)
+        raise RequestError(400, "bad_request", "'query' must be a non-empty string")
+    limit = _int(body, "limit", DEFAULTS.limit, 1, MAX_LIMIT)
     explain = bool(_flag(body, "explain"))
     wanted: dict[str, Any] = {
-        "per_file": _int(body, "per_file", 2, 0, 100),
-        "max_tokens": _int(body, "max_tokens", 8000, 0, 1_000_000) or None,
-        "min_score": _float(body, "min_score", 0.0, 0.0, 1.0),
+        "per_file": _int(body, "per_file", DEFAULTS.per_file, 0, MAX_PER_FILE),
+        "max_tokens": _int(body, "max_tokens", DEFAULTS.max_tokens or 0, 0, MAX_TOKENS_CAP) or None,
+        "min_score": _float(body, "min_score", DEFAULTS.min_score, 0.0, 1.0),
         "explain": explain,
     }
     if body.get("rerank_candidates") is not None:
-        wanted["rerank_candidates"] = _int(body, "rerank_candidates", 40, 0, MAX_LIMIT)
+        wanted["rerank_candidates"] = _int(
+            body, "rerank_candidates", DEFAULTS.rerank_candidates, 0, MAX_RERANK_CANDIDATES
+        )
     if "budget_ms" in body:  # 0 or null: no latency budget
-        wanted["budget_ms"] = _float(body, "budget_ms", 0.0, 0.0, 600_000.0) or None
+        wanted["budget_ms"] = _float(body, "budget_ms", 0.0, 0.0, MAX_BUDGET_MS) or None
     for flag in ("rerank", "expand", "vectors"):
         if (value := _flag(body, flag)) is not None:
             wanted[flag] = value
@@ -170,7 +169,7 @@ def resolve_path(engine: Engine, path: Path, *, create: bool) -> tuple[Collectio
     if not create:
         return None, False
     if not resolved.is_dir():
-        raise ApiError(404, "not_found", f"folder {resolved} does not exist")
+        raise RequestError(404, "not_found", f"folder {resolved} does not exist")
     return engine.add_collection(resolved, on_demand=True), True
 
 

@@ -28,7 +28,6 @@ from aiohttp import web
 
 from qmd_daemon import __version__
 from qmd_daemon.daemon import api
-from qmd_daemon.daemon.api import ApiError
 from qmd_daemon.daemon.jobs import Job, JobQueue
 from qmd_daemon.daemon.state import (
     NONCE,
@@ -42,7 +41,7 @@ from qmd_daemon.daemon.state import (
 )
 from qmd_daemon.daemon.watcher import RootSpec, RootWatcher
 from qmd_daemon.engine import Engine
-from qmd_daemon.errors import IndexDatabaseError, QmdError, UnknownCollectionError, UsageError
+from qmd_daemon.errors import IndexDatabaseError, QmdError, RequestError
 from qmd_daemon.search.pipeline import SearchTrace
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.connection import index_error, quick_check
@@ -73,6 +72,7 @@ def in_daemon_thread(fn: Callable[[], T]) -> asyncio.Future[T]:
             future.set_exception(value)
 
     def run() -> None:
+        value: T | BaseException
         try:
             ok, value = True, fn()
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
@@ -162,7 +162,7 @@ class Daemon:
         try:
             return await asyncio.wait_for(self._read(fn), self.search_deadline_s)
         except TimeoutError:
-            raise ApiError(
+            raise RequestError(
                 503, "timeout", f"no answer within {self.search_deadline_s:g} s: the daemon is still "
                 "computing an earlier request; try again"
             ) from None
@@ -223,19 +223,11 @@ class Daemon:
         self.touch()
         try:
             return await handler(request)
-        except ApiError as exc:
-            return error_response(exc.status, exc.code, exc.message)
         except web.HTTPException as exc:
             code = _STATUS_CODES.get(exc.status, "http_error")
             return error_response(exc.status, code, exc.reason)
-        except UnknownCollectionError as exc:
-            return error_response(404, "not_found", str(exc))
-        except UsageError as exc:
-            return error_response(400, "bad_request", str(exc))
-        except IndexDatabaseError as exc:
-            return error_response(503, "index_error", str(exc))
-        except QmdError as exc:
-            return error_response(500, "engine_error", str(exc))
+        except QmdError as exc:  # each type carries its status and code (errors.py)
+            return error_response(exc.http_status, exc.code, str(exc))
         except Exception as exc:  # noqa: BLE001 - every error is JSON
             readable = index_error(exc, self.settings.index_path)  # disk full, a damaged page
             if readable is not None:
@@ -268,11 +260,11 @@ class Daemon:
         try:
             body = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
-            raise ApiError(400, "bad_request", "the body is not valid JSON") from None
+            raise RequestError(400, "bad_request", "the body is not valid JSON") from None
         except RecursionError:
-            raise ApiError(400, "bad_request", "the body is nested too deeply") from None
+            raise RequestError(400, "bad_request", "the body is nested too deeply") from None
         if not isinstance(body, dict):
-            raise ApiError(400, "bad_request", "the body must be a JSON object")
+            raise RequestError(400, "bad_request", "the body must be a JSON object")
         return body
 
     # -- endpoints -----------------------------------------------------------------------------
@@ -298,17 +290,17 @@ class Daemon:
 
     def _locate(self, path: Path | None, names: list[str] | None, create: bool) -> tuple[Any, bool]:
         """On the reader thread: the collection covering `path` (registered when `create`), and
-        every one of `names` checked to exist; a 404 ApiError otherwise."""
+        every one of `names` checked to exist; a 404 RequestError otherwise."""
         home, created = (None, False)
         if path is not None:
             home, created = api.resolve_path(self.reader, path, create=create)
             if home is None:
-                raise ApiError(404, "not_found", f"no collection covers {path}")
+                raise RequestError(404, "not_found", f"no collection covers {path}")
         if names:
             known = self.reader.collections()
             missing = [n for n in names if n not in known]
             if missing:
-                raise ApiError(404, "not_found", f"no collection named '{missing[0]}'")
+                raise RequestError(404, "not_found", f"no collection named '{missing[0]}'")
         return home, created
 
     async def _registered(self, collection: Any) -> None:
@@ -409,7 +401,7 @@ class Daemon:
     async def job(self, request: web.Request) -> web.Response:
         job = self.jobs.get(request.match_info["id"])
         if job is None:
-            raise ApiError(404, "not_found", f"no job {request.match_info['id']}")
+            raise RequestError(404, "not_found", f"no job {request.match_info['id']}")
         return web.json_response(job.as_dict())
 
     async def status(self, request: web.Request) -> web.Response:
@@ -603,7 +595,7 @@ class Daemon:
 
 
 async def _serve(settings: Settings, idle_minutes: float | None, out: Callable[[str], None]) -> int:
-    daemon = Daemon(settings, idle_minutes=idle_minutes, preload=os.environ.get("QMD_PRELOAD", "1") != "0")
+    daemon = Daemon(settings, idle_minutes=idle_minutes, preload=settings.preload)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):

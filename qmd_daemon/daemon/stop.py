@@ -26,7 +26,7 @@ def stop_daemon(state_dir: Path, timeout: float = 30.0) -> int | None:
         return None  # no daemon holds the lock: any state file left is stale
     state = read_state(state_dir)
     answer = request_verified(state, "POST", "/shutdown", b"{}", timeout=5.0) if state else None
-    if answer is None or answer[0] != 200:
+    if state is None or answer is None or answer[0] != 200:
         raise QmdError(f"a daemon holds {state_dir / 'daemon.lock'} but does not answer /shutdown; "
                        "end that process (its pid is in the lock file)")
     deadline = time.monotonic() + timeout

@@ -581,10 +581,10 @@ def chunk_fallback(
             return [Piece(lo, hi, heading)]
         starts: list[tuple[int, bool, object]] = []
         floor = lo - 1
-        for cand in inner:
-            start = _attach_comments(lines, cand.row, floor) if with_signature else cand.row
-            starts.append((start, True, cand))
-            floor = cand.row
+        for candidate in inner:
+            start = _attach_comments(lines, candidate.row, floor) if with_signature else candidate.row
+            starts.append((start, True, candidate))
+            floor = candidate.row
         units: list[Unit] = []
         for start, end, cand in make_units(starts, lo, hi):
             if not isinstance(cand, _Cand):

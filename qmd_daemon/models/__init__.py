@@ -13,5 +13,7 @@ ROLES: tuple[str, ...] = ("embed", "rerank", "expand")
 class ModelError(QmdError):
     """A model cannot be found, downloaded, loaded or run; the message is one line for the user."""
 
+    code = "model_error"
+
 
 __all__ = ["ROLES", "ModelError"]

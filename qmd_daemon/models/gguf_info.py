@@ -62,8 +62,15 @@ class _Reader:
         self.pos += struct.calcsize(fmt)
         return value
 
+    def count(self, fmt: str) -> int:
+        """An unsigned integer field (`I`, `Q`): a length, a type id, an offset."""
+        value = self.unpack(fmt)
+        if not isinstance(value, int):
+            raise ValueError(f"GGUF field {fmt!r} is not an integer")
+        return value
+
     def string(self, keep: bool = True) -> str:
-        n = int(self.unpack("Q"))  # type: ignore[arg-type]
+        n = self.count("Q")
         start, self.pos = self.pos, self.pos + n
         if self.pos > len(self.buf):
             raise EOFError
@@ -73,7 +80,7 @@ class _Reader:
         if vtype == _STRING:
             return self.string()
         if vtype == _ARRAY:
-            item_type, n = int(self.unpack("I")), int(self.unpack("Q"))  # type: ignore[arg-type]
+            item_type, n = self.count("I"), self.count("Q")
             if item_type == _STRING:
                 for _ in range(n):
                     self.string(keep=False)
@@ -140,15 +147,15 @@ def _read_cached(path: Path, size: int, mtime_ns: int) -> GGUFInfo:
         version = r.unpack("I")
         if version not in (2, 3):
             raise ValueError(f"unsupported GGUF version {version}")
-        n_tensors, n_kv = int(r.unpack("Q")), int(r.unpack("Q"))  # type: ignore[arg-type]
+        n_tensors, n_kv = r.count("Q"), r.count("Q")
         for _ in range(n_kv):
             key = r.string()
-            info.metadata[key] = r.value(int(r.unpack("I")))  # type: ignore[arg-type]
+            info.metadata[key] = r.value(r.count("I"))
         ends = []
         for _ in range(n_tensors):
             name = r.string()
-            dims = tuple(int(r.unpack("Q")) for _ in range(int(r.unpack("I"))))  # type: ignore[arg-type]
-            ttype, offset = int(r.unpack("I")), int(r.unpack("Q"))  # type: ignore[arg-type]
+            dims = tuple(r.count("Q") for _ in range(r.count("I")))
+            ttype, offset = r.count("I"), r.count("Q")
             block, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(ttype)]
             n_elems = 1
             for d in dims:

@@ -17,7 +17,8 @@ from pathlib import Path
 from qmd_daemon.models import ModelError
 from qmd_daemon.models.gguf_info import check_gguf
 from qmd_daemon.models.runtime import llama_module
-from qmd_daemon.models.uris import DEFAULT_URIS, ENV_VARS, model_uri, resolve
+from qmd_daemon.models.uris import DEFAULT_URIS, model_uri, resolve
+from qmd_daemon.settings import Settings
 
 PROFILES: tuple[str, ...] = ("qwen3", "small")
 SMALL_EMBED_FILE = "all-MiniLM-L6-v2-q8_0.gguf"
@@ -96,7 +97,7 @@ def resolve_role(role: str, models: Mapping[str, object] | None, models_dir: Pat
                  download: bool = True, progress: bool = False) -> Path:
     """The checked local GGUF for `role` under env overrides, index.yml `models:` and its profile."""
     models = models or {}
-    explicit = os.environ.get(ENV_VARS[role], "").strip() or models.get(role)
+    explicit = Settings.from_env().model_overrides.get(role) or models.get(role)
     profile = models.get("profile")
     uri = model_uri(role, models) if explicit or not profile else profile_uris(str(profile), models_dir)[role]
     return resolve(uri, download=download, progress=progress)

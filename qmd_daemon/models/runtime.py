@@ -19,6 +19,7 @@ from typing import Any
 
 from qmd_daemon.models import ModelError
 from qmd_daemon.models.gguf_info import GGUFInfo, read_gguf_info
+from qmd_daemon.settings import Settings
 
 BERT_ARCHS = frozenset({"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3",
                         "modern-bert", "neo-bert", "eurobert", "t5encoder"})
@@ -62,15 +63,12 @@ def gpu_available() -> bool:
         return False
 
 
-def _truthy(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def select_device(configured: str | None = None) -> str:
     """`cpu` or `gpu`: QMD_FORCE_CPU wins, then QMD_LLAMA_GPU, then `device` from index.yml, then auto."""
-    if _truthy("QMD_FORCE_CPU"):
+    settings = Settings.from_env()
+    if settings.force_cpu:
         return "cpu"
-    wanted = (os.environ.get("QMD_LLAMA_GPU") or configured or "auto").strip().lower()
+    wanted = (settings.llama_gpu or configured or "auto").strip().lower()
     if wanted in ("0", "off", "false", "no", "cpu"):
         return "cpu"
     return "gpu" if gpu_available() else "cpu"
@@ -78,11 +76,7 @@ def select_device(configured: str | None = None) -> str:
 
 def default_threads() -> int:
     """QMD_THREADS, else min(4, cores): more threads than cores only adds contention."""
-    try:
-        value = int(os.environ.get("QMD_THREADS", "0"))
-    except ValueError:
-        value = 0
-    return value if value > 0 else max(1, min(4, os.cpu_count() or 1))
+    return Settings.from_env().threads or max(1, min(4, os.cpu_count() or 1))
 
 
 def is_encoder(info: GGUFInfo) -> bool:

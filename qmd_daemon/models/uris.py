@@ -16,16 +16,12 @@ from urllib.parse import unquote, urlparse
 
 from qmd_daemon.models import ROLES, ModelError
 from qmd_daemon.models.gguf_info import check_gguf
+from qmd_daemon.settings import Settings
 
 DEFAULT_URIS: dict[str, str] = {
     "embed": "hf:Qwen/Qwen3-Embedding-0.6B-GGUF/Qwen3-Embedding-0.6B-Q8_0.gguf",
     "rerank": "hf:ggml-org/Qwen3-Reranker-0.6B-Q8_0-GGUF/qwen3-reranker-0.6b-q8_0.gguf",
     "expand": "hf:tobil/qmd-query-expansion-1.7B-gguf/qmd-query-expansion-1.7B-q4_k_m.gguf",
-}
-ENV_VARS: dict[str, str] = {
-    "embed": "QMD_EMBED_MODEL",
-    "rerank": "QMD_RERANK_MODEL",
-    "expand": "QMD_EXPAND_MODEL",
 }
 
 
@@ -66,9 +62,9 @@ def model_uri(role: str, models: Mapping[str, object] | None = None,
     """The reference in force for `role` (env, then `models:` block, then profile, then default)."""
     if role not in ROLES:
         raise ModelError(f"unknown model role {role!r} (expected one of {', '.join(ROLES)})")
-    env = os.environ.get(ENV_VARS[role], "").strip()
-    if env:
-        return env
+    override = Settings.from_env().model_overrides.get(role)
+    if override:
+        return override
     configured = (models or {}).get(role)
     if isinstance(configured, str) and configured.strip():
         return configured.strip()

@@ -17,7 +17,7 @@ from qmd_daemon.search.lexical import (
     lexical_search,
     question_idf,
 )
-from qmd_daemon.search.query import ParsedQuery, content_words, parse_query
+from qmd_daemon.search.query import ParsedQuery, parse_query, snippet_words
 from qmd_daemon.search.report import frame_file_matches
 from qmd_daemon.search.rerank import rerank
 from qmd_daemon.search.results import shape_hits
@@ -248,11 +248,11 @@ def _retrieve(
         texts = [(parsed.model_text, "vec", weight)]
         texts += [(line, f"vec:{i}", 1.0) for i, line in enumerate(vec_lines, start=1)]
         for text, name, list_weight in texts:
-            nearest = vector_search(vectors, models.embedder, text, collection_ids)
+            vector_hits = vector_search(vectors, models.embedder, text, collection_ids)
             if name == "vec":
-                similarity = {h.chunk_id: h.similarity for h in nearest}
-            if nearest:
-                lists.append(RankedList(name, [h.chunk_id for h in nearest], list_weight))
+                similarity = {h.chunk_id: h.similarity for h in vector_hits}
+            if vector_hits:
+                lists.append(RankedList(name, [h.chunk_id for h in vector_hits], list_weight))
         trace.pending_vectors = _pending_vectors(store, vectors, models.embedder.fingerprint, collection_ids)
         trace.stale = trace.pending_vectors > 0
         clock.lap("vector")
@@ -317,7 +317,7 @@ def run_search(
     clock.lap("score")
     if options.rerank and models.reranker is not None and ranked:
         count = min(max(0, options.rerank_candidates), len(ranked))
-        ranked, trace.reranked = rerank(models.reranker, parsed.model_text, ranked, count,
+        ranked, trace.reranked = rerank(models.reranker, parsed.rerank_text, ranked, count,
                                         clock.deadline())
         if trace.reranked < count:
             trace.budget_cuts.append(f"rerank: {trace.reranked} of {count}")
@@ -327,7 +327,7 @@ def run_search(
     related = store.related_paths(list({c.chunk.file_id for c in ranked[: options.limit * 3]}))
     hits = shape_hits(
         ranked,
-        content_words(parsed),
+        snippet_words(parsed),
         question_idf(store, parsed, collection_ids),
         limit=options.limit,
         per_file=options.per_file,

@@ -56,9 +56,15 @@ class ParsedQuery:
     lex: list[str] = field(default_factory=list)
     vec: list[str] = field(default_factory=list)
     hyde: list[str] = field(default_factory=list)
-    intent: str = ""
+    intent: str = ""  # what the asker is after (`intent:`): steers the reranker and the snippets
     model_text: str = ""  # the question as the models get it: condensed when long
     report: Report = field(default_factory=Report)  # stack frames, error messages, code shown
+
+    @property
+    def rerank_text(self) -> str:
+        """The reranker's query: the question, then the intent, which judges relevance without
+        adding a term to the BM25 match."""
+        return f"{self.model_text}\nIntent: {self.intent}" if self.intent else self.model_text
 
     @property
     def is_symbol_query(self) -> bool:
@@ -214,3 +220,10 @@ def _report_terms(terms: list[str], report: Report, lines: list[str]) -> list[st
 def content_words(parsed: ParsedQuery) -> list[str]:
     """Lowercased words for path and name matching: the terms and the parts of compound ones."""
     return list(dict.fromkeys([t.lower() for t in parsed.terms] + parsed.parts))
+
+
+def snippet_words(parsed: ParsedQuery) -> list[str]:
+    """The words a snippet window is chosen by: the content words, then the intent's own words
+    (stopwords dropped), so `intent:` picks which lines of a hit are shown."""
+    intent = [w.lower() for w in _words(parsed.intent) if w.lower() not in STOPWORDS]
+    return list(dict.fromkeys(content_words(parsed) + intent[:MAX_TERMS]))

@@ -171,8 +171,8 @@ def definition_boost(
     # A name many chunks define (`kind`, `__init__`, a sentence's first word) says little about
     # which one is meant: in a question naming several, each counts by how rare its definition is.
     spread: dict[str, int] = {}
-    for names in defined.values():
-        for name in names:
+    for defined_names in defined.values():
+        for name in defined_names:
             spread[name] = spread.get(name, 0) + 1
     for cand in cands:
         names = defined.get(cand.chunk.id)

@@ -28,32 +28,20 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from qmd_daemon.settings import Settings, SetupSettings
 from qmd_daemon.setup.paths import REPO_ROOT
 
 DEFAULT_FIXTURES = REPO_ROOT / "benchmark_fixtures"
 COLLECTION = "qmd-bench-fixtures"
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        return default
-
-
 def thresholds() -> tuple[float, float]:
-    return (
-        _env_float("QMD_BENCHMARK_MAX_QUERY_SECONDS", 5.0),
-        _env_float("QMD_BENCHMARK_MIN_CHUNKS_PER_SECOND", 20.0),
-    )
+    knobs = SetupSettings.from_env()
+    return knobs.benchmark_max_query_seconds, knobs.benchmark_min_chunks_per_second
 
 
 def fixtures_dir(path: Path | None = None) -> Path:
-    found = path or (
-        Path(os.environ["QMD_BENCHMARK_FIXTURES"])
-        if os.environ.get("QMD_BENCHMARK_FIXTURES")
-        else DEFAULT_FIXTURES
-    )
+    found = path or SetupSettings.from_env().benchmark_fixtures or DEFAULT_FIXTURES
     if not (found / "queries.json").is_file():
         raise FileNotFoundError(f"benchmark fixtures not found at {found} (need queries.json)")
     return found
@@ -64,7 +52,6 @@ def measure_device(device: str, profile: str, fixtures: Path, workdir: Path) -> 
     from qmd_daemon.config import IndexConfig
     from qmd_daemon.engine import Engine
     from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
-    from qmd_daemon.settings import Settings
 
     queries = json.loads((fixtures / "queries.json").read_text(encoding="utf-8"))
     max_q, min_cps = thresholds()
@@ -88,7 +75,7 @@ def measure_device(device: str, profile: str, fixtures: Path, workdir: Path) -> 
     }
     # The whole pipeline, with no latency budget: the point is to see what it costs. Fewer
     # rerank candidates (QMD_BENCHMARK_RERANK_CANDIDATES) keep the installer tests short on 2 cores.
-    rerank_count = max(1, int(_env_float("QMD_BENCHMARK_RERANK_CANDIDATES", 40)))
+    rerank_count = SetupSettings.from_env().benchmark_rerank_candidates
     result["rerankCandidates"] = rerank_count
     try:
         t0 = time.perf_counter()
@@ -99,8 +86,8 @@ def measure_device(device: str, profile: str, fixtures: Path, workdir: Path) -> 
             reasons = engine.models.status()["roles"]
             result["error"] = "; ".join(f"{r}: {reasons[r].get('reason', 'unavailable')}" for r in missing)
             return result
-        for model in roles.values():
-            with model.handle.acquire():
+        for handle in (m.handle for m in roles.values() if m is not None):  # all loaded (above)
+            with handle.acquire():
                 pass
         result["device_used"] = engine.models.device
         result["warmSeconds"] = round(time.perf_counter() - t0, 3)
@@ -113,13 +100,13 @@ def measure_device(device: str, profile: str, fixtures: Path, workdir: Path) -> 
         result["chunks"] = chunks
         result["files"] = update.files
         result["chunksPerSecond"] = round(chunks / embed_s, 2) if embed_s > 0 and chunks else 0.0
-        options = dict(expand=True, rerank=True, rerank_candidates=rerank_count, budget_ms=None)
-        engine.search(queries["warmup"], [COLLECTION], limit=10, options=SearchOptions(**options))
+        options = SearchOptions(expand=True, rerank=True, rerank_candidates=rerank_count, budget_ms=None)
+        engine.search(queries["warmup"], [COLLECTION], limit=10, options=options)
         times, traces = [], []
         for query in queries["timed"][:3]:
             trace = SearchTrace()
             t0 = time.perf_counter()
-            engine.search(query, [COLLECTION], limit=10, options=SearchOptions(**options), trace=trace)
+            engine.search(query, [COLLECTION], limit=10, options=options, trace=trace)
             times.append(time.perf_counter() - t0)
             traces.append({"expanded": len(trace.expanded), "reranked": trace.reranked})
         result["querySeconds"] = round(statistics.median(times), 3)
@@ -172,8 +159,7 @@ def _child(device: str, profile: str, fixtures: Path, timeout: float) -> dict[st
 def available_devices() -> list[str]:
     from qmd_daemon.models.runtime import gpu_available
 
-    force_cpu = os.environ.get("QMD_FORCE_CPU", "").strip().lower() in ("1", "true", "yes", "on")
-    return ["cpu"] if force_cpu or not gpu_available() else ["gpu", "cpu"]
+    return ["cpu"] if Settings.from_env().force_cpu or not gpu_available() else ["gpu", "cpu"]
 
 
 def auto(
@@ -181,7 +167,7 @@ def auto(
 ) -> dict[str, Any]:
     """Benchmark devices in order until one passes; the summary the installer reads."""
     fixtures = fixtures_dir(fixtures)
-    timeout = _env_float("QMD_BENCHMARK_DEVICE_TIMEOUT", 600.0)
+    timeout = SetupSettings.from_env().benchmark_device_timeout
     results: list[dict[str, Any]] = []
     for device in devices or available_devices():
         if echo:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from qmd_daemon.settings import SetupSettings
 from qmd_daemon.setup import progress
 from qmd_daemon.setup.journal import Journal, SetupError
 from qmd_daemon.setup.llama_wheel import (
@@ -41,7 +42,7 @@ def env_bin(env: Path) -> Path:
 
 def base_python() -> str:
     """The interpreter that creates the virtual environment (QMD_SETUP_BASE_PYTHON, else this one)."""
-    return os.environ.get("QMD_SETUP_BASE_PYTHON", "").strip() or sys.executable
+    return SetupSettings.from_env().base_python or sys.executable
 
 
 def python_version(python: str) -> tuple[int, int] | None:
@@ -105,7 +106,7 @@ def create_venv(journal: Journal, venv: Path, spec: str, pip_args: list[str], *,
     journal.ensure_dir(venv.parent)
     journal.created_tree(venv)
     run_checked([base_python(), "-m", "venv", str(venv)], "create the virtual environment")
-    extra = os.environ.get("QMD_SETUP_VENV_EXTRA_SITE", "").strip()
+    extra = SetupSettings.from_env().venv_extra_site
     if extra:  # test seam: lend the fresh venv already-installed dependencies (no network in tests)
         site = run_json(
             [

@@ -157,10 +157,23 @@ class Setup:
         self.state = InstallState.from_dict(self.before.as_dict()) if self.before else InstallState()
         self.j = Journal(dry_run=opts.dry_run)
         self.summary: list[dict[str, Any]] = []
-        self.python: Path | None = None
-        self.env: Path | None = None
+        self._chosen_env: tuple[Path, Path] | None = None  # (environment, its python): ensure_env
         self.built_env: Path | None = None  # created (and its packages built) by this run
         self.next_steps: list[str] = []  # what the user still has to do, printed at the end
+
+    @property
+    def env(self) -> Path:
+        """The Python environment ensure_env chose; every later step runs in it."""
+        return self._chosen()[0]
+
+    @property
+    def python(self) -> Path:
+        return self._chosen()[1]
+
+    def _chosen(self) -> tuple[Path, Path]:
+        if self._chosen_env is None:
+            raise SetupError("internal: a step ran before the Python environment was chosen")
+        return self._chosen_env
 
     @property
     def owned(self) -> set[str]:
@@ -175,7 +188,7 @@ class Setup:
         spec = self.spec_for(profile)
         if self.opts.python_env is not None:
             env = envs.resolve_env(self.opts.python_env)
-            self.env, self.python = env, envs.env_python(env)
+            self._chosen_env = env, envs.env_python(env)
             owned = self.state.owned_package and self.state.python_env == str(env)
             label = f"use the Python environment {env} ({'owned' if owned else 'not owned'})"
             if self.j.step("env", label) and not self.python.exists():
@@ -183,7 +196,7 @@ class Setup:
             self.state.owned_package = owned
         else:
             venv = self.paths.venv_dir
-            self.env, self.python = venv, envs.env_python(venv)
+            self._chosen_env = venv, envs.env_python(venv)
             owned = self.state.owned_package and self.state.python_env == str(venv)
             if venv.exists() and owned:
                 if self.j.step("env", f"update qmd-daemon in {venv}: pip install --upgrade {spec}"):
@@ -210,7 +223,7 @@ class Setup:
 
     def ensure_small_packages(self) -> None:
         """The small profile's pip packages in the environment (Hub fallback after a qwen3 install)."""
-        if self.opts.dry_run or self.python is None or envs.has_module(self.python, SMALL_MODULE):
+        if self.opts.dry_run or self._chosen_env is None or envs.has_module(self.python, SMALL_MODULE):
             return
         if not self.state.owned_package:
             raise SetupError(
@@ -325,9 +338,9 @@ class Setup:
                 integ.install_skill(self.j, target, owned)
                 self.j.done(f"skill-{client}")
         legacy = integ.legacy_skill_target(paths)
-        stale = [Path(p) for p in sorted(owned) if Path(p).is_relative_to(legacy) and Path(p).is_file()]
-        if stale and self.j.step("skill-legacy", f"remove the skill an earlier setup put into {legacy}"):
-            for path in stale:
+        old_skill = [Path(p) for p in sorted(owned) if Path(p).is_relative_to(legacy) and Path(p).is_file()]
+        if old_skill and self.j.step("skill-legacy", f"remove the skill an earlier setup put into {legacy}"):
+            for path in old_skill:
                 self.j.remove_file(path)
         wanted = integ.desired_hooks(paths, bool(auto_retrieve))
         for client, target in integ.hook_files(paths).items():
@@ -482,10 +495,10 @@ class Setup:
             _remove_paths(models)
         env = self.state.python_env
         owned_env = self.state.owned_package and env and Path(env).exists()
-        if owned_env and j.step(
+        if env is not None and owned_env and j.step(
             "remove-env", f"remove the virtual environment {env} (created by this setup)"
         ):
-            shutil.rmtree(self.state.python_env)
+            shutil.rmtree(env)
         dirs = sorted(
             {*self.state.created_dirs, *(str(d) for d in j.created_dirs)},
             key=lambda d: d.count(os.sep),
@@ -636,7 +649,9 @@ def main(argv: list[str] | None = None) -> int:
         if selection in ("yes", "auto"):
             need_pip = opts.python_env is None
             problems = envs.prerequisites(
-                envs.base_python() if need_pip else str(envs.env_python(envs.resolve_env(opts.python_env))),
+                envs.base_python()
+                if opts.python_env is None
+                else str(envs.env_python(envs.resolve_env(opts.python_env))),
                 need_pip,
             )
             for repo in opts.git_hooks:  # a bad --git-hook REPO stops the run before any change

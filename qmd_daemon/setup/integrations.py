@@ -118,7 +118,11 @@ def install_hook_scripts(journal: Journal, paths: SetupPaths, python: Path, auto
             for key, value in fills.items():
                 literal = script_literal(value, ext)
                 placeholder = rf'^(\$?{key}\s*=\s*)"[^"\n]*"'
-                text = re.sub(placeholder, lambda m, v=literal: m.group(1) + v, text, flags=re.M)
+
+                def fill(match: re.Match[str], value: str = literal) -> str:
+                    return match.group(1) + value
+
+                text = re.sub(placeholder, fill, text, flags=re.M)
             if ext == ".ps1":  # Windows PowerShell 5.1 reads a script without a BOM as ANSI
                 text = "\ufeff" + text
             journal.write_file(paths.hooks_dir / src.name, text, mode=0o755)

@@ -9,11 +9,13 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from qmd_daemon.settings import SetupSettings
 from qmd_daemon.setup.state import write_atomic
 
 
@@ -28,7 +30,7 @@ class Journal:
         self._undo: list[tuple[str, Callable[[], None]]] = []
         self.created_files: list[Path] = []
         self.created_dirs: list[Path] = []
-        self.fail_after = os.environ.get("QMD_SETUP_FAIL_AFTER", "").strip()
+        self.fail_after = SetupSettings.from_env().fail_after
 
     # -- reporting -----------------------------------------------------------------------------
 
@@ -86,7 +88,7 @@ class Journal:
         for folder in reversed(missing):
             folder.mkdir()
             self.created_dirs.append(folder)
-            self.on_undo(f"mkdir {folder}", lambda f=folder: _rmdir_if_empty(f))
+            self.on_undo(f"mkdir {folder}", functools.partial(_rmdir_if_empty, folder))
 
     def write_file(self, path: Path, text: str, *, mode: int | None = None) -> bool:
         """Write `text` (atomically) unless the file already holds it; True when it changed."""
@@ -113,7 +115,12 @@ class Journal:
             return False
         mode = path.stat().st_mode & 0o777
         path.unlink()
-        self.on_undo(f"remove {path}", lambda: (_restore(path, old), os.chmod(path, mode)))
+
+        def put_back() -> None:
+            _restore(path, old)
+            os.chmod(path, mode)
+
+        self.on_undo(f"remove {path}", put_back)
         return True
 
     def created_tree(self, path: Path) -> None:

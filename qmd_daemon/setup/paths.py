@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from qmd_daemon.settings import Settings
+from qmd_daemon.settings import Settings, SetupSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,20 +55,15 @@ class SetupPaths:
 
     @classmethod
     def from_env(cls) -> SetupPaths:
-        settings = Settings.from_env()
+        settings, setup = Settings.from_env(), SetupSettings.from_env()
         home = Path.home()
-        qmd_home = _env("QMD_DAEMON_HOME")
-        if qmd_home is not None:
-            data = qmd_home / "data"
-        else:
-            data = (_env("XDG_DATA_HOME") or home / ".local" / "share") / "qmd-daemon"
         return cls(
             home=home,
             config_dir=settings.config_dir,
             state_dir=settings.state_dir,
             models_dir=settings.models_dir,
-            data_dir=_env("QMD_SETUP_DATA_DIR") or data,
-            bin_dir=_env("QMD_SETUP_BIN_DIR") or home / ".local" / "bin",
+            data_dir=setup.data_dir,
+            bin_dir=setup.bin_dir,
             claude_dir=_env("CLAUDE_CONFIG_DIR") or home / ".claude",
             codex_dir=_env("CODEX_HOME") or home / ".codex",
         )

@@ -29,14 +29,6 @@ class FakeClock:
 
 
 @pytest.fixture
-async def daemon(home: Path):
-    d = Daemon(Settings.from_env(), watch=False, idle_minutes=30)
-    await d.start()
-    yield d
-    await d.close()
-
-
-@pytest.fixture
 async def http():
     async with aiohttp.ClientSession() as session:
         yield session

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.models import ModelError
-from qmd_daemon.models.uris import DEFAULT_URIS, ENV_VARS, model_uri, parse_uri, pull, resolve
+from qmd_daemon.models.uris import DEFAULT_URIS, model_uri, parse_uri, pull, resolve
+from qmd_daemon.settings import MODEL_ENV_VARS
 
 COMMIT = "a" * 40
 
@@ -98,7 +99,7 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    for var in ENV_VARS.values():
+    for var in MODEL_ENV_VARS.values():
         monkeypatch.delenv(var, raising=False)
     yield fake
     server.shutdown()
@@ -119,7 +120,7 @@ def test_parse_uri() -> None:
 
 
 def test_model_uri_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ENV_VARS.values():
+    for var in MODEL_ENV_VARS.values():
         monkeypatch.delenv(var, raising=False)
     assert model_uri("embed") == DEFAULT_URIS["embed"]
     assert model_uri("embed", {}, {"embed": "/p.gguf"}) == "/p.gguf"

@@ -10,7 +10,8 @@ import pytest
 from qmd_daemon.models import ModelError
 from qmd_daemon.models.profiles import build_small_profile, profile_uris, resolve_role
 from qmd_daemon.models.runtime import ModelHandle, default_threads, gpu_available, llama_module, select_device
-from qmd_daemon.models.uris import DEFAULT_URIS, ENV_VARS
+from qmd_daemon.models.uris import DEFAULT_URIS
+from qmd_daemon.settings import MODEL_ENV_VARS
 
 
 def test_omp_policy_and_gpu_probe(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -64,7 +65,7 @@ def test_small_profile_idempotent(small_models: dict[str, Path]) -> None:
 
 def test_profile_resolution(small_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
                             tiny_gguf: Path) -> None:
-    for var in ENV_VARS.values():
+    for var in MODEL_ENV_VARS.values():
         monkeypatch.delenv(var, raising=False)
     models_dir = small_models["embed"].parent
     assert profile_uris("qwen3", models_dir) == DEFAULT_URIS
