@@ -5,7 +5,7 @@ chunk of the dev corpora with it, and compare lexical with hybrid-with-static in
         [--profile small] [--dims 256] [--variants raw,parts] [--deep] [--table FILE]
 
 Prints: the distillation (tokens, seconds), per variant the chunks embedded a second, then per
-set NDCG@10 of `lexical`, `hybrid-static-<variant>` (the engine's pipeline with the static
+set and query category NDCG@10 of `lexical`, `hybrid-static-<variant>` (the engine's pipeline with the static
 vectors as its vector list), `static-<variant>` (vectors alone), and with --deep the home's own
 deep vectors (`hybrid`, when the home holds them), each with its delta over lexical.
 
@@ -204,11 +204,16 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         ctx.engine.close()
     for s, by_method in results.items():
-        base = aggregate(by_method["lexical"])["ndcg@10"]
+        groups = {name: retrieval.group_rows(rs) for name, rs in by_method.items()}
+        shown = ["ALL"] + sorted(g for g in groups["lexical"] if g.startswith("cat:"))
         print(f"\n== {s} (root scope, {len(by_method['lexical'])} queries): NDCG@10, delta vs lexical")
-        for name, rs in by_method.items():
-            a = aggregate(rs)
-            print(f"{name:<32}{a['ndcg@10']:>8.3f}{a['ndcg@10'] - base:>+8.3f}   p50 {a['p50_ms']:.1f} ms")
+        print(f"{'method':<32}" + "".join(f"{g:>24}" for g in shown) + "   p50 ms")
+        for name in by_method:
+            cells = []
+            for g in shown:
+                value, base = (aggregate(groups[m][g])["ndcg@10"] for m in (name, "lexical"))
+                cells.append(f"{value:>15.3f} ({value - base:+.3f})")
+            print(f"{name:<32}" + "".join(cells) + f"   {aggregate(by_method[name])['p50_ms']:.1f}")
     return 0
 
 
