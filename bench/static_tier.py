@@ -111,8 +111,10 @@ def token_weights(weighting: str, static: StaticEmbedder, texts: list[str], n_to
 
 
 def static_method(ctx: retrieval.Context, vectors: MemoryVectors, static: StaticEmbedder,
-                  lexical: bool, vector_weight: float = 3.0) -> retrieval.MethodFn:
-    """The engine's pipeline with the static vectors as its vector list (lexical=False: alone)."""
+                  lexical: bool, vector_weight: float = 3.0, rank_bonus: bool = True) -> retrieval.MethodFn:
+    """The engine's pipeline with the static vectors as its vector list (lexical=False: alone);
+    rank_bonus=False: fusion without the first/podium bonuses (which ignore a list's weight)."""
+    from qmd_daemon.search.fusion import FusionParams
     from qmd_daemon.search.pipeline import SearchModels, SearchOptions, run_search
 
     models = SearchModels(vectors=vectors, embedder=static)
@@ -120,6 +122,8 @@ def static_method(ctx: retrieval.Context, vectors: MemoryVectors, static: Static
     def run(query: str, collection: str) -> list[str]:
         options = SearchOptions(limit=retrieval.SEARCH_LIMIT, max_tokens=None, lexical=lexical,
                                 boosts=lexical, vector_weight=vector_weight)
+        if not rank_bonus:
+            options.fusion = FusionParams(first_bonus=0.0, podium_bonus=0.0)
         ids = ctx.engine.collection_ids([collection])
         return [h.path for h in run_search(ctx.engine.store, query, ids, options, models)]
 
@@ -140,6 +144,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--vector-weights", type=lambda v: [float(x) for x in v.split(",")], default=[3.0],
                    help="fusion weights of the static list to try (the engine's default is 3)")
     p.add_argument("--deep", action="store_true", help="also hybrid with the home's deep vectors")
+    p.add_argument("--no-rank-bonus", action="store_true",
+                   help="also each hybrid without fusion's rank bonuses (search/fusion.py)")
     p.add_argument("--table", type=Path, default=None,
                    help="a saved table (.npy) to use instead of distilling; saved here when absent")
     return p.parse_args(argv)
@@ -195,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
             for weight in args.vector_weights:
                 methods[f"hybrid-static {variant} w{weight:g}"] = static_method(
                     ctx, vectors, static, lexical=True, vector_weight=weight)
+                if args.no_rank_bonus:
+                    methods[f"hybrid-static {variant} w{weight:g} nobonus"] = static_method(
+                        ctx, vectors, static, lexical=True, vector_weight=weight, rank_bonus=False)
             methods[f"static {variant}"] = static_method(ctx, vectors, static, lexical=False)
         results: dict[str, dict[str, list[dict]]] = {s: {} for s in args.set}
         for name, fn in methods.items():
