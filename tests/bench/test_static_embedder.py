@@ -1,0 +1,92 @@
+"""The static tier distilled from the small profile's real MiniLM through llama.cpp: token rows
+are deterministic, and chunk vectors from the table find the chunk a question is about."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.static_embedder import (
+    STATIC_DIMS,
+    StaticEmbedder,
+    embed_vocabulary,
+    load_or_distill,
+    table_path,
+)
+from qmd_daemon.models.embedder import Embedder
+from tests.conftest import MODELS_DIR, indexed
+
+
+@pytest.fixture(scope="module")
+def embedder(small_models: dict[str, Path]) -> Embedder:
+    emb = Embedder(small_models["embed"], threads=2)
+    yield emb
+    emb.unload()
+
+
+@pytest.fixture(scope="module")
+def table(embedder: Embedder) -> np.ndarray:
+    """The whole distilled table, kept in .test-cache/models/static (about a minute the first time)."""
+    return load_or_distill(embedder, MODELS_DIR)
+
+
+def test_token_rows_are_deterministic_and_independent_of_the_batch(embedder: Embedder) -> None:
+    tokens = [1996, 7592, 4638, 2000, 16324, 3231]  # the, cookie, ...: ordinary vocabulary ids
+    first = embed_vocabulary(embedder, progress=False, tokens=tokens)
+    again = embed_vocabulary(embedder, progress=False, tokens=tokens)
+    alone = embed_vocabulary(embedder, progress=False, tokens=tokens[2:3])
+    assert first.shape == (len(tokens), embedder.dim)
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_allclose(alone[0], first[2], atol=1e-5)
+    assert len({row.tobytes() for row in first}) == len(tokens)  # each token its own vector
+    # a token's row is what the embedder itself gives the word ([CLS] cookie [SEP], mean-pooled)
+    with embedder.handle.acquire() as llm:
+        (token,) = llm.tokenize(b"cookie", add_bos=False, special=False)
+    row = embed_vocabulary(embedder, progress=False, tokens=[token])[0]
+    reference = np.asarray(embedder.embed_documents(["cookie"])[0])
+    assert float(reference @ (row / np.linalg.norm(row))) > 0.999
+
+
+def test_table_is_saved_by_fingerprint_and_loaded_back(embedder: Embedder, table: np.ndarray) -> None:
+    path = table_path(MODELS_DIR, embedder.fingerprint)
+    assert path.is_file()
+    assert table.shape[1] == STATIC_DIMS
+    with embedder.handle.acquire() as llm:
+        assert table.shape[0] == llm.n_vocab()
+    np.testing.assert_array_equal(load_or_distill(embedder, MODELS_DIR), table)
+
+
+def test_static_vectors_rank_the_chunk_a_question_is_about_first(
+    small_engine, tmp_path: Path, embedder: Embedder, table: np.ndarray
+) -> None:
+    files = {
+        "cookies.py": (
+            "def parse_cookie_header(header):\n"
+            '    """Split an HTTP Cookie header into name=value pairs."""\n'
+            "    jar = {}\n"
+            "    for part in header.split(';'):\n"
+            "        name, _, value = part.strip().partition('=')\n"
+            "        jar[name] = value\n"
+            "    return jar\n"
+        ),
+        "images.py": (
+            "def resize_image(pixels, width, height):\n"
+            '    """Scale a bitmap to a new width and height with bilinear sampling."""\n'
+            "    return [[pixels[int(y * height)][int(x * width)] for x in range(width)]\n"
+            "            for y in range(height)]\n"
+        ),
+    }
+    name = indexed(small_engine, tmp_path / "repo", files)
+    store = small_engine.store
+    ids = small_engine.collection_ids([name])
+    rows = store.chunks_by_ids([int(r[0]) for r in store.conn.execute(
+        "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.collection_id = ?", ids)])
+    by_path = {row.path: row.text for row in rows.values()}
+    static = StaticEmbedder(embedder, table)
+    chunks = np.asarray(static.embed_documents([by_path["cookies.py"], by_path["images.py"]]))
+    for question, best in (("how are cookies read from the request header", 0),
+                           ("shrink a picture to a smaller size", 1)):
+        scores = chunks @ np.asarray(static.embed_query(question))
+        assert int(np.argmax(scores)) == best, (question, scores)
