@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from qmd_daemon.ingest.cjk import run_pairs, without_cjk
 from qmd_daemon.ingest.identifiers import split_identifier
@@ -45,8 +46,9 @@ def _exclusion(parsed: ParsedQuery) -> str:
     return " NOT (" + " OR ".join(phrase_expression(e) for e in parsed.excludes) + ")"
 
 
-def match_expressions(parsed: ParsedQuery) -> list[str]:
-    """FTS5 MATCH strings, strictest first: phrases and all terms, then any term."""
+def match_expressions(parsed: ParsedQuery, loose_terms: list[str] | None = None) -> list[str]:
+    """FTS5 MATCH strings, strictest first: phrases and all terms, then any of `loose_terms`
+    (default: every term; lexical_search passes the selective ones)."""
     groups = [term_group(t) for t in parsed.terms]
     phrases = [phrase_expression(p) for p in parsed.phrases]
     if not groups and not phrases:
@@ -54,10 +56,39 @@ def match_expressions(parsed: ParsedQuery) -> list[str]:
     tail = _exclusion(parsed)
     strict = " AND ".join(phrases + groups) + tail
     expressions = [strict]
-    if len(groups) > 1 or (groups and phrases):
-        loose = " OR ".join(groups)
+    any_of = groups if loose_terms is None else [term_group(t) for t in loose_terms]
+    if any_of and (len(groups) > 1 or phrases):
+        loose = " OR ".join(any_of)
         expressions.append((f"({loose})" if phrases or tail else loose) + tail)
     return expressions
+
+
+# What the any-term pass ORs. FTS5 reads the whole posting list of every term it ORs and scores
+# each row it finds, so a bug report's 40 terms read most of an index of 30 repositories (a
+# common word is in 100k of 255k chunks). It takes the rarest terms while their postings fit
+# LOOSE_POSTINGS, which bounds its cost whatever the index size (a single repository's terms fit
+# whole), and leaves out a word in more than MAX_LOOSE_SHARE of a scope's chunks: its BM25 weight
+# is small and, on the issue sets, ranking without it is as good (bench/retrieval.py, docs/scale.md).
+LOOSE_POSTINGS = 30_000
+MAX_LOOSE_SHARE = 0.1
+MIN_SHARE_SCOPE = 1_000  # chunks of a scope below which every held term is kept (shares mean little)
+
+
+def selective_terms(terms: list[str], frequencies: dict[str, int], total: int) -> list[str]:
+    """The terms the any-term pass ORs, in the query's order: those the collections hold (a term
+    in no chunk matches nothing) and are not common, the rarest first while they fit the postings
+    budget (the rarest always, so that a question of common words still finds chunks)."""
+    common = MAX_LOOSE_SHARE * total if total >= MIN_SHARE_SCOPE else total
+    present = sorted((t for t in terms if frequencies[t] > 0), key=lambda t: frequencies[t])
+    held = [t for t in present if frequencies[t] <= common] or present[:1]
+    kept: set[str] = set()
+    postings = 0
+    for term in held:
+        postings += frequencies[term]
+        if kept and postings > LOOSE_POSTINGS:
+            break
+        kept.add(term)
+    return [t for t in terms if t in kept]
 
 
 @dataclass
@@ -74,8 +105,13 @@ def lexical_search(
     limit: int = 200,
     weights: tuple[float, float, float] = DEFAULT_WEIGHTS,
 ) -> list[LexicalHit]:
+    frequencies = document_frequencies(store, parsed.terms, collection_ids)
+    loose_terms = selective_terms(parsed.terms, frequencies, chunks_in_scope(store, collection_ids))
+    every_term_held = all(frequencies[t] > 0 for t in parsed.terms)
     hits: dict[int, LexicalHit] = {}
-    for index, expression in enumerate(match_expressions(parsed)):
+    for index, expression in enumerate(match_expressions(parsed, loose_terms)):
+        if index == 0 and not every_term_held:
+            continue  # a term no chunk holds: the all-terms pass cannot match
         try:
             rows = store.fts_search(expression, collection_ids, limit, weights)
         except OperationalError:
@@ -88,19 +124,38 @@ def lexical_search(
     return sorted(hits.values(), key=lambda h: (not h.strict, -h.score))
 
 
+def _kept_for_this_data(store: IndexStore, name: str) -> dict[Any, Any]:
+    """A dict in `store.derived` that starts over empty whenever the data changes."""
+    state = store.data_state()
+    kept = store.derived.get(name)
+    if kept is None or kept[0] != state:
+        kept = (state, {})
+        store.derived[name] = kept
+    return kept[1]
+
+
+def chunks_in_scope(store: IndexStore, collection_ids: list[int]) -> int:
+    """Chunks of the collections, kept until the data changes (a count over every chunk of the
+    scope: ~30 ms at 500k chunks)."""
+    totals = _kept_for_this_data(store, "chunk_total")
+    scope = tuple(sorted(collection_ids))
+    if scope not in totals:
+        totals[scope] = sum(store.chunk_count(i) for i in collection_ids)
+    return int(totals[scope])
+
 
 DF_CACHE_TERMS = 50_000  # document frequencies kept per index state before starting over
 
 
-def _document_frequencies(store: IndexStore, terms: list[str], collection_ids: list[int]) -> dict[str, int]:
-    """Chunks of the collections holding each term. Kept until the data changes: an agent asks
-    many questions of one repository, and a long one counts up to 40 terms (~30 ms in django)."""
-    state = store.data_state()
-    kept = store.derived.get("term_df")
-    if kept is None or kept[0] != state or sum(len(d) for d in kept[1].values()) > DF_CACHE_TERMS:
-        kept = (state, {})
-        store.derived["term_df"] = kept
-    known: dict[str, int] = kept[1].setdefault(tuple(sorted(collection_ids)), {})
+def document_frequencies(store: IndexStore, terms: list[str], collection_ids: list[int]) -> dict[str, int]:
+    """Chunks of the collections holding each term (its term_group). Kept until the data
+    changes: an agent asks many questions of one repository, a long one counts up to 40 terms
+    (~30 ms in django), and one search reads them twice (to pick the terms of its any-term pass,
+    for the question's idf)."""
+    kept = _kept_for_this_data(store, "term_df")
+    if sum(len(d) for d in kept.values()) > DF_CACHE_TERMS:
+        kept.clear()
+    known: dict[str, int] = kept.setdefault(tuple(sorted(collection_ids)), {})
     for term in terms:
         if term not in known:
             try:
@@ -118,6 +173,6 @@ def question_idf(store: IndexStore, parsed: ParsedQuery, collection_ids: list[in
     terms = list(dict.fromkeys(t.lower() for t in parsed.terms))
     if not terms or not collection_ids:
         return 0.0
-    total = sum(store.chunk_count(i) for i in collection_ids)
-    frequencies = _document_frequencies(store, terms, collection_ids)
+    total = chunks_in_scope(store, collection_ids)
+    frequencies = document_frequencies(store, terms, collection_ids)
     return sum(max(math.log((total - df + 0.5) / (df + 0.5)), 1e-6) for df in frequencies.values())
