@@ -65,22 +65,23 @@ def match_expressions(parsed: ParsedQuery, loose_terms: list[str] | None = None)
 
 # What the any-term pass ORs. FTS5 reads the whole posting list of every term it ORs and scores
 # each row it finds, so a bug report's 40 terms read most of an index of 30 repositories (a
-# common word is in 100k of 255k chunks). It takes the rarest terms while their postings fit
-# LOOSE_POSTINGS, which bounds its cost whatever the index size (a single repository's terms fit
-# whole), and leaves out a word in more than MAX_LOOSE_SHARE of a scope's chunks: its BM25 weight
-# is small and, on the issue sets, ranking without it is as good (bench/retrieval.py, docs/scale.md).
+# common word is in 100k of 255k chunks). Past LOOSE_POSTINGS it takes the rarest terms while
+# their postings fit, which bounds its cost whatever the index size, and leaves out a word in
+# more than MAX_LOOSE_SHARE of the scope's chunks: its BM25 weight is small, and on the issue
+# sets ranking without it is as good (bench/retrieval.py, docs/scale.md). A question's terms,
+# and most bug reports' in one repository, fit the budget whole.
 LOOSE_POSTINGS = 30_000
 MAX_LOOSE_SHARE = 0.1
-MIN_SHARE_SCOPE = 1_000  # chunks of a scope below which every held term is kept (shares mean little)
 
 
 def selective_terms(terms: list[str], frequencies: dict[str, int], total: int) -> list[str]:
     """The terms the any-term pass ORs, in the query's order: those the collections hold (a term
-    in no chunk matches nothing) and are not common, the rarest first while they fit the postings
-    budget (the rarest always, so that a question of common words still finds chunks)."""
-    common = MAX_LOOSE_SHARE * total if total >= MIN_SHARE_SCOPE else total
+    in no chunk matches nothing); when their postings exceed the budget, those not common, the
+    rarest first while they fit (the rarest always, so that common words still find chunks)."""
     present = sorted((t for t in terms if frequencies[t] > 0), key=lambda t: frequencies[t])
-    held = [t for t in present if frequencies[t] <= common] or present[:1]
+    if sum(frequencies[t] for t in present) <= LOOSE_POSTINGS:
+        return [t for t in terms if frequencies[t] > 0]
+    held = [t for t in present if frequencies[t] <= MAX_LOOSE_SHARE * total] or present[:1]
     kept: set[str] = set()
     postings = 0
     for term in held:

@@ -36,12 +36,12 @@ def test_selective_terms_keep_the_rarest_held_terms_within_the_postings_budget()
     kept = selective_terms(list(frequencies), frequencies, total=1_000_000)
     assert kept == ["Rare", "more", "mid"], "`other` would pass the budget: the cost is bounded"
     assert sum(frequencies[t] for t in kept) <= LOOSE_POSTINGS
-    shares = {"Rare": 5, "frequent": 15_000}
-    assert selective_terms(["frequent", "Rare"], shares, total=100_000) == ["Rare"], "in 15% of chunks"
+    shares = {"Rare": 5, "frequent": 35_000}
+    assert selective_terms(["frequent", "Rare"], shares, total=100_000) == ["Rare"], "in 35% of chunks"
     assert selective_terms(["x", "y"], {"x": 60_000, "y": 50_000}, total=100_000) == ["y"], \
         "the rarest term stays when every one is common"
-    small = {"a": 900, "b": 950}
-    assert selective_terms(["a", "b"], small, total=990) == ["a", "b"], "a small scope keeps its words"
+    fits = {"a": 9_000, "b": 9_500}
+    assert selective_terms(["a", "b"], fits, total=10_000) == ["a", "b"], "within the budget all are kept"
 
 
 def test_the_any_term_pass_ors_only_the_rarest_terms_the_index_holds(
@@ -62,7 +62,7 @@ def test_the_any_term_pass_ors_only_the_rarest_terms_the_index_holds(
     assert len(store.matches) == 1, "a term no chunk holds: the all-terms pass is not run"
     ored = store.matches[0]
     assert '"frobnicate"' in ored and "zzqxnothere" not in ored
-    assert ored.count(" OR ") == 1, f"frobnicate and one common word fit 10 postings: {ored}"
+    assert ored == '"frobnicate"', "past the budget, the common words are left out"
     assert top.path == "rare.py"
 
 
