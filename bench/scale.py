@@ -2,6 +2,7 @@
 questions p50 and bug-report p50/p95 over all collections, with the machine's load average.
 
     python bench/scale.py [--home DIR] [--target-chunks 240000] [--build-minutes 15] [--seed-home DIR]
+                          [--compare] [--search-only]
 
 The index is built once and reused: --home (default ~/.cache/qmd-eval/home-scale) keeps the config
 and index, and copies of corpus trees live under HOME/trees (copies, never the shared corpora, are
@@ -11,6 +12,8 @@ collections are added until the index holds --target-chunks or --build-minutes h
 git-checkout corpora, then copies of the release corpora. Search is lexical (no model is pulled
 in the bench home). Times are in-process `Engine.update` / `Engine.search` calls, the daemon's own
 path; the edit step updates the edited collection alone (what the watcher triggers) and all.
+Search rows give wall and CPU ms per query; --compare runs them again in the same process with
+the long-query pruning off (`unpruned_*`: every term ORed, every named definition a candidate).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import shutil
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -106,11 +111,23 @@ def _full_relink_baseline(engine: Any, edited: str) -> dict[str, float]:
     return out
 
 
-def measure(engine: Any, repeat: int) -> dict[str, Any]:
-    from qmd_daemon.search.pipeline import SearchOptions
-
+def measure(engine: Any, repeat: int, compare: bool = False, search_only: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {"chunks": _chunks(engine), "collections": len(engine.collections())}
     engine.update(progress=False)  # settle anything changed since the build
+    if not search_only:
+        out.update(refresh_rows(engine, repeat))
+    out.update(search_rows(engine))
+    if compare:
+        with _pruning_off():
+            out.update(search_rows(engine, "unpruned_"))
+    out["load_average"] = os.getloadavg()
+    return out
+
+
+def refresh_rows(engine: Any, repeat: int) -> dict[str, float]:
+    """No-change update, edit 10 files + update (the edited collection, then all), and the full
+    re-link those edits cost before links were incremental."""
+    out: dict[str, float] = {}
     out["no_change_update_s"] = statistics.median(_timed(lambda: engine.update(progress=False))
                                                   for _ in range(repeat))
     name, files = _edit_target(engine)
@@ -129,19 +146,47 @@ def measure(engine: Any, repeat: int) -> dict[str, Any]:
             f.write_bytes(data)
         engine.update([name], progress=False)
     out.update(_full_relink_baseline(engine, name))
+    return out
+
+
+def _p50_p95(values: list[float]) -> tuple[float, float]:
+    values = sorted(values)
+    return statistics.median(values), values[min(len(values) - 1, int(0.95 * len(values)))]
+
+
+def search_rows(engine: Any, prefix: str = "") -> dict[str, float]:
+    """Questions and bug reports over all collections, lexical: wall and CPU ms per query (on a
+    shared machine wall time mostly measures the wait for a core)."""
+    from qmd_daemon.search.pipeline import SearchOptions
+
     options = SearchOptions(vectors=False, expand=False, rerank=False)
+    out: dict[str, float] = {}
     for kind, source in (("questions", "dev-queries.jsonl"), ("bug_reports", "dev-issues.jsonl")):
         rows = [json.loads(line) for line in (EVAL_DIR / source).open(encoding="utf-8")]
-        times = []
+        wall, cpu = [], []
         for row in rows:
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             engine.search(row["query"], None, limit=10, options=options)
-            times.append((time.perf_counter() - t0) * 1000)
-        times.sort()
-        out[f"{kind}_p50_ms"] = statistics.median(times)
-        out[f"{kind}_p95_ms"] = times[min(len(times) - 1, int(0.95 * len(times)))]
-    out["load_average"] = os.getloadavg()
+            wall.append((time.perf_counter() - t0) * 1000)
+            cpu.append((time.process_time() - c0) * 1000)
+        out[f"{prefix}{kind}_p50_ms"], out[f"{prefix}{kind}_p95_ms"] = _p50_p95(wall)
+        out[f"{prefix}{kind}_cpu_p50_ms"], out[f"{prefix}{kind}_cpu_p95_ms"] = _p50_p95(cpu)
     return out
+
+
+@contextmanager
+def _pruning_off() -> Iterator[None]:
+    """The search as it was before issue 15's pruning: the any-term pass ORs every term, and every
+    name a question says adds its definitions as candidates. (Searching every collection without
+    the collection filter stays on: it does not change results.)"""
+    from qmd_daemon.search import lexical, pipeline
+
+    kept = lexical.LOOSE_POSTINGS, lexical.MAX_LOOSE_SHARE, pipeline.MAX_NAME_DEFINITIONS
+    lexical.LOOSE_POSTINGS, lexical.MAX_LOOSE_SHARE, pipeline.MAX_NAME_DEFINITIONS = 10**12, 1.0, 10**12
+    try:
+        yield
+    finally:
+        lexical.LOOSE_POSTINGS, lexical.MAX_LOOSE_SHARE, pipeline.MAX_NAME_DEFINITIONS = kept
 
 
 def main() -> int:
@@ -152,6 +197,9 @@ def main() -> int:
     ap.add_argument("--build-minutes", type=float, default=15.0)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--compare", action="store_true",
+                    help="run the search rows again with the pruning off (unpruned_* rows)")
+    ap.add_argument("--search-only", action="store_true", help="skip the refresh and edit rows")
     args = ap.parse_args()
     home = args.home.expanduser()
     if not home.exists() and args.seed_home.exists():
@@ -163,7 +211,7 @@ def main() -> int:
     engine = Engine(Settings.from_env())
     try:
         build(engine, home, args.target_chunks, args.build_minutes)
-        result = measure(engine, args.repeat)
+        result = measure(engine, args.repeat, args.compare, args.search_only)
     finally:
         engine.close()
     for key, value in result.items():

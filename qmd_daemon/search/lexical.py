@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from qmd_daemon.errors import QueryRejected
 from qmd_daemon.search.query import ParsedQuery
@@ -25,8 +26,9 @@ def term_query(term: str) -> LexicalQuery:
     return AnyOf((whole, AllOf(tuple(Word(p) for p in parts))))
 
 
-def lexical_queries(parsed: ParsedQuery) -> list[LexicalQuery]:
-    """The queries to run, strictest first: phrases and all terms, then any term."""
+def lexical_queries(parsed: ParsedQuery, loose_terms: list[str] | None = None) -> list[LexicalQuery]:
+    """The queries to run, strictest first: phrases and all terms, then any of `loose_terms`
+    (default: every term; lexical_search passes the selective ones)."""
     groups = [term_query(t) for t in parsed.terms]
     phrases: list[LexicalQuery] = [Phrase(p) for p in parsed.phrases]
     if not groups and not phrases:
@@ -37,9 +39,39 @@ def lexical_queries(parsed: ParsedQuery) -> list[LexicalQuery]:
         return keep if drop is None else Without(keep, drop)
 
     queries = [excluding(AllOf(tuple(phrases + groups)))]
-    if len(groups) > 1 or (groups and phrases):
-        queries.append(excluding(AnyOf(tuple(groups))))
+    any_of = groups if loose_terms is None else [term_query(t) for t in loose_terms]
+    if any_of and (len(groups) > 1 or phrases):
+        queries.append(excluding(AnyOf(tuple(any_of))))
     return queries
+
+
+# What the any-term pass ORs. FTS5 reads the whole posting list of every term it ORs and scores
+# each row it finds, so a bug report's 40 terms read most of an index of 30 repositories (a
+# common word is in 100k of 255k chunks). Past LOOSE_POSTINGS it takes the rarest terms while
+# their postings fit, which bounds its cost whatever the index size, and leaves out a word in
+# more than MAX_LOOSE_SHARE of the scope's chunks: its BM25 weight is small, and on the issue
+# sets ranking without it is as good (bench/retrieval.py, docs/scale.md). A question's terms,
+# and most bug reports' in one repository, fit the budget whole.
+LOOSE_POSTINGS = 30_000
+MAX_LOOSE_SHARE = 0.1
+
+
+def selective_terms(terms: list[str], frequencies: dict[str, int], total: int) -> list[str]:
+    """The terms the any-term pass ORs, in the query's order: those the collections hold (a term
+    in no chunk matches nothing); when their postings exceed the budget, those not common, the
+    rarest first while they fit (the rarest always, so that common words still find chunks)."""
+    present = sorted((t for t in terms if frequencies[t] > 0), key=lambda t: frequencies[t])
+    if sum(frequencies[t] for t in present) <= LOOSE_POSTINGS:
+        return [t for t in terms if frequencies[t] > 0]
+    held = [t for t in present if frequencies[t] <= MAX_LOOSE_SHARE * total] or present[:1]
+    kept: set[str] = set()
+    postings = 0
+    for term in held:
+        postings += frequencies[term]
+        if kept and postings > LOOSE_POSTINGS:
+            break
+        kept.add(term)
+    return [t for t in terms if t in kept]
 
 
 @dataclass
@@ -56,8 +88,13 @@ def lexical_search(
     limit: int = 200,
     weights: tuple[float, float, float] = DEFAULT_WEIGHTS,
 ) -> list[LexicalHit]:
+    frequencies = document_frequencies(store, parsed.terms, collection_ids)
+    loose_terms = selective_terms(parsed.terms, frequencies, chunks_in_scope(store, collection_ids))
+    every_term_held = all(frequencies[t] > 0 for t in parsed.terms)
     hits: dict[int, LexicalHit] = {}
-    for index, query in enumerate(lexical_queries(parsed)):
+    for index, query in enumerate(lexical_queries(parsed, loose_terms)):
+        if index == 0 and not every_term_held:
+            continue  # a term no chunk holds: the all-terms pass cannot match
         try:
             rows = store.fts_search(query, collection_ids, limit, weights)
         except QueryRejected:
@@ -70,19 +107,38 @@ def lexical_search(
     return sorted(hits.values(), key=lambda h: (not h.strict, -h.score))
 
 
+def _kept_for_this_data(store: ChunkStore, name: str) -> dict[Any, Any]:
+    """A dict in `store.derived` that starts over empty whenever the data changes."""
+    state = store.data_state()
+    kept = store.derived.get(name)
+    if kept is None or kept[0] != state:
+        kept = (state, {})
+        store.derived[name] = kept
+    return kept[1]
+
+
+def chunks_in_scope(store: ChunkStore, collection_ids: list[int]) -> int:
+    """Chunks of the collections, kept until the data changes (a count over every chunk of the
+    scope: ~30 ms at 500k chunks)."""
+    totals = _kept_for_this_data(store, "chunk_total")
+    scope = tuple(sorted(collection_ids))
+    if scope not in totals:
+        totals[scope] = sum(store.chunk_count(i) for i in collection_ids)
+    return int(totals[scope])
+
 
 DF_CACHE_TERMS = 50_000  # document frequencies kept per index state before starting over
 
 
-def _document_frequencies(store: ChunkStore, terms: list[str], collection_ids: list[int]) -> dict[str, int]:
-    """Chunks of the collections holding each term. Kept until the data changes: an agent asks
-    many questions of one repository, and a long one counts up to 40 terms (~30 ms in django)."""
-    state = store.data_state()
-    kept = store.derived.get("term_df")
-    if kept is None or kept[0] != state or sum(len(d) for d in kept[1].values()) > DF_CACHE_TERMS:
-        kept = (state, {})
-        store.derived["term_df"] = kept
-    known: dict[str, int] = kept[1].setdefault(tuple(sorted(collection_ids)), {})
+def document_frequencies(store: ChunkStore, terms: list[str], collection_ids: list[int]) -> dict[str, int]:
+    """Chunks of the collections holding each term (its term_query). Kept until the data
+    changes: an agent asks many questions of one repository, a long one counts up to 40 terms
+    (~30 ms in django), and one search reads them twice (to pick the terms of its any-term pass,
+    for the question's idf)."""
+    kept = _kept_for_this_data(store, "term_df")
+    if sum(len(d) for d in kept.values()) > DF_CACHE_TERMS:
+        kept.clear()
+    known: dict[str, int] = kept.setdefault(tuple(sorted(collection_ids)), {})
     for term in terms:
         if term not in known:
             try:
@@ -100,6 +156,6 @@ def question_idf(store: ChunkStore, parsed: ParsedQuery, collection_ids: list[in
     terms = list(dict.fromkeys(t.lower() for t in parsed.terms))
     if not terms or not collection_ids:
         return 0.0
-    total = sum(store.chunk_count(i) for i in collection_ids)
-    frequencies = _document_frequencies(store, terms, collection_ids)
+    total = chunks_in_scope(store, collection_ids)
+    frequencies = document_frequencies(store, terms, collection_ids)
     return sum(max(math.log((total - df + 0.5) / (df + 0.5)), 1e-6) for df in frequencies.values())

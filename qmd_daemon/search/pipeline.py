@@ -4,6 +4,7 @@ score, rerank, shape. Each model is optional; without one the pipeline does what
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,7 @@ FUSED_CANDIDATES = 200
 STRONG_TOP, STRONG_GAP = 0.85, 0.15
 EXPAND_SHARE = 0.5
 MAX_ERROR_HOLDERS = 5  # chunks saying an error message's words, past which it is not its source
+MAX_NAME_DEFINITIONS = 30  # chunks defining a name, past which a question's name adds no candidates
 
 
 @dataclass
@@ -103,6 +105,14 @@ def _strong_signal(lexical: list[LexicalHit]) -> bool:
     return norm[0] >= STRONG_TOP and gap >= STRONG_GAP
 
 
+def _rare_definitions(rows: list[tuple[int, str, str]]) -> set[int]:
+    """Chunks defining a name that at most MAX_NAME_DEFINITIONS chunks define. A bug report names
+    `__init__`, `get` or `read` in passing, which thousands of chunks define over 30 repositories:
+    as candidates they would cost the scoring of every one, for a name that does not locate."""
+    counts = Counter(name.lower() for _, name, _ in rows)
+    return {int(cid) for cid, name, _ in rows if counts[name.lower()] <= MAX_NAME_DEFINITIONS}
+
+
 def _symbol_candidates(
     store: ChunkStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate],
     exact: set[int],
@@ -119,7 +129,8 @@ def _symbol_candidates(
         if name in names or name.lower() not in spelled:
             exact.add(int(chunk_id))
     stems = [n.lower() for n in names] if parsed.is_symbol_query else []
-    extra = [c for c in {*defined, *store.chunks_of_files_named(stems, collection_ids)} if c not in cands]
+    leads = defined if parsed.is_symbol_query else _rare_definitions(rows)
+    extra = [c for c in {*leads, *store.chunks_of_files_named(stems, collection_ids)} if c not in cands]
     for chunk_id, row in store.chunks_by_ids(extra).items():
         cands[chunk_id] = Candidate(row, score=0.0, ranks={"symbol": 1})
     return defined

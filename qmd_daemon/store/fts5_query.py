@@ -50,7 +50,9 @@ def match_expression(query: LexicalQuery) -> str:
     return _compile(query, nested=False)
 
 
-def scoped_match(query: LexicalQuery, collection_ids: list[int]) -> str:
-    """QUERY over the chunks of the given collections only."""
+def scoped_match(query: LexicalQuery, collection_ids: list[int] | None) -> str:
+    """QUERY over the chunks of the given collections only (None: of every collection)."""
+    if collection_ids is None:
+        return match_expression(query)
     scope = " OR ".join(fts_collection_token(i) for i in collection_ids)
     return f"collection : ({scope}) AND ({match_expression(query)})"

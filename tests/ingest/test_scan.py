@@ -78,3 +78,23 @@ def test_file_names_that_are_not_utf8_are_counted_not_fatal(tmp_path: Path) -> N
     result = scan(tmp_path, mask=DEFAULT_MASK, ignore=[], excludes=(), max_file_bytes=1 << 20)
     assert [f.path for f in result.files] == ["ok.py"]
     assert result.skipped["undecodable_name"] == 1
+
+
+def test_a_gitignore_rewritten_between_scans_with_the_same_size_and_mtime_is_obeyed(tmp_path: Path) -> None:
+    """Compiled .gitignore patterns are kept between scans by their text, never by the file's stat."""
+    root = tmp_path / "tree"
+    (root / "src").mkdir(parents=True)
+    for name in ("a.py", "b.py"):
+        (root / "src" / name).write_text("x = 1\n")
+    ignore_file = root / "src" / ".gitignore"
+    ignore_file.write_text("a.py\n")
+    stamp = ignore_file.stat().st_mtime_ns
+
+    def scanned() -> list[str]:
+        result = scan(root, mask="**/*.py", ignore=[], excludes=(), max_file_bytes=10**6)
+        return [f.path for f in result.files]
+
+    assert scanned() == ["src/b.py"]
+    ignore_file.write_text("b.py\n")
+    os.utime(ignore_file, ns=(stamp, stamp))
+    assert scanned() == ["src/a.py"]

@@ -1,0 +1,95 @@
+"""Long queries over a big index (issue 15): a bug report's terms and names must not make search
+read or score the whole index."""
+
+from pathlib import Path
+
+import pytest
+
+from qmd_daemon.engine import Engine
+from qmd_daemon.search import lexical
+from qmd_daemon.search.lexical import LOOSE_POSTINGS, selective_terms
+from qmd_daemon.search.pipeline import MAX_NAME_DEFINITIONS, _symbol_candidates
+from qmd_daemon.search.query import parse_query
+from qmd_daemon.store.fts5_query import match_expression
+from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.store.lexical_query import LexicalQuery
+from tests.conftest import indexed
+
+COMMON = ("apple banana cherry delta echo foxtrot golf hotel india juliet kilo lima mike november "
+          "oscar papa quebec romeo sierra tango").split()
+
+
+class RecordingStore(IndexStore):
+    """The real store over the same file, keeping the MATCH expressions FTS5 was given: which
+    terms reach FTS5 is what costs, and the ranked hits alone do not show it."""
+
+    def __init__(self, path: Path):
+        super().__init__(path)
+        self.matches: list[str] = []
+
+    def fts_search(self, query: LexicalQuery, collection_ids: list[int], limit: int,
+                   weights: tuple[float, float, float]) -> list[tuple[int, float]]:
+        self.matches.append(match_expression(query))
+        return super().fts_search(query, collection_ids, limit, weights)
+
+
+def test_selective_terms_keep_the_rarest_held_terms_within_the_postings_budget() -> None:
+    frequencies = {"Rare": 5, "more": 8_000, "mid": 9_000, "other": 20_000, "absent": 0}
+    kept = selective_terms(list(frequencies), frequencies, total=1_000_000)
+    assert kept == ["Rare", "more", "mid"], "`other` would pass the budget: the cost is bounded"
+    assert sum(frequencies[t] for t in kept) <= LOOSE_POSTINGS
+    shares = {"Rare": 5, "frequent": 35_000}
+    assert selective_terms(["frequent", "Rare"], shares, total=100_000) == ["Rare"], "in 35% of chunks"
+    assert selective_terms(["x", "y"], {"x": 60_000, "y": 50_000}, total=100_000) == ["y"], \
+        "the rarest term stays when every one is common"
+    fits = {"a": 9_000, "b": 9_500}
+    assert selective_terms(["a", "b"], fits, total=10_000) == ["a", "b"], "within the budget all are kept"
+
+
+def test_the_any_term_pass_ors_only_the_rarest_terms_the_index_holds(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The budget scaled down to this 9-chunk index (30,000 postings needs an index of thousands).
+    monkeypatch.setattr(lexical, "LOOSE_POSTINGS", 10)
+    files = {f"common_{i}.py": f"# {' '.join(COMMON)}\nX_{i} = {i}\n" for i in range(8)}
+    files["rare.py"] = "def frobnicate():\n    # apple banana\n    return 1\n"
+    name = indexed(engine, tmp_path / "p", files)
+    parsed = parse_query(" ".join([*COMMON, "frobnicate", "zzqxnothere"]))
+    store = RecordingStore(engine.settings.index_path)
+    try:
+        hits = lexical.lexical_search(store, parsed, engine.collection_ids([name]))
+        top = store.chunks_by_ids([hits[0].chunk_id])[hits[0].chunk_id]
+    finally:
+        store.close()
+    assert len(store.matches) == 1, "a term no chunk holds: the all-terms pass is not run"
+    ored = store.matches[0]
+    assert '"frobnicate"' in ored and "zzqxnothere" not in ored
+    assert ored == '"frobnicate"', "past the budget, the common words are left out"
+    assert top.path == "rare.py"
+
+
+def test_a_name_many_chunks_define_adds_no_candidates_to_a_question(engine: Engine, tmp_path: Path) -> None:
+    files = {f"m{i}.py": f"def read_block(self):\n    return {i}\n" for i in range(MAX_NAME_DEFINITIONS + 1)}
+    files["widget.py"] = "def frobnicate_widget():\n    return 0\n"
+    name = indexed(engine, tmp_path / "p", files)
+    ids = engine.collection_ids([name])
+    question: dict = {}
+    asked = parse_query("why does read_block fail in frobnicate_widget")
+    _symbol_candidates(engine.store, asked, ids, question, set())
+    assert sorted({c.chunk.path for c in question.values()}) == ["widget.py"]
+    asked_by_name: dict = {}
+    _symbol_candidates(engine.store, parse_query("read_block"), ids, asked_by_name, set())
+    assert len(asked_by_name) == MAX_NAME_DEFINITIONS + 1, "a bare name still finds every definition"
+
+
+def test_searching_every_collection_returns_only_what_the_index_still_holds(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """All collections are searched without the collection filter: a removed collection's chunks
+    must be gone from FTS5 too."""
+    kept = indexed(engine, tmp_path / "a", {"kept.py": "def gizmo_kept():\n    return 'gizmo'\n"})
+    gone = indexed(engine, tmp_path / "b", {"gone.py": "def gizmo_gone():\n    return 'gizmo'\n"})
+    assert {h.path for h in engine.search("gizmo", [kept])} == {"kept.py"}
+    assert {h.path for h in engine.search("gizmo")} == {"kept.py", "gone.py"}
+    engine.remove_collection(gone)
+    assert {h.path for h in engine.search("gizmo")} == {"kept.py"}
