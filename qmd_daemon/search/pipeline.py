@@ -4,6 +4,7 @@ score, rerank, shape. Each model is optional; without one the pipeline does what
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,8 @@ from qmd_daemon.search.lexical import (
     lexical_search,
     phrase_expression,
     question_idf,
+    term_group,
+    term_idfs,
 )
 from qmd_daemon.search.query import ParsedQuery, content_words, parse_query
 from qmd_daemon.search.report import frame_file_matches
@@ -32,6 +35,7 @@ from qmd_daemon.search.scoring import (
     path_word_boost,
     preamble_penalty,
     saturate,
+    sibling_terms_boost,
 )
 from qmd_daemon.search.vector import vector_search
 from qmd_daemon.store.connection import OperationalError
@@ -174,6 +178,16 @@ def _frame_candidates(
     return ranks
 
 
+def _term_holders(store: IndexStore) -> Callable[[str, list[int]], set[int]]:
+    """term, chunk ids -> those of the chunks whose FTS row holds the term (none if FTS5 rejects it)."""
+    def holders(term: str, chunk_ids: list[int]) -> set[int]:
+        try:
+            return store.chunks_matching(term_group(term), chunk_ids)
+        except OperationalError:
+            return set()
+    return holders
+
+
 class _Clock:
     def __init__(self, trace: SearchTrace, budget_ms: float | None):
         self.trace, self.last = trace, time.perf_counter()
@@ -307,6 +321,8 @@ def run_search(
         definition_boost(pool, parsed, 1.0, options.weights, defined, exact)
         name_words_boost(pool, parsed, 1.0, options.weights, store.definitions_in, defined)
         path_word_boost(pool, parsed, 1.0, options.weights)
+        sibling_terms_boost(pool, 1.0, options.weights, term_idfs(store, parsed, collection_ids),
+                            store.signature_outline, _term_holders(store))
         frame_file_boost(pool, frame_ranks, options.weights)
         error_message_boost(pool, error_holders, options.weights)
         path_penalties(pool, parsed, options.weights)

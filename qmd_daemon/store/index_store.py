@@ -483,6 +483,32 @@ class IndexStore:
             out.setdefault(int(chunk_id), []).append(name)
         return out
 
+    def signature_outline(self, file_ids: list[int]) -> dict[int, list[tuple[int, str]]]:
+        """File id -> (chunk id, signature) of each chunk, in line order: the windows of one long
+        definition follow each other, each after the first opening with its signature."""
+        if not file_ids:
+            return {}
+        marks = ",".join("?" * len(file_ids))
+        out: dict[int, list[tuple[int, str]]] = {}
+        for chunk_id, file_id, signature in self.conn.execute(
+            f"""SELECT id, file_id, signature FROM chunks WHERE file_id IN ({marks})
+                ORDER BY file_id, start_line, id""",
+            file_ids,
+        ):
+            out.setdefault(int(file_id), []).append((int(chunk_id), signature))
+        return out
+
+    def chunks_matching(self, match: str, chunk_ids: list[int]) -> set[int]:
+        """The chunks among chunk_ids whose FTS row matches the FTS5 expression."""
+        if not chunk_ids:
+            return set()
+        marks = ",".join("?" * len(chunk_ids))
+        rows = self.conn.execute(
+            f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})",
+            [match, *chunk_ids],
+        )
+        return {int(r[0]) for r in rows}
+
     def last_lines(self, file_ids: list[int]) -> dict[int, int]:
         """File id -> the last line any of its chunks covers."""
         if not file_ids:
