@@ -7,7 +7,8 @@ from pathlib import Path
 
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.pipeline import SearchOptions
-from qmd_daemon.search.scoring import ScoringWeights, definition_windows
+from qmd_daemon.search.query import parse_query
+from qmd_daemon.search.scoring import SIBLING_QUESTION_TERMS, ScoringWeights, definition_windows
 from tests.conftest import indexed
 
 
@@ -158,3 +159,13 @@ def test_windows_are_runs_that_open_with_the_definitions_signature() -> None:
     assert windows[10] == windows[12] == [10, 11, 12]
     # a one-window definition, chunks with no signature and a name repeated apart are not windows
     assert not {13, 14, 15, 20, 21, 22} & set(windows)
+
+
+def test_a_bug_report_gets_no_sibling_share(engine: Engine, tmp_path: Path) -> None:
+    """A report's many terms are all over any long function: the rule is for questions."""
+    name = indexed(engine, tmp_path / "requests", FILES)
+    report = QUESTION + " after upgrading the session loses its login state when the server answers 302 twice"
+    assert len(set(parse_query(report).terms)) > SIBLING_QUESTION_TERMS
+    for text, boosted in ((QUESTION, True), (report, False)):
+        hits = engine.search(text, [name], limit=10, options=SearchOptions(per_file=0, explain=True))
+        assert any("sibling_terms" in hit.explain["boosts"] for hit in hits) is boosted, text
