@@ -81,11 +81,9 @@ ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
     # without the case rule for definitions / the error-message rule of bug reports (issue 11)
     "lexical-anycase": {"max_tokens": None, "vectors": False, "weights": ScoringWeights(definition_case=1.0)},
     "lexical-noerror": {"max_tokens": None, "vectors": False, "weights": ScoringWeights(error_message=0.0)},
-    # without / with half the sibling-window rule (a window earns what its definition's other windows say)
+    # without the sibling-window rule (the best window of a long definition earns what the others say)
     "lexical-nosiblings": {"max_tokens": None, "vectors": False,
                            "weights": ScoringWeights(sibling_terms=0.0)},
-    "lexical-siblings0.5": {"max_tokens": None, "vectors": False,
-                            "weights": ScoringWeights(sibling_terms=0.5)},
     "hybrid-nosiblings": {"max_tokens": None, "weights": ScoringWeights(sibling_terms=0.0)},
     "+expansion": {"max_tokens": None, "expand": True},
     "+rerank": {"max_tokens": None, "rerank": True},

@@ -321,7 +321,7 @@ def run_search(
         definition_boost(pool, parsed, 1.0, options.weights, defined, exact)
         name_words_boost(pool, parsed, 1.0, options.weights, store.definitions_in, defined)
         path_word_boost(pool, parsed, 1.0, options.weights)
-        sibling_terms_boost(pool, parsed, 1.0, options.weights, term_idfs(store, parsed, collection_ids),
+        sibling_terms_boost(pool, 1.0, options.weights, term_idfs(store, parsed, collection_ids),
                             store.signature_outline, _term_holders(store))
         frame_file_boost(pool, frame_ranks, options.weights)
         error_message_boost(pool, error_holders, options.weights)

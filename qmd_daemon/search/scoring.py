@@ -292,7 +292,6 @@ def definition_windows(outline: dict[int, list[tuple[int, str]]]) -> dict[int, l
 
 def sibling_terms_boost(
     cands: list[Candidate],
-    parsed: ParsedQuery,
     top: float,
     weights: ScoringWeights,
     idfs: dict[str, float],
@@ -301,12 +300,11 @@ def sibling_terms_boost(
 ) -> None:
     """A long function answers as a whole: in psf/requests the window of `Session.send` that
     persists cookies does not say "redirect", the window after it resolves the redirects. The
-    best window of a definition (small-to-big retrieval: the part shown, its context scored)
-    earns the share of the question's idf that only the windows beside it say. Only the two
-    neighbours: the far windows of a long function say a bit of every question. Only for a
-    question (up to SIBLING_QUESTION_TERMS terms): a bug report's 40 terms are all over any long
-    function. `idfs`: term -> idf; `outline_of`: the store's `signature_outline`;
-    `holders_of(term, chunk ids)`: those holding the term."""
+    best window of a definition (small-to-big retrieval: the part shown, the whole scored) earns
+    the share of the question's idf that only its other windows say. Only for a question (up to
+    SIBLING_QUESTION_TERMS terms): a bug report's 40 terms are all over any long function.
+    `idfs`: term -> idf; `outline_of`: the store's `signature_outline`; `holders_of(term, chunk
+    ids)`: those holding the term."""
     total = sum(idfs.values())
     if weights.sibling_terms == 0 or total <= 0 or len(idfs) > SIBLING_QUESTION_TERMS:
         return
@@ -317,19 +315,15 @@ def sibling_terms_boost(
         siblings = windows.get(cand.chunk.id)
         if siblings and (siblings[0] not in best or cand.score > best[siblings[0]].score):
             best[siblings[0]] = cand
-    beside: dict[int, list[int]] = {}
-    for cand in best.values():
-        siblings = windows[cand.chunk.id]
-        at = siblings.index(cand.chunk.id)
-        beside[cand.chunk.id] = siblings[max(0, at - 1):at] + siblings[at + 1:at + 2]
-    members = list({m for ids in beside.values() for m in ids} | set(beside))
+    members = list({m for cand in best.values() for m in windows[cand.chunk.id]})
     if not members:
         return
     held = {term: holders_of(term, members) for term in idfs}
     for cand in best.values():
+        siblings = windows[cand.chunk.id]
         gained = sum(
             idf for term, idf in idfs.items()
-            if cand.chunk.id not in held[term] and any(s in held[term] for s in beside[cand.chunk.id])
+            if cand.chunk.id not in held[term] and any(s in held[term] for s in siblings)
         )
         cand.add("sibling_terms", weights.sibling_terms * top * gained / total)
 
