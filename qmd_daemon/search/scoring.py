@@ -41,6 +41,7 @@ class ScoringWeights:
 
 
 PREAMBLE_CHECKED = 50  # candidates read for the preamble rule: those that could reach the page
+SIBLING_CHECKED = 50  # leading candidates whose definitions' windows are read (each term a lookup)
 SIBLING_QUESTION_TERMS = 10  # a question's distinct terms (dev questions: 13 at most, bug reports ~40)
 
 # Test files by each language's convention, matched on the lower-cased path: test folders (also
@@ -308,7 +309,8 @@ def sibling_terms_boost(
     total = sum(idfs.values())
     if weights.sibling_terms == 0 or total <= 0 or len(idfs) > SIBLING_QUESTION_TERMS:
         return
-    code = [c for c in cands if c.chunk.kind == "code" and c.chunk.signature]
+    leaders = sorted(cands, key=lambda c: -c.score)[:SIBLING_CHECKED]
+    code = [c for c in leaders if c.chunk.kind == "code" and c.chunk.signature]
     windows = definition_windows(outline_of(list({c.chunk.file_id for c in code})))
     best: dict[int, Candidate] = {}  # first window's id -> the best candidate among its windows
     for cand in code:
