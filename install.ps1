@@ -3,6 +3,7 @@
 #
 #   .\install.ps1                                  ask: Enable local QMD search models? [y/N/a]
 #   .\install.ps1 -SemanticRetrieval yes|no|auto [-DryRun] [-Profile qwen3|small] [-PythonEnv DIR]
+#   'y' | .\install.ps1                            piped answers work (also echo y | pwsh -File install.ps1)
 [CmdletBinding()]
 param(
     [ValidateSet('yes', 'no', 'auto', 'y', 'n', 'a')][string]$SemanticRetrieval,
@@ -11,6 +12,8 @@ param(
     [string]$PythonEnv,
     [switch]$AutoRetrieve,
     [string[]]$GitHook,
+    # a line piped into the script ('y' | .\install.ps1); all of them are read from $input below
+    [Parameter(ValueFromPipeline = $true)][string]$Answer,
     [Parameter(ValueFromRemainingArguments = $true)][string[]]$Rest
 )
 $ErrorActionPreference = 'Stop'
@@ -43,6 +46,17 @@ if ($AutoRetrieve) { $argsOut += '--auto-retrieve' }
 foreach ($repo in $GitHook) { $argsOut += @('--git-hook', $repo) }
 if ($Rest) { $argsOut += $Rest }
 
+# The setup asks its question on its own standard input, but PowerShell hands neither a pipe into
+# this script ('y' | .\install.ps1: $input) nor its own redirected input (echo y | pwsh -File
+# install.ps1: [Console]::In) to the programs it starts. So the answers are read here and piped on:
+# the setup re-asks after an invalid one and refuses at the end of the input with the hint, as it
+# does behind install.sh. Redirected input with nothing in it is refused here the same way.
+$answers = @($input)
+$redirected = [Console]::IsInputRedirected
+if (-not $SemanticRetrieval -and $answers.Count -eq 0 -and $redirected) {
+    for ($line = [Console]::In.ReadLine(); $null -ne $line; $line = [Console]::In.ReadLine()) { $answers += $line }
+}
+
 $python = Find-Python
 if (-not $python) {
     switch -Regex ($SemanticRetrieval) {
@@ -53,5 +67,12 @@ if (-not $python) {
 }
 $env:PYTHONPATH = if ($env:PYTHONPATH) { "$here;$env:PYTHONPATH" } else { $here }
 $exe = $python[0]; $pre = @($python | Select-Object -Skip 1)
-& $exe @pre -m qmd_daemon.setup @argsOut
+if ($SemanticRetrieval -or -not ($answers.Count -or $redirected)) {
+    & $exe @pre -m qmd_daemon.setup @argsOut  # told, or a console the setup asks on
+} elseif ($answers.Count) {
+    $answers | & $exe @pre -m qmd_daemon.setup @argsOut
+} else {
+    [Console]::Error.WriteLine('install: error: no answer on standard input; nothing was changed (pass -SemanticRetrieval yes|no|auto)')
+    exit 2
+}
 exit $LASTEXITCODE

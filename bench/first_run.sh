@@ -8,7 +8,8 @@
 # Environment: FIRST_RUN_SRC (repository to clone; default: this checkout's committed HEAD),
 # FIRST_RUN_WORK (scratch folder, default a new /tmp/qmd-first-run.XXXX, removed unless
 # FIRST_RUN_KEEP=1), FIRST_RUN_SHARED (the shared/ folder the clone sees as ../shared; default
-# this checkout's ../shared). "Offline" means the Hub cannot be reached (HF_ENDPOINT points at a
+# this checkout's ../shared), FIRST_RUN_REQUESTS (a git repository of psf/requests, bare or not,
+# for row requests_question; default the search tool's snapshot in /work/.mirror). "Offline" means the Hub cannot be reached (HF_ENDPOINT points at a
 # closed local port; HF_HUB_OFFLINE is not set: huggingface_hub reads it once at import, and the
 # tests' fake Hub needs it unset); pip still installs from its index and cache, as on the machines
 # this project runs on.
@@ -25,8 +26,8 @@ LOGS=$WORK/logs
 PY=$(command -v python3.11 || command -v python3)
 
 ROWS=(readme_install readme_tests small_install compile_progress yes_no_hub piped_y no_input
-      invalid_answer ai_search_outside_repo pending_vectors nonsense_query remove_during_index stop
-      uninstall_settings)
+      invalid_answer ai_search_outside_repo pending_vectors nonsense_query requests_question
+      remove_during_index stop uninstall_settings)
 
 DETAIL=""
 RESULTS=()
@@ -207,6 +208,32 @@ row_nonsense_query() {  # no real match scores under the threshold; a real quest
   real=$("$PY" -c 'import json,sys; h=json.load(open(sys.argv[1])); print(h[0]["score"] if h else 0)' "$LOGS/real.json")
   DETAIL="exit $rc; nonsense best $best, real question $real, threshold $threshold"
   [ $rc -eq 0 ] && "$PY" -c 'import sys; n, r, t = map(float, sys.argv[1:]); sys.exit(0 if n < t <= r else 1)' "$best" "$real" "$threshold"
+}
+
+row_requests_question() {  # a behaviour question reaches the code that does it, not imports
+  need_small_install || { DETAIL="needs row small_install"; return 1; }
+  local source=${FIRST_RUN_REQUESTS:-/work/.mirror/psf+requests/repo} repo=$WORK/requests
+  rm -rf "$repo" && mkdir -p "$repo"
+  git --git-dir="$source" archive HEAD 2>/dev/null | tar -x -C "$repo" \
+    || git -C "$source" archive HEAD | tar -x -C "$repo" || { DETAIL="no psf/requests at $source"; return 1; }
+  git -C "$repo" init -q && git -C "$repo" add -A
+  (cd "$repo" && in_home "$SMALL_HOME" ai-search --json "how are cookies persisted across redirects") \
+    >"$LOGS/requests.json" 2>"$LOGS/requests.log"
+  local rc=$?
+  # the windows of SessionRedirectMixin.resolve_redirects and Session.send that move a response's
+  # cookies into the jar (the only calls of extract_cookies_to_jar in sessions.py)
+  DETAIL=$("$PY" - "$LOGS/requests.json" "$repo/src/requests/sessions.py" <<'EOF2'
+import json, sys
+hits = json.load(open(sys.argv[1]))[:5]
+calls = [n for n, line in enumerate(open(sys.argv[2]), start=1) if "extract_cookies_to_jar(" in line]
+rank = next((i for i, h in enumerate(hits, 1) if h["path"].endswith("src/requests/sessions.py")
+             and any(h["line"] <= n <= h["end_line"] for n in calls)), None)
+top = ", ".join(f'{h["path"].rsplit("/", 1)[-1]}:{h["line"]}' for h in hits)
+print(f"cookie-moving window of sessions.py at rank {rank} of the top 5 ({top})" if rank
+      else f"no cookie-moving window of sessions.py in the top 5 ({top})")
+EOF2
+)
+  [ $rc -eq 0 ] && [[ $DETAIL == "cookie-moving window"* ]]
 }
 
 row_remove_during_index() {  # collection remove while an update writes: waits for it, never "database is locked"

@@ -81,6 +81,10 @@ ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
     # without the case rule for definitions / the error-message rule of bug reports (issue 11)
     "lexical-anycase": {"max_tokens": None, "vectors": False, "weights": ScoringWeights(definition_case=1.0)},
     "lexical-noerror": {"max_tokens": None, "vectors": False, "weights": ScoringWeights(error_message=0.0)},
+    # without the sibling-window rule (the best window of a long definition earns what the others say)
+    "lexical-nosiblings": {"max_tokens": None, "vectors": False,
+                           "weights": ScoringWeights(sibling_terms=0.0)},
+    "hybrid-nosiblings": {"max_tokens": None, "weights": ScoringWeights(sibling_terms=0.0)},
     "+expansion": {"max_tokens": None, "expand": True},
     "+rerank": {"max_tokens": None, "rerank": True},
     "full": {"max_tokens": None, "expand": True, "rerank": True},

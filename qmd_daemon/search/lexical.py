@@ -148,14 +148,19 @@ def document_frequencies(store: ChunkStore, terms: list[str], collection_ids: li
     return {term: known[term] for term in terms}
 
 
-def question_idf(store: ChunkStore, parsed: ParsedQuery, collection_ids: list[int]) -> float:
-    """The BM25 a chunk would earn from matching every term of the question once, by FTS5's own
-    idf (log((N - df + 0.5) / (df + 0.5)), at least 1e-6) over the searched collections. A hit's
-    BM25 over this says how much of the question it answers in absolute terms: words the
-    collections never say (another codebase's names, nonsense) weigh most and match nothing."""
+def term_idfs(store: ChunkStore, parsed: ParsedQuery, collection_ids: list[int]) -> dict[str, float]:
+    """Each distinct (lowercased) term of the question -> FTS5's own idf of it over the searched
+    collections: log((N - df + 0.5) / (df + 0.5)), at least 1e-6."""
     terms = list(dict.fromkeys(t.lower() for t in parsed.terms))
     if not terms or not collection_ids:
-        return 0.0
+        return {}
     total = chunks_in_scope(store, collection_ids)
     frequencies = document_frequencies(store, terms, collection_ids)
-    return sum(max(math.log((total - df + 0.5) / (df + 0.5)), 1e-6) for df in frequencies.values())
+    return {term: max(math.log((total - df + 0.5) / (df + 0.5)), 1e-6) for term, df in frequencies.items()}
+
+
+def question_idf(store: ChunkStore, parsed: ParsedQuery, collection_ids: list[int]) -> float:
+    """The BM25 a chunk would earn from matching every term of the question once. A hit's
+    BM25 over this says how much of the question it answers in absolute terms: words the
+    collections never say (another codebase's names, nonsense) weigh most and match nothing."""
+    return sum(term_idfs(store, parsed, collection_ids).values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,8 @@ from qmd_daemon.search.lexical import (
     LexicalHit,
     lexical_search,
     question_idf,
+    term_idfs,
+    term_query,
 )
 from qmd_daemon.search.query import ParsedQuery, parse_query, snippet_words
 from qmd_daemon.search.report import frame_file_matches
@@ -33,6 +36,7 @@ from qmd_daemon.search.scoring import (
     path_word_boost,
     preamble_penalty,
     saturate,
+    sibling_terms_boost,
 )
 from qmd_daemon.search.vector import vector_search
 from qmd_daemon.store.lexical_query import Phrase
@@ -184,6 +188,16 @@ def _frame_candidates(
     return ranks
 
 
+def _term_holders(store: ChunkStore) -> Callable[[str, list[int]], set[int]]:
+    """term, chunk ids -> those of the chunks that hold the term (none if the backend rejects it)."""
+    def holders(term: str, chunk_ids: list[int]) -> set[int]:
+        try:
+            return store.chunks_matching(term_query(term), chunk_ids)
+        except QueryRejected:
+            return set()
+    return holders
+
+
 class _Clock:
     def __init__(self, trace: SearchTrace, budget_ms: float | None):
         self.trace, self.last = trace, time.perf_counter()
@@ -319,6 +333,8 @@ def run_search(
         definition_boost(pool, parsed, 1.0, options.weights, defined, exact)
         name_words_boost(pool, parsed, 1.0, options.weights, store.definitions_in, defined)
         path_word_boost(pool, parsed, 1.0, options.weights)
+        sibling_terms_boost(pool, 1.0, options.weights, term_idfs(store, parsed, collection_ids),
+                            store.signature_outline, _term_holders(store))
         frame_file_boost(pool, frame_ranks, options.weights)
         error_message_boost(pool, error_holders, options.weights)
         path_penalties(pool, parsed, options.weights)

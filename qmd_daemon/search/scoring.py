@@ -37,9 +37,12 @@ class ScoringWeights:
     frame_file: float = 1.0  # x top score, for a file a quoted stack frame names (innermost most)
     frame_decay: float = 0.7  # each further frame file from the innermost
     error_message: float = 1.0  # x top score, for a code chunk holding a quoted error message's words
+    sibling_terms: float = 1.0  # x top score x the question's idf share only sibling windows say
 
 
 PREAMBLE_CHECKED = 50  # candidates read for the preamble rule: those that could reach the page
+SIBLING_CHECKED = 50  # leading candidates whose definitions' windows are read (each term a lookup)
+SIBLING_QUESTION_TERMS = 10  # a question's distinct terms (dev questions: 13 at most, bug reports ~40)
 
 # Test files by each language's convention, matched on the lower-cased path: test folders (also
 # .NET's `Foo.Tests/` projects), `test_x.py`/`test_x.lua`, `x_test.go`/`x_test.exs`,
@@ -265,6 +268,66 @@ def preamble_penalty(
     for cand in preambles:
         if cand.chunk.end_line < last.get(cand.chunk.file_id, 0):
             cand.scale("preamble_only", weights.preamble_penalty)
+
+
+def definition_windows(outline: dict[int, list[tuple[int, str]]]) -> dict[int, list[int]]:
+    """Chunk id -> every window of the long definition it is a window of (itself included).
+    `outline`: file id -> (chunk id, signature) in line order (the store's `signature_outline`).
+    A window after the first opens its signature with the definition's (ingest's continuation
+    windows), and the window before it holds that line: the first window, where the definition
+    starts among others (its class, smaller definitions before it), or the previous continuation."""
+    windows: dict[int, list[int]] = {}
+    for chunks in outline.values():
+        run: list[int] = []
+        previous: list[str] = []
+        for chunk_id, signature in chunks:
+            lines = signature.split("\n") if signature else []
+            if not (lines and lines[0] in previous):
+                run = []
+            run.append(chunk_id)
+            if len(run) > 1:
+                windows.update(dict.fromkeys(run, run))
+            previous = lines
+    return windows
+
+
+def sibling_terms_boost(
+    cands: list[Candidate],
+    top: float,
+    weights: ScoringWeights,
+    idfs: dict[str, float],
+    outline_of: Callable[[list[int]], dict[int, list[tuple[int, str]]]],
+    holders_of: Callable[[str, list[int]], set[int]],
+) -> None:
+    """A long function answers as a whole: in psf/requests the window of `Session.send` that
+    persists cookies does not say "redirect", the window after it resolves the redirects. The
+    best window of a definition (small-to-big retrieval: the part shown, the whole scored) earns
+    the share of the question's idf that only its other windows say. Only for a question (up to
+    SIBLING_QUESTION_TERMS terms): a bug report's 40 terms are all over any long function.
+    `idfs`: term -> idf; `outline_of`: the store's `signature_outline`; `holders_of(term, chunk
+    ids)`: those holding the term."""
+    total = sum(idfs.values())
+    if weights.sibling_terms == 0 or total <= 0 or len(idfs) > SIBLING_QUESTION_TERMS:
+        return
+    leaders = sorted(cands, key=lambda c: -c.score)[:SIBLING_CHECKED]
+    code = [c for c in leaders if c.chunk.kind == "code" and c.chunk.signature]
+    windows = definition_windows(outline_of(list({c.chunk.file_id for c in code})))
+    best: dict[int, Candidate] = {}  # first window's id -> the best candidate among its windows
+    for cand in code:
+        siblings = windows.get(cand.chunk.id)
+        if siblings and (siblings[0] not in best or cand.score > best[siblings[0]].score):
+            best[siblings[0]] = cand
+    members = list({m for cand in best.values() for m in windows[cand.chunk.id]})
+    if not members:
+        return
+    held = {term: holders_of(term, members) for term in idfs}
+    for cand in best.values():
+        siblings = windows[cand.chunk.id]
+        gained = sum(
+            idf for term, idf in idfs.items()
+            if cand.chunk.id not in held[term] and any(s in held[term] for s in siblings)
+        )
+        cand.add("sibling_terms", weights.sibling_terms * top * gained / total)
 
 
 def saturate(ranked: list[Candidate], weights: ScoringWeights) -> list[Candidate]:

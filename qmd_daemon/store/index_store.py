@@ -15,7 +15,7 @@ from qmd_daemon.store.connection import (
     rejected_queries,
     write_transaction,
 )
-from qmd_daemon.store.fts5_query import fts_collection_token, quote, scoped_match
+from qmd_daemon.store.fts5_query import fts_collection_token, match_expression, quote, scoped_match
 from qmd_daemon.store.lexical_query import LexicalQuery
 from qmd_daemon.store.protocols import ChunkRow, FileState
 from qmd_daemon.store.schema import migrate
@@ -446,6 +446,33 @@ class IndexStore:
         ):
             out.setdefault(int(chunk_id), []).append(name)
         return out
+
+    def signature_outline(self, file_ids: list[int]) -> dict[int, list[tuple[int, str]]]:
+        """File id -> (chunk id, signature) of each chunk, in line order: the windows of one long
+        definition follow each other, each after the first opening with its signature."""
+        if not file_ids:
+            return {}
+        marks = ",".join("?" * len(file_ids))
+        out: dict[int, list[tuple[int, str]]] = {}
+        for chunk_id, file_id, signature in self.conn.execute(
+            f"""SELECT id, file_id, signature FROM chunks WHERE file_id IN ({marks})
+                ORDER BY file_id, start_line, id""",
+            file_ids,
+        ):
+            out.setdefault(int(file_id), []).append((int(chunk_id), signature))
+        return out
+
+    def chunks_matching(self, query: LexicalQuery, chunk_ids: list[int]) -> set[int]:
+        """The chunks among chunk_ids that match the query."""
+        if not chunk_ids:
+            return set()
+        marks = ",".join("?" * len(chunk_ids))
+        with rejected_queries():
+            rows = self.conn.execute(
+                f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})",
+                [match_expression(query), *chunk_ids],
+            ).fetchall()
+        return {int(r[0]) for r in rows}
 
     def last_lines(self, file_ids: list[int]) -> dict[int, int]:
         """File id -> the last line any of its chunks covers."""
