@@ -156,12 +156,10 @@ class JobQueue:
             job = self._queue.popleft()
             self._running = job
             job.state, job.started_at, job.started_mono = "running", time.time(), time.monotonic()
-            plan = (
-                self._vouch.plan(self.watches(job.names))
-                if job.kind == "refresh" and self.watches is not None
-                else None
-            )
+            plan: RefreshPlan | None = None
             try:
+                if job.kind == "refresh" and self.watches is not None:
+                    plan = self._vouch.plan(self.watches(job.names))
                 job.result = await loop.run_in_executor(self._executor, self._run, job, plan)
                 job.state = "done"
             except QmdError as exc:
