@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +26,7 @@ from qmd_daemon.store.backends import Backend, open_backend
 from qmd_daemon.store.protocols import QUANTIZATIONS, ChunkStore, VectorStore
 from qmd_daemon.vectorize import EmbedReport, embed_pending
 
+IndexStamp = tuple[int | None, str]  # (collection id, index format): see Engine.index_stamp
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
@@ -203,15 +205,34 @@ class Engine:
 
     # -- indexing ------------------------------------------------------------------------------
 
-    def update(self, names: list[str] | None = None, *, progress: bool | None = None) -> list[UpdateReport]:
+    def update(
+        self,
+        names: list[str] | None = None,
+        *,
+        progress: bool | None = None,
+        unchanged: Callable[[CollectionConfig, IndexStamp], bool] | None = None,
+    ) -> list[UpdateReport]:
+        """Bring the collections' index up to date with their files. `unchanged(collection, stamp)`
+        is asked before each walk, under the writer lock: True when the caller knows nothing under
+        the root changed since it was indexed with this config at this stamp (the daemon's watcher,
+        daemon/vouch.py), so that collection is not walked and gets no report."""
         reports = []
         for selected in self._select(names):
             with self.writing():
                 # index.yml as it is now: the collection may have been removed or changed meanwhile
                 current = self.collections().get(selected.name)
-                if current is not None:
-                    reports.append(update_collection(self.store, current, self.settings, progress=progress))
+                if current is None:
+                    continue
+                if unchanged is not None and unchanged(current, self.index_stamp(current.name)):
+                    continue
+                reports.append(update_collection(self.store, current, self.settings, progress=progress))
         return reports
+
+    def index_stamp(self, name: str) -> IndexStamp:
+        """What identifies the index's copy of a collection: it changes when another process
+        removes and re-adds the collection, or indexes it with other rules."""
+        collection_id = self.store.collection_id(name)
+        return collection_id, self.store.index_format(collection_id) if collection_id is not None else ""
 
     def collection_ids(self, names: list[str]) -> list[int]:
         return [i for i in (self.store.collection_id(n) for n in names) if i is not None]

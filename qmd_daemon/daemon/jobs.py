@@ -3,6 +3,8 @@
 Jobs run one at a time on a dedicated writer thread with their own Engine (their own SQLite
 connection), so the searcher's connection is never held by a write: WAL lets searches read the last
 committed index while a refresh transaction is open. Identical jobs that are still queued merge.
+A refresh skips the collections whose roots the watcher saw no change under since their last
+finished refresh (vouch.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from qmd_daemon.daemon.vouch import RefreshPlan, RefreshVouch, Watch
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
 
@@ -76,10 +79,15 @@ class JobQueue:
         *,
         auto_embed: bool = True,
         on_finished: Callable[[Job], None] | None = None,
+        watches: Callable[[tuple[str, ...] | None], dict[str, Watch]] | None = None,
     ):
+        """`watches(names)`: called on the loop as a refresh starts, the watcher's standing for
+        those collections' roots (None: no watcher, every refresh walks)."""
         self.engine = engine
         self.auto_embed = auto_embed
         self.on_finished = on_finished
+        self.watches = watches
+        self._vouch = RefreshVouch()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qmd-writer")
         self._queue: deque[Job] = deque()
         self._wakeup = asyncio.Event()
@@ -148,8 +156,11 @@ class JobQueue:
             job = self._queue.popleft()
             self._running = job
             job.state, job.started_at, job.started_mono = "running", time.time(), time.monotonic()
+            plan: RefreshPlan | None = None
             try:
-                job.result = await loop.run_in_executor(self._executor, self._run, job)
+                if job.kind == "refresh" and self.watches is not None:
+                    plan = self._vouch.plan(self.watches(job.names))
+                job.result = await loop.run_in_executor(self._executor, self._run, job, plan)
                 job.state = "done"
             except QmdError as exc:
                 job.state, job.error = "failed", {"code": "job_failed", "message": str(exc)}
@@ -160,6 +171,8 @@ class JobQueue:
                     {"code": "job_failed", "message": f"{type(exc).__name__}: {exc}"},
                 )
             finally:
+                if plan is not None:
+                    self._vouch.settle(plan, ok=job.state == "done")
                 job.finished_at = time.time()
                 self._running = None
                 self._recent.append(job)
@@ -181,15 +194,17 @@ class JobQueue:
                 except Exception:  # noqa: BLE001
                     log.exception("job callback failed")
 
-    def _run(self, job: Job) -> dict[str, Any]:
+    def _run(self, job: Job, plan: RefreshPlan | None) -> dict[str, Any]:
         names = list(job.names) if job.names is not None else None
         if job.kind == "refresh":
             reports = []
-            for report in self.engine.update(names, progress=False):
+            unchanged = plan.unchanged if plan is not None else None
+            for report in self.engine.update(names, progress=False, unchanged=unchanged):
                 data = report.as_dict()
                 data["touched"] = report.touched
                 reports.append(data)
-            return {"reports": reports}
+            # not walked: the watcher saw nothing change under them since their last refresh
+            return {"reports": reports, "vouched": plan.skipped if plan is not None else []}
         return self.engine.embed(names, progress=False).as_dict()
 
     async def close(self, timeout: float = 10.0) -> bool:

@@ -39,6 +39,7 @@ from qmd_daemon.daemon.state import (
     remove_state,
     write_state,
 )
+from qmd_daemon.daemon.vouch import WHOLE_TREE, Watch, spec_of
 from qmd_daemon.daemon.watcher import RootSpec, RootWatcher
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import IndexDatabaseError, QmdError, RequestError
@@ -134,8 +135,13 @@ class Daemon:
         self.reader = Engine(settings)
         self.writer = Engine(settings)
         self._reader_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qmd-reader")
-        self.jobs = JobQueue(self.writer, auto_embed=auto_embed, on_finished=self._job_finished)
         self.watcher = RootWatcher(self._on_files_changed, settings.excludes) if watch else None
+        self.jobs = JobQueue(
+            self.writer,
+            auto_embed=auto_embed,
+            on_finished=self._job_finished,
+            watches=self._watches if watch else None,
+        )
         self._root_names: dict[Path, list[str]] = {}  # watched root -> its collections
         self._refreshed: dict[str, float] = {}  # collection -> monotonic start of its last good refresh
         self._last_activity = clock()
@@ -475,6 +481,21 @@ class Daemon:
             return "watched"
         return "polled" if self._polled(home, spec) else None
 
+    def _watches(self, names: tuple[str, ...] | None) -> dict[str, Watch]:
+        """As a refresh of `names` (None: all) starts: each one's root as the watcher stands for it,
+        after taking in every change the kernel has queued (roots it cannot vouch for left out)."""
+        watches: dict[str, Watch] = {}
+        if self.watcher is None or self._closed:
+            return watches
+        for root, root_names in self._root_names.items():
+            wanted = [n for n in root_names if names is None or n in names]
+            if not wanted or not self.watcher.flush(root):
+                continue
+            mark, spec = self.watcher.mark(root), self.watcher.spec(root)
+            if mark is not None and spec is not None:
+                watches.update(dict.fromkeys(wanted, Watch(root, mark, spec)))
+        return watches
+
     def _on_files_changed(self, roots: set[Path]) -> None:
         names = [n for root in sorted(roots) for n in self._root_names.get(root, [])]
         if names and not self._closed:
@@ -621,7 +642,7 @@ def root_specs(collections: dict[str, Any]) -> dict[Path, RootSpec]:
     """What the collections take under each root; two on one root: the union (anything counts)."""
     specs: dict[Path, RootSpec] = {}
     for c in collections.values():
-        specs[c.path] = RootSpec(c.pattern, tuple(c.ignore)) if c.path not in specs else RootSpec("**", ())
+        specs[c.path] = spec_of(c) if c.path not in specs else WHOLE_TREE
     return specs
 
 

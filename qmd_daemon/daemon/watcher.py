@@ -4,12 +4,15 @@ What is watched follows the scanner's rules (watch_scope.py); the events come fr
 (inotify_backend.py) or watchfiles elsewhere (watchfiles_backend.py). This module holds what the
 daemon talks to: which roots are watched, whether a root is vouched for, and the grouping of
 changes. A root's refresh starts once it has seen no change for `step_ms`, or `debounce_ms` after
-its first change; `flush(root)` (inotify) hands a root's waiting changes on at once.
+its first change; `flush(root)` (inotify) hands a root's waiting changes on at once. `mark(root)`
+moves on every change heard of under a root and every time its watch is made or dropped, so a
+refresh that finds the mark where the last one left it has nothing to walk (vouch.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -62,6 +65,8 @@ class RootWatcher:
         self._resyncs: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
         self._closed = False
+        self._seq = itertools.count(1)  # one sequence for every root: a mark is never reused
+        self._marks: dict[Path, int] = {}  # root -> the sequence number of its latest change
 
     # -- what is watched -----------------------------------------------------------------------
 
@@ -102,6 +107,12 @@ class RootWatcher:
     @property
     def polled(self) -> tuple[Path, ...]:
         return tuple(r for r in self.roots if self.polls(r))
+
+    def mark(self, root: Path) -> int | None:
+        """Where `root`'s changes stand: two equal marks, each read after `flush(root)`, mean no
+        change a scan could index happened between them. None when the watcher cannot vouch for
+        the root (polled, in part, remote, watchfiles, re-listing after an overflow)."""
+        return self._marks.get(root) if self.vouches(root) else None
 
     def flush(self, root: Path) -> bool:
         """Take in every change queued before this call; when `root` has changes waiting out the
@@ -151,9 +162,15 @@ class RootWatcher:
             for path, spec in wanted.items():
                 if path not in inotify.roots:
                     await inotify.add_root(path, spec)
+                    self._bump({path})
             self._arm_poll()
 
+    def _bump(self, roots: set[Path]) -> None:
+        for root in roots:
+            self._marks[root] = next(self._seq)
+
     def _drop(self, path: Path) -> None:
+        self._bump({path})
         self._pending.pop(path, None)
         if self._watch is not None:
             self._watch.drop(path)
@@ -182,6 +199,7 @@ class RootWatcher:
     # -- debounce ------------------------------------------------------------------------------
 
     def _changed(self, roots: set[Path]) -> None:
+        self._bump(roots)
         now = time.monotonic()
         for root in roots:
             times = self._pending.setdefault(root, [now, now])
