@@ -40,7 +40,7 @@ from qmd_daemon.store.protocols import ChunkStore, VectorStore
 
 LEXICAL_CANDIDATES = 200
 FUSED_CANDIDATES = LEXICAL_CANDIDATES + VECTOR_CANDIDATES  # the question's two lists, whole
-EXPANSION_SHARE = 0.5  # an expansion line's list weighs half its kind's list for the question
+EXPANSION_LIST_FACTOR = 0.5  # an expansion line's list weighs half its kind's list for the question
 STRONG_TOP, STRONG_GAP = 0.85, 0.15
 EXPAND_SHARE = 0.5
 MAX_ERROR_HOLDERS = 5  # chunks saying an error message's words, past which it is not its source
@@ -253,12 +253,13 @@ def _retrieve(
         hits = lexical_search(
             store, parse_query(line), collection_ids, LEXICAL_CANDIDATES, options.bm25_weights
         )
-        lists.append(_lexical_list(f"bm25:lex{i}", hits, EXPANSION_SHARE * options.lexical_weight))
+        lists.append(_lexical_list(f"bm25:lex{i}", hits, EXPANSION_LIST_FACTOR * options.lexical_weight))
     vectors = models.vectors if options.vectors else None
     if vectors is not None and models.embedder is not None:
         weight = options.vector_weight * (options.symbol_vector_weight if parsed.is_symbol_query else 1.0)
         texts = [(parsed.model_text, "vec", weight)]
-        texts += [(line, f"vec:{i}", EXPANSION_SHARE * weight) for i, line in enumerate(vec_lines, start=1)]
+        expansion_weight = EXPANSION_LIST_FACTOR * weight
+        texts += [(line, f"vec:{i}", expansion_weight) for i, line in enumerate(vec_lines, start=1)]
         for text, name, list_weight in texts:
             vector_hits = vector_search(vectors, models.embedder, text, collection_ids)
             if name == "vec":
