@@ -76,7 +76,7 @@ class SearchOptions:
     budget_ms: float | None = 1500.0
     # Fusion (search/fusion.py): each list's normalised score times its weight, summed.
     lexical_weight: float = 1.0
-    vector_weight: float = 0.5
+    vector_weight: float = 0.5  # chosen on the broad set, checked on queries (docs/ranking.md "Fusion")
     symbol_vector_weight: float = 0.6  # identifier queries lean lexical (semble: 0.3 vs 0.5)
     bm25_weights: tuple[float, float, float] = DEFAULT_WEIGHTS
     weights: ScoringWeights = field(default_factory=ScoringWeights)
