@@ -111,23 +111,39 @@ def token_weights(weighting: str, static: StaticEmbedder, texts: list[str], n_to
 
 
 def static_method(ctx: retrieval.Context, vectors: MemoryVectors, static: StaticEmbedder,
-                  lexical: bool, vector_weight: float = 3.0, rank_bonus: bool = True) -> retrieval.MethodFn:
+                  lexical: bool, vector_weight: float | None = None) -> retrieval.MethodFn:
     """The engine's pipeline with the static vectors as its vector list (lexical=False: alone);
-    rank_bonus=False: fusion without the first/podium bonuses (which ignore a list's weight)."""
-    from qmd_daemon.search.fusion import FusionParams
+    vector_weight None: the engine's default."""
     from qmd_daemon.search.pipeline import SearchModels, SearchOptions, run_search
 
     models = SearchModels(vectors=vectors, embedder=static)
+    weight = SearchOptions().vector_weight if vector_weight is None else vector_weight
 
     def run(query: str, collection: str) -> list[str]:
         options = SearchOptions(limit=retrieval.SEARCH_LIMIT, max_tokens=None, lexical=lexical,
-                                boosts=lexical, vector_weight=vector_weight)
-        if not rank_bonus:
-            options.fusion = FusionParams(first_bonus=0.0, podium_bonus=0.0)
+                                boosts=lexical, vector_weight=weight)
         ids = ctx.engine.collection_ids([collection])
         return [h.path for h in run_search(ctx.engine.store, query, ids, options, models)]
 
     return run
+
+
+def format_groups(by_method: dict[str, list[dict]]) -> str:
+    """One row per group (all, each query category, each language), one column per method: NDCG@10
+    and its delta over lexical; then p50 latency."""
+    groups = {name: retrieval.group_rows(rs) for name, rs in by_method.items()}
+    shown = ["ALL"] + sorted(g for g in groups["lexical"] if g.startswith(("cat:", "lang:")))
+    width = max(18, *(len(name) + 2 for name in by_method))
+    lines = [f"{'group':<20}{'n':>4}" + "".join(f"{name:>{width}}" for name in by_method)]
+    for g in shown:
+        cells = []
+        for name in by_method:
+            value, base = (aggregate(groups[m][g])["ndcg@10"] for m in (name, "lexical"))
+            cells.append(f"{f'{value:.3f} ({value - base:+.3f})':>{width}}")
+        lines.append(f"{g:<20}{len(groups['lexical'][g]):>4}" + "".join(cells))
+    p50 = "".join(f"{aggregate(rs)['p50_ms']:>{width}.1f}" for rs in by_method.values())
+    lines.append(f"{'p50 ms':<24}" + p50)
+    return "\n".join(lines)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -141,11 +157,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--variants", default="parts/zipf",
                    help=f"analysis/weighting pairs, analysis from {', '.join(ANALYSERS)}, weighting from "
                         f"{', '.join(WEIGHTINGS)}")
-    p.add_argument("--vector-weights", type=lambda v: [float(x) for x in v.split(",")], default=[3.0],
-                   help="fusion weights of the static list to try (the engine's default is 3)")
+    p.add_argument("--vector-weights", type=lambda v: [float(x) for x in v.split(",")], default=None,
+                   help="fusion weights of the static list to try (default: the engine's)")
     p.add_argument("--deep", action="store_true", help="also hybrid with the home's deep vectors")
-    p.add_argument("--no-rank-bonus", action="store_true",
-                   help="also each hybrid without fusion's rank bonuses (search/fusion.py)")
     p.add_argument("--table", type=Path, default=None,
                    help="a saved table (.npy) to use instead of distilling; saved here when absent")
     return p.parse_args(argv)
@@ -189,8 +203,10 @@ def main(argv: list[str] | None = None) -> int:
         reduced = principal_components(vocabulary, args.dims)
         ids, collections, texts = chunk_texts(ctx.engine, ctx.engine.collection_ids(list(ctx.targets)))
         methods: dict[str, retrieval.MethodFn] = {"lexical": retrieval.METHODS["lexical"](ctx)}
-        if args.deep:
-            methods["hybrid-deep"] = retrieval.METHODS["hybrid"](ctx)
+        for weight in (args.vector_weights or [None]) if args.deep else []:
+            fields = {} if weight is None else {"vector_weight": weight}
+            label = "" if weight is None else f" w{weight:g}"
+            methods[f"hybrid-deep{label}"] = retrieval.engine_method(max_tokens=None, **fields)(ctx)
         for variant in variants:
             analysis, weighting = variant.split("/")
             static = StaticEmbedder(embedder, reduced, ANALYSERS[analysis])
@@ -198,12 +214,10 @@ def main(argv: list[str] | None = None) -> int:
             static.embed_documents(texts[:8])  # tokenizer loaded before the clock starts
             vectors, rate = embed_static(static, ids, collections, texts)
             print(f"embed static {variant}: {len(texts)} chunks at {rate:.0f} chunks/s")
-            for weight in args.vector_weights:
-                methods[f"hybrid-static {variant} w{weight:g}"] = static_method(
+            for weight in args.vector_weights or [None]:
+                label = "" if weight is None else f" w{weight:g}"
+                methods[f"hybrid-static {variant}{label}"] = static_method(
                     ctx, vectors, static, lexical=True, vector_weight=weight)
-                if args.no_rank_bonus:
-                    methods[f"hybrid-static {variant} w{weight:g} nobonus"] = static_method(
-                        ctx, vectors, static, lexical=True, vector_weight=weight, rank_bonus=False)
             methods[f"static {variant}"] = static_method(ctx, vectors, static, lexical=False)
         results: dict[str, dict[str, list[dict]]] = {s: {} for s in args.set}
         for name, fn in methods.items():
@@ -213,16 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         ctx.engine.close()
     for s, by_method in results.items():
-        groups = {name: retrieval.group_rows(rs) for name, rs in by_method.items()}
-        shown = ["ALL"] + sorted(g for g in groups["lexical"] if g.startswith("cat:"))
         print(f"\n== {s} (root scope, {len(by_method['lexical'])} queries): NDCG@10, delta vs lexical")
-        print(f"{'method':<32}" + "".join(f"{g:>24}" for g in shown) + "   p50 ms")
-        for name in by_method:
-            cells = []
-            for g in shown:
-                value, base = (aggregate(groups[m][g])["ndcg@10"] for m in (name, "lexical"))
-                cells.append(f"{value:>15.3f} ({value - base:+.3f})")
-            print(f"{name:<32}" + "".join(cells) + f"   {aggregate(by_method[name])['p50_ms']:.1f}")
+        print(format_groups(by_method))
     return 0
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from qmd_daemon.errors import QueryRejected
 from qmd_daemon.search.candidates import Candidate
-from qmd_daemon.search.fusion import FusionParams, RankedList, fuse
+from qmd_daemon.search.fusion import RankedList, fuse
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.lexical import (
     DEFAULT_WEIGHTS,
@@ -38,12 +38,13 @@ from qmd_daemon.search.scoring import (
     saturate,
     sibling_terms_boost,
 )
-from qmd_daemon.search.vector import vector_search
+from qmd_daemon.search.vector import VECTOR_CANDIDATES, vector_search
 from qmd_daemon.store.lexical_query import Phrase
 from qmd_daemon.store.protocols import ChunkStore, VectorStore
 
 LEXICAL_CANDIDATES = 200
-FUSED_CANDIDATES = 200
+FUSED_CANDIDATES = LEXICAL_CANDIDATES + VECTOR_CANDIDATES  # the question's two lists, whole
+EXPANSION_LIST_FACTOR = 0.5  # an expansion line's list weighs half its kind's list for the question
 STRONG_TOP, STRONG_GAP = 0.85, 0.15
 EXPAND_SHARE = 0.5
 MAX_ERROR_HOLDERS = 5  # chunks saying an error message's words, past which it is not its source
@@ -77,11 +78,11 @@ class SearchOptions:
     # EXPAND_SHARE of it, reranking stops starting batches that would end past it (lexical and
     # vector retrieval always run). None: no budget (every step runs in full).
     budget_ms: float | None = 1500.0
-    lexical_weight: float = 2.0
-    vector_weight: float = 3.0  # dev eval: 0.853 vs 0.851 at 2.0 (noise-level; vectors earn the edge)
+    # Fusion (search/fusion.py): each list's normalised score times its weight, summed.
+    lexical_weight: float = 1.0
+    vector_weight: float = 0.5  # chosen on the broad set, checked on queries (docs/ranking.md "Fusion")
     symbol_vector_weight: float = 0.6  # identifier queries lean lexical (semble: 0.3 vs 0.5)
     bm25_weights: tuple[float, float, float] = DEFAULT_WEIGHTS
-    fusion: FusionParams = field(default_factory=FusionParams)
     weights: ScoringWeights = field(default_factory=ScoringWeights)
 
 
@@ -244,7 +245,7 @@ def _retrieve(
     if options.lexical:
         lexical = lexical_search(store, parsed, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights)
         bm25 = {h.chunk_id: h.score for h in lexical}
-        lists.append(RankedList("bm25", [h.chunk_id for h in lexical], options.lexical_weight))
+        lists.append(_lexical_list("bm25", lexical, options.lexical_weight))
     clock.lap("lexical")
     trace.strong_signal = _strong_signal(lexical)
     lex_lines, vec_lines = list(parsed.lex), list(parsed.vec) + list(parsed.hyde)
@@ -266,18 +267,20 @@ def _retrieve(
         hits = lexical_search(
             store, parse_query(line), collection_ids, LEXICAL_CANDIDATES, options.bm25_weights
         )
-        lists.append(RankedList(f"bm25:lex{i}", [h.chunk_id for h in hits], 1.0))
+        lists.append(_lexical_list(f"bm25:lex{i}", hits, EXPANSION_LIST_FACTOR * options.lexical_weight))
     vectors = models.vectors if options.vectors else None
     if vectors is not None and models.embedder is not None:
         weight = options.vector_weight * (options.symbol_vector_weight if parsed.is_symbol_query else 1.0)
         texts = [(parsed.model_text, "vec", weight)]
-        texts += [(line, f"vec:{i}", 1.0) for i, line in enumerate(vec_lines, start=1)]
+        expansion_weight = EXPANSION_LIST_FACTOR * weight
+        texts += [(line, f"vec:{i}", expansion_weight) for i, line in enumerate(vec_lines, start=1)]
         for text, name, list_weight in texts:
             vector_hits = vector_search(vectors, models.embedder, text, collection_ids)
             if name == "vec":
                 similarity = {h.chunk_id: h.similarity for h in vector_hits}
             if vector_hits:
-                lists.append(RankedList(name, [h.chunk_id for h in vector_hits], list_weight))
+                lists.append(RankedList(name, [h.chunk_id for h in vector_hits],
+                                        [h.similarity for h in vector_hits], "cosine", list_weight))
         trace.pending_vectors = _pending_vectors(store, vectors, models.embedder.fingerprint, collection_ids)
         trace.stale = trace.pending_vectors > 0
         clock.lap("vector")
@@ -287,22 +290,18 @@ def _retrieve(
     return lists, bm25, similarity
 
 
-def _candidates(
-    store: ChunkStore, lists: list[RankedList], bm25: dict[int, float], options: SearchOptions
-) -> dict[int, Candidate]:
-    """Fused candidates with a base score in [0, 1] (the best is 1)."""
-    if len([r for r in lists if r.chunk_ids]) <= 1 and bm25:
-        top = max(bm25.values()) or 1.0
-        base = {cid: s / top for cid, s in bm25.items()}
-        ranks = {cid: {"bm25": r} for r, cid in enumerate(sorted(bm25, key=lambda c: -bm25[c]), start=1)}
-    else:
-        fused = fuse(lists, options.fusion)
-        order = sorted(fused, key=lambda c: -fused[c][0])[:FUSED_CANDIDATES]
-        top = fused[order[0]][0] if order else 1.0
-        base = {cid: fused[cid][0] / top for cid in order}
-        ranks = {cid: fused[cid][1] for cid in order}
-    rows = store.chunks_by_ids(list(base))
-    return {cid: Candidate(rows[cid], score=base[cid], ranks=dict(ranks[cid])) for cid in base if cid in rows}
+def _lexical_list(name: str, hits: list[LexicalHit], weight: float) -> RankedList:
+    return RankedList(name, [h.chunk_id for h in hits], [h.score for h in hits], "bm25", weight)
+
+
+def _candidates(store: ChunkStore, lists: list[RankedList]) -> dict[int, Candidate]:
+    """Fused candidates with a base score in [0, 1] (the best is 1); the lexical list alone gives
+    each its BM25 over the best one's."""
+    fused = fuse(lists, FUSED_CANDIDATES)
+    top = max((score for score, _ in fused.values()), default=0.0) or 1.0
+    rows = store.chunks_by_ids(list(fused))
+    return {cid: Candidate(rows[cid], score=score / top, ranks=dict(ranks))
+            for cid, (score, ranks) in fused.items() if cid in rows}
 
 
 def run_search(
@@ -320,7 +319,7 @@ def run_search(
     if not collection_ids:
         return []
     lists, bm25, similarity = _retrieve(store, parsed, collection_ids, options, models, trace, clock)
-    cands = _candidates(store, lists, bm25, options)
+    cands = _candidates(store, lists)
     for chunk_id, cand in cands.items():
         cand.similarity = similarity.get(chunk_id)
         cand.bm25 = bm25.get(chunk_id)

@@ -1,0 +1,107 @@
+"""Fusion keeps what lexical ranking knows and adds vector evidence in proportion to its weight
+(search/fusion.py), on a real index with the small profile's MiniLM vectors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qmd_daemon.engine import Engine
+from qmd_daemon.search.fusion import RankedList, fuse
+from qmd_daemon.search.lexical import DEFAULT_WEIGHTS, lexical_search
+from qmd_daemon.search.pipeline import SearchOptions
+from qmd_daemon.search.query import parse_query
+from tests.conftest import write_tree
+
+QUESTION = "exponential wait between retries"
+# The answer says none of the question's words; each decoy says one of them, in another sense.
+ANSWER = "net/backoff.py"
+FILES = {
+    ANSWER: "def backoff_delays(attempts):\n"
+    "    \"\"\"Double the pause after every unsuccessful attempt.\"\"\"\n"
+    "    return [2 ** n for n in range(attempts)]\n",
+    "stats/ema.py": "def exponential_average(values, alpha):\n    \"\"\"Exponential moving average.\"\"\"\n"
+    "    return sum(values) * alpha\n",
+    "locks/poll.py": "def wait_for_file(path):\n    \"\"\"Wait until the file exists.\"\"\"\n"
+    "    return path.exists()\n",
+    "dates/span.py": "def days_between(start, end):\n    \"\"\"Days between two calendar dates.\"\"\"\n"
+    "    return (end - start).days\n",
+    "config/db.py": "class DatabaseConfig:\n    \"\"\"Connection settings.\"\"\"\n"
+    "    retries = 3  # retries of the schema migration\n",
+    "ui/modal.py": "def show_modal(text):\n    \"\"\"Ask the user to wait while the page loads.\"\"\"\n"
+    "    return text\n",
+    "geo/grid.py": "def distance_between(a, b):\n    \"\"\"Distance between two grid cells.\"\"\"\n"
+    "    return abs(a - b)\n",
+}
+
+
+@pytest.fixture
+def engine(small_engine: Engine, tmp_path: Path) -> Engine:
+    name = small_engine.add_collection(write_tree(tmp_path / "p", FILES), "p").name
+    small_engine.update([name])
+    small_engine.embed([name])
+    return small_engine
+
+
+def _paths(engine: Engine, **options: object) -> list[str]:
+    opts = SearchOptions(boosts=False, max_tokens=None, **options)  # type: ignore[arg-type]
+    return [h.path for h in engine.search(QUESTION, ["p"], limit=20, options=opts)]
+
+
+def _normalised_bm25(engine: Engine) -> dict[str, float]:
+    """path -> the question's BM25 over the best hit's (what the lexical list alone ranks by)."""
+    ids = engine.collection_ids(["p"])
+    hits = lexical_search(engine.store, parse_query(QUESTION), ids, 200, DEFAULT_WEIGHTS)
+    rows = engine.store.chunks_by_ids([h.chunk_id for h in hits])
+    top = max(h.score for h in hits)
+    return {rows[h.chunk_id].path: h.score / top for h in hits}
+
+
+def test_a_vector_list_of_weight_zero_changes_no_lexical_ranking(engine: Engine) -> None:
+    """The bonus defect: reciprocal-rank fusion gave a list's first hit +0.05 whatever the list's
+    weight, more than the lexical list's fourth place earned, so a weight-0 list reordered
+    results."""
+    lexical = _paths(engine, vectors=False)
+    vector = _paths(engine, lexical=False)
+    assert vector[0] == ANSWER and ANSWER not in lexical and len(lexical) >= 5, "the setting holds"
+    hybrid = _paths(engine, vector_weight=0.0)
+    assert hybrid[: len(lexical)] == lexical
+    assert ANSWER in hybrid[len(lexical):], "the vector list still adds its candidates, after them"
+
+
+def test_a_weak_vector_list_puts_its_top_only_where_its_weight_earns(engine: Engine) -> None:
+    """Weight 0.1: the vector list's first hit (no lexical evidence) scores 0.1 of the best, below
+    every lexical hit with more than a tenth of the best BM25, each of which vectors rank lower."""
+    bm25 = _normalised_bm25(engine)
+    hybrid = _paths(engine, vector_weight=0.1)
+    stronger = [path for path, share in bm25.items() if share > 0.1]
+    assert len(stronger) >= 5
+    assert all(hybrid.index(path) < hybrid.index(ANSWER) for path in stronger)
+
+
+def test_the_lexical_first_stays_first_over_the_vector_first_at_the_default_weight(engine: Engine) -> None:
+    lexical = _paths(engine, vectors=False)
+    assert _paths(engine)[0] == lexical[0]
+
+
+def test_the_lexical_list_alone_scores_bm25_over_the_best(engine: Engine) -> None:
+    """The one-list path as it always was: base = BM25 / best BM25, exactly, ranks by score."""
+    bm25 = _normalised_bm25(engine)
+    opts = SearchOptions(boosts=False, vectors=False, max_tokens=None, explain=True, per_file=1)
+    hits = engine.search(QUESTION, ["p"], limit=20, options=opts)
+    assert {h.path: h.explain["raw_score"] for h in hits if h.explain} == {
+        path: round(share, 4) for path, share in bm25.items()
+    }
+    ranks = [h.explain["ranks"]["bm25"] for h in hits if h.explain]
+    assert ranks == list(range(1, len(hits) + 1))
+
+
+def test_fuse_sums_weighted_normalised_scores() -> None:
+    lexical = RankedList("bm25", [7, 8, 9], [6.0, 3.0, 1.5], "bm25", weight=1.0)
+    vector = RankedList("vec", [9, 10, 7], [0.8, 0.6, 0.4], "cosine", weight=0.5)
+    fused = fuse([lexical, vector], limit=10)
+    scores = {cid: score for cid, (score, _) in fused.items()}
+    assert scores == pytest.approx({7: 1.0, 8: 0.5, 9: 0.75, 10: 0.25})
+    assert fused[9][1] == {"bm25": 3, "vec": 1}
+    assert list(fuse([lexical, vector], limit=2)) == [7, 9], "the best kept, in the lists' order"
