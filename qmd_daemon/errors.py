@@ -23,3 +23,7 @@ class UsageError(QmdError):
 
 class UnknownCollectionError(UsageError):
     """A collection name that is not registered (the daemon answers it with 404)."""
+
+
+class QueryRejected(QmdError):
+    """A keyword query the store backend cannot run (nothing to match, only exclusions)."""
