@@ -46,3 +46,23 @@ def postgres_url(postgres_server: str) -> Iterator[str]:
     yield postgres_server.replace("/postgres?", f"/{name}?")
     with psycopg.connect(postgres_server, autocommit=True) as admin:
         admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def statistics_match_a_recount(url: str) -> bool:
+    """Whether the trigger-kept BM25 statistics (term_stats, collection_totals) equal a count made
+    now from the chunks themselves."""
+    with psycopg.connect(url) as conn:
+        recount = conn.execute(
+            """SELECT collection_id, lexeme, count(*) FROM chunks, unnest(tsvector_to_array(fts)) lexeme
+               GROUP BY 1, 2 ORDER BY 1, 2"""
+        ).fetchall()
+        kept = conn.execute(
+            "SELECT collection_id, lexeme, df FROM term_stats WHERE df <> 0 ORDER BY 1, 2"
+        ).fetchall()
+        totals = conn.execute(
+            "SELECT collection_id, count(*), sum(token_count) FROM chunks GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+        kept_totals = conn.execute(
+            "SELECT collection_id, chunks, tokens FROM collection_totals WHERE chunks <> 0 ORDER BY 1"
+        ).fetchall()
+    return kept == recount and kept_totals == totals

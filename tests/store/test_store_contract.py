@@ -17,6 +17,7 @@ from qmd_daemon.settings import Settings
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.lexical_query import AllOf, AnyOf, LexicalQuery, Phrase, Without, Word
 from qmd_daemon.store.postgres.chunk_store import PostgresChunkStore
+from tests.postgres_server import statistics_match_a_recount
 
 REPO = Path(__file__).resolve().parents[2]
 WEIGHTS = (2.0, 4.0, 1.0)  # search/lexical.py DEFAULT_WEIGHTS
@@ -184,15 +185,7 @@ def test_an_edit_rewrites_only_what_changed_and_the_statistics_follow(both: Any,
     finally:
         target.write_text(original, encoding="utf-8")
         (corpus / "usage.moved").rename(corpus / "docs/usage.md")
-    with pg.conn.cursor() as cur:  # the trigger-kept statistics equal a recount
-        recount = cur.execute(
-            """SELECT collection_id, lexeme, count(*) FROM chunks, unnest(tsvector_to_array(fts)) lexeme
-               GROUP BY 1, 2 ORDER BY 1, 2"""
-        ).fetchall()
-        kept = cur.execute(
-            "SELECT collection_id, lexeme, df FROM term_stats WHERE df > 0 ORDER BY 1, 2"
-        ).fetchall()
-    assert kept == recount
+    assert statistics_match_a_recount(pg.url)
 
 
 def test_removing_a_collection_leaves_the_others_and_their_statistics(both: Any, corpus: Path) -> None:
@@ -202,6 +195,7 @@ def test_removing_a_collection_leaves_the_others_and_their_statistics(both: Any,
         with store.transaction():
             store.remove_collection("repo")
     assert [r["name"] for r in pg.collection_stats()] == ["docs-only"]
+    assert statistics_match_a_recount(pg.url)
     assert _ranking(pg, '"index"', Word("index")) == []  # repo is gone
     cid_lite, cid_pg = lite.collection_id("docs-only"), pg.collection_id("docs-only")
     got = pg.fts_search(Word("vector"), [cid_pg], 100, WEIGHTS)
