@@ -135,7 +135,11 @@ _MIGRATION_LOCK = 0x716D64  # one migration at a time across every machine shari
 
 
 def current_version(conn: psycopg.Connection) -> int:
-    if conn.execute("SELECT to_regclass('meta')").fetchone()[0] is None:  # type: ignore[index]
+    # pg_tables, not to_regclass: the catalog cache of a session that waited on the migration lock
+    # may not yet show the table the other session just committed
+    if not conn.execute(
+        "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'meta'"
+    ).fetchone()[0]:  # type: ignore[index]
         return 0
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     return int(row[0]) if row else 0

@@ -47,11 +47,16 @@ def test_two_writers_on_one_collection_neither_fails_nor_doubles(
     start = threading.Barrier(2)
 
     def writer() -> None:
-        store = PostgresChunkStore(postgres_url)  # a connection of its own, like another machine
-        try:
-            start.wait()
-            update_collection(store, CollectionConfig("shared", root), Settings.from_env(), progress=False)
+        try:  # each opens (and may migrate) the new database at once, like two machines
+            store = PostgresChunkStore(postgres_url)
         except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            start.abort()
+            errors.append(exc)
+            return
+        try:
+            start.wait(30)
+            update_collection(store, CollectionConfig("shared", root), Settings.from_env(), progress=False)
+        except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
         finally:
             store.close()
