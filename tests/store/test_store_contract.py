@@ -36,6 +36,11 @@ QUERIES: list[tuple[str, LexicalQuery]] = [
     ('"chunks" AND ("rederive" OR "derived") AND "ranking"',
      AllOf((Word("chunks"), AnyOf((Word("rederive"), Word("derived"))), Word("ranking")))),
     ('"getUserName"', Word("getUserName")),
+    # a row holding "vector" but not "zyzzyva": FTS5 counts no phrase of the failed AND
+    ('"transaction" OR ("vector" AND "zyzzyva")',
+     AnyOf((Word("transaction"), AllOf((Word("vector"), Word("zyzzyva")))))),
+    ('"search" NOT ("vector" AND "zyzzyva")',
+     Without(Word("search"), AllOf((Word("vector"), Word("zyzzyva"))))),
 ]
 
 

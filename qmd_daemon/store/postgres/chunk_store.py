@@ -356,11 +356,11 @@ class PostgresChunkStore:
                                             (lexical.tsquery(seq),))))
         return out
 
-    def _matching_positions(
+    def _matching(
         self, node: lexical.Node, collection_ids: list[int]
-    ) -> dict[int, tuple[int, lexical.Positions]]:
-        """Chunk id -> (its length in tokens, the positions of the query's lexemes) for the rows
-        that match as FTS5 would decide (the GIN index finds a superset)."""
+    ) -> dict[int, tuple[int, list[list[str]]]]:
+        """Chunk id -> (its length in tokens, per phrase the columns of its counted occurrences)
+        for the rows that match as FTS5 decides (the GIN index finds a superset)."""
         rows = self._sql(
             """SELECT c.id, c.token_count, u.lexeme, u.positions, u.weights
                FROM chunks c, unnest(c.fts) u
@@ -371,7 +371,12 @@ class PostgresChunkStore:
         for chunk_id, tokens, lexeme, positions, labels in rows:
             entry = found.setdefault(int(chunk_id), (int(tokens), {}))
             entry[1][lexeme] = set(zip(positions, labels, strict=True))
-        return {i: e for i, e in found.items() if lexical.matches(node, e[1])}
+        out: dict[int, tuple[int, list[list[str]]]] = {}
+        for chunk_id, (tokens, positions) in found.items():
+            ok, counted = lexical.evaluate(node, positions)
+            if ok:
+                out[chunk_id] = (tokens, counted)
+        return out
 
     def fts_search(
         self, query: LexicalQuery, collection_ids: list[int], limit: int, weights: tuple[float, float, float]
@@ -380,17 +385,13 @@ class PostgresChunkStore:
         node = lexical.compile_query(query)
         if not collection_ids:
             return []
-        matched = self._matching_positions(node, collection_ids)
+        matched = self._matching(node, collection_ids)
         if not matched:
             return []
-        seqs = lexical.phrases(node)
         totals = self._totals()
-        idfs = [lexical.idf(n, totals) for n in self._rows_holding(seqs)]
-        scored = [
-            (chunk_id, lexical.bm25(((s, lexical.instances(s, positions)) for s in seqs), idfs, tokens,
-                                    totals, weights))
-            for chunk_id, (tokens, positions) in matched.items()
-        ]
+        idfs = [lexical.idf(n, totals) for n in self._rows_holding(lexical.phrases(node))]
+        scored = [(chunk_id, lexical.bm25(counted, idfs, tokens, totals, weights))
+                  for chunk_id, (tokens, counted) in matched.items()]
         scored.sort(key=lambda item: (-item[1], item[0]))
         return scored[:limit]
 
@@ -399,7 +400,7 @@ class PostgresChunkStore:
         node = lexical.compile_query(query)
         if not collection_ids:
             return 0
-        return len(self._matching_positions(node, collection_ids))
+        return len(self._matching(node, collection_ids))
 
     def chunks_by_ids(self, chunk_ids: list[int]) -> dict[int, ChunkRow]:
         if not chunk_ids:

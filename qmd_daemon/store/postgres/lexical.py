@@ -9,7 +9,6 @@ row length counted over all its columns (its `collection` column's one token inc
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from qmd_daemon.errors import QueryRejected
@@ -110,14 +109,19 @@ def instances(seq: Seq, positions: Positions) -> list[str]:
     return found
 
 
-def matches(node: Node, positions: Positions) -> bool:
-    """Whether one row matches as FTS5 would decide."""
+def evaluate(node: Node, positions: Positions) -> tuple[bool, list[list[str]]]:
+    """Whether one row matches as FTS5 decides, and per phrase (in `phrases()` order) the columns
+    of its occurrences that FTS5's bm25 counts: only those of phrases inside sub-expressions that
+    match the row (an AND or NOT that fails counts none of its phrases, as in fts5_expr.c)."""
     if isinstance(node, Seq):
-        return bool(instances(node, positions))
-    if node.kind == "not":
-        return matches(node.parts[0], positions) and not matches(node.parts[1], positions)
-    results = (matches(p, positions) for p in node.parts)
-    return all(results) if node.kind == "and" else any(results)
+        found = instances(node, positions)
+        return bool(found), [found]
+    results = [evaluate(part, positions) for part in node.parts]
+    if node.kind == "or":
+        return any(ok for ok, _ in results), [f for _, found in results for f in found]
+    ok = all(r[0] for r in results) if node.kind == "and" else results[0][0] and not results[1][0]
+    counted = [f for _, found in results for f in found]
+    return ok, counted if ok else [[] for _ in counted]
 
 
 @dataclass(frozen=True)
@@ -134,17 +138,18 @@ def idf(rows_holding: int, totals: IndexTotals) -> float:
 
 
 def bm25(
-    found: Iterable[tuple[Seq, list[str]]],
+    found: list[list[str]],
     idfs: list[float],
     row_tokens: int,
     totals: IndexTotals,
     weights: tuple[float, float, float],
 ) -> float:
-    """FTS5's bm25() of one row, larger is better: per phrase, its occurrences weighted by column."""
+    """FTS5's bm25() of one row, larger is better: per phrase, its occurrences (`found`, from
+    evaluate()) weighted by column."""
     by_label = dict(zip(COLUMN_LABELS, weights, strict=True))
     average = totals.tokens / totals.rows if totals.rows else 1.0
     score = 0.0
-    for (_, labels), weight_idf in zip(found, idfs, strict=True):
+    for labels, weight_idf in zip(found, idfs, strict=True):
         frequency = sum(by_label[label] for label in labels)
         score += weight_idf * (frequency * (K1 + 1)) / (frequency + K1 * (1 - B + B * row_tokens / average))
     return score
