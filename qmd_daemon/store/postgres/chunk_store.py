@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 
+from qmd_daemon.errors import IndexDatabaseError
 from qmd_daemon.ingest.chunk_model import Chunk
 from qmd_daemon.store.index_store import ChunkRow, FileState, fts_body, fts_path, fts_symbols
 from qmd_daemon.store.lexical_query import AnyOf, LexicalQuery, Phrase
@@ -55,6 +56,17 @@ class PostgresChunkStore:
         self.derived: dict[str, tuple[Any, Any]] = {}
 
     def _sql(self, query: str, params: Iterable[Any] | None = None) -> psycopg.Cursor[Any]:
+        """One statement. Outside a transaction a statement on a connection the server dropped
+        (restart, failover, terminated backend) runs once more on a new one: each such statement
+        stands alone, so running it again is safe; inside one, the caller's transaction is lost."""
+        in_transaction = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+        try:
+            with translated(self.url):
+                return self.conn.execute(query, params)  # type: ignore[arg-type]
+        except IndexDatabaseError:
+            if in_transaction or not self.conn.broken:
+                raise
+        self.conn = connect(self.url)
         with translated(self.url):
             return self.conn.execute(query, params)  # type: ignore[arg-type]
 
