@@ -82,5 +82,6 @@ def open_postgres_engine(url: str) -> Any:
     from qmd_daemon.store.postgres.chunk_store import PostgresChunkStore
 
     engine = Engine(Settings.from_env())
-    engine._store = PostgresChunkStore(url)  # noqa: SLF001 - backends.open_backend lands with store-interface
+    # Engine types its store as IndexStore until the ChunkStore protocol lands (store-interface)
+    engine._store = PostgresChunkStore(url)  # type: ignore[assignment]
     return engine

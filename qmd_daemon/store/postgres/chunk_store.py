@@ -75,11 +75,18 @@ class PostgresChunkStore:
             with translated(self.url), self.conn.cursor() as cur:
                 cur.executemany(query, rows)  # type: ignore[arg-type]
 
+    def _row(self, query: str, params: Iterable[Any] | None = None) -> tuple[Any, ...]:
+        """The one row of an aggregate or RETURNING statement (always one)."""
+        row = self._sql(query, params).fetchone()
+        if row is None:
+            raise IndexDatabaseError(f"the index database ({self.where}) answered no row to {query.split()[0]}")
+        return tuple(row)
+
     def _scalar(self, query: str, params: Iterable[Any] | None = None) -> Any:
-        return self._sql(query, params).fetchone()[0]  # type: ignore[index]
+        return self._row(query, params)[0]
 
     def data_state(self) -> tuple[int, int]:
-        row = self._sql("SELECT coalesce(sum(version), 0), count(*) FROM collection_totals").fetchone()
+        row = self._row("SELECT coalesce(sum(version), 0), count(*) FROM collection_totals")
         return int(row[0]), int(row[1])
 
     def close(self) -> None:
@@ -172,7 +179,7 @@ class PostgresChunkStore:
         """IndexStore.write_file's rules: only chunks whose content changed are rewritten; a kept
         chunk whose symbols, signature or heading changed (or every kept chunk with `rederive`)
         gets them and its terms anew, keeping its id. Returns (chunks added, chunks removed)."""
-        row = self._sql(
+        file_id = int(self._scalar(
             """INSERT INTO files (collection_id, path, size, mtime_ns, hash, language, kind, line_count)
                VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
                ON CONFLICT (collection_id, path) DO UPDATE SET size = excluded.size,
@@ -180,8 +187,7 @@ class PostgresChunkStore:
                  kind = excluded.kind, line_count = excluded.line_count
                RETURNING id""",
             (collection_id, path, size, mtime_ns, content_hash, language, kind, line_count),
-        ).fetchone()
-        file_id = int(row[0])
+        ))
         existing: dict[str, list[tuple[int, tuple[str, str, str]]]] = {}
         for chunk_id, chunk_hash, *derived in self._sql(
             "SELECT id, hash, symbols, signature, heading FROM chunks WHERE file_id = %s ORDER BY seq",
@@ -349,9 +355,7 @@ class PostgresChunkStore:
     # -- reads for search ----------------------------------------------------------------------
 
     def _totals(self) -> lexical.IndexTotals:
-        row = self._sql(
-            "SELECT coalesce(sum(chunks), 0), coalesce(sum(tokens), 0) FROM collection_totals"
-        ).fetchone()
+        row = self._row("SELECT coalesce(sum(chunks), 0), coalesce(sum(tokens), 0) FROM collection_totals")
         return lexical.IndexTotals(int(row[0]), int(row[1]))
 
     def _rows_holding(self, seqs: list[lexical.Seq]) -> list[int]:
