@@ -79,7 +79,7 @@ class PostgresChunkStore:
         """The one row of an aggregate or RETURNING statement (always one)."""
         row = self._sql(query, params).fetchone()
         if row is None:
-            raise IndexDatabaseError(f"the index database ({self.where}) answered no row to {query.split()[0]}")
+            raise IndexDatabaseError(f"the index database ({self.where}) answered no row: {query.split()[0]}")
         return tuple(row)
 
     def _scalar(self, query: str, params: Iterable[Any] | None = None) -> Any:
