@@ -416,7 +416,13 @@ class PostgresChunkStore:
         node = lexical.compile_query(query)
         if not collection_ids:
             return 0
-        return len(self._matching(node, collection_ids))
+        if any(len(seq.tokens) > 1 for seq in lexical.phrases(node)):  # `<->` may cross columns
+            return len(self._matching(node, collection_ids))
+        # single words: the tsquery decides exactly as FTS5, and PostgreSQL counts on its own
+        return int(self._scalar(
+            "SELECT count(*) FROM chunks WHERE collection_id = ANY(%s) AND fts @@ %s::tsquery",
+            (collection_ids, lexical.tsquery(node)),
+        ))
 
     def chunks_by_ids(self, chunk_ids: list[int]) -> dict[int, ChunkRow]:
         if not chunk_ids:
