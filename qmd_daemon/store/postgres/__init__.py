@@ -1,0 +1,1 @@
+"""The PostgreSQL backend (pgvector for vectors): a team's shared index on a server they name."""
