@@ -95,7 +95,7 @@ def test_knn_matches_brute_force_top_k(indexed: Any) -> None:
 
 
 def test_collection_filter_keeps_k_hits_of_a_small_collection(indexed: Any) -> None:
-    """30 of 1,500 vectors: a filter applied after the top ef_search rows would leave ~2 of them."""
+    """30 of 1,500 vectors: a filter applied after the top ef_search (400) rows would leave ~8."""
     vectors, stored = indexed
     query = stored[next(i for i, (c, _) in stored.items() if c == 1)][1]
     found = vectors.search(query.tolist(), [2], 10)
