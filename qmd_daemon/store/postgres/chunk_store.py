@@ -7,20 +7,20 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import psycopg
 
 from qmd_daemon.errors import IndexDatabaseError
-from qmd_daemon.text.chunk_model import Chunk
-from qmd_daemon.store.protocols import ChunkRow, FileState
-from qmd_daemon.text.analysis import fts_body, fts_path, fts_symbols
 from qmd_daemon.store.lexical_query import AnyOf, LexicalQuery, Phrase
 from qmd_daemon.store.postgres import lexical
-from qmd_daemon.store.postgres.connection import connect, describe, translated
+from qmd_daemon.store.postgres.connection import PostgresDatabase
 from qmd_daemon.store.postgres.schema import migrate
+from qmd_daemon.store.protocols import ChunkRow, FileState
+from qmd_daemon.text.analysis import fts_body, fts_path, fts_symbols
+from qmd_daemon.text.chunk_model import Chunk
 from qmd_daemon.text.tokens import index_tokens
 
 _CHUNK_SELECT = """
@@ -45,66 +45,55 @@ def analysed(path: str, chunk: Chunk) -> tuple[str, int]:
     return literal, position + 1
 
 
+def lock_collection(db: PostgresDatabase, name: str) -> None:
+    """Writers of collection NAME (updates, removal, migrate) take turns across machines until the
+    transaction ends."""
+    db.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_COLLECTION_LOCK, name))
+
+
 class PostgresChunkStore:
-    has_vec = False  # vectors: the pgvector backend's VectorIndex (branch pg-vectors)
+    """The ChunkStore protocol over a PostgreSQL database (store/protocols.py)."""
 
-    def __init__(self, url: str):
-        self.url = url
-        self.where = describe(url)
-        self.conn = connect(url)
-        with translated(url):
-            migrate(self.conn, self.where)
-        self.derived: dict[str, tuple[Any, Any]] = {}
+    supports_vectors = True  # pgvector: PostgresVectorIndex on the same database
 
-    def _sql(self, query: str, params: Iterable[Any] | None = None) -> psycopg.Cursor[Any]:
-        """One statement. Outside a transaction a statement on a connection the server dropped
-        (restart, failover, terminated backend) runs once more on a new one: each such statement
-        stands alone, so running it again is safe; inside one, the caller's transaction is lost."""
-        in_transaction = self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
-        try:
-            with translated(self.url):
-                return self.conn.execute(query, params)  # type: ignore[arg-type]
-        except IndexDatabaseError:
-            if in_transaction or not self.conn.broken:
-                raise
-        self.conn = connect(self.url)
-        with translated(self.url):
-            return self.conn.execute(query, params)  # type: ignore[arg-type]
+    def __init__(self, db: PostgresDatabase):
+        self.db = db
+        self.where = db.where
+        migrate(db)
+        self.derived = db.derived
+
+    def _sql(self, query: str, params: Sequence[Any] | None = None) -> psycopg.Cursor[Any]:
+        """One statement (outside a transaction, rerun once on a new connection when the server
+        dropped the old one: see connection.py)."""
+        return self.db.execute(query, params)
 
     def _many(self, query: str, rows: list[Any]) -> None:
-        if rows:
-            with translated(self.url), self.conn.cursor() as cur:
-                cur.executemany(query, rows)  # type: ignore[arg-type]
+        self.db.executemany(query, rows)
 
-    def _row(self, query: str, params: Iterable[Any] | None = None) -> tuple[Any, ...]:
+    def _row(self, query: str, params: Sequence[Any] | None = None) -> tuple[Any, ...]:
         """The one row of an aggregate or RETURNING statement (always one)."""
         row = self._sql(query, params).fetchone()
         if row is None:
             raise IndexDatabaseError(f"the index database ({self.where}) answered no row: {query.split()[0]}")
         return tuple(row)
 
-    def _scalar(self, query: str, params: Iterable[Any] | None = None) -> Any:
+    def _scalar(self, query: str, params: Sequence[Any] | None = None) -> Any:
         return self._row(query, params)[0]
 
     def data_state(self) -> tuple[int, int]:
-        row = self._row("SELECT coalesce(sum(version), 0), count(*) FROM collection_totals")
-        return int(row[0]), int(row[1])
+        return self.db.data_state()
 
     def close(self) -> None:
-        self.conn.close()
+        self.db.close()
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self) -> AbstractContextManager[None]:
         """One write transaction; a connection lost earlier (server restart, terminated backend) is
         opened anew first, so the retry of a failed update just works."""
-        if self.conn.closed or self.conn.broken:
-            self.conn = connect(self.url)
-        with translated(self.url), self.conn.transaction():
-            yield
+        return self.db.transaction()
 
     def _lock_collection(self, name: str) -> None:
-        if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            self._sql("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_COLLECTION_LOCK, name))
+        if self.db.in_transaction:
+            lock_collection(self.db, name)
 
     # -- collections ---------------------------------------------------------------------------
 
@@ -468,3 +457,27 @@ class PostgresChunkStore:
         )
         return [int(r[0]) for r in rows]
 
+
+    def language_counts(self, collection_ids: list[int], limit: int = 8) -> list[tuple[str, int]]:
+        """(language, files) of the collections, most files first."""
+        if not collection_ids:
+            return []
+        rows = self._sql(
+            """SELECT language, count(*) FROM files WHERE collection_id = ANY(%s) AND language IS NOT NULL
+               GROUP BY language ORDER BY count(*) DESC, language LIMIT %s""",
+            (list(collection_ids), limit),
+        )
+        return [(str(language), int(count)) for language, count in rows]
+
+    def manifest_texts(self, collection_ids: list[int], names: Sequence[str]) -> list[str]:
+        """The chunk texts of files named one of `names` (at the root or in any folder: there ASCII
+        case folded, as SQLite's LIKE)."""
+        if not collection_ids or not names:
+            return []
+        rows = self._sql(
+            """SELECT c.text FROM chunks c JOIN files f ON f.id = c.file_id
+               WHERE f.collection_id = ANY(%s) AND (f.path = ANY(%s) OR f.path ILIKE ANY(%s))
+               ORDER BY c.id""",
+            (list(collection_ids), list(names), [f"%/{name}" for name in names]),
+        )
+        return [str(text) for (text,) in rows]

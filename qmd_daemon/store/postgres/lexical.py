@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass
 
 from qmd_daemon.errors import QueryRejected
-from qmd_daemon.text.cjk import run_pairs, without_cjk
 from qmd_daemon.store.lexical_query import AllOf, LexicalQuery, Phrase, Without, Word
+from qmd_daemon.text.cjk import run_pairs, without_cjk
 from qmd_daemon.text.tokens import index_tokens
 
 K1, B = 1.2, 0.75  # FTS5's bm25 constants (fts5_aux.c)

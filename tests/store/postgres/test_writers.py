@@ -17,6 +17,7 @@ from qmd_daemon.ingest.indexer import update_collection
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.lexical_query import Word
 from qmd_daemon.store.postgres.chunk_store import PostgresChunkStore
+from qmd_daemon.store.postgres.connection import PostgresDatabase
 from tests.postgres_server import statistics_match_a_recount
 
 REPO = Path(__file__).resolve().parents[3]
@@ -48,7 +49,7 @@ def test_two_writers_on_one_collection_neither_fails_nor_doubles(
 
     def writer() -> None:
         try:  # each opens (and may migrate) the new database at once, like two machines
-            store = PostgresChunkStore(postgres_url)
+            store = PostgresChunkStore(PostgresDatabase(postgres_url))
         except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
             start.abort()
             errors.append(exc)
@@ -71,7 +72,7 @@ def test_two_writers_on_one_collection_neither_fails_nor_doubles(
     assert errors == []
     files, distinct, chunks = _counts(postgres_url)
     assert files == distinct == 60 and chunks == 60
-    store = PostgresChunkStore(postgres_url)
+    store = PostgresChunkStore(PostgresDatabase(postgres_url))
     cid = store.collection_id("shared")
     assert store.fts_count(Word("cookie"), [cid]) == 60  # the statistics counted each chunk once
     assert store.collection_stats()[0]["chunks"] == 60
@@ -82,12 +83,12 @@ def test_two_writers_on_one_collection_neither_fails_nor_doubles(
 def test_a_connection_killed_mid_update_leaves_nothing_and_the_retry_succeeds(
     postgres_url: str, postgres_server: str, tmp_path: Path
 ) -> None:
-    store = PostgresChunkStore(postgres_url)
+    store = PostgresChunkStore(PostgresDatabase(postgres_url))
     source = (REPO / "qmd_daemon/store/index_store.py").read_text(encoding="utf-8")
     chunks = chunk_text("index_store.py", source, "python")
     with store.transaction():
         cid = store.ensure_collection("repo", tmp_path)
-    backend = store.conn.info.backend_pid
+    backend = store.db.connection().info.backend_pid
 
     def write(path: str) -> None:
         store.write_file(cid, path, size=len(source), mtime_ns=1, content_hash=path, language="python",
