@@ -246,7 +246,7 @@ class Engine:
         vectors = self.vectors
         active = vectors.active_model() if vectors else None
         return {
-            "index": str(self.settings.index_path),
+            "index": self.backend.location,
             "config": str(self.settings.config_file),
             "sqlite_vec": self.store.supports_vectors,
             "vectors": {

@@ -32,6 +32,7 @@ class Backend:
     chunks: ChunkStore
     vectors: Callable[[str], VectorStore] | None
     llm_cache: StoredLLMCache
+    location: str  # where the index lives, for `status` (a file; a server and database, no password)
 
     def close(self) -> None:
         self.chunks.close()
@@ -43,7 +44,9 @@ def open_sqlite(settings: Settings) -> Backend:
     def vectors(quantization: str) -> VectorStore:
         return VectorIndex(store, quantization=quantization)
 
-    return Backend(store, vectors if store.supports_vectors else None, SqliteLLMCache(store))
+    return Backend(
+        store, vectors if store.supports_vectors else None, SqliteLLMCache(store), str(settings.index_path)
+    )
 
 
 def open_backend(settings: Settings) -> Backend:

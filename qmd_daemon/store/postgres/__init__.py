@@ -29,4 +29,4 @@ def open_backend(database_url: str, settings: Settings) -> Backend:
     def vectors(quantization: str) -> VectorStore:
         return PostgresVectorIndex(db, quantization=quantization)
 
-    return Backend(chunks, vectors, PostgresLLMCache(db))
+    return Backend(chunks, vectors, PostgresLLMCache(db), db.where)
