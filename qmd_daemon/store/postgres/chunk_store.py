@@ -1,0 +1,504 @@
+"""PostgresChunkStore: IndexStore's methods (store/index_store.py) over a PostgreSQL database, so a
+team shares one index. Same return types and skip rules; writes of one collection take turns across
+machines on a transaction-scoped advisory lock, and `UNIQUE (collection_id, path)` keeps a file
+once."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import psycopg
+
+from qmd_daemon.errors import IndexDatabaseError
+from qmd_daemon.store.lexical_query import AnyOf, LexicalQuery, Phrase
+from qmd_daemon.store.postgres import lexical
+from qmd_daemon.store.postgres.connection import PostgresDatabase
+from qmd_daemon.store.postgres.schema import migrate
+from qmd_daemon.store.protocols import ChunkRow, FileState
+from qmd_daemon.text.analysis import fts_body, fts_path, fts_symbols
+from qmd_daemon.text.chunk_model import Chunk
+from qmd_daemon.text.tokens import index_tokens
+
+_CHUNK_SELECT = """
+    SELECT c.id, c.file_id, col.name, f.path, f.kind, f.language, c.start_line, c.end_line,
+           c.text, c.symbols, c.signature, c.heading, c.hash
+    FROM chunks c JOIN files f ON f.id = c.file_id JOIN collections col ON col.id = f.collection_id
+"""
+_COLLECTION_LOCK = 0x716D63  # pg_advisory_xact_lock(this, hashtext(collection name))
+
+
+def analysed(path: str, chunk: Chunk) -> tuple[str, int]:
+    """The chunk's tsvector literal and its length in tokens as FTS5 counts a row (path, symbols,
+    body, and the one token of its collection column)."""
+    positions: dict[str, list[str]] = defaultdict(list)
+    position = 0
+    for label, text in zip(lexical.COLUMN_LABELS, (fts_path(path), fts_symbols(chunk), fts_body(chunk)),
+                           strict=True):
+        for token in index_tokens(text):
+            position += 1
+            positions[token].append(f"{min(position, 16383)}{label}")
+    literal = " ".join(f"'{t}':{','.join(p)}" for t, p in positions.items())
+    return literal, position + 1
+
+
+def lock_collection(db: PostgresDatabase, name: str) -> None:
+    """Writers of collection NAME (updates, removal, migrate) take turns across machines until the
+    transaction ends."""
+    db.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_COLLECTION_LOCK, name))
+
+
+class PostgresChunkStore:
+    """The ChunkStore protocol over a PostgreSQL database (store/protocols.py)."""
+
+    supports_vectors = True  # pgvector: PostgresVectorIndex on the same database
+
+    def __init__(self, db: PostgresDatabase):
+        self.db = db
+        self.where = db.where
+        migrate(db)
+        self.derived = db.derived
+
+    def _sql(self, query: str, params: Sequence[Any] | None = None) -> psycopg.Cursor[Any]:
+        """One statement (outside a transaction, rerun once on a new connection when the server
+        dropped the old one: see connection.py)."""
+        return self.db.execute(query, params)
+
+    def _many(self, query: str, rows: list[Any]) -> None:
+        self.db.executemany(query, rows)
+
+    def _row(self, query: str, params: Sequence[Any] | None = None) -> tuple[Any, ...]:
+        """The one row of an aggregate or RETURNING statement (always one)."""
+        row = self._sql(query, params).fetchone()
+        if row is None:
+            raise IndexDatabaseError(f"the index database ({self.where}) answered no row: {query.split()[0]}")
+        return tuple(row)
+
+    def _scalar(self, query: str, params: Sequence[Any] | None = None) -> Any:
+        return self._row(query, params)[0]
+
+    def data_state(self) -> tuple[int, int]:
+        return self.db.data_state()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """One write transaction; a connection lost earlier (server restart, terminated backend) is
+        opened anew first, so the retry of a failed update just works."""
+        return self.db.transaction()
+
+    def _lock_collection(self, name: str) -> None:
+        if self.db.in_transaction:
+            lock_collection(self.db, name)
+
+    # -- collections ---------------------------------------------------------------------------
+
+    def ensure_collection(self, name: str, root: Any) -> int:
+        self._lock_collection(name)
+        row = self._sql("SELECT id, root FROM collections WHERE name = %s", (name,)).fetchone()
+        if row:
+            if row[1] != str(root):
+                self._sql("UPDATE collections SET root = %s WHERE id = %s", (str(root), row[0]))
+            return int(row[0])
+        return int(self._scalar("INSERT INTO collections (name, root) VALUES (%s, %s) RETURNING id",
+                                (name, str(root))))
+
+    def collection_id(self, name: str) -> int | None:
+        row = self._sql("SELECT id FROM collections WHERE name = %s", (name,)).fetchone()
+        return int(row[0]) if row else None
+
+    def remove_collection(self, name: str) -> None:
+        self._lock_collection(name)
+        row = self._sql("DELETE FROM collections WHERE name = %s RETURNING id", (name,)).fetchone()
+        if row:
+            self._sql("DELETE FROM term_stats WHERE collection_id = %s", (row[0],))
+            self._sql("DELETE FROM collection_totals WHERE collection_id = %s", (row[0],))
+
+    def mark_updated(self, collection_id: int, index_format: str) -> None:
+        self._sql("UPDATE collections SET updated_at = %s, index_format = %s WHERE id = %s",
+                  (time.time(), index_format, collection_id))
+
+    def index_format(self, collection_id: int) -> str:
+        row = self._sql("SELECT index_format FROM collections WHERE id = %s", (collection_id,)).fetchone()
+        return row[0] if row else ""
+
+    def collection_stats(self) -> list[dict[str, Any]]:
+        rows = self._sql(
+            """SELECT col.name, col.root, col.updated_at,
+                      (SELECT count(*) FROM files f WHERE f.collection_id = col.id),
+                      (SELECT count(*) FROM chunks c WHERE c.collection_id = col.id),
+                      col.index_format
+               FROM collections col ORDER BY col.name"""
+        ).fetchall()
+        keys = ("name", "root", "updated_at", "files", "chunks", "index_format")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+    # -- files ---------------------------------------------------------------------------------
+
+    def file_states(self, collection_id: int) -> dict[str, FileState]:
+        rows = self._sql("SELECT path, id, size, mtime_ns, hash FROM files WHERE collection_id = %s",
+                         (collection_id,))
+        return {r[0]: FileState(int(r[1]), int(r[2]), int(r[3]), r[4]) for r in rows}
+
+    def touch_file(self, file_id: int, size: int, mtime_ns: int) -> None:
+        self._sql("UPDATE files SET size = %s, mtime_ns = %s WHERE id = %s", (size, mtime_ns, file_id))
+
+    def delete_files(self, file_ids: Iterable[int]) -> None:
+        ids = list(file_ids)
+        if ids:
+            self._sql("DELETE FROM files WHERE id = ANY(%s)", (ids,))
+
+    def write_file(
+        self,
+        collection_id: int,
+        path: str,
+        *,
+        size: int,
+        mtime_ns: int,
+        content_hash: str,
+        language: str | None,
+        kind: str,
+        line_count: int,
+        chunks: list[Chunk],
+        rederive: bool = False,
+    ) -> tuple[int, int]:
+        """IndexStore.write_file's rules: only chunks whose content changed are rewritten; a kept
+        chunk whose symbols, signature or heading changed (or every kept chunk with `rederive`)
+        gets them and its terms anew, keeping its id. Returns (chunks added, chunks removed)."""
+        file_id = int(self._scalar(
+            """INSERT INTO files (collection_id, path, size, mtime_ns, hash, language, kind, line_count)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+               ON CONFLICT (collection_id, path) DO UPDATE SET size = excluded.size,
+                 mtime_ns = excluded.mtime_ns, hash = excluded.hash, language = excluded.language,
+                 kind = excluded.kind, line_count = excluded.line_count
+               RETURNING id""",
+            (collection_id, path, size, mtime_ns, content_hash, language, kind, line_count),
+        ))
+        existing: dict[str, list[tuple[int, tuple[str, str, str]]]] = {}
+        for chunk_id, chunk_hash, *derived in self._sql(
+            "SELECT id, hash, symbols, signature, heading FROM chunks WHERE file_id = %s ORDER BY seq",
+            (file_id,),
+        ):
+            existing.setdefault(chunk_hash, []).append((int(chunk_id), tuple(derived)))
+        moved: list[tuple[int, int, int, int]] = []
+        fresh: list[tuple[int, Chunk]] = []
+        for seq, chunk in enumerate(chunks):
+            reusable = existing.get(chunk.content_hash)
+            if not reusable:
+                fresh.append((seq, chunk))
+                continue
+            chunk_id, stored = reusable.pop(0)
+            moved.append((seq, chunk.start_line, chunk.end_line, chunk_id))
+            if rederive or stored != (" ".join(chunk.symbols), chunk.signature, chunk.heading):
+                fts, tokens = analysed(path, chunk)
+                self._sql(
+                    """UPDATE chunks SET symbols = %s, signature = %s, heading = %s, fts = %s::tsvector,
+                       token_count = %s WHERE id = %s""",
+                    (" ".join(chunk.symbols), chunk.signature, chunk.heading, fts, tokens, chunk_id),
+                )
+                self._sql("DELETE FROM definitions WHERE chunk_id = %s", (chunk_id,))
+                self._write_definitions([(chunk_id, chunk)])
+        self._many("UPDATE chunks SET seq = %s, start_line = %s, end_line = %s WHERE id = %s", moved)
+        stale = [chunk_id for ids in existing.values() for chunk_id, _ in ids]
+        if stale:
+            self._sql("DELETE FROM chunks WHERE id = ANY(%s)", (stale,))
+        if fresh:
+            self._insert_chunks(collection_id, file_id, path, fresh)
+        return len(fresh), len(stale)
+
+    def _insert_chunks(
+        self, collection_id: int, file_id: int, path: str, fresh: list[tuple[int, Chunk]]
+    ) -> None:
+        """One INSERT for the file's new chunks: the term statistics trigger runs once per statement."""
+        values: list[Any] = []
+        for seq, chunk in fresh:
+            fts, tokens = analysed(path, chunk)
+            values += [file_id, collection_id, seq, chunk.start_line, chunk.end_line, chunk.text,
+                       " ".join(chunk.symbols), chunk.signature, chunk.heading, chunk.content_hash, fts,
+                       tokens]
+        marks = ",".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s)"] * len(fresh))
+        rows = self._sql(
+            f"""INSERT INTO chunks (file_id, collection_id, seq, start_line, end_line, text, symbols,
+                                   signature, heading, hash, fts, token_count)
+                VALUES {marks} RETURNING id, seq""",
+            values,
+        ).fetchall()
+        by_seq = {seq: chunk for seq, chunk in fresh}
+        self._write_definitions([(int(chunk_id), by_seq[seq]) for chunk_id, seq in rows])
+
+    def _write_definitions(self, chunks: list[tuple[int, Chunk]]) -> None:
+        rows = [(chunk_id, d.name, d.kind, d.line) for chunk_id, chunk in chunks for d in chunk.definitions]
+        self._many("INSERT INTO definitions (chunk_id, name, kind, line) VALUES (%s, %s, %s, %s)", rows)
+
+    def chunk_count(self, collection_id: int) -> int:
+        return int(self._scalar("SELECT count(*) FROM chunks WHERE collection_id = %s", (collection_id,)))
+
+    def indexed_paths(self, collection_id: int) -> list[str]:
+        rows = self._sql("SELECT path FROM files WHERE collection_id = %s ORDER BY path COLLATE \"C\"",
+                         (collection_id,))
+        return [r[0] for r in rows]
+
+    def file_text(self, collection_id: int, path: str) -> str | None:
+        """The file's indexed text, rebuilt from its chunks (overlaps removed, line numbers kept)."""
+        known = self._sql("SELECT id, line_count FROM files WHERE collection_id = %s AND path = %s",
+                          (collection_id, path)).fetchone()
+        if known is None:
+            return None
+        lines: dict[int, str] = {}
+        for start, text in self._sql("SELECT start_line, text FROM chunks WHERE file_id = %s ORDER BY seq",
+                                     (known[0],)):
+            for offset, line in enumerate(text.split("\n")):
+                lines.setdefault(start + offset, line)
+        total = max([int(known[1]), *lines]) if lines else 0
+        return "\n".join(lines.get(n, "") for n in range(1, total + 1))
+
+    # -- links ---------------------------------------------------------------------------------
+
+    def replace_links(
+        self, collection_id: int, links: list[tuple[int, int, str]], doc_chunk_ids: list[int] | None = None
+    ) -> None:
+        if doc_chunk_ids is None:
+            self._sql("""DELETE FROM links WHERE doc_chunk_id IN (
+                           SELECT id FROM chunks WHERE collection_id = %s)""", (collection_id,))
+        elif doc_chunk_ids:
+            self._sql("DELETE FROM links WHERE doc_chunk_id = ANY(%s)", (list(doc_chunk_ids),))
+        self._many("""INSERT INTO links (doc_chunk_id, code_file_id, via) VALUES (%s, %s, %s)
+                      ON CONFLICT DO NOTHING""", links)
+
+    def links_of(self, collection_id: int) -> set[tuple[int, int, str]]:
+        rows = self._sql("""SELECT l.doc_chunk_id, l.code_file_id, l.via FROM links l
+                            JOIN chunks c ON c.id = l.doc_chunk_id WHERE c.collection_id = %s""",
+                         (collection_id,))
+        return {(int(a), int(b), str(v)) for a, b, v in rows}
+
+    def doc_chunks(self, collection_id: int) -> list[tuple[int, str]]:
+        return [(int(i), t) for i, t in self._sql(
+            """SELECT c.id, c.text FROM chunks c JOIN files f ON f.id = c.file_id
+               WHERE c.collection_id = %s AND f.kind = 'doc'""", (collection_id,))]
+
+    def doc_chunks_of_files(self, collection_id: int, paths: list[str]) -> list[tuple[int, str]]:
+        return [(int(i), t) for i, t in self._sql(
+            """SELECT c.id, c.text FROM chunks c JOIN files f ON f.id = c.file_id
+               WHERE c.collection_id = %s AND f.kind = 'doc' AND f.path = ANY(%s)""", (collection_id, paths))]
+
+    def doc_chunks_citing(self, collection_id: int, words: list[str]) -> list[tuple[int, str]]:
+        """Doc chunks whose body holds any of `words` as whole tokens (a file name: as a phrase)."""
+        if not words:
+            return []
+        node = lexical.compile_query(AnyOf(tuple(Phrase(w) for w in words)), column="C")
+        rows = self._sql(
+            """SELECT c.id, c.text FROM chunks c JOIN files f ON f.id = c.file_id
+                WHERE c.collection_id = %s AND f.kind = 'doc' AND c.fts @@ %s::tsquery""",
+            (collection_id, lexical.tsquery(node)),
+        )
+        return [(int(i), t) for i, t in rows]
+
+    def code_files(self, collection_id: int) -> dict[str, int]:
+        rows = self._sql("SELECT path, id FROM files WHERE collection_id = %s AND kind = 'code'",
+                         (collection_id,))
+        return {r[0]: int(r[1]) for r in rows}
+
+    def defined_names(self, collection_id: int, path: str) -> set[str]:
+        rows = self._sql(
+            """SELECT DISTINCT d.name FROM definitions d JOIN chunks c ON c.id = d.chunk_id
+               JOIN files f ON f.id = c.file_id WHERE f.collection_id = %s AND f.path = %s""",
+            (collection_id, path),
+        )
+        return {r[0] for r in rows}
+
+    def definition_files(self, collection_id: int, names: set[str] | None = None) -> dict[str, set[int]]:
+        query = """SELECT d.name, c.file_id FROM definitions d JOIN chunks c ON c.id = d.chunk_id
+                   JOIN files f ON f.id = c.file_id WHERE c.collection_id = %s AND f.kind = 'code'"""
+        if names is None:
+            rows = self._sql(query, (collection_id,)).fetchall()
+        else:
+            rows = self._sql(f"{query} AND lower(d.name) = ANY(%s)",
+                             (collection_id, sorted({n.lower() for n in names}))).fetchall()
+        out: dict[str, set[int]] = {}
+        for name, file_id in rows:
+            if names is None or name in names:
+                out.setdefault(name, set()).add(int(file_id))
+        return out
+
+    def related_paths(self, file_ids: list[int]) -> dict[int, list[str]]:
+        if not file_ids:
+            return {}
+        out: dict[int, list[str]] = {}
+        rows = self._sql(
+            """SELECT c.file_id, f.path FROM links l JOIN chunks c ON c.id = l.doc_chunk_id
+               JOIN files f ON f.id = l.code_file_id WHERE c.file_id = ANY(%s)
+               UNION
+               SELECT l.code_file_id, df.path FROM links l JOIN chunks c ON c.id = l.doc_chunk_id
+               JOIN files df ON df.id = c.file_id WHERE l.code_file_id = ANY(%s)""",
+            (file_ids, file_ids),
+        )
+        for file_id, path in rows:
+            bucket = out.setdefault(int(file_id), [])
+            if path not in bucket:
+                bucket.append(path)
+        return out
+
+    # -- reads for search ----------------------------------------------------------------------
+
+    def _totals(self) -> lexical.IndexTotals:
+        row = self._row("SELECT coalesce(sum(chunks), 0), coalesce(sum(tokens), 0) FROM collection_totals")
+        return lexical.IndexTotals(int(row[0]), int(row[1]))
+
+    def _rows_holding(self, seqs: list[lexical.Seq]) -> list[int]:
+        """Per phrase, how many rows of the whole index hold it (FTS5's IDF counts every row)."""
+        singles = sorted({s.tokens[0] for s in seqs if len(s.tokens) == 1})
+        df = dict(self._sql("SELECT lexeme, sum(df) FROM term_stats WHERE lexeme = ANY(%s) GROUP BY lexeme",
+                            (singles,)).fetchall()) if singles else {}
+        out = []
+        for seq in seqs:
+            if len(seq.tokens) == 1:
+                out.append(int(df.get(seq.tokens[0], 0)))
+            else:
+                out.append(int(self._scalar("SELECT count(*) FROM chunks WHERE fts @@ %s::tsquery",
+                                            (lexical.tsquery(seq),))))
+        return out
+
+    def _matching(
+        self, node: lexical.Node, collection_ids: list[int], *, among: str = "collection_id"
+    ) -> dict[int, tuple[int, list[list[str]]]]:
+        """Chunk id -> (its length in tokens, per phrase the columns of its counted occurrences)
+        for the rows that match as FTS5 decides (the GIN index finds a superset). `among`:
+        "collection_id", or "id" to look only at the chunks whose ids are given instead."""
+        column = {"collection_id": "c.collection_id", "id": "c.id"}[among]
+        rows = self._sql(
+            f"""SELECT c.id, c.token_count, u.lexeme, u.positions, u.weights
+               FROM chunks c, unnest(c.fts) u
+               WHERE {column} = ANY(%s) AND c.fts @@ %s::tsquery AND u.lexeme = ANY(%s)""",
+            (collection_ids, lexical.tsquery(node), lexical.lexemes(node)),
+        )
+        found: dict[int, tuple[int, lexical.Positions]] = {}
+        for chunk_id, tokens, lexeme, positions, labels in rows:
+            entry = found.setdefault(int(chunk_id), (int(tokens), {}))
+            entry[1][lexeme] = set(zip(positions, labels, strict=True))
+        out: dict[int, tuple[int, list[list[str]]]] = {}
+        for chunk_id, (tokens, positions) in found.items():
+            ok, counted = lexical.evaluate(node, positions)
+            if ok:
+                out[chunk_id] = (tokens, counted)
+        return out
+
+    def fts_search(
+        self, query: LexicalQuery, collection_ids: list[int], limit: int, weights: tuple[float, float, float]
+    ) -> list[tuple[int, float]]:
+        """(chunk id, bm25) best first, bm25 as FTS5 computes it (larger is better)."""
+        node = lexical.compile_query(query)
+        if not collection_ids:
+            return []
+        matched = self._matching(node, collection_ids)
+        if not matched:
+            return []
+        totals = self._totals()
+        idfs = [lexical.idf(n, totals) for n in self._rows_holding(lexical.phrases(node))]
+        scored = [(chunk_id, lexical.bm25(counted, idfs, tokens, totals, weights))
+                  for chunk_id, (tokens, counted) in matched.items()]
+        scored.sort(key=lambda item: (-item[1], item[0]))
+        return scored[:limit]
+
+    def fts_count(self, query: LexicalQuery, collection_ids: list[int]) -> int:
+        """How many chunks of the collections match (a term's document frequency)."""
+        node = lexical.compile_query(query)
+        if not collection_ids:
+            return 0
+        if any(len(seq.tokens) > 1 for seq in lexical.phrases(node)):  # `<->` may cross columns
+            return len(self._matching(node, collection_ids))
+        # single words: the tsquery decides exactly as FTS5, and PostgreSQL counts on its own
+        return int(self._scalar(
+            "SELECT count(*) FROM chunks WHERE collection_id = ANY(%s) AND fts @@ %s::tsquery",
+            (collection_ids, lexical.tsquery(node)),
+        ))
+
+    def chunks_matching(self, query: LexicalQuery, chunk_ids: list[int]) -> set[int]:
+        """The chunks among chunk_ids that match the query, as FTS5 decides."""
+        if not chunk_ids:
+            return set()
+        return set(self._matching(lexical.compile_query(query), list(chunk_ids), among="id"))
+
+    def signature_outline(self, file_ids: list[int]) -> dict[int, list[tuple[int, str]]]:
+        """File id -> (chunk id, signature) of each chunk, in line order."""
+        if not file_ids:
+            return {}
+        out: dict[int, list[tuple[int, str]]] = {}
+        for chunk_id, file_id, signature in self._sql(
+            """SELECT id, file_id, signature FROM chunks WHERE file_id = ANY(%s)
+               ORDER BY file_id, start_line, id""",
+            (list(file_ids),),
+        ):
+            out.setdefault(int(file_id), []).append((int(chunk_id), signature))
+        return out
+
+    def chunks_by_ids(self, chunk_ids: list[int]) -> dict[int, ChunkRow]:
+        if not chunk_ids:
+            return {}
+        rows = self._sql(f"{_CHUNK_SELECT} WHERE c.id = ANY(%s)", (list(chunk_ids),))
+        return {int(r[0]): ChunkRow(int(r[0]), int(r[1]), *r[2:]) for r in rows}
+
+    def chunks_defining(self, names: list[str], collection_ids: list[int]) -> list[tuple[int, str, str]]:
+        if not names or not collection_ids:
+            return []
+        return [(int(i), n, k) for i, n, k in self._sql(
+            """SELECT d.chunk_id, d.name, d.kind FROM definitions d JOIN chunks c ON c.id = d.chunk_id
+               WHERE lower(d.name) = ANY(%s) AND c.collection_id = ANY(%s)""",
+            ([n.lower() for n in names], collection_ids))]
+
+    def definitions_in(self, chunk_ids: list[int]) -> dict[int, list[str]]:
+        if not chunk_ids:
+            return {}
+        out: dict[int, list[str]] = {}
+        for chunk_id, name in self._sql("SELECT chunk_id, name FROM definitions WHERE chunk_id = ANY(%s)",
+                                        (list(chunk_ids),)):
+            out.setdefault(int(chunk_id), []).append(name)
+        return out
+
+    def last_lines(self, file_ids: list[int]) -> dict[int, int]:
+        if not file_ids:
+            return {}
+        rows = self._sql("SELECT file_id, max(end_line) FROM chunks WHERE file_id = ANY(%s) GROUP BY file_id",
+                         (list(file_ids),))
+        return {int(f): int(last) for f, last in rows}
+
+    def chunks_of_files_named(self, stems: list[str], collection_ids: list[int]) -> list[int]:
+        """First chunks of files whose stem is one of stems: such files are candidates by name."""
+        if not stems or not collection_ids:
+            return []
+        # SQLite's LIKE, as IndexStore uses it: ASCII case folded, `_` any one character
+        patterns = [p for stem in stems for p in (f"%/{stem}.%", f"{stem}.%")]
+        rows = self._sql(
+            """SELECT min(c.id) FROM chunks c JOIN files f ON f.id = c.file_id
+               WHERE f.collection_id = ANY(%s) AND f.path ILIKE ANY(%s) GROUP BY f.id LIMIT 50""",
+            (collection_ids, patterns),
+        )
+        return [int(r[0]) for r in rows]
+
+
+    def language_counts(self, collection_ids: list[int], limit: int = 8) -> list[tuple[str, int]]:
+        """(language, files) of the collections, most files first."""
+        if not collection_ids:
+            return []
+        rows = self._sql(
+            """SELECT language, count(*) FROM files WHERE collection_id = ANY(%s) AND language IS NOT NULL
+               GROUP BY language ORDER BY count(*) DESC, language LIMIT %s""",
+            (list(collection_ids), limit),
+        )
+        return [(str(language), int(count)) for language, count in rows]
+
+    def manifest_texts(self, collection_ids: list[int], names: Sequence[str]) -> list[str]:
+        """The chunk texts of files named one of `names` (at the root or in any folder: there ASCII
+        case folded, as SQLite's LIKE)."""
+        if not collection_ids or not names:
+            return []
+        rows = self._sql(
+            """SELECT c.text FROM chunks c JOIN files f ON f.id = c.file_id
+               WHERE f.collection_id = ANY(%s) AND (f.path = ANY(%s) OR f.path ILIKE ANY(%s))
+               ORDER BY c.id""",
+            (list(collection_ids), list(names), [f"%/{name}" for name in names]),
+        )
+        return [str(text) for (text,) in rows]

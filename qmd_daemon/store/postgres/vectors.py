@@ -1,0 +1,208 @@
+"""Chunk vectors in pgvector: one table for the active embedding model, an HNSW index (cosine).
+
+The same contract as store/vectors.py's VectorIndex (the model's fingerprint and dimension in
+`meta`, a model change drops and re-creates the table, identical chunks share one embedding), with
+the search's collection filter inside the ANN scan: pgvector 0.8's iterative index scan keeps
+walking the graph until k rows of the searched collections are found, instead of filtering the
+top ef_search rows of every collection afterwards (which returns too few for a small collection).
+`int8` stores pgvector's halfvec (2 bytes a dimension; it has no int8 type), `float` its vector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from qmd_daemon.store.postgres.connection import PostgresDatabase
+from qmd_daemon.store.postgres.schema import meta_value, set_meta
+
+QUANTIZATIONS = ("float", "int8")
+_COLUMN_TYPE = {"float": "vector", "int8": "halfvec"}
+VECTOR_LOCK = 0x716D6401  # advisory lock key of the vector table's (re)creation
+# Graph candidates per search: at least this many, and at least 2 x k. bench/knn_backends.py at
+# 300k x 1024, k=100, 20 queries: recall@10 0.945 with ef_search 200, 0.995 with 400, at about
+# the same latency (62 / 67 ms).
+EF_SEARCH_MIN = 400
+EF_SEARCH_MAX = 1000  # pgvector's limit; the iterative scan goes on past it for a filter
+
+
+def vector_literal(vector: Sequence[float]) -> str:
+    """pgvector's text form, '[x,y,...]': sent as text, cast by the server to the column type."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+class PostgresVectorIndex:
+    """Vectors of one embedding model in the PostgreSQL index."""
+
+    def __init__(self, db: PostgresDatabase, quantization: str = "float"):
+        if quantization not in QUANTIZATIONS:
+            raise ValueError(f"quantization must be one of {QUANTIZATIONS}")
+        self.db = db
+        self.quantization = quantization
+
+    def active_model(self) -> tuple[str, int, str] | None:
+        fingerprint, dim = meta_value(self.db, "vector_model"), meta_value(self.db, "vector_dim")
+        if not fingerprint or not dim:
+            return None
+        return fingerprint, int(dim), meta_value(self.db, "vector_quantization") or "float"
+
+    def ensure(self, fingerprint: str, dim: int) -> bool:
+        """Make the table fit this model; returns True when earlier vectors were dropped."""
+        wanted = (fingerprint, dim, self.quantization)
+        current = self.active_model()
+        if current == wanted:
+            return False
+        with self.db.transaction():
+            self.db.advisory_lock(VECTOR_LOCK)
+            current = self.active_model()  # another machine may have made it meanwhile
+            if current == wanted:
+                return False
+            column = f"{_COLUMN_TYPE[self.quantization]}({int(dim)})"
+            self.db.execute("DROP TABLE IF EXISTS chunk_vectors")
+            self.db.execute(
+                f"""CREATE TABLE chunk_vectors (
+                    chunk_id BIGINT PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+                    collection_id INTEGER NOT NULL,
+                    embedding {column} NOT NULL
+                )"""
+            )
+            self.db.execute("CREATE INDEX chunk_vectors_by_collection ON chunk_vectors (collection_id)")
+            self.db.execute(
+                "CREATE INDEX chunk_vectors_ann ON chunk_vectors "
+                f"USING hnsw (embedding {_COLUMN_TYPE[self.quantization]}_cosine_ops)"
+            )
+            for key, value in (
+                ("vector_model", fingerprint),
+                ("vector_dim", str(dim)),
+                ("vector_quantization", self.quantization),
+            ):
+                set_meta(self.db, key, value)
+        return current is not None
+
+    def _cast(self) -> str:
+        """The stored column's type, for casting a query or a new vector to it."""
+        active = self.active_model()
+        return _COLUMN_TYPE[active[2] if active else self.quantization]
+
+    def pending(
+        self, collection_ids: list[int] | None = None, limit: int | None = None
+    ) -> list[tuple[int, int, str]]:
+        """(chunk id, collection id, content hash) of chunks that have no vector yet."""
+        if self.active_model() is None:
+            return []
+        sql = f"""SELECT c.id, f.collection_id, c.hash FROM chunks c JOIN files f ON f.id = c.file_id
+                  WHERE NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.chunk_id = c.id)
+                  {"AND f.collection_id = ANY(%s)" if collection_ids else ""} ORDER BY c.id"""
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        rows = self.db.execute(sql, (list(collection_ids),) if collection_ids else ())
+        return [(int(r[0]), int(r[1]), r[2]) for r in rows]
+
+    def pending_count(self, collection_ids: list[int] | None = None) -> int:
+        """Chunks without a vector, kept until the data changes (every search asks, for `stale`)."""
+        key = (self.db.data_state(), tuple(collection_ids or ()))
+        kept = self.db.derived.get("pending_vectors")
+        if kept is not None and kept[0] == key:
+            return int(kept[1])
+        count = 0
+        if self.active_model() is not None:
+            row = self.db.execute(
+                f"""SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id
+                    WHERE NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.chunk_id = c.id)
+                    {"AND f.collection_id = ANY(%s)" if collection_ids else ""}""",
+                (list(collection_ids),) if collection_ids else (),
+            ).fetchone()
+            count = int(row[0]) if row else 0
+        self.db.derived["pending_vectors"] = (key, count)
+        return count
+
+    def copy_identical(self, pending: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+        """Give chunks whose content already has a vector that vector; returns those still without.
+        A chunk deleted or replaced meanwhile gets nothing (its id no longer holds that hash)."""
+        if not pending or self.active_model() is None:
+            return list(pending)
+        ids, collections, hashes = (list(column) for column in zip(*pending, strict=True))
+        with self.db.transaction():
+            copied = self.db.execute(
+                """INSERT INTO chunk_vectors (chunk_id, collection_id, embedding)
+                   SELECT p.id, p.collection_id, donor.embedding
+                   FROM unnest(%s::bigint[], %s::integer[], %s::text[]) AS p(id, collection_id, hash)
+                   JOIN chunks c ON c.id = p.id AND c.hash = p.hash
+                   CROSS JOIN LATERAL (
+                       SELECT v.embedding FROM chunks d JOIN chunk_vectors v ON v.chunk_id = d.id
+                       WHERE d.hash = p.hash AND d.id <> p.id LIMIT 1) AS donor
+                   ON CONFLICT (chunk_id) DO NOTHING
+                   RETURNING chunk_id""",
+                (ids, collections, hashes),
+            ).fetchall()
+        done = {int(r[0]) for r in copied}
+        return [row for row in pending if row[0] not in done]
+
+    def put(self, rows: Sequence[tuple[int, int, str, Sequence[float]]]) -> int:
+        """Store (chunk id, collection id, content hash, vector) in one transaction; skips a chunk
+        deleted meanwhile, or replaced (its id no longer holds the hash that was embedded)."""
+        if not rows:
+            return 0
+        cast = self._cast()
+        with self.db.transaction():
+            return self.db.executemany(
+                f"""INSERT INTO chunk_vectors (chunk_id, collection_id, embedding)
+                    SELECT c.id, %s, %s::{cast} FROM chunks c WHERE c.id = %s AND c.hash = %s
+                    ON CONFLICT (chunk_id) DO UPDATE
+                    SET collection_id = EXCLUDED.collection_id, embedding = EXCLUDED.embedding""",
+                [
+                    (collection_id, vector_literal(vector), chunk_id, content_hash)
+                    for chunk_id, collection_id, content_hash, vector in rows
+                ],
+            )
+
+    def search(self, vector: Sequence[float], collection_ids: list[int], k: int) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) best first, within the given collections: the HNSW
+        graph walked until k rows of those collections are found (relaxed order, so re-sorted)."""
+        return self._nearest(vector, collection_ids, k, approximate=True)
+
+    def exact_search(
+        self, vector: Sequence[float], collection_ids: list[int], k: int
+    ) -> list[tuple[int, float]]:
+        """Every vector of the collections compared (no graph): the ground truth, cost ~ vectors."""
+        return self._nearest(vector, collection_ids, k, approximate=False)
+
+    def _nearest(
+        self, vector: Sequence[float], collection_ids: list[int], k: int, approximate: bool
+    ) -> list[tuple[int, float]]:
+        if self.active_model() is None or not collection_ids or k <= 0:
+            return []
+        settings: list[tuple[str, str]] = (
+            [
+                ("hnsw.iterative_scan", "relaxed_order"),
+                ("hnsw.ef_search", str(min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, 2 * k)))),
+                # With a filter keeping half the rows the planner picks a bitmap scan of the
+                # collection index and sorts every row (exact, 25x slower at 100k); the HNSW
+                # scan or, for a small collection, the collection index's own scan stays open.
+                ("enable_bitmapscan", "off"),
+                ("enable_seqscan", "off"),
+            ]
+            if approximate
+            else [("enable_indexscan", "off")]
+        )
+        params: dict[str, Any] = {"q": vector_literal(vector), "ids": list(collection_ids), "k": int(k)}
+        cast = self._cast()
+        with self.db.transaction():
+            for name, value in settings:
+                self.db.execute("SELECT set_config(%s, %s, true)", (name, value))
+            rows = self.db.execute(
+                f"""WITH hits AS MATERIALIZED (
+                        SELECT chunk_id, embedding <=> %(q)s::{cast} AS distance FROM chunk_vectors
+                        WHERE collection_id = ANY(%(ids)s) ORDER BY embedding <=> %(q)s::{cast} LIMIT %(k)s)
+                    SELECT chunk_id, distance FROM hits ORDER BY distance""",
+                params,
+            ).fetchall()
+        return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
+
+    def warm(self) -> int:
+        """Read the vectors once (the server's buffers and the OS cache) so the first searches
+        do not pay for it; returns the vectors held."""
+        if self.active_model() is None:
+            return 0
+        row = self.db.execute("SELECT count(*) FROM chunk_vectors").fetchone()
+        return int(row[0]) if row else 0
