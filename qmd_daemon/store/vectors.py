@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from qmd_daemon.store.binary_codes import (
     CodeCache,
     derive_codes,
+    rank_copies,
     stored_code_row,
 )
 from qmd_daemon.store.index_store import IndexStore
@@ -198,24 +199,22 @@ class VectorIndex:
 
     def search(self, vector: Sequence[float], collection_ids: list[int], k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) best first, within the given collections: the nearest
-        codes first, then those candidates' int8 copies (exact_search while codes are missing)."""
+        codes first, then those candidates' int8 copies scored with the float query
+        (exact_search while codes are missing)."""
         active = self.active_model()
         if active is None or not collection_ids:
             return []
         if not self._codes_ready():
             return self.exact_search(vector, collection_ids, k)
         query = np.asarray(vector, dtype=np.float32)
-        if active[2] == "int8":  # the copies are the stored int8 vectors: the query as the KNN encodes it
-            stored = self.conn.execute("SELECT vec_quantize_int8(?, 'unit')", (_pack(vector),)).fetchone()[0]
-            query = np.frombuffer(stored, dtype=np.int8).astype(np.float32)
         cache = self._code_cache(active)
-        return cache.search(self.conn, query, collection_ids, max(RESCORE_MIN, RESCORE_FACTOR * k), k)
+        return cache.search(self.conn, query, collection_ids, _candidates(k), k)
 
     def _code_cache(self, active: tuple[str, int, str]) -> CodeCache:
         """The store's cache of codes, new when the vectors' model changed."""
         held = self.store.derived.get("vector_codes")
         if held is None or held[0] != active:
-            held = (active, CodeCache())
+            held = (active, CodeCache(active[2]))
             self.store.derived["vector_codes"] = held
         return held[1]
 
@@ -231,17 +230,32 @@ class VectorIndex:
     def exact_search(
         self, vector: Sequence[float], collection_ids: list[int], k: int
     ) -> list[tuple[int, float]]:
-        """sqlite-vec's brute-force KNN over every vector of the collections (cost ~ k x vectors)."""
+        """sqlite-vec's brute-force KNN over every vector of the collections (cost ~ vectors).
+        Its int8 KNN must quantize the query as the vectors are, which misorders near
+        neighbours, so an int8 index asks it for the same candidates as search rescores and
+        orders them by the float query (a full read of the vectors took 4x the KNN's time)."""
         active = self.active_model()
         if active is None or not collection_ids:
             return []
         marks = ",".join("?" * len(collection_ids))
         # Encode the query as the stored vectors are, even if the config asks for another
         # quantization that the next `embed` has not applied yet.
+        int8 = active[2] == "int8"
         rows = self.conn.execute(
             f"""SELECT rowid, distance FROM chunk_vectors
                 WHERE embedding MATCH {self._encode(active[2])} AND k = ? AND collection_id IN ({marks})
                 ORDER BY distance""",
-            (_pack(vector), k, *collection_ids),
+            (_pack(vector), _candidates(k) if int8 else k, *collection_ids),
         ).fetchall()
-        return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
+        if not int8:
+            return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
+        found = ",".join("?" * len(rows))
+        stored = self.conn.execute(
+            f"SELECT rowid, embedding FROM chunk_vectors WHERE rowid IN ({found})", [r[0] for r in rows]
+        ).fetchall()
+        return rank_copies(stored, np.asarray(vector, dtype=np.float32), k, "int8")
+
+
+def _candidates(k: int) -> int:
+    """How many vectors a search of k rescores with the float query."""
+    return max(RESCORE_MIN, RESCORE_FACTOR * k)
