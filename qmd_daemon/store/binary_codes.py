@@ -85,21 +85,25 @@ def _unit_levels() -> np.ndarray:
     return np.where(levels > 0, levels + 1, np.where(levels < 0, levels, 0.5)) / 127.5
 
 
-def copy_values(matrix: np.ndarray, quantization: str) -> np.ndarray:
-    """float32 rows of int8 copies (`quantization` of the index that wrote them), proportional to
-    the vectors they came from: a float index's copies are scaled to peak 127, an int8 index's
-    are its stored 'unit' vectors, read back at each level's centre so a float query ranks them
-    as it would the floats they came from (recall@10 0.95 -> 0.97, bench/knn.py)."""
-    if quantization != "int8":
-        return matrix.astype(np.float32)
+def unit_int8_values(matrix: np.ndarray) -> np.ndarray:
+    """float32 rows of vectors stored as sqlite-vec's 'unit' int8, each element read back at
+    its level's centre, so a float query ranks them as it would the floats they came from."""
     return np.take(_unit_levels(), matrix.view(np.uint8) ^ 0x80)
 
 
+def code_row(vector: Sequence[float] | np.ndarray) -> tuple[bytes, bytes]:
+    """(binary code, int8 copy) of a float vector. The copy is scaled to the whole int8 range
+    whatever the index stores: 'unit' int8 gives a unit vector's elements only ~+-20 levels at
+    384-1024 dims, which blurs near neighbours (bench/knn.py)."""
+    return binary_code(vector), int8_copy(vector)
+
+
 def stored_code_row(blob: bytes, quantization: str) -> tuple[bytes, bytes]:
-    """code_row of a vector as chunk_vectors stores it; an int8 index's copy is its stored vector
-    (copy_values reads it back)."""
-    values = np.frombuffer(blob, dtype=np.int8 if quantization == "int8" else np.float32)
-    return binary_code(values), values.tobytes() if quantization == "int8" else int8_copy(values)
+    """code_row of a vector as chunk_vectors stores it (an int8 one read back first: its copy
+    holds no more than its 'unit' levels; code_row of the float vector at `put` does)."""
+    if quantization == "int8":
+        return code_row(unit_int8_values(np.frombuffer(blob, dtype=np.int8)))
+    return code_row(np.frombuffer(blob, dtype=np.float32))
 
 
 def derive_codes(conn: Any, quantization: str) -> int:
@@ -180,8 +184,7 @@ class CodeCache:
     """The codes of the collections searched so far, per connection's store; and, within
     COPIES_BUDGET, the unit float32 copies of those small enough to be scored whole."""
 
-    def __init__(self, quantization: str) -> None:
-        self.quantization = quantization  # the index's, which says how to read its copies
+    def __init__(self) -> None:
         self._collections: dict[int, _CollectionCodes] = {}
         self._copy_values = 0
         self._lock = threading.Lock()
@@ -236,7 +239,7 @@ class CodeCache:
                 if [r[0] for r in rows] != codes.ids.tolist():  # written since the codes were read
                     return None
                 matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.int8).reshape(len(rows), -1)
-                codes.unit_vectors = _unit_rows(copy_values(matrix, self.quantization))
+                codes.unit_vectors = _unit_rows(matrix)
                 self._copy_values += codes.unit_vectors.size
             return [c.unit_vectors for c in held if c.unit_vectors is not None]
 
@@ -255,7 +258,7 @@ class CodeCache:
             unit_query = query / (float(np.linalg.norm(query)) or 1.0)
             similarity = np.concatenate([matrix @ unit_query for matrix in copies])
             return _top(np.concatenate([c.ids for c in held]), similarity, k)
-        return rescore(conn, query, _nearest(held, binary_code(query), candidates), k, self.quantization)
+        return rescore(conn, query, _nearest(held, binary_code(query), candidates), k)
 
 
 def _nearest(held: list[_CollectionCodes], query_code: bytes, count: int) -> list[int]:
@@ -272,27 +275,27 @@ def _nearest(held: list[_CollectionCodes], query_code: bytes, count: int) -> lis
     return [int(i) for i in ids[closest(distances, count)]]
 
 
-def rescore(
-    conn: Any, query: np.ndarray, candidates: list[int], k: int, quantization: str
-) -> list[tuple[int, float]]:
+def rescore(conn: Any, query: np.ndarray, candidates: list[int], k: int) -> list[tuple[int, float]]:
     """(chunk id, cosine similarity) of the k candidates nearest the float query by their int8
-    copies (of an index stored as `quantization`)."""
+    copies."""
     if not candidates:
         return []
     marks = ",".join("?" * len(candidates))
     rows = conn.execute(
         f"SELECT chunk_id, vector FROM chunk_codes WHERE chunk_id IN ({marks})", candidates
     ).fetchall()
-    return rank_copies(rows, query, k, quantization)
+    ids, matrix = int8_rows(rows)
+    return rank(ids, matrix, query, k)
 
 
-def rank_copies(
-    rows: list[tuple[int, bytes]], query: np.ndarray, k: int, quantization: str
-) -> list[tuple[int, float]]:
-    """(id, cosine similarity) of the k (id, int8 copy) rows nearest the float query, best first.
-    The query stays float: quantized as the rows are, it misorders near neighbours (recall@10
-    against the float top 10 0.86 at 100k x 1024, bench/knn.py)."""
+def int8_rows(rows: list[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, int8 matrix) of (id, int8 vector blob) rows."""
     matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.int8).reshape(len(rows), -1)
-    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)), matrix
+
+
+def rank(ids: np.ndarray, rows: np.ndarray, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """(id, cosine similarity) of the k rows nearest the float query, best first. The query
+    stays float: quantized as an int8 index's vectors are, it misorders near neighbours."""
     unit_query = query / (float(np.linalg.norm(query)) or 1.0)
-    return _top(ids, _unit_rows(copy_values(matrix, quantization)) @ unit_query, k)
+    return _top(ids, _unit_rows(rows) @ unit_query, k)

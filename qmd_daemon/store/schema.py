@@ -99,10 +99,24 @@ def _derive_existing_codes(conn: Any) -> None:
     )
 
 
+def _rederive_int8_copies(conn: Any) -> None:
+    """An int8 index's copies in chunk_codes were its 'unit' int8 vectors as stored; every copy
+    is now scaled to the whole int8 range (binary_codes.code_row), so derive them again. Until
+    that succeeds (sqlite-vec absent) no codes are marked ready: search stays exact."""
+    quantization = conn.execute("SELECT value FROM meta WHERE key = 'vector_quantization'").fetchone()
+    if quantization and quantization[0] == "int8":
+        conn.execute("DELETE FROM meta WHERE key = 'vector_codes'")
+        _derive_existing_codes(conn)
+
+
 # V2: binary codes of the vectors, scanned before the vectors themselves (store/binary_codes.py).
 _V2: list[str | Callable[[Any], None]] = [*CODE_TABLES, _derive_existing_codes]
 
-MIGRATIONS: dict[int, list[str | Callable[[Any], None]]] = {1: list(_V1), 2: _V2}
+MIGRATIONS: dict[int, list[str | Callable[[Any], None]]] = {
+    1: list(_V1),
+    2: _V2,
+    3: [_rederive_int8_copies],
+}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

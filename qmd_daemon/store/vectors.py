@@ -18,9 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from qmd_daemon.store.binary_codes import (
     CodeCache,
+    code_row,
     derive_codes,
-    rank_copies,
+    int8_rows,
+    rank,
     stored_code_row,
+    unit_int8_values,
 )
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.protocols import QUANTIZATIONS
@@ -154,8 +157,9 @@ class VectorIndex:
         typed = "vec_int8(?)" if active and active[2] == "int8" else "?"  # int8 blobs must say so
         with self.store.transaction():
             for chunk_id, collection_id, content_hash in pending:
-                donor = self.conn.execute(
-                    """SELECT v.embedding FROM chunks c JOIN chunk_vectors v ON v.rowid = c.id
+                donor = self.conn.execute(  # its code row too: made from the float vector
+                    """SELECT v.embedding, k.code, k.vector FROM chunks c
+                       JOIN chunk_vectors v ON v.rowid = c.id LEFT JOIN chunk_codes k ON k.chunk_id = c.id
                        WHERE c.hash = ? AND c.id != ? LIMIT 1""",
                     (content_hash, chunk_id),
                 ).fetchone()
@@ -167,7 +171,8 @@ class VectorIndex:
                     (chunk_id, collection_id, donor[0]),
                 )
                 stored_as = active[2] if active else "float"
-                self._put_code(chunk_id, collection_id, stored_code_row(donor[0], stored_as))
+                row = (donor[1], donor[2]) if donor[1] is not None else stored_code_row(donor[0], stored_as)
+                self._put_code(chunk_id, collection_id, row)
         return left
 
     def _put_code(self, chunk_id: int, collection_id: int, row: tuple[bytes, bytes]) -> None:
@@ -192,8 +197,7 @@ class VectorIndex:
                     f"VALUES (?, ?, {self._encode()})",
                     (chunk_id, collection_id, _pack(vector)),
                 )
-                stored = self.conn.execute(f"SELECT {self._encode()}", (_pack(vector),)).fetchone()[0]
-                self._put_code(chunk_id, collection_id, stored_code_row(stored, self.quantization))
+                self._put_code(chunk_id, collection_id, code_row(np.asarray(vector, dtype=np.float32)))
                 written += 1
         return written
 
@@ -214,7 +218,7 @@ class VectorIndex:
         """The store's cache of codes, new when the vectors' model changed."""
         held = self.store.derived.get("vector_codes")
         if held is None or held[0] != active:
-            held = (active, CodeCache(active[2]))
+            held = (active, CodeCache())
             self.store.derived["vector_codes"] = held
         return held[1]
 
@@ -253,7 +257,8 @@ class VectorIndex:
         stored = self.conn.execute(
             f"SELECT rowid, embedding FROM chunk_vectors WHERE rowid IN ({found})", [r[0] for r in rows]
         ).fetchall()
-        return rank_copies(stored, np.asarray(vector, dtype=np.float32), k, "int8")
+        ids, matrix = int8_rows(stored)
+        return rank(ids, unit_int8_values(matrix), np.asarray(vector, dtype=np.float32), k)
 
 
 def _candidates(k: int) -> int:
