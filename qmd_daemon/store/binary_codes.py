@@ -65,14 +65,6 @@ def binary_code(vector: Sequence[float] | np.ndarray) -> bytes:
     return np.packbits(np.asarray(vector) > 0, bitorder="little").tobytes()
 
 
-def int8_copy(vector: Sequence[float] | np.ndarray) -> bytes:
-    """The rescoring copy of a float vector: scaled so its largest element is 127 (the whole
-    int8 range, unlike 'unit' quantization; cosine needs no scale back)."""
-    values = np.asarray(vector, dtype=np.float32)
-    peak = float(np.abs(values).max()) or 1.0
-    return np.rint(values / peak * 127).astype(np.int8).tobytes()
-
-
 @cache
 def _unit_levels() -> np.ndarray:
     """The float each int8 of sqlite-vec's 'unit' quantization stands for, indexed by the int8's
@@ -91,19 +83,27 @@ def unit_int8_values(matrix: np.ndarray) -> np.ndarray:
     return np.take(_unit_levels(), matrix.view(np.uint8) ^ 0x80)
 
 
+def code_rows(matrix: np.ndarray) -> list[tuple[bytes, bytes]]:
+    """(binary code, int8 copy) of each float row. The copy is scaled so the row's largest
+    element is 127 (cosine needs no scale back) whatever the index stores: 'unit' int8 gives a
+    unit vector's elements only ~+-20 levels at 384-1024 dims, which blurs near neighbours."""
+    codes = np.packbits(matrix > 0, axis=1, bitorder="little")
+    peaks = np.abs(matrix).max(axis=1, keepdims=True)
+    copies = np.rint(matrix / np.where(peaks == 0, 1.0, peaks) * 127).astype(np.int8)
+    return [(code.tobytes(), copy.tobytes()) for code, copy in zip(codes, copies, strict=True)]
+
+
 def code_row(vector: Sequence[float] | np.ndarray) -> tuple[bytes, bytes]:
-    """(binary code, int8 copy) of a float vector. The copy is scaled to the whole int8 range
-    whatever the index stores: 'unit' int8 gives a unit vector's elements only ~+-20 levels at
-    384-1024 dims, which blurs near neighbours (bench/knn.py)."""
-    return binary_code(vector), int8_copy(vector)
+    """code_rows of one float vector."""
+    return code_rows(np.asarray(vector, dtype=np.float32)[None, :])[0]
 
 
-def stored_code_row(blob: bytes, quantization: str) -> tuple[bytes, bytes]:
-    """code_row of a vector as chunk_vectors stores it (an int8 one read back first: its copy
-    holds no more than its 'unit' levels; code_row of the float vector at `put` does)."""
-    if quantization == "int8":
-        return code_row(unit_int8_values(np.frombuffer(blob, dtype=np.int8)))
-    return code_row(np.frombuffer(blob, dtype=np.float32))
+def stored_code_rows(blobs: list[bytes], quantization: str) -> list[tuple[bytes, bytes]]:
+    """code_rows of vectors as chunk_vectors stores them, an int8 one read back first (so its
+    copy holds no more than its 'unit' levels; code_row of the float vector at `put` does)."""
+    matrix = np.frombuffer(b"".join(blobs), dtype=np.int8 if quantization == "int8" else np.float32)
+    matrix = matrix.reshape(len(blobs), -1)
+    return code_rows(unit_int8_values(matrix) if quantization == "int8" else matrix)
 
 
 def derive_codes(conn: Any, quantization: str) -> int:
@@ -113,12 +113,30 @@ def derive_codes(conn: Any, quantization: str) -> int:
     written = 0
     cursor = conn.execute("SELECT rowid, collection_id, embedding FROM chunk_vectors")
     while batch := cursor.fetchmany(4096):
+        rows = stored_code_rows([r[2] for r in batch], quantization)
         conn.executemany(
             "INSERT INTO chunk_codes (chunk_id, collection_id, code, vector) VALUES (?, ?, ?, ?)",
-            [(rowid, collection, *stored_code_row(blob, quantization)) for rowid, collection, blob in batch],
+            [(r[0], r[1], *row) for r, row in zip(batch, rows, strict=True)],
         )
         written += len(batch)
     return written
+
+
+def rescale_unit_copies(conn: Any) -> None:
+    """Schema 2 kept an int8 index's stored 'unit' vectors as its copies: make them code_rows of
+    those vectors read back, from chunk_codes itself (a plain table: reading the vectors out of
+    vec0 again costs ~0.45 ms each, 8 minutes a million). Inside the caller's transaction."""
+    after = 0
+    while batch := conn.execute(
+        "SELECT chunk_id, vector FROM chunk_codes WHERE chunk_id > ? ORDER BY chunk_id LIMIT 4096", (after,)
+    ).fetchall():
+        rows = stored_code_rows([r[1] for r in batch], "int8")
+        conn.executemany(
+            "UPDATE chunk_codes SET code = ?, vector = ? WHERE chunk_id = ?",
+            [(*row, r[0]) for r, row in zip(batch, rows, strict=True)],
+        )
+        after = batch[-1][0]
+    conn.execute("UPDATE chunk_code_versions SET version = version + 1")  # codes held elsewhere reload
 
 
 def _words(codes: bytes, count: int) -> np.ndarray:

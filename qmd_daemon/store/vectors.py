@@ -22,7 +22,7 @@ from qmd_daemon.store.binary_codes import (
     derive_codes,
     int8_rows,
     rank,
-    stored_code_row,
+    stored_code_rows,
     unit_int8_values,
 )
 from qmd_daemon.store.index_store import IndexStore
@@ -171,7 +171,11 @@ class VectorIndex:
                     (chunk_id, collection_id, donor[0]),
                 )
                 stored_as = active[2] if active else "float"
-                row = (donor[1], donor[2]) if donor[1] is not None else stored_code_row(donor[0], stored_as)
+                row = (
+                    (donor[1], donor[2])
+                    if donor[1] is not None
+                    else stored_code_rows([donor[0]], stored_as)[0]
+                )
                 self._put_code(chunk_id, collection_id, row)
         return left
 
