@@ -35,6 +35,7 @@ def main() -> int:
     args = parser.parse_args()
     os.environ["QMD_DAEMON_HOME"] = str(args.home)
     from qmd_daemon.engine import Engine
+    from qmd_daemon.numeric import np  # after llama.cpp (why: qmd_daemon/numeric.py)
     from qmd_daemon.settings import Settings
     from qmd_daemon.store import binary_codes
     from qmd_daemon.store.index_store import IndexStore
@@ -48,40 +49,56 @@ def main() -> int:
         print("no vectors of the configured model in that home: run bench/retrieval.py --profile small first")
         return 2
     fingerprint, dim, _q = active
+    rows = engine.store.conn.execute("SELECT rowid, collection_id, vec_to_json(embedding) FROM chunk_vectors")
+    rows = rows.fetchall()
     with tempfile.TemporaryDirectory() as tmp:
-        quantized_store = IndexStore(Path(tmp) / "int8.sqlite")
-        int8 = VectorIndex(quantized_store, quantization="int8")
-        int8.ensure(fingerprint, dim)
-        rows = engine.store.conn.execute(
-            "SELECT rowid, collection_id, vec_to_json(embedding) FROM chunk_vectors"
-        ).fetchall()
-        conn = quantized_store.conn
-        conn.execute("PRAGMA foreign_keys = OFF")  # vectors and codes without chunk rows: only KNN
-        with quantized_store.transaction():  # chunk rows are not needed for KNN: insert vectors directly
-            conn.executemany(
-                "INSERT INTO chunk_vectors (rowid, collection_id, embedding) "
-                "VALUES (?, ?, vec_quantize_int8(vec_f32(?), 'unit'))",
-                rows,
-            )
-            binary_codes.derive_codes(conn, "int8")
+
+        def int8_index(name: str, copies_of_floats: bool) -> VectorIndex:
+            """The vectors as an int8 index; codes and copies derived from the stored int8 (an
+            index embedded before copies were made from floats) or made from the floats (put)."""
+            store = IndexStore(Path(tmp) / f"{name}.sqlite")
+            index = VectorIndex(store, quantization="int8")
+            index.ensure(fingerprint, dim)
+            store.conn.execute("PRAGMA foreign_keys = OFF")  # vectors and codes without chunk rows
+            with store.transaction():
+                store.conn.executemany(
+                    "INSERT INTO chunk_vectors (rowid, collection_id, embedding) "
+                    "VALUES (?, ?, vec_quantize_int8(vec_f32(?), 'unit'))",
+                    rows,
+                )
+                if not copies_of_floats:
+                    binary_codes.derive_codes(store.conn, "int8")
+                    return index
+                store.conn.executemany(
+                    "INSERT INTO chunk_codes (chunk_id, collection_id, code, vector) VALUES (?, ?, ?, ?)",
+                    [(i, c, *binary_codes.code_row(np.array(json.loads(v), np.float32))) for i, c, v in rows],
+                )
+            return index
+
+        derived, of_floats = int8_index("derived", False), int8_index("floats", True)
+        conn = derived.conn
 
         def knn_as_is(query: list[float], collection_id: int) -> list[tuple[int, float]]:
             sql = """SELECT rowid, distance FROM chunk_vectors WHERE embedding MATCH
                      vec_quantize_int8(vec_f32(?), 'unit') AND k = ? AND collection_id = ?"""
             return conn.execute(sql, (json.dumps(query), args.k, collection_id)).fetchall()
 
-        def through_codes(query: list[float], collection_id: int) -> list[tuple[int, float]]:
+        def through_codes(
+            index: VectorIndex, query: list[float], collection_id: int
+        ) -> list[tuple[int, float]]:
             whole, binary_codes.FULL_SCORE_VALUES = binary_codes.FULL_SCORE_VALUES, 0  # as at 10k+ vectors
             try:
-                return int8.search(query, [collection_id], args.k)
+                return index.search(query, [collection_id], args.k)
             finally:
                 binary_codes.FULL_SCORE_VALUES = whole
 
         methods = {
             "int8 sqlite-vec KNN, query quantized (before)": knn_as_is,
-            "int8 exact_search": lambda q, c: int8.exact_search(q, [c], args.k),
-            "int8 search, scored whole": lambda q, c: int8.search(q, [c], args.k),
-            "int8 search, codes then rescoring": through_codes,
+            "int8 exact_search": lambda q, c: derived.exact_search(q, [c], args.k),
+            "int8 search, derived copies, scored whole": lambda q, c: derived.search(q, [c], args.k),
+            "int8 search, derived copies, codes+rescoring": lambda q, c: through_codes(derived, q, c),
+            "int8 search, copies of floats, scored whole": lambda q, c: of_floats.search(q, [c], args.k),
+            "int8 search, copies of floats, codes+rescoring": lambda q, c: through_codes(of_floats, q, c),
             "float search": lambda q, c: floats.search(q, [c], args.k),
         }
         recalls: dict[str, list[float]] = {name: [] for name in methods}
@@ -100,7 +117,8 @@ def main() -> int:
             for name, method in methods.items():
                 found = {int(c) for c, _s in method(query, collection_id)}
                 recalls[name].append(len(exact & found) / max(len(exact), 1))
-        quantized_store.close()
+        derived.store.close()
+        of_floats.store.close()
     engine.close()
     queries = len(t_float)
     print(
