@@ -4,14 +4,18 @@
 
 Reads the float vectors of an embedded bench home (default ~/.cache/qmd-eval/home-root, filled by
 `bench/retrieval.py --profile small`), copies them into an int8 vec0 table (`vec_quantize_int8`,
-'unit' scale) in a temporary database, and for every dev query compares the int8 KNN top-k with
-the float KNN top-k of the same collection: recall@k = |int8 ∩ float| / k. Also prints both
-tables' sizes and query times, measured in this same run.
+'unit' scale) in a temporary database with their codes derived as a migration would, and for every
+dev query compares with the float exact top-k of the same collection (recall@k = |found ∩ float|
+/ k): sqlite-vec's int8 KNN as is (the query quantized too: how int8 searches scored before),
+the int8 index's exact_search and search (scored whole at this size, and through its codes and
+rescoring as on a large index), and the float index's search. Also prints both tables' sizes and
+query times, measured in this same run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -31,7 +35,9 @@ def main() -> int:
     args = parser.parse_args()
     os.environ["QMD_DAEMON_HOME"] = str(args.home)
     from qmd_daemon.engine import Engine
+    from qmd_daemon.numeric import np  # after llama.cpp (why: qmd_daemon/numeric.py)
     from qmd_daemon.settings import Settings
+    from qmd_daemon.store import binary_codes
     from qmd_daemon.store.index_store import IndexStore
     from qmd_daemon.store.vectors import VectorIndex
 
@@ -43,37 +49,83 @@ def main() -> int:
         print("no vectors of the configured model in that home: run bench/retrieval.py --profile small first")
         return 2
     fingerprint, dim, _q = active
+    rows = engine.store.conn.execute("SELECT rowid, collection_id, vec_to_json(embedding) FROM chunk_vectors")
+    rows = rows.fetchall()
     with tempfile.TemporaryDirectory() as tmp:
-        quantized_store = IndexStore(Path(tmp) / "int8.sqlite")
-        int8 = VectorIndex(quantized_store, quantization="int8")
-        int8.ensure(fingerprint, dim)
-        rows = engine.store.conn.execute(
-            "SELECT rowid, collection_id, vec_to_json(embedding) FROM chunk_vectors"
-        ).fetchall()
-        conn = quantized_store.conn
-        with quantized_store.transaction():  # chunk rows are not needed for KNN: insert vectors directly
-            conn.executemany(
-                "INSERT INTO chunk_vectors (rowid, collection_id, embedding) "
-                "VALUES (?, ?, vec_quantize_int8(vec_f32(?), 'unit'))",
-                rows,
-            )
-        recalls, t_float, t_int8 = [], [], []
+
+        def int8_index(name: str, copies_of_floats: bool) -> VectorIndex:
+            """The vectors as an int8 index; codes and copies derived from the stored int8 (an
+            index embedded before copies were made from floats) or made from the floats (put)."""
+            store = IndexStore(Path(tmp) / f"{name}.sqlite")
+            index = VectorIndex(store, quantization="int8")
+            index.ensure(fingerprint, dim)
+            store.conn.execute("PRAGMA foreign_keys = OFF")  # vectors and codes without chunk rows
+            with store.transaction():
+                store.conn.executemany(
+                    "INSERT INTO chunk_vectors (rowid, collection_id, embedding) "
+                    "VALUES (?, ?, vec_quantize_int8(vec_f32(?), 'unit'))",
+                    rows,
+                )
+                if not copies_of_floats:
+                    binary_codes.derive_codes(store.conn, "int8")
+                    return index
+                store.conn.executemany(
+                    "INSERT INTO chunk_codes (chunk_id, collection_id, code, vector) VALUES (?, ?, ?, ?)",
+                    [(i, c, *binary_codes.code_row(np.array(json.loads(v), np.float32))) for i, c, v in rows],
+                )
+            return index
+
+        derived, of_floats = int8_index("derived", False), int8_index("floats", True)
+        conn = derived.conn
+
+        def knn_as_is(query: list[float], collection_id: int) -> list[tuple[int, float]]:
+            sql = """SELECT rowid, distance FROM chunk_vectors WHERE embedding MATCH
+                     vec_quantize_int8(vec_f32(?), 'unit') AND k = ? AND collection_id = ?"""
+            return conn.execute(sql, (json.dumps(query), args.k, collection_id)).fetchall()
+
+        def through_codes(
+            index: VectorIndex, query: list[float], collection_id: int
+        ) -> list[tuple[int, float]]:
+            whole, binary_codes.FULL_SCORE_VALUES = binary_codes.FULL_SCORE_VALUES, 0  # as at 10k+ vectors
+            try:
+                return index.search(query, [collection_id], args.k)
+            finally:
+                binary_codes.FULL_SCORE_VALUES = whole
+
+        methods = {
+            "int8 sqlite-vec KNN, query quantized (before)": knn_as_is,
+            "int8 exact_search": lambda q, c: derived.exact_search(q, [c], args.k),
+            "int8 search, derived copies, scored whole": lambda q, c: derived.search(q, [c], args.k),
+            "int8 search, derived copies, codes+rescoring": lambda q, c: through_codes(derived, q, c),
+            "int8 search, copies of floats, scored whole": lambda q, c: of_floats.search(q, [c], args.k),
+            "int8 search, copies of floats, codes+rescoring": lambda q, c: through_codes(of_floats, q, c),
+            "float search": lambda q, c: floats.search(q, [c], args.k),
+        }
+        recalls: dict[str, list[float]] = {name: [] for name in methods}
+        t_float, t_int8 = [], []
         for row in load_set("queries"):
             collection_id = engine.store.collection_id(f"{row['repo']}-root")
             if collection_id is None:
                 continue
             query = embedder.embed_query(row["query"])
             start = time.perf_counter()
-            exact = {c for c, _s in floats.search(query, [collection_id], args.k)}
+            exact = {c for c, _s in floats.exact_search(query, [collection_id], args.k)}
             t_float.append(time.perf_counter() - start)
             start = time.perf_counter()
-            approx = {c for c, _s in int8.search(query, [collection_id], args.k)}
+            knn_as_is(query, collection_id)
             t_int8.append(time.perf_counter() - start)
-            recalls.append(len(exact & approx) / max(len(exact), 1))
-        quantized_store.close()
+            for name, method in methods.items():
+                found = {int(c) for c, _s in method(query, collection_id)}
+                recalls[name].append(len(exact & found) / max(len(exact), 1))
+        derived.store.close()
+        of_floats.store.close()
     engine.close()
-    print(f"{len(rows)} vectors, {dim} dims, {len(recalls)} queries")
-    print(f"int8 recall@{args.k} vs float: mean {statistics.mean(recalls):.3f}, min {min(recalls):.2f}")
+    queries = len(t_float)
+    print(
+        f"{len(rows)} vectors, {dim} dims, {queries} queries; recall@{args.k} vs the float exact top {args.k}"
+    )
+    for name, values in recalls.items():
+        print(f"  {name:48s} mean {statistics.mean(values):.3f}, min {min(values):.2f}")
     print(f"bytes per vector: float {4 * dim}, int8 {dim} (ratio {dim / (4 * dim):.2f})")
     float_ms, int8_ms = statistics.median(t_float) * 1000, statistics.median(t_int8) * 1000
     print(f"KNN p50: float {float_ms:.2f} ms, int8 {int8_ms:.2f} ms")

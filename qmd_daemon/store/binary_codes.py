@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -64,19 +65,45 @@ def binary_code(vector: Sequence[float] | np.ndarray) -> bytes:
     return np.packbits(np.asarray(vector) > 0, bitorder="little").tobytes()
 
 
-def int8_copy(vector: Sequence[float] | np.ndarray) -> bytes:
-    """The rescoring copy of a float vector: scaled so its largest element is 127 (the whole
-    int8 range, unlike 'unit' quantization; cosine needs no scale back)."""
-    values = np.asarray(vector, dtype=np.float32)
-    peak = float(np.abs(values).max()) or 1.0
-    return np.rint(values / peak * 127).astype(np.int8).tobytes()
+@cache
+def _unit_levels() -> np.ndarray:
+    """The float each int8 of sqlite-vec's 'unit' quantization stands for, indexed by the int8's
+    byte XOR 0x80 (-128 -> 0 ... 127 -> 255). vec_quantize_int8(x, 'unit') is
+    trunc(127.5 x - 0.5), toward zero, so q > 0 holds x in [q + 0.5, q + 1.5) / 127.5, q < 0 in
+    (q - 0.5, q + 0.5] / 127.5 and 0 in (-0.5, 1.5) / 127.5: each level's centre, not q / 127.5,
+    which puts every positive element a level low (tests/store/test_vectors.py checks the
+    table against sqlite-vec)."""
+    levels = np.arange(-128, 128, dtype=np.float32)
+    return np.where(levels > 0, levels + 1, np.where(levels < 0, levels, 0.5)) / 127.5
 
 
-def stored_code_row(blob: bytes, quantization: str) -> tuple[bytes, bytes]:
-    """code_row of a vector as chunk_vectors stores it; an int8 index's copy is its stored vector,
-    so rescoring ranks exactly as sqlite-vec's KNN over it would."""
-    values = np.frombuffer(blob, dtype=np.int8 if quantization == "int8" else np.float32)
-    return binary_code(values), values.tobytes() if quantization == "int8" else int8_copy(values)
+def unit_int8_values(matrix: np.ndarray) -> np.ndarray:
+    """float32 rows of vectors stored as sqlite-vec's 'unit' int8, each element read back at
+    its level's centre, so a float query ranks them as it would the floats they came from."""
+    return np.take(_unit_levels(), matrix.view(np.uint8) ^ 0x80)
+
+
+def code_rows(matrix: np.ndarray) -> list[tuple[bytes, bytes]]:
+    """(binary code, int8 copy) of each float row. The copy is scaled so the row's largest
+    element is 127 (cosine needs no scale back) whatever the index stores: 'unit' int8 gives a
+    unit vector's elements only ~+-20 levels at 384-1024 dims, which blurs near neighbours."""
+    codes = np.packbits(matrix > 0, axis=1, bitorder="little")
+    peaks = np.abs(matrix).max(axis=1, keepdims=True)
+    copies = np.rint(matrix / np.where(peaks == 0, 1.0, peaks) * 127).astype(np.int8)
+    return [(code.tobytes(), copy.tobytes()) for code, copy in zip(codes, copies, strict=True)]
+
+
+def code_row(vector: Sequence[float] | np.ndarray) -> tuple[bytes, bytes]:
+    """code_rows of one float vector."""
+    return code_rows(np.asarray(vector, dtype=np.float32)[None, :])[0]
+
+
+def stored_code_rows(blobs: list[bytes], quantization: str) -> list[tuple[bytes, bytes]]:
+    """code_rows of vectors as chunk_vectors stores them, an int8 one read back first (so its
+    copy holds no more than its 'unit' levels; code_row of the float vector at `put` does)."""
+    matrix = np.frombuffer(b"".join(blobs), dtype=np.int8 if quantization == "int8" else np.float32)
+    matrix = matrix.reshape(len(blobs), -1)
+    return code_rows(unit_int8_values(matrix) if quantization == "int8" else matrix)
 
 
 def derive_codes(conn: Any, quantization: str) -> int:
@@ -86,12 +113,30 @@ def derive_codes(conn: Any, quantization: str) -> int:
     written = 0
     cursor = conn.execute("SELECT rowid, collection_id, embedding FROM chunk_vectors")
     while batch := cursor.fetchmany(4096):
+        rows = stored_code_rows([r[2] for r in batch], quantization)
         conn.executemany(
             "INSERT INTO chunk_codes (chunk_id, collection_id, code, vector) VALUES (?, ?, ?, ?)",
-            [(rowid, collection, *stored_code_row(blob, quantization)) for rowid, collection, blob in batch],
+            [(r[0], r[1], *row) for r, row in zip(batch, rows, strict=True)],
         )
         written += len(batch)
     return written
+
+
+def rescale_unit_copies(conn: Any) -> None:
+    """Schema 2 kept an int8 index's stored 'unit' vectors as its copies: make them code_rows of
+    those vectors read back, from chunk_codes itself (a plain table: reading the vectors out of
+    vec0 again costs ~0.45 ms each, 8 minutes a million). Inside the caller's transaction."""
+    after = 0
+    while batch := conn.execute(
+        "SELECT chunk_id, vector FROM chunk_codes WHERE chunk_id > ? ORDER BY chunk_id LIMIT 4096", (after,)
+    ).fetchall():
+        rows = stored_code_rows([r[1] for r in batch], "int8")
+        conn.executemany(
+            "UPDATE chunk_codes SET code = ?, vector = ? WHERE chunk_id = ?",
+            [(*row, r[0]) for r, row in zip(batch, rows, strict=True)],
+        )
+        after = batch[-1][0]
+    conn.execute("UPDATE chunk_code_versions SET version = version + 1")  # codes held elsewhere reload
 
 
 def _words(codes: bytes, count: int) -> np.ndarray:
@@ -249,15 +294,26 @@ def _nearest(held: list[_CollectionCodes], query_code: bytes, count: int) -> lis
 
 
 def rescore(conn: Any, query: np.ndarray, candidates: list[int], k: int) -> list[tuple[int, float]]:
-    """(chunk id, cosine similarity) of the k candidates nearest the query by their int8 copies
-    (an int8 index's copies are its stored vectors and its query is quantized as they are, so
-    this ranks as sqlite-vec's KNN over them does)."""
+    """(chunk id, cosine similarity) of the k candidates nearest the float query by their int8
+    copies."""
     if not candidates:
         return []
     marks = ",".join("?" * len(candidates))
     rows = conn.execute(
         f"SELECT chunk_id, vector FROM chunk_codes WHERE chunk_id IN ({marks})", candidates
     ).fetchall()
+    ids, matrix = int8_rows(rows)
+    return rank(ids, matrix, query, k)
+
+
+def int8_rows(rows: list[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, int8 matrix) of (id, int8 vector blob) rows."""
     matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.int8).reshape(len(rows), -1)
-    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    return _top(ids, _unit_rows(matrix) @ (query / (float(np.linalg.norm(query)) or 1.0)), k)
+    return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)), matrix
+
+
+def rank(ids: np.ndarray, rows: np.ndarray, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """(id, cosine similarity) of the k rows nearest the float query, best first. The query
+    stays float: quantized as an int8 index's vectors are, it misorders near neighbours."""
+    unit_query = query / (float(np.linalg.norm(query)) or 1.0)
+    return _top(ids, _unit_rows(rows) @ unit_query, k)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from qmd_daemon.errors import IndexDatabaseError
-from qmd_daemon.store.binary_codes import CODE_TABLES, derive_codes
+from qmd_daemon.store.binary_codes import CODE_TABLES, derive_codes, rescale_unit_copies
 from qmd_daemon.store.connection import OperationalError, write_transaction
 
 # FTS: `porter` stems natural-language words; tokenchars '_' keeps snake_case identifiers whole,
@@ -99,10 +99,26 @@ def _derive_existing_codes(conn: Any) -> None:
     )
 
 
-# V2: binary codes of the vectors, scanned before the vectors themselves (store/binary_codes.py).
-_V2: list[str | Callable[[Any], None]] = [*CODE_TABLES, _derive_existing_codes]
+def _codes_at_whole_range(conn: Any) -> None:
+    """Codes and copies as binary_codes.code_rows makes them: derived from the stored vectors
+    where there are none yet (an index from before schema 2, or one whose sqlite-vec was absent),
+    an int8 index's 'unit' copies of schema 2 rescaled in place."""
+    model = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'vector_%'").fetchall())
+    if "vector_model" not in model:
+        return
+    if model.get("vector_codes") != model["vector_model"]:
+        _derive_existing_codes(conn)
+    elif model.get("vector_quantization") == "int8":
+        rescale_unit_copies(conn)
 
-MIGRATIONS: dict[int, list[str | Callable[[Any], None]]] = {1: list(_V1), 2: _V2}
+
+# V2: binary codes of the vectors, scanned before the vectors themselves (store/binary_codes.py);
+# V3 fills them (V2 derived them itself until copies were scaled to the whole int8 range).
+MIGRATIONS: dict[int, list[str | Callable[[Any], None]]] = {
+    1: list(_V1),
+    2: list(CODE_TABLES),
+    3: [_codes_at_whole_range],
+}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

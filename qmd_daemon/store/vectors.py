@@ -18,8 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from qmd_daemon.store.binary_codes import (
     CodeCache,
+    code_row,
     derive_codes,
-    stored_code_row,
+    int8_rows,
+    rank,
+    stored_code_rows,
+    unit_int8_values,
 )
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.protocols import QUANTIZATIONS
@@ -153,8 +157,9 @@ class VectorIndex:
         typed = "vec_int8(?)" if active and active[2] == "int8" else "?"  # int8 blobs must say so
         with self.store.transaction():
             for chunk_id, collection_id, content_hash in pending:
-                donor = self.conn.execute(
-                    """SELECT v.embedding FROM chunks c JOIN chunk_vectors v ON v.rowid = c.id
+                donor = self.conn.execute(  # its code row too: made from the float vector
+                    """SELECT v.embedding, k.code, k.vector FROM chunks c
+                       JOIN chunk_vectors v ON v.rowid = c.id LEFT JOIN chunk_codes k ON k.chunk_id = c.id
                        WHERE c.hash = ? AND c.id != ? LIMIT 1""",
                     (content_hash, chunk_id),
                 ).fetchone()
@@ -166,7 +171,12 @@ class VectorIndex:
                     (chunk_id, collection_id, donor[0]),
                 )
                 stored_as = active[2] if active else "float"
-                self._put_code(chunk_id, collection_id, stored_code_row(donor[0], stored_as))
+                row = (
+                    (donor[1], donor[2])
+                    if donor[1] is not None
+                    else stored_code_rows([donor[0]], stored_as)[0]
+                )
+                self._put_code(chunk_id, collection_id, row)
         return left
 
     def _put_code(self, chunk_id: int, collection_id: int, row: tuple[bytes, bytes]) -> None:
@@ -191,25 +201,22 @@ class VectorIndex:
                     f"VALUES (?, ?, {self._encode()})",
                     (chunk_id, collection_id, _pack(vector)),
                 )
-                stored = self.conn.execute(f"SELECT {self._encode()}", (_pack(vector),)).fetchone()[0]
-                self._put_code(chunk_id, collection_id, stored_code_row(stored, self.quantization))
+                self._put_code(chunk_id, collection_id, code_row(np.asarray(vector, dtype=np.float32)))
                 written += 1
         return written
 
     def search(self, vector: Sequence[float], collection_ids: list[int], k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) best first, within the given collections: the nearest
-        codes first, then those candidates' int8 copies (exact_search while codes are missing)."""
+        codes first, then those candidates' int8 copies scored with the float query
+        (exact_search while codes are missing)."""
         active = self.active_model()
         if active is None or not collection_ids:
             return []
         if not self._codes_ready():
             return self.exact_search(vector, collection_ids, k)
         query = np.asarray(vector, dtype=np.float32)
-        if active[2] == "int8":  # the copies are the stored int8 vectors: the query as the KNN encodes it
-            stored = self.conn.execute("SELECT vec_quantize_int8(?, 'unit')", (_pack(vector),)).fetchone()[0]
-            query = np.frombuffer(stored, dtype=np.int8).astype(np.float32)
         cache = self._code_cache(active)
-        return cache.search(self.conn, query, collection_ids, max(RESCORE_MIN, RESCORE_FACTOR * k), k)
+        return cache.search(self.conn, query, collection_ids, _candidates(k), k)
 
     def _code_cache(self, active: tuple[str, int, str]) -> CodeCache:
         """The store's cache of codes, new when the vectors' model changed."""
@@ -231,17 +238,33 @@ class VectorIndex:
     def exact_search(
         self, vector: Sequence[float], collection_ids: list[int], k: int
     ) -> list[tuple[int, float]]:
-        """sqlite-vec's brute-force KNN over every vector of the collections (cost ~ k x vectors)."""
+        """sqlite-vec's brute-force KNN over every vector of the collections (cost ~ vectors).
+        Its int8 KNN must quantize the query as the vectors are, which misorders near
+        neighbours, so an int8 index asks it for the same candidates as search rescores and
+        orders them by the float query (a full read of the vectors took 4x the KNN's time)."""
         active = self.active_model()
         if active is None or not collection_ids:
             return []
         marks = ",".join("?" * len(collection_ids))
         # Encode the query as the stored vectors are, even if the config asks for another
         # quantization that the next `embed` has not applied yet.
+        int8 = active[2] == "int8"
         rows = self.conn.execute(
             f"""SELECT rowid, distance FROM chunk_vectors
                 WHERE embedding MATCH {self._encode(active[2])} AND k = ? AND collection_id IN ({marks})
                 ORDER BY distance""",
-            (_pack(vector), k, *collection_ids),
+            (_pack(vector), _candidates(k) if int8 else k, *collection_ids),
         ).fetchall()
-        return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
+        if not int8:
+            return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
+        found = ",".join("?" * len(rows))
+        stored = self.conn.execute(
+            f"SELECT rowid, embedding FROM chunk_vectors WHERE rowid IN ({found})", [r[0] for r in rows]
+        ).fetchall()
+        ids, matrix = int8_rows(stored)
+        return rank(ids, unit_int8_values(matrix), np.asarray(vector, dtype=np.float32), k)
+
+
+def _candidates(k: int) -> int:
+    """How many vectors a search of k rescores with the float query."""
+    return max(RESCORE_MIN, RESCORE_FACTOR * k)

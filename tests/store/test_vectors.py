@@ -137,14 +137,20 @@ def _store_with_vectors(
     return store, a, b
 
 
+def _float_top(stored: np.ndarray, query: np.ndarray, k: int) -> list[int]:
+    """Positions of the k stored float vectors nearest the float query: the reference."""
+    return [int(i) for i in np.argsort(-(stored @ query), kind="stable")[:k]]
+
+
 @pytest.mark.parametrize("quantization", ["float", "int8"])
 @pytest.mark.parametrize("path", ["scored whole", "codes then rescoring"])
-def test_code_search_finds_the_exact_top_10_and_stays_in_the_collection(
+def test_code_search_finds_the_float_top_10_and_stays_in_the_collection(
     tmp_path: Path, quantization: str, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 2,000 vectors of MiniLM's 384 dims, each query near a stored vector, as a question near its
     # answer. A set this small is scored whole; with that limit at 0 the 400 candidates of the
-    # codes are rescored, as on a large index, so the codes really choose.
+    # codes are rescored, as on a large index, so the codes really choose. The reference is the
+    # float query against the float vectors the stored ones came from (chunk ids follow them).
     if path == "codes then rescoring":
         monkeypatch.setattr(binary_codes, "FULL_SCORE_VALUES", 0)
     store, a, b = _store_with_vectors(tmp_path, 2000, 384, quantization)
@@ -152,16 +158,106 @@ def test_code_search_finds_the_exact_top_10_and_stays_in_the_collection(
     in_b = {
         r[0] for r in store.conn.execute("SELECT chunk_id FROM chunk_codes WHERE collection_id = ?", (b,))
     }
-    recalls = []
+    chunk_ids = [r[0] for r in store.conn.execute("SELECT id FROM chunks ORDER BY id")]
     stored = _clustered(2000, 384, seed=1)
+    recalls = []
     for query in stored[:20] + 0.5 * _clustered(20, 384, seed=2):
-        exact = [c for c, _s in vectors.exact_search(query.tolist(), [a, b], 10)]
+        exact = {chunk_ids[i] for i in _float_top(stored, query, 10)}
         found = [c for c, _s in vectors.search(query.tolist(), [a, b], 10)]
-        recalls.append(len(set(exact) & set(found)) / 10)
+        recalls.append(len(exact & set(found)) / 10)
         only_b = [c for c, _s in vectors.search(query.tolist(), [b], 10)]
         assert only_b and set(only_b) <= in_b
-    # A float index rescores int8 copies: near-ties may swap, so not 1.0.
+    # The int8 copies blur near-ties, so not 1.0. An int8 index rescored its 'unit' int8 vectors
+    # (about +-20 levels at these element sizes) with the query quantized too: 0.92 here.
     assert sum(recalls) / len(recalls) >= 0.95
+    store.close()
+
+
+def _two_near_vectors(tmp_path: Path, quantization: str) -> tuple[IndexStore, int, int, int]:
+    """Collection a holds near (chunk 1) and far (chunk 2): the query's second element is under
+    one int8 'unit' level, so quantizing the query drops it, and near's first element sits just
+    under a level boundary that far's crosses: by the quantized query far wins, by the float
+    query near does (0.795 against 0.789)."""
+    store, a, _b = _store_with_chunks(tmp_path)
+    vectors = VectorIndex(store, quantization=quantization)
+    vectors.ensure("model-1", 4)
+    (near, _a, near_hash), (far, _a2, far_hash) = vectors.pending([a])
+    vectors.put(
+        [
+            (near, a, near_hash, [0.788, (1 - 0.788**2) ** 0.5, 0.0, 0.0]),
+            (far, a, far_hash, [0.7885, 0.0, (1 - 0.7885**2) ** 0.5, 0.0]),
+        ]
+    )
+    return store, a, near, far
+
+
+@pytest.mark.parametrize("path", ["scored whole", "codes then rescoring"])
+def test_an_int8_index_ranks_by_the_float_query_not_the_quantized_one(
+    tmp_path: Path, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if path == "codes then rescoring":
+        monkeypatch.setattr(binary_codes, "FULL_SCORE_VALUES", 0)
+    store, a, near, far = _two_near_vectors(tmp_path, "int8")
+    vectors = VectorIndex(store, quantization="int8")
+    query = [1.0, 0.0115, 0.0, 0.0]
+    assert [c for c, _s in vectors.search(query, [a], 2)] == [near, far]
+    assert [c for c, _s in vectors.exact_search(query, [a], 2)] == [near, far]
+    store.close()
+
+
+def _copy_peaks(store: IndexStore) -> list[int]:
+    copies = store.conn.execute("SELECT vector FROM chunk_codes ORDER BY chunk_id").fetchall()
+    return [int(np.abs(np.frombuffer(c[0], dtype=np.int8).astype(int)).max()) for c in copies]
+
+
+def test_an_int8_index_of_schema_2_gets_copies_at_the_whole_int8_range(tmp_path: Path) -> None:
+    """Schema 2 kept an int8 index's stored 'unit' vectors as its copies; opening it derives
+    them again at the whole int8 range (peak 127), and search still ranks by the float query."""
+    store, a, near, far = _two_near_vectors(tmp_path, "int8")
+    with store.transaction():  # back to what schema 2 wrote
+        store.conn.execute(
+            "UPDATE chunk_codes SET vector = (SELECT embedding FROM chunk_vectors WHERE rowid = chunk_id)"
+        )
+        store.conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    assert max(_copy_peaks(store)) < 127
+    store.close()
+    reopened = IndexStore(tmp_path / "i.sqlite")
+    assert _copy_peaks(reopened) == [127, 127]
+    found = VectorIndex(reopened, quantization="int8").search([1.0, 0.0115, 0.0, 0.0], [a], 2)
+    assert [c for c, _s in found] == [near, far]
+    reopened.close()
+
+
+def test_int8_copies_read_back_at_the_centre_of_sqlite_vec_levels(tmp_path: Path) -> None:
+    """unit_int8_values' table against sqlite-vec's own vec_quantize_int8(x, 'unit') on the element
+    sizes of unit vectors: each value within its level (a zero level is two wide), none biased."""
+    store = IndexStore(tmp_path / "i.sqlite")
+    floats = np.random.default_rng(5).uniform(-0.2, 0.2, 4096).astype(np.float32)
+    sql = "SELECT vec_quantize_int8(?, 'unit')"
+    stored = np.frombuffer(store.conn.execute(sql, (floats.tobytes(),)).fetchone()[0], dtype=np.int8)
+    error = binary_codes.unit_int8_values(stored) - floats
+    half_level = np.where(stored == 0, 1.0, 0.5) / 127.5
+    assert np.all(np.abs(error) <= half_level + 1e-6)
+    assert abs(float(error.mean())) < 0.05 / 127.5
+    store.close()
+
+
+@pytest.mark.parametrize("quantization", ["float", "int8"])
+def test_exact_search_is_the_exact_top_k_of_what_is_stored(tmp_path: Path, quantization: str) -> None:
+    """sqlite-vec's KNN (float), or its candidates reordered by the float query (int8), against
+    numpy over every stored vector read back."""
+    store, a, b = _store_with_vectors(tmp_path, 500, 64, quantization)
+    vectors = VectorIndex(store, quantization=quantization)
+    rows = store.conn.execute("SELECT rowid, embedding FROM chunk_vectors ORDER BY rowid").fetchall()
+    ids = np.array([r[0] for r in rows])
+    raw = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.int8 if quantization == "int8" else np.float32)
+    matrix = raw.reshape(len(rows), 64)
+    if quantization == "int8":
+        matrix = binary_codes.unit_int8_values(matrix)
+    unit = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    for query in _clustered(5, 64, seed=6):
+        expected = [int(ids[i]) for i in _float_top(unit, query, 10)]
+        assert [c for c, _s in vectors.exact_search(query.tolist(), [a, b], 10)] == expected
     store.close()
 
 
