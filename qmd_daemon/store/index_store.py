@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from qmd_daemon.store.chunk_plan import StoredChunks, plan_chunks
 from qmd_daemon.store.connection import (
     DatabaseError,
     connect,
@@ -157,7 +158,7 @@ class IndexStore:
                 (collection_id, path, size, mtime_ns, content_hash, language, kind, line_count),
             )
             file_id = int(cur.lastrowid)
-            existing: dict[str, list[tuple[int, tuple[str, str, str]]]] = {}
+            existing: StoredChunks = {}
         else:
             file_id = int(row[0])
             self.conn.execute(
@@ -171,30 +172,23 @@ class IndexStore:
                 (file_id,),
             ):
                 existing.setdefault(chunk_hash, []).append((int(chunk_id), tuple(derived)))
-        added = 0
-        for seq, chunk in enumerate(chunks):
-            reusable = existing.get(chunk.content_hash)
-            if reusable:
-                chunk_id, stored = reusable.pop(0)
-                self.conn.execute(
-                    "UPDATE chunks SET seq = ?, start_line = ?, end_line = ? WHERE id = ?",
-                    (seq, chunk.start_line, chunk.end_line, chunk_id),
-                )
-                # same lines, new context: the function they continue was renamed
-                if rederive or stored != (" ".join(chunk.symbols), chunk.signature, chunk.heading):
-                    self.conn.execute(
-                        "UPDATE chunks SET symbols = ?, signature = ?, heading = ? WHERE id = ?",
-                        (" ".join(chunk.symbols), chunk.signature, chunk.heading, chunk_id),
-                    )
-                    self.conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (chunk_id,))
-                    self.conn.execute("DELETE FROM definitions WHERE chunk_id = ?", (chunk_id,))
-                    self._write_derived(chunk_id, collection_id, path, chunk)
-                continue
+        plan = plan_chunks(existing, chunks, rederive)
+        self.conn.executemany(
+            "UPDATE chunks SET seq = ?, start_line = ?, end_line = ? WHERE id = ?",
+            [(seq, chunk.start_line, chunk.end_line, chunk_id) for seq, chunk_id, chunk in plan.moved],
+        )
+        for chunk_id, chunk in plan.rederived:
+            self.conn.execute(
+                "UPDATE chunks SET symbols = ?, signature = ?, heading = ? WHERE id = ?",
+                (" ".join(chunk.symbols), chunk.signature, chunk.heading, chunk_id),
+            )
+            self.conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (chunk_id,))
+            self.conn.execute("DELETE FROM definitions WHERE chunk_id = ?", (chunk_id,))
+            self._write_derived(chunk_id, collection_id, path, chunk)
+        for seq, chunk in plan.fresh:
             self._insert_chunk(collection_id, file_id, path, seq, chunk)
-            added += 1
-        stale = [chunk_id for ids in existing.values() for chunk_id, _ in ids]
-        self.conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in stale])
-        return added, len(stale)
+        self.conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in plan.stale])
+        return len(plan.fresh), len(plan.stale)
 
     def _insert_chunk(self, collection_id: int, file_id: int, path: str, seq: int, chunk: Chunk) -> None:
         cur = self.conn.execute(

@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 
 from qmd_daemon.errors import IndexDatabaseError
+from qmd_daemon.store.chunk_plan import StoredChunks, plan_chunks
 from qmd_daemon.store.lexical_query import AnyOf, LexicalQuery, Phrase
 from qmd_daemon.store.postgres import lexical
 from qmd_daemon.store.postgres.connection import PostgresDatabase
@@ -178,37 +179,31 @@ class PostgresChunkStore:
                RETURNING id""",
             (collection_id, path, size, mtime_ns, content_hash, language, kind, line_count),
         ))
-        existing: dict[str, list[tuple[int, tuple[str, str, str]]]] = {}
+        existing: StoredChunks = {}
         for chunk_id, chunk_hash, *derived in self._sql(
             "SELECT id, hash, symbols, signature, heading FROM chunks WHERE file_id = %s ORDER BY seq",
             (file_id,),
         ):
             existing.setdefault(chunk_hash, []).append((int(chunk_id), tuple(derived)))
-        moved: list[tuple[int, int, int, int]] = []
-        fresh: list[tuple[int, Chunk]] = []
-        for seq, chunk in enumerate(chunks):
-            reusable = existing.get(chunk.content_hash)
-            if not reusable:
-                fresh.append((seq, chunk))
-                continue
-            chunk_id, stored = reusable.pop(0)
-            moved.append((seq, chunk.start_line, chunk.end_line, chunk_id))
-            if rederive or stored != (" ".join(chunk.symbols), chunk.signature, chunk.heading):
-                fts, tokens = analysed(path, chunk)
-                self._sql(
-                    """UPDATE chunks SET symbols = %s, signature = %s, heading = %s, fts = %s::tsvector,
-                       token_count = %s WHERE id = %s""",
-                    (" ".join(chunk.symbols), chunk.signature, chunk.heading, fts, tokens, chunk_id),
-                )
-                self._sql("DELETE FROM definitions WHERE chunk_id = %s", (chunk_id,))
-                self._write_definitions([(chunk_id, chunk)])
-        self._many("UPDATE chunks SET seq = %s, start_line = %s, end_line = %s WHERE id = %s", moved)
-        stale = [chunk_id for ids in existing.values() for chunk_id, _ in ids]
-        if stale:
-            self._sql("DELETE FROM chunks WHERE id = ANY(%s)", (stale,))
-        if fresh:
-            self._insert_chunks(collection_id, file_id, path, fresh)
-        return len(fresh), len(stale)
+        plan = plan_chunks(existing, chunks, rederive)
+        for chunk_id, chunk in plan.rederived:
+            fts, tokens = analysed(path, chunk)
+            self._sql(
+                """UPDATE chunks SET symbols = %s, signature = %s, heading = %s, fts = %s::tsvector,
+                   token_count = %s WHERE id = %s""",
+                (" ".join(chunk.symbols), chunk.signature, chunk.heading, fts, tokens, chunk_id),
+            )
+            self._sql("DELETE FROM definitions WHERE chunk_id = %s", (chunk_id,))
+            self._write_definitions([(chunk_id, chunk)])
+        self._many(
+            "UPDATE chunks SET seq = %s, start_line = %s, end_line = %s WHERE id = %s",
+            [(seq, chunk.start_line, chunk.end_line, chunk_id) for seq, chunk_id, chunk in plan.moved],
+        )
+        if plan.stale:
+            self._sql("DELETE FROM chunks WHERE id = ANY(%s)", (plan.stale,))
+        if plan.fresh:
+            self._insert_chunks(collection_id, file_id, path, plan.fresh)
+        return len(plan.fresh), len(plan.stale)
 
     def _insert_chunks(
         self, collection_id: int, file_id: int, path: str, fresh: list[tuple[int, Chunk]]
