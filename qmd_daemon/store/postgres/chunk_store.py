@@ -16,7 +16,7 @@ import psycopg
 from qmd_daemon.errors import IndexDatabaseError
 from qmd_daemon.store.chunk_plan import StoredChunks, plan_chunks
 from qmd_daemon.store.lexical_query import AnyOf, LexicalQuery, Phrase
-from qmd_daemon.store.postgres import lexical
+from qmd_daemon.store.postgres import lexical, ranking
 from qmd_daemon.store.postgres.connection import PostgresDatabase
 from qmd_daemon.store.postgres.schema import migrate
 from qmd_daemon.store.protocols import ChunkRow, FileState
@@ -339,83 +339,45 @@ class PostgresChunkStore:
 
     # -- reads for search ----------------------------------------------------------------------
 
-    def _totals(self) -> lexical.IndexTotals:
-        row = self._row("SELECT coalesce(sum(chunks), 0), coalesce(sum(tokens), 0) FROM collection_totals")
-        return lexical.IndexTotals(int(row[0]), int(row[1]))
-
-    def _rows_holding(self, seqs: list[lexical.Seq]) -> list[int]:
-        """Per phrase, how many rows of the whole index hold it (FTS5's IDF counts every row)."""
-        singles = sorted({s.tokens[0] for s in seqs if len(s.tokens) == 1})
-        df = dict(self._sql("SELECT lexeme, sum(df) FROM term_stats WHERE lexeme = ANY(%s) GROUP BY lexeme",
-                            (singles,)).fetchall()) if singles else {}
-        out = []
-        for seq in seqs:
-            if len(seq.tokens) == 1:
-                out.append(int(df.get(seq.tokens[0], 0)))
-            else:
-                out.append(int(self._scalar("SELECT count(*) FROM chunks WHERE fts @@ %s::tsquery",
-                                            (lexical.tsquery(seq),))))
-        return out
-
-    def _matching(
-        self, node: lexical.Node, collection_ids: list[int], *, among: str = "collection_id"
-    ) -> dict[int, tuple[int, list[list[str]]]]:
-        """Chunk id -> (its length in tokens, per phrase the columns of its counted occurrences)
-        for the rows that match as FTS5 decides (the GIN index finds a superset). `among`:
-        "collection_id", or "id" to look only at the chunks whose ids are given instead."""
-        column = {"collection_id": "c.collection_id", "id": "c.id"}[among]
-        rows = self._sql(
-            f"""SELECT c.id, c.token_count, u.lexeme, u.positions, u.weights
-               FROM chunks c, unnest(c.fts) u
-               WHERE {column} = ANY(%s) AND c.fts @@ %s::tsquery AND u.lexeme = ANY(%s)""",
-            (collection_ids, lexical.tsquery(node), lexical.lexemes(node)),
-        )
-        found: dict[int, tuple[int, lexical.Positions]] = {}
-        for chunk_id, tokens, lexeme, positions, labels in rows:
-            entry = found.setdefault(int(chunk_id), (int(tokens), {}))
-            entry[1][lexeme] = set(zip(positions, labels, strict=True))
-        out: dict[int, tuple[int, list[list[str]]]] = {}
-        for chunk_id, (tokens, positions) in found.items():
-            ok, counted = lexical.evaluate(node, positions)
-            if ok:
-                out[chunk_id] = (tokens, counted)
-        return out
+    def _matching(self, node: lexical.Node, among: str, ids: list[int]) -> list[int]:
+        """Ids of the chunks that match as FTS5 decides, among the chunks of collections `ids`
+        (`among` "collection_id") or the chunks `ids` (`among` "id")."""
+        if ranking.decided_by_tsquery(node):
+            rows = self._sql(f"SELECT c.id FROM chunks c WHERE {ranking.SCOPES[among]} = ANY(%s)"
+                             " AND c.fts @@ %s::tsquery", (ids, lexical.tsquery(node)))
+        else:
+            statement = ranking.matching(node, among, ids)
+            rows = self._sql(statement.sql, statement.params)
+        return [int(r[0]) for r in rows]
 
     def fts_search(
         self, query: LexicalQuery, collection_ids: list[int], limit: int, weights: tuple[float, float, float]
     ) -> list[tuple[int, float]]:
-        """(chunk id, bm25) best first, bm25 as FTS5 computes it (larger is better)."""
+        """(chunk id, bm25) best first, bm25 as FTS5 computes it (larger is better), computed in
+        the server: one statement, `limit` rows back."""
         node = lexical.compile_query(query)
         if not collection_ids:
             return []
-        matched = self._matching(node, collection_ids)
-        if not matched:
-            return []
-        totals = self._totals()
-        idfs = [lexical.idf(n, totals) for n in self._rows_holding(lexical.phrases(node))]
-        scored = [(chunk_id, lexical.bm25(counted, idfs, tokens, totals, weights))
-                  for chunk_id, (tokens, counted) in matched.items()]
-        scored.sort(key=lambda item: (-item[1], item[0]))
-        return scored[:limit]
+        statement = ranking.ranked(node, collection_ids, limit, weights)
+        return [(int(i), float(score)) for i, score in self._sql(statement.sql, statement.params)]
 
     def fts_count(self, query: LexicalQuery, collection_ids: list[int]) -> int:
         """How many chunks of the collections match (a term's document frequency)."""
         node = lexical.compile_query(query)
         if not collection_ids:
             return 0
-        if any(len(seq.tokens) > 1 for seq in lexical.phrases(node)):  # `<->` may cross columns
-            return len(self._matching(node, collection_ids))
-        # single words: the tsquery decides exactly as FTS5, and PostgreSQL counts on its own
-        return int(self._scalar(
-            "SELECT count(*) FROM chunks WHERE collection_id = ANY(%s) AND fts @@ %s::tsquery",
-            (collection_ids, lexical.tsquery(node)),
-        ))
+        if ranking.decided_by_tsquery(node):  # PostgreSQL counts on its own
+            return int(self._scalar(
+                "SELECT count(*) FROM chunks WHERE collection_id = ANY(%s) AND fts @@ %s::tsquery",
+                (collection_ids, lexical.tsquery(node)),
+            ))
+        return len(self._matching(node, "collection_id", collection_ids))
 
     def chunks_matching(self, query: LexicalQuery, chunk_ids: list[int]) -> set[int]:
         """The chunks among chunk_ids that match the query, as FTS5 decides."""
         if not chunk_ids:
             return set()
-        return set(self._matching(lexical.compile_query(query), list(chunk_ids), among="id"))
+        return set(self._matching(lexical.compile_query(query), "id", list(chunk_ids)))
 
     def signature_outline(self, file_ids: list[int]) -> dict[int, list[tuple[int, str]]]:
         """File id -> (chunk id, signature) of each chunk, in line order."""

@@ -1,14 +1,12 @@
-"""LexicalQuery -> a tsquery over text/tokens.py's tokens, and FTS5's BM25 over the rows it finds.
+"""LexicalQuery -> a tree of FTS5 phrases over text/tokens.py's tokens, and its tsquery.
 
-PostgreSQL's GIN index finds the candidate rows; their positions then decide, as FTS5 does, which
-phrases occur (a phrase lies inside one column: weights A/B/C are path/symbols/body) and the score:
-FTS5's bm25() with its k1 1.2, b 0.75, per-column weights, IDF over every row of the index and the
-row length counted over all its columns (its `collection` column's one token included).
+PostgreSQL's GIN index finds the candidate rows with the tsquery; ranking.py then decides, as FTS5
+does, which phrases occur (a phrase lies inside one column: weights A/B/C are path/symbols/body)
+and computes FTS5's bm25() in the same statement.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from qmd_daemon.errors import QueryRejected
@@ -16,9 +14,7 @@ from qmd_daemon.store.lexical_query import AllOf, LexicalQuery, Phrase, Without,
 from qmd_daemon.text.cjk import run_pairs, without_cjk
 from qmd_daemon.text.tokens import index_tokens
 
-K1, B = 1.2, 0.75  # FTS5's bm25 constants (fts5_aux.c)
 COLUMN_LABELS = ("A", "B", "C")  # tsvector weights of path, symbols, body
-Positions = dict[str, set[tuple[int, str]]]  # lexeme -> {(position, column label)}
 
 
 @dataclass(frozen=True)
@@ -96,60 +92,3 @@ def phrases(node: Node) -> list[Seq]:
 
 def lexemes(node: Node) -> list[str]:
     return sorted({t for seq in phrases(node) for t in seq.tokens})
-
-
-def instances(seq: Seq, positions: Positions) -> list[str]:
-    """The column label of each occurrence of the phrase in one row."""
-    found: list[str] = []
-    for start, label in positions.get(seq.tokens[0], ()):
-        if seq.column and label != seq.column:
-            continue
-        if all((start + i, label) in positions.get(t, ()) for i, t in enumerate(seq.tokens[1:], 1)):
-            found.append(label)
-    return found
-
-
-def evaluate(node: Node, positions: Positions) -> tuple[bool, list[list[str]]]:
-    """Whether one row matches as FTS5 decides, and per phrase (in `phrases()` order) the columns
-    of its occurrences that FTS5's bm25 counts: only those of phrases inside sub-expressions that
-    match the row (an AND or NOT that fails counts none of its phrases, as in fts5_expr.c)."""
-    if isinstance(node, Seq):
-        found = instances(node, positions)
-        return bool(found), [found]
-    results = [evaluate(part, positions) for part in node.parts]
-    if node.kind == "or":
-        return any(ok for ok, _ in results), [f for _, found in results for f in found]
-    ok = all(r[0] for r in results) if node.kind == "and" else results[0][0] and not results[1][0]
-    counted = [f for _, found in results for f in found]
-    return ok, counted if ok else [[] for _ in counted]
-
-
-@dataclass(frozen=True)
-class IndexTotals:
-    """Every row of the index: FTS5 takes IDF and average length over the whole table."""
-
-    rows: int
-    tokens: int
-
-
-def idf(rows_holding: int, totals: IndexTotals) -> float:
-    value = math.log((0.5 + totals.rows - rows_holding) / (0.5 + rows_holding))
-    return value if value > 0 else 1e-6
-
-
-def bm25(
-    found: list[list[str]],
-    idfs: list[float],
-    row_tokens: int,
-    totals: IndexTotals,
-    weights: tuple[float, float, float],
-) -> float:
-    """FTS5's bm25() of one row, larger is better: per phrase, its occurrences (`found`, from
-    evaluate()) weighted by column."""
-    by_label = dict(zip(COLUMN_LABELS, weights, strict=True))
-    average = totals.tokens / totals.rows if totals.rows else 1.0
-    score = 0.0
-    for labels, weight_idf in zip(found, idfs, strict=True):
-        frequency = sum(by_label[label] for label in labels)
-        score += weight_idf * (frequency * (K1 + 1)) / (frequency + K1 * (1 - B + B * row_tokens / average))
-    return score

@@ -1,0 +1,173 @@
+"""A compiled keyword query (lexical.py's tree) as one SQL statement that decides FTS5's matches and
+computes FTS5's bm25() in the server, so only the best `limit` rows cross the wire.
+
+The GIN index finds the candidate rows (the tsquery: a superset, since `<->` may cross columns);
+each candidate's positions of the query's lexemes then give every phrase's occurrences per column
+(a phrase lies inside one column: weights A/B/C are path/symbols/body), the tree is evaluated over
+"phrase i occurs", and bm25 is summed as fts5_aux.c does: per phrase, its occurrences weighted by
+column, k1 1.2, b 0.75, IDF and average length over every row of the index, and only the phrases of
+sub-expressions that match the row counted (an AND or NOT that fails counts none of its phrases, as
+in fts5_expr.c). The arithmetic is FTS5's, in doubles, in its order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from qmd_daemon.store.postgres.lexical import COLUMN_LABELS, Node, Seq, lexemes, phrases, tsquery
+
+K1, B = 1.2, 0.75  # FTS5's bm25 constants (fts5_aux.c)
+SCOPES = {"collection_id": "c.collection_id", "id": "c.id"}  # what `among` the candidates are
+
+
+@dataclass(frozen=True)
+class Statement:
+    sql: str
+    params: dict[str, Any]
+
+
+def decided_by_tsquery(node: Node) -> bool:
+    """Whether the tsquery alone matches as FTS5 does: single words (with or without a column)
+    cannot cross a column, so no position needs reading."""
+    return all(len(seq.tokens) == 1 for seq in phrases(node))
+
+
+def _occurrences(seqs: list[Seq], params: dict[str, Any]) -> str:
+    """SELECTs of (phrase, id, token_count, weight) per occurrence of each phrase in a candidate:
+    single words in one join against the array of them, each longer phrase by joining its tokens
+    at consecutive positions of one column."""
+    words = [(i, seq) for i, seq in enumerate(seqs) if len(seq.tokens) == 1]
+    params["words"] = [seq.tokens[0] for _, seq in words]
+    params["word_columns"] = [seq.column or "" for _, seq in words]
+    params["word_phrases"] = [i for i, _ in words]
+    parts = ["""SELECT q.phrase, h.id, h.token_count, h.weight FROM hit h
+        JOIN unnest(%(words)s::text[], %(word_columns)s::text[], %(word_phrases)s::int[])
+             AS q(lexeme, label, phrase)
+          ON q.lexeme = h.lexeme AND (q.label = '' OR q.label = h.label)"""]
+    for i, seq in enumerate(seqs):
+        if len(seq.tokens) == 1:
+            continue
+        joins = "".join(
+            f"\n        JOIN hit h{j} ON h{j}.id = h0.id AND h{j}.label = h0.label"
+            f" AND h{j}.pos = h0.pos + {j} AND h{j}.lexeme = %(p{i}_{j})s"
+            for j in range(1, len(seq.tokens))
+        )
+        params.update({f"p{i}_{j}": token for j, token in enumerate(seq.tokens)})
+        column = ""
+        if seq.column:
+            params[f"p{i}_column"] = seq.column
+            column = f" AND h0.label = %(p{i}_column)s"
+        parts.append(f"SELECT {i}, h0.id, h0.token_count, h0.weight FROM hit h0{joins}\n"
+                     f"        WHERE h0.lexeme = %(p{i}_0)s{column}")
+    return "\n        UNION ALL ".join(parts)
+
+
+def _matches(node: Node, first: int) -> tuple[str, int]:
+    """SQL saying whether NODE matches a row of `per_row` (n<i>: phrase i's occurrences), and how
+    many phrases it holds (numbered from FIRST, in phrases() order)."""
+    if isinstance(node, Seq):
+        return f"n{first} > 0", 1
+    conditions, count = [], 0
+    for part in node.parts:
+        sql, held = _matches(part, first + count)
+        conditions.append(sql)
+        count += held
+    if node.kind == "not":
+        return f"({conditions[0]} AND NOT {conditions[1]})", count
+    return "(" + (" AND " if node.kind == "and" else " OR ").join(conditions) + ")", count
+
+
+def _counted_when(node: Node, guard: str = "TRUE", first: int = 0) -> list[str]:
+    """Per phrase, when its occurrences count toward bm25: every AND / NOT above it matches."""
+    if isinstance(node, Seq):
+        return [guard]
+    if node.kind != "or":
+        guard = f"{guard} AND {_matches(node, first)[0]}"
+    out: list[str] = []
+    for part in node.parts:
+        out += _counted_when(part, guard, first + len(out))
+    return out
+
+
+def _candidates(node: Node, among: str, ids: list[int], weights: tuple[float, float, float],
+                params: dict[str, Any]) -> str:
+    """The WITH clauses up to `per_row`: one row per candidate that holds any phrase, with n<i>
+    (occurrences of phrase i) and f<i> (their column weights summed)."""
+    seqs = phrases(node)
+    params.update(scope=ids, tsquery=tsquery(node), lexemes=lexemes(node),
+                  w_a=weights[0], w_b=weights[1], w_c=weights[2])
+    label_a, label_b, _ = COLUMN_LABELS
+    columns = "".join(
+        f",\n               count(*) FILTER (WHERE phrase = {i}) AS n{i},"
+        f" coalesce(sum(weight) FILTER (WHERE phrase = {i}), 0) AS f{i}"
+        for i in range(len(seqs))
+    )
+    return f"""WITH hit AS (
+        SELECT c.id, c.token_count, u.lexeme, p.pos, p.label,
+               CASE p.label WHEN '{label_a}' THEN %(w_a)s::float8 WHEN '{label_b}' THEN %(w_b)s::float8
+                            ELSE %(w_c)s::float8 END AS weight
+        FROM chunks c, unnest(c.fts) u, unnest(u.positions, u.weights) AS p(pos, label)
+        WHERE {SCOPES[among]} = ANY(%(scope)s) AND c.fts @@ %(tsquery)s::tsquery
+          AND u.lexeme = ANY(%(lexemes)s)
+    ), occ AS (
+        {_occurrences(seqs, params)}
+    ), per_row AS (
+        SELECT id, token_count{columns}
+        FROM occ GROUP BY id, token_count
+    )"""
+
+
+def matching(node: Node, among: str, ids: list[int]) -> Statement:
+    """SELECT of the ids of the candidates (chunks of collections `ids`, or the chunks `ids`)
+    that match NODE as FTS5 decides."""
+    params: dict[str, Any] = {}
+    head = _candidates(node, among, ids, (1.0, 1.0, 1.0), params)
+    return Statement(f"{head}\n    SELECT id FROM per_row WHERE {_matches(node, 0)[0]}", params)
+
+
+def _rows_holding(i: int, seq: Seq, params: dict[str, Any]) -> str:
+    """How many rows of the whole index hold phrase i (FTS5's IDF counts every row): a word's from
+    term_stats, a longer phrase's counted."""
+    if len(seq.tokens) == 1:
+        params[f"df{i}"] = seq.tokens[0]
+        return f"(SELECT coalesce(sum(df), 0) FROM term_stats WHERE lexeme = %(df{i})s)::float8"
+    params[f"df{i}"] = tsquery(seq)
+    return f"(SELECT count(*) FROM chunks WHERE fts @@ %(df{i})s::tsquery)::float8"
+
+
+def ranked(
+    node: Node, collection_ids: list[int], limit: int, weights: tuple[float, float, float]
+) -> Statement:
+    """SELECT of (id, bm25) of the chunks of the collections matching NODE, best first (larger is
+    better, ties by id), at most LIMIT."""
+    params: dict[str, Any] = {"limit": limit, "k1": K1, "b": B}
+    head = _candidates(node, "collection_id", collection_ids, weights, params)
+    seqs = phrases(node)
+    counted = "".join(f",\n               CASE WHEN {when} THEN f{i} ELSE 0 END AS c{i}"
+                      for i, when in enumerate(_counted_when(node)))
+    rows_holding = "".join(f",\n               {_rows_holding(i, seq, params)} AS r{i}"
+                           for i, seq in enumerate(seqs))
+    idfs = "".join(f",\n               ln((0.5::float8 + rows - r{i}) / (0.5::float8 + r{i})) AS idf{i}"
+                   for i in range(len(seqs)))
+    score = " + ".join(
+        f"(CASE WHEN idf{i} > 0 THEN idf{i} ELSE 1e-6::float8 END) * (c{i} * (%(k1)s::float8 + 1))"
+        f" / (c{i} + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * token_count / average))"
+        for i in range(len(seqs))
+    )
+    sql = f"""{head}, counted AS (
+        SELECT id, token_count{counted}
+        FROM per_row WHERE {_matches(node, 0)[0]}
+    ), totals AS (
+        SELECT coalesce(sum(chunks), 0)::float8 AS rows, coalesce(sum(tokens), 0)::float8 AS tokens
+        FROM collection_totals
+    ), stats AS (
+        SELECT CASE WHEN rows > 0 THEN tokens / rows ELSE 1 END AS average{rows_holding}
+        FROM totals
+    ), idf AS (
+        SELECT average{idfs}
+        FROM stats, totals
+    )
+    SELECT id, 0::float8 + {score} AS score
+    FROM counted, idf ORDER BY score DESC, id LIMIT %(limit)s"""
+    return Statement(sql, params)
