@@ -217,3 +217,31 @@ def test_removing_a_collection_leaves_the_others_and_their_statistics(both: Any,
     got = pg.fts_search(Word("vector"), [cid_pg], 100, WEIGHTS)
     expected = lite.fts_search(Word("vector"), [cid_lite], 100, WEIGHTS)
     assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-9) != []
+
+
+def test_postgres_ranks_in_the_server_and_sends_back_only_the_best_rows(
+    both: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broad any-word query matches most of the index; the server scores it and only the best
+    `limit` rows cross the wire (the rows a team's index would send grow with the index)."""
+    lite, pg = both
+    query = AnyOf((Word("the"), Word("index"), Word("search"), Word("chunk")))
+    assert pg.fts_count(query, [pg.collection_id("repo")]) > 100
+    received: list[int] = []
+    run = pg.db.execute
+
+    def counted(sql: str, params: Any = None) -> Any:
+        cursor = run(sql, params)
+        received.append(cursor.rowcount)
+        return cursor
+
+    cid = pg.collection_id("repo")
+    monkeypatch.setattr(pg.db, "execute", counted)
+    top = pg.fts_search(query, [cid], 5, WEIGHTS)
+    monkeypatch.undo()
+    assert received == [5], "one statement, five rows back"
+    expected = lite.fts_search(query, [lite.collection_id("repo")], 5, WEIGHTS)
+    assert [s for _, s in top] == pytest.approx([s for _, s in expected], rel=1e-9)
+    assert sorted(_keys(pg, [i for i, _ in top]).values()) == sorted(
+        _keys(lite, [i for i, _ in expected]).values()
+    )
