@@ -4,6 +4,9 @@ just because one word is missing."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,9 +110,33 @@ def lexical_search(
     return sorted(hits.values(), key=lambda h: (not h.strict, -h.score))
 
 
+# Inside one_data_state(): the data_state() each store answered first (id(store) -> state).
+_search_states: ContextVar[dict[int, Any] | None] = ContextVar("search_data_states", default=None)
+
+
+@contextmanager
+def one_data_state(store: ChunkStore) -> Iterator[None]:
+    """Inside (one search), STORE's data_state() is asked once: on PostgreSQL each ask is a round
+    trip, and a search asked six times. A write that lands meanwhile is seen by the next search."""
+    token = _search_states.set({})
+    try:
+        yield
+    finally:
+        _search_states.reset(token)
+
+
+def _data_state(store: ChunkStore) -> Any:
+    states = _search_states.get()
+    if states is None:
+        return store.data_state()
+    if id(store) not in states:
+        states[id(store)] = store.data_state()
+    return states[id(store)]
+
+
 def _kept_for_this_data(store: ChunkStore, name: str) -> dict[Any, Any]:
     """A dict in `store.derived` that starts over empty whenever the data changes."""
-    state = store.data_state()
+    state = _data_state(store)
     kept = store.derived.get(name)
     if kept is None or kept[0] != state:
         kept = (state, {})

@@ -17,6 +17,7 @@ from qmd_daemon.search.lexical import (
     DEFAULT_WEIGHTS,
     LexicalHit,
     lexical_search,
+    one_data_state,
     question_idf,
     term_idfs,
     term_query,
@@ -311,6 +312,19 @@ def run_search(
     options: SearchOptions,
     models: SearchModels | None = None,
     trace: SearchTrace | None = None,
+) -> list[Hit]:
+    """The ranked hits of QUERY, the store's data state asked once for the whole search."""
+    with one_data_state(store):
+        return _search(store, query, collection_ids, options, models, trace)
+
+
+def _search(
+    store: ChunkStore,
+    query: str,
+    collection_ids: list[int],
+    options: SearchOptions,
+    models: SearchModels | None,
+    trace: SearchTrace | None,
 ) -> list[Hit]:
     models = models or SearchModels()
     trace = trace if trace is not None else SearchTrace()
