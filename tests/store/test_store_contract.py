@@ -245,3 +245,27 @@ def test_postgres_ranks_in_the_server_and_sends_back_only_the_best_rows(
     assert sorted(_keys(pg, [i for i, _ in top]).values()) == sorted(
         _keys(lite, [i for i, _ in expected]).values()
     )
+
+
+def test_excluding_a_phrase_keeps_a_row_where_its_words_only_meet_across_columns(
+    home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """FTS5's phrases lie inside one column; a tsquery's `<->` also matches the last word of the
+    path followed by the first of the body, and its `!` must not drop a row for that."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "alpha.py").write_text("x = 1\n", encoding="utf-8")  # path "... alpha py", body "x 1"
+    (root / "beta.py").write_text("y = 1\n", encoding="utf-8")
+    lite = IndexStore(tmp_path / "index.sqlite")
+    pg = PostgresChunkStore(PostgresDatabase(postgres_url))
+    try:
+        for store in (lite, pg):
+            _index(store, root)
+        query = Without(Word("1"), Phrase("py x"))
+        expected = _ranking(lite, query)
+        assert [path for (path, _), _ in expected] == ["alpha.py", "beta.py"]
+        _assert_same_ranking(_ranking(pg, query), expected)
+        assert pg.fts_count(query, [pg.collection_id("repo")]) == 2
+    finally:
+        lite.close()
+        pg.close()

@@ -74,11 +74,15 @@ def _lexeme(token: str, column: str | None) -> str:
 
 
 def tsquery(node: Node) -> str:
-    """The tsquery text of the tree (a superset of FTS5's matches: `<->` may cross columns)."""
+    """The tsquery text of the tree: a superset of FTS5's matches (`<->` may cross columns, so a
+    NOT of a longer phrase is left to the positions: its `!` would drop rows FTS5 keeps)."""
     if isinstance(node, Seq):
         return "(" + " <-> ".join(_lexeme(t, node.column) for t in node.tokens) + ")"
     if node.kind == "not":
-        return f"({tsquery(node.parts[0])} & !{tsquery(node.parts[1])})"
+        keep, drop = node.parts
+        if any(len(seq.tokens) > 1 for seq in phrases(drop)):
+            return tsquery(keep)
+        return f"({tsquery(keep)} & !{tsquery(drop)})"
     joiner = " & " if node.kind == "and" else " | "
     return "(" + joiner.join(tsquery(p) for p in node.parts) + ")"
 
