@@ -33,18 +33,38 @@ def decided_by_tsquery(node: Node) -> bool:
     return all(len(seq.tokens) == 1 for seq in phrases(node))
 
 
+def _weight(label: str) -> str:
+    """SQL: the bm25 weight of column LABEL (an SQL expression)."""
+    return (f"CASE {label} WHEN '{COLUMN_LABELS[0]}' THEN %(w_a)s::float8"
+            f" WHEN '{COLUMN_LABELS[1]}' THEN %(w_b)s::float8 ELSE %(w_c)s::float8 END")
+
+
+# A single word's occurrences in one row, from its positions' column labels (t.weights): all of
+# them, or those of the word's column q.label.
+_WORD_COUNT = """CASE WHEN q.label = '' THEN cardinality(t.weights)
+                         ELSE cardinality(array_positions(t.weights, q.label)) END"""
+_WORD_FREQUENCY = """CASE WHEN q.label = '' THEN
+                             %(w_a)s::float8 * cardinality(array_positions(t.weights, '{}'))
+                             + %(w_b)s::float8 * cardinality(array_positions(t.weights, '{}'))
+                             + %(w_c)s::float8 * cardinality(array_positions(t.weights, '{}'))
+                         ELSE ({{weight}}) * cardinality(array_positions(t.weights, q.label)) END""".format(
+    *COLUMN_LABELS
+)
+
+
 def _occurrences(seqs: list[Seq], params: dict[str, Any]) -> str:
-    """SELECTs of (phrase, id, token_count, weight) per occurrence of each phrase in a candidate:
-    single words in one join against the array of them, each longer phrase by joining its tokens
-    at consecutive positions of one column."""
+    """SELECTs of (phrase, id, token_count, occurrences, their weights summed): single words per
+    row from their positions' labels, in one join against the array of them; each longer phrase
+    per occurrence, joining its tokens at consecutive positions of one column."""
     words = [(i, seq) for i, seq in enumerate(seqs) if len(seq.tokens) == 1]
     params["words"] = [seq.tokens[0] for _, seq in words]
     params["word_columns"] = [seq.column or "" for _, seq in words]
     params["word_phrases"] = [i for i, _ in words]
-    parts = ["""SELECT q.phrase, h.id, h.token_count, h.weight FROM hit h
-        JOIN unnest(%(words)s::text[], %(word_columns)s::text[], %(word_phrases)s::int[])
-             AS q(lexeme, label, phrase)
-          ON q.lexeme = h.lexeme AND (q.label = '' OR q.label = h.label)"""]
+    frequency = _WORD_FREQUENCY.format(weight=_weight("q.label"))
+    parts = [f"""SELECT q.phrase, t.id, t.token_count, {_WORD_COUNT} AS n,
+               {frequency} AS f
+        FROM term t JOIN unnest(%(words)s::text[], %(word_columns)s::text[], %(word_phrases)s::int[])
+             AS q(lexeme, label, phrase) ON q.lexeme = t.lexeme"""]
     for i, seq in enumerate(seqs):
         if len(seq.tokens) == 1:
             continue
@@ -58,7 +78,7 @@ def _occurrences(seqs: list[Seq], params: dict[str, Any]) -> str:
         if seq.column:
             params[f"p{i}_column"] = seq.column
             column = f" AND h0.label = %(p{i}_column)s"
-        parts.append(f"SELECT {i}, h0.id, h0.token_count, h0.weight FROM hit h0{joins}\n"
+        parts.append(f"SELECT {i}, h0.id, h0.token_count, 1, {_weight('h0.label')} FROM hit h0{joins}\n"
                      f"        WHERE h0.lexeme = %(p{i}_0)s{column}")
     return "\n        UNION ALL ".join(parts)
 
@@ -97,19 +117,22 @@ def _candidates(node: Node, among: str, ids: list[int], weights: tuple[float, fl
     seqs = phrases(node)
     params.update(scope=ids, tsquery=tsquery(node), lexemes=lexemes(node),
                   w_a=weights[0], w_b=weights[1], w_c=weights[2])
-    label_a, label_b, _ = COLUMN_LABELS
     columns = "".join(
-        f",\n               count(*) FILTER (WHERE phrase = {i}) AS n{i},"
-        f" coalesce(sum(weight) FILTER (WHERE phrase = {i}), 0) AS f{i}"
+        f",\n               coalesce(sum(n) FILTER (WHERE phrase = {i}), 0) AS n{i},"
+        f" coalesce(sum(f) FILTER (WHERE phrase = {i}), 0) AS f{i}"
         for i in range(len(seqs))
     )
-    return f"""WITH hit AS (
-        SELECT c.id, c.token_count, u.lexeme, p.pos, p.label,
-               CASE p.label WHEN '{label_a}' THEN %(w_a)s::float8 WHEN '{label_b}' THEN %(w_b)s::float8
-                            ELSE %(w_c)s::float8 END AS weight
-        FROM chunks c, unnest(c.fts) u, unnest(u.positions, u.weights) AS p(pos, label)
+    # `term`: the candidates' own tsvectors cut to the query's lexemes (deleting the lexemes that
+    # remain once those are deleted) before unnest: unnest builds every lexeme's positions and
+    # labels, and a chunk holds ~60 lexemes where a query asks a few.
+    return f"""WITH term AS (
+        SELECT c.id, c.token_count, u.lexeme, u.positions, u.weights
+        FROM chunks c,
+             unnest(ts_delete(c.fts, tsvector_to_array(ts_delete(c.fts, %(lexemes)s::text[])))) u
         WHERE {SCOPES[among]} = ANY(%(scope)s) AND c.fts @@ %(tsquery)s::tsquery
-          AND u.lexeme = ANY(%(lexemes)s)
+    ), hit AS (
+        SELECT t.id, t.token_count, t.lexeme, p.pos, p.label
+        FROM term t, unnest(t.positions, t.weights) AS p(pos, label)
     ), occ AS (
         {_occurrences(seqs, params)}
     ), per_row AS (
