@@ -366,6 +366,12 @@ class PostgresChunkStore:
         node = lexical.compile_query(query)
         if not collection_ids:
             return 0
+        if isinstance(node, lexical.Seq) and len(node.tokens) == 1 and node.column is None:
+            # one word: its rows per collection are kept in term_stats (no row read)
+            return int(self._scalar(
+                "SELECT coalesce(sum(df), 0) FROM term_stats WHERE lexeme = %s AND collection_id = ANY(%s)",
+                (node.tokens[0], collection_ids),
+            ))
         if ranking.decided_by_tsquery(node):  # PostgreSQL counts on its own
             return int(self._scalar(
                 "SELECT count(*) FROM chunks WHERE collection_id = ANY(%s) AND fts @@ %s::tsquery",
