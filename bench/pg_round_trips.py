@@ -19,8 +19,11 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import psycopg
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
@@ -36,10 +39,12 @@ class StatementCounter:
 
     def __init__(self) -> None:
         self.counts: collections.Counter[str] = collections.Counter()
-        self.seconds: collections.Counter[str] = collections.Counter()
+        self.seconds: collections.defaultdict[str, float] = collections.defaultdict(float)
         run = PostgresDatabase.execute
 
-        def counted(db: PostgresDatabase, sql: str, params: Any = None) -> Any:
+        def counted(
+            db: PostgresDatabase, sql: str, params: Sequence[Any] | dict[str, Any] | None = None
+        ) -> psycopg.Cursor[Any]:
             kind = " ".join(sql.split())[:60]
             started = time.perf_counter()
             try:
@@ -48,7 +53,7 @@ class StatementCounter:
                 self.counts[kind] += 1
                 self.seconds[kind] += time.perf_counter() - started
 
-        PostgresDatabase.execute = counted  # type: ignore[method-assign]
+        PostgresDatabase.execute = counted  # type: ignore[method-assign, assignment]
 
     def clear(self) -> None:
         self.counts.clear()

@@ -63,7 +63,7 @@ class PostgresChunkStore:
         migrate(db)
         self.derived = db.derived
 
-    def _sql(self, query: str, params: Sequence[Any] | None = None) -> psycopg.Cursor[Any]:
+    def _sql(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None) -> psycopg.Cursor[Any]:
         """One statement (outside a transaction, rerun once on a new connection when the server
         dropped the old one: see connection.py)."""
         return self.db.execute(query, params)
