@@ -15,6 +15,7 @@ from qmd_daemon.ingest.indexer import update_collection
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.lexical_query import AllOf, AnyOf, LexicalQuery, Phrase, Without, Word
+from qmd_daemon.store.postgres import lexical, ranking
 from qmd_daemon.store.postgres.chunk_store import PostgresChunkStore
 from qmd_daemon.store.postgres.connection import PostgresDatabase
 from tests.postgres_server import statistics_match_a_recount
@@ -68,10 +69,14 @@ def _keys(store: Any, ids: list[int]) -> dict[int, tuple[str, int]]:
     return {i: (row.path, row.start_line) for i, row in store.chunks_by_ids(list(ids)).items()}
 
 
-def _ranking(store: Any, query: LexicalQuery) -> list[tuple[tuple[str, int], float]]:
-    rows = store.fts_search(query, [store.collection_id("repo")], 10_000, WEIGHTS)
+def _placed(store: Any, rows: list[tuple[int, float]]) -> list[tuple[tuple[str, int], float]]:
+    """(chunk id, score) rows as (place, score), best first."""
     keys = _keys(store, [i for i, _ in rows])
     return sorted(((keys[i], score) for i, score in rows), key=lambda r: (-round(r[1], 9), r[0]))
+
+
+def _ranking(store: Any, query: LexicalQuery) -> list[tuple[tuple[str, int], float]]:
+    return _placed(store, store.fts_search(query, [store.collection_id("repo")], 10_000, WEIGHTS))
 
 
 def _assert_same_ranking(got: list[Any], expected: list[Any]) -> None:
@@ -269,3 +274,23 @@ def test_excluding_a_phrase_keeps_a_row_where_its_words_only_meet_across_columns
     finally:
         lite.close()
         pg.close()
+
+
+def test_column_filtered_phrases_rank_as_fts5_column_filters(both: Any) -> None:
+    """The ranking statement's column filters (tsvector labels A/B/C) against FTS5's own `path :`
+    / `body :` filters: occurrences and rows holding the phrase are counted in that column only."""
+    lite, pg = both
+    cases = [
+        ('path : "lexical" OR body : "transaction"', [(Word("lexical"), "A"), (Word("transaction"), "C")]),
+        ('symbols : "search" OR body : "write file"', [(Word("search"), "B"), (Phrase("write file"), "C")]),
+    ]
+    for match, parts in cases:
+        expected = _placed(lite, lite.conn.execute(
+            "SELECT rowid, -bm25(chunks_fts, 0.0, ?, ?, ?) AS score FROM chunks_fts WHERE chunks_fts MATCH ?",
+            (*WEIGHTS, match),
+        ).fetchall())
+        node = lexical.Op("or", tuple(lexical.compile_query(q, column=c) for q, c in parts))
+        statement = ranking.ranked(node, [pg.collection_id("repo")], 10_000, WEIGHTS)
+        got = _placed(pg, [(int(i), float(s)) for i, s in pg.db.execute(statement.sql, statement.params)])
+        assert expected, match
+        _assert_same_ranking(got, expected)

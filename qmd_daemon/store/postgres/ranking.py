@@ -150,9 +150,9 @@ def matching(node: Node, among: str, ids: list[int]) -> Statement:
 
 
 def _rows_holding(i: int, seq: Seq, params: dict[str, Any]) -> str:
-    """How many rows of the whole index hold phrase i (FTS5's IDF counts every row): a word's from
-    term_stats, a longer phrase's counted."""
-    if len(seq.tokens) == 1:
+    """How many rows of the whole index hold phrase i (FTS5's IDF counts every row, in the
+    phrase's column when it has one): a word's from term_stats, the others counted."""
+    if len(seq.tokens) == 1 and seq.column is None:
         params[f"df{i}"] = seq.tokens[0]
         return f"(SELECT coalesce(sum(df), 0) FROM term_stats WHERE lexeme = %(df{i})s)::float8"
     params[f"df{i}"] = tsquery(seq)
