@@ -93,3 +93,28 @@ def test_searching_every_collection_returns_only_what_the_index_still_holds(
     assert {h.path for h in engine.search("gizmo")} == {"kept.py", "gone.py"}
     engine.remove_collection(gone)
     assert {h.path for h in engine.search("gizmo")} == {"kept.py"}
+
+
+def test_a_compound_the_index_spells_is_ored_and_counted_as_its_token_alone(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """`set_output` ORed as `"set_output" OR ("set" AND "output")` reads the postings of `set` and
+    `output` (100k chunks each at 476k); the parts are only the fallback for a spelling no chunk
+    has."""
+    files = {"out.py": "def set_output(frame):\n    return frame\n",
+             "words.py": "# set the output of the frame\n"}
+    name = indexed(engine, tmp_path / "p", files)
+    ids = engine.collection_ids([name])
+    store = RecordingStore(engine.settings.index_path)
+    try:
+        held = lexical.lexical_search(store, parse_query("set_output zzqxnothere"), ids)
+        spelled_otherwise = lexical.lexical_search(store, parse_query("setOutput zzqxnothere"), ids)
+        paths = {cid: row.path for cid, row in store.chunks_by_ids([h.chunk_id for h in held]).items()}
+    finally:
+        store.close()
+    assert store.matches[0] == '"set_output"', "held as one token: its parts are not read"
+    assert [paths[h.chunk_id] for h in held] == ["out.py"]
+    assert store.matches[1] == '("setoutput" OR ("set" AND "output"))', "no chunk spells it so"
+    assert len(spelled_otherwise) == 2, "the parts still find both chunks"
+    frequencies = lexical.document_frequencies(engine.store, ["set_output", "setOutput"], ids)
+    assert frequencies == {"set_output": 1, "setOutput": 2}
