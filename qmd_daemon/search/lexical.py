@@ -47,28 +47,32 @@ def lexical_queries(parsed: ParsedQuery, loose: list[LexicalQuery] | None = None
 
 # What the any-term pass ORs. FTS5 reads the whole posting list of every term it ORs and scores
 # each row it finds, so a bug report's 40 terms read most of an index of 30 repositories (a
-# common word is in 100k of 255k chunks). Past LOOSE_POSTINGS it takes the rarest terms while
-# their postings fit, which bounds its cost whatever the index size, and leaves out a word in
-# more than MAX_LOOSE_SHARE of the scope's chunks: its BM25 weight is small, and on the issue
-# sets ranking without it is as good (bench/retrieval.py, docs/scale.md). A question's terms,
-# and most bug reports' in one repository, fit the budget whole.
+# common word is in 100k of 255k chunks). Past LOOSE_POSTINGS it takes the cheapest terms while
+# the postings they read fit, which bounds its cost whatever the index size, and leaves out a
+# word in more than MAX_LOOSE_SHARE of the scope's chunks: its BM25 weight is small, and on the
+# issue sets ranking without it is as good (bench/retrieval.py, docs/scale.md). A question's
+# terms, and most bug reports' in one repository, fit the budget whole.
 LOOSE_POSTINGS = 30_000
 MAX_LOOSE_SHARE = 0.1
 
 
-def selective_terms(terms: list[str], frequencies: dict[str, int], total: int) -> list[str]:
+def selective_terms(
+    terms: list[str], frequencies: dict[str, int], total: int, postings: dict[str, int] | None = None
+) -> list[str]:
     """The terms the any-term pass ORs, in the query's order: those the collections hold (a term
-    in no chunk matches nothing); when their postings exceed the budget, those not common, the
-    rarest first while they fit (the rarest always, so that common words still find chunks)."""
-    present = sorted((t for t in terms if frequencies[t] > 0), key=lambda t: frequencies[t])
-    if sum(frequencies[t] for t in present) <= LOOSE_POSTINGS:
+    in no chunk matches nothing); when the postings they read (`postings`, default: their
+    frequencies) exceed the budget, those not common, the cheapest first while they fit (the
+    cheapest always, so that common words still find chunks)."""
+    cost = frequencies if postings is None else postings
+    present = sorted((t for t in terms if frequencies[t] > 0), key=lambda t: cost[t])
+    if sum(cost[t] for t in present) <= LOOSE_POSTINGS:
         return [t for t in terms if frequencies[t] > 0]
     held = [t for t in present if frequencies[t] <= MAX_LOOSE_SHARE * total] or present[:1]
     kept: set[str] = set()
-    postings = 0
+    read = 0
     for term in held:
-        postings += frequencies[term]
-        if kept and postings > LOOSE_POSTINGS:
+        read += cost[term]
+        if kept and read > LOOSE_POSTINGS:
             break
         kept.add(term)
     return [t for t in terms if t in kept]
@@ -90,7 +94,8 @@ def lexical_search(
 ) -> list[LexicalHit]:
     counts = term_counts(store, parsed.terms, collection_ids)
     frequencies = {term: count.chunks for term, count in counts.items()}
-    loose_terms = selective_terms(parsed.terms, frequencies, chunks_in_scope(store, collection_ids))
+    postings = {term: count.postings for term, count in counts.items()}
+    loose_terms = selective_terms(parsed.terms, frequencies, chunks_in_scope(store, collection_ids), postings)
     every_term_held = all(frequencies[t] > 0 for t in parsed.terms)
     hits: dict[int, LexicalHit] = {}
     for index, query in enumerate(lexical_queries(parsed, [counts[t].query for t in loose_terms])):
@@ -133,27 +138,34 @@ DF_CACHE_TERMS = 50_000  # document frequencies kept per index state before star
 
 @dataclass(frozen=True)
 class TermCount:
-    """A term's loose query, what the any-term pass ORs for it, and how many chunks it matches."""
+    """A term's loose query (what the any-term pass ORs for it), the chunks it matches, and the
+    postings FTS5 reads to find them."""
 
     query: LexicalQuery
     chunks: int
+    postings: int
 
 
 def _count_term(store: ChunkStore, term: str, collection_ids: list[int]) -> TermCount:
     """A compound the collections hold as one token is counted and ORed as that token: its
     term_query would read the postings of every part (`set`, `output`, in 100k chunks at 476k)
     to find the few chunks that spell it another way. Its parts are the fallback for a compound
-    no chunk spells as the question does."""
+    no chunk spells as the question does; that reads each part's postings (`py37_0`: `py`, `37`
+    and `0`, 325k + 2k + 193k at 497k chunks, for 655 chunks)."""
+    parts = split_identifier(term)
     try:
-        if split_identifier(term):
+        if parts:
             whole = Word(term.lower())
             chunks = store.fts_count(whole, collection_ids)
             if chunks:
-                return TermCount(whole, chunks)
+                return TermCount(whole, chunks, chunks)
         query = term_query(term)
-        return TermCount(query, store.fts_count(query, collection_ids))
+        chunks = store.fts_count(query, collection_ids)
     except QueryRejected:  # a term the backend cannot match counts as absent
-        return TermCount(term_query(term), 0)
+        return TermCount(term_query(term), 0, 0)
+    if not parts or not chunks:
+        return TermCount(query, chunks, chunks)
+    return TermCount(query, chunks, sum(c.chunks for c in term_counts(store, parts, collection_ids).values()))
 
 
 def term_counts(store: ChunkStore, terms: list[str], collection_ids: list[int]) -> dict[str, TermCount]:
