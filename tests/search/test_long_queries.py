@@ -118,3 +118,23 @@ def test_a_compound_the_index_spells_is_ored_and_counted_as_its_token_alone(
     assert len(spelled_otherwise) == 2, "the parts still find both chunks"
     frequencies = lexical.document_frequencies(engine.store, ["set_output", "setOutput"], ids)
     assert frequencies == {"set_output": 1, "setOutput": 2}
+
+
+def test_past_the_budget_a_compound_spelled_by_no_chunk_costs_its_parts_postings(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`py37_0` matches 655 chunks through `py`, `37` and `0`, whose 520k postings FTS5 reads to
+    find them: the budget weighs that, not the 655."""
+    monkeypatch.setattr(lexical, "LOOSE_POSTINGS", 10)  # scaled down to this 18-chunk index
+    files = {f"a{i}.py": f"# alpha {i}\n" for i in range(8)} | {f"b{i}.py": f"# beta {i}\n" for i in range(8)}
+    files |= {"both.py": "# alpha beta\n", "rare.py": "def frobnicate():\n    return 1\n"}
+    name = indexed(engine, tmp_path / "p", files)
+    ids = engine.collection_ids([name])
+    store = RecordingStore(engine.settings.index_path)
+    try:
+        lexical.lexical_search(store, parse_query("alphaBeta frobnicate zzqxnothere"), ids)
+        counts = lexical.term_counts(store, ["alphaBeta", "frobnicate"], ids)
+    finally:
+        store.close()
+    assert store.matches == ['"frobnicate"'], "the parts' 18 postings pass the budget of 10"
+    assert (counts["alphaBeta"].chunks, counts["alphaBeta"].postings) == (1, 18)
