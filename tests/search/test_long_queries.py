@@ -138,3 +138,22 @@ def test_past_the_budget_a_compound_spelled_by_no_chunk_costs_its_parts_postings
         store.close()
     assert store.matches == ['"frobnicate"'], "the parts' 18 postings pass the budget of 10"
     assert (counts["alphaBeta"].chunks, counts["alphaBeta"].postings) == (1, 18)
+
+
+def test_definitions_over_every_collection_are_only_those_the_index_still_holds(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """chunks_defining reads every collection's definitions without the collection joins: one
+    collection asked alone, all of them, and all of them after one is removed."""
+    kept = indexed(engine, tmp_path / "a", {"kept.py": "def gizmo():\n    return 'kept'\n"})
+    gone = indexed(engine, tmp_path / "b", {"gone.py": "def Gizmo():\n    return 'gone'\n"})
+    store = engine.store
+
+    def defining(names: list[str]) -> list[str]:
+        rows = store.chunks_defining(["GIZMO"], engine.collection_ids(names))
+        return sorted(store.chunks_by_ids([c for c, _n, _k in rows])[c].path for c, _n, _k in rows)
+
+    assert defining([kept]) == ["kept.py"]
+    assert defining([kept, gone]) == ["gone.py", "kept.py"]
+    engine.remove_collection(gone)
+    assert defining([kept]) == ["kept.py"]
