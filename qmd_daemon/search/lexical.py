@@ -148,7 +148,7 @@ class TermCount:
 
 def _count_term(store: ChunkStore, term: str, collection_ids: list[int]) -> TermCount:
     """A compound the collections hold as one token is counted and ORed as that token: its
-    term_query would read the postings of every part (`set`, `output`, in 100k chunks at 476k)
+    term_query would read the postings of every part (`set`: 95k of 497k chunks, `output`: 22k)
     to find the few chunks that spell it another way. Its parts are the fallback for a compound
     no chunk spells as the question does; that reads each part's postings (`py37_0`: `py`, `37`
     and `0`, 325k + 2k + 193k at 497k chunks, for 655 chunks)."""
