@@ -1,8 +1,9 @@
-"""Refresh and lexical search on a big index (issue 15): no-change update, edit 10 files + update,
-questions p50 and bug-report p50/p95 over all collections, with the machine's load average.
+"""Issue 15's Done-when rows in one run: lexical search over all collections of a big index
+(questions p50, bug-report p50/p95), no-change update, edit 10 files + update, and KNN over 1M x
+1024 int8 vectors (all collections / one: p50 and recall@10), with the machine's load average.
 
     python bench/scale.py [--home DIR] [--target-chunks 240000] [--build-minutes 15] [--seed-home DIR]
-                          [--compare] [--search-only]
+                          [--compare] [--search-only] [--knn-cache DIR | --no-knn]
 
 The index is built once and reused: --home (default ~/.cache/qmd-eval/home-scale) keeps the config
 and index, and copies of corpus trees live under HOME/trees (copies, never the shared corpora, are
@@ -14,6 +15,12 @@ in the bench home). Times are in-process `Engine.update` / `Engine.search` calls
 path; the edit step updates the edited collection alone (what the watcher triggers) and all.
 Search rows give wall and CPU ms per query; --compare runs them again in the same process with
 the long-query pruning off (`unpruned_*`: every term ORed, every named definition a candidate).
+A home copied by hand from another bench home (`cp -a`) has its copied collections pointed at its
+own HOME/trees at start, so the edit step never writes to the other home's files.
+KNN rows reuse bench/knn.py's 1M x 1024 int8 tier in --knn-cache (built there by `bench/knn.py
+--sizes 1000000 --cache DIR`; searched as it is, never rebuilt or rewritten here): p50 of
+`VectorIndex.search` (k=100) and recall@10 against the float top 10. The static vector tier's row
+(>= 300 chunks/s) is bench/static_tier.py's.
 """
 
 from __future__ import annotations
@@ -77,6 +84,21 @@ def build(engine: Any, home: Path, target: int, minutes: float) -> None:
             continue
         added = _chunks(engine) - total
         print(f"  + {name}: {added} chunks in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+
+
+def own_trees(config_file: Path, home: Path) -> None:
+    """Point every collection in another bench home's trees/ (a home copied with `cp -a`) at this
+    home's copy of the tree, which the copy brought along."""
+    from dataclasses import replace
+
+    from qmd_daemon.config import IndexConfig
+
+    with IndexConfig.editing(config_file) as config:
+        for collection in config.collections().values():
+            copy, trees = collection.path.parent, collection.path.parent.parent
+            ours = home / "trees" / copy.name / collection.path.name
+            if trees.name == "trees" and trees != home / "trees" and ours.is_dir():
+                config.set_collection(replace(collection, path=ours))
 
 
 def _edit_target(engine: Any) -> tuple[str, list[Path]]:
@@ -189,6 +211,73 @@ def _pruning_off() -> Iterator[None]:
         lexical.LOOSE_POSTINGS, lexical.MAX_LOOSE_SHARE, pipeline.MAX_NAME_DEFINITIONS = kept
 
 
+KNN_SIZE, KNN_DIM, KNN_QUERIES, KNN_K = 1_000_000, 1024, 20, 100
+
+
+def knn_rows(cache: Path) -> dict[str, float]:
+    """p50 ms and recall@10 (against the float top 10) of VectorIndex.search over bench/knn.py's
+    1M x 1024 int8 tier, all 30 collections and the large one."""
+    from bench import knn
+    from qmd_daemon.store.vectors import VectorIndex
+
+    path = cache / f"{KNN_SIZE}x{KNN_DIM}-int8.sqlite"
+    if not path.exists():
+        print(f"  no KNN tier at {path}: build it with bench/knn.py --sizes {KNN_SIZE} --cache {cache}",
+              file=sys.stderr)
+        return {}
+    store = knn._open(path)
+    try:
+        knn.read_through(path)
+        vectors = VectorIndex(store, quantization="int8")
+        scopes = {"all": list(range(1, knn.COLLECTIONS + 1)), "one": [1]}
+        queries = knn._queries(store, KNN_DIM, KNN_QUERIES, "int8")
+        asked = [(ids, q) for ids in scopes.values() for q in queries]
+        truth = knn.float_top10(store, KNN_SIZE, KNN_DIM, "int8", asked)
+        out: dict[str, float] = {}
+        for n, (scope, ids) in enumerate(scopes.items()):
+            vectors.search(asked[n * KNN_QUERIES][1].tolist(), ids, KNN_K)  # the first one loads the codes
+            wall, recalls = [], []
+            for at in range(n * KNN_QUERIES, (n + 1) * KNN_QUERIES):
+                t0 = time.perf_counter()
+                found = vectors.search(asked[at][1].tolist(), ids, KNN_K)
+                wall.append((time.perf_counter() - t0) * 1000)
+                recalls.append(len(truth[at] & {h[0] for h in found[:10]}) / 10)
+            out[f"knn_{scope}_p50_ms"] = statistics.median(wall)
+            out[f"knn_{scope}_recall_at_10"] = statistics.mean(recalls)
+        return out
+    finally:
+        store.close()
+
+
+DONE_WHEN = (  # issue 15: (what, result key, target, unit)
+    ("476k chunks: bug reports p95, wall", "bug_reports_p95_ms", 150.0, "ms"),
+    ("476k chunks: bug reports p95, CPU", "bug_reports_cpu_p95_ms", 150.0, "ms"),
+    ("476k chunks: questions p50, wall", "questions_p50_ms", 40.0, "ms"),
+    ("476k chunks: questions p50, CPU", "questions_cpu_p50_ms", 40.0, "ms"),
+    ("1M x 1024 KNN all collections p50", "knn_all_p50_ms", 100.0, "ms"),
+    ("1M x 1024 KNN one collection p50", "knn_one_p50_ms", 100.0, "ms"),
+    ("1M x 1024 KNN all collections recall@10", "knn_all_recall_at_10", -0.95, ""),
+    ("1M x 1024 KNN one collection recall@10", "knn_one_recall_at_10", -0.95, ""),
+    ("edit 10 files + refresh (the collection)", "edit10_update_collection_s", 1.0, "s"),
+    ("no-change refresh, all collections", "no_change_update_s", 2.0, "s"),
+)
+
+
+def print_done_when(result: dict[str, Any]) -> None:
+    """Issue 15's Done-when rows against their targets (a negative target: at least its value)."""
+    print(f"\nissue 15, done when ({result['chunks']} chunks, {result['collections']} collections, "
+          f"load average {' '.join(f'{x:.1f}' for x in result['load_average'])}):")
+    for what, key, target, unit in DONE_WHEN:
+        if key not in result:
+            print(f"  {what:44} not measured in this run")
+            continue
+        value, bound = result[key], abs(target)
+        met = value >= bound if target < 0 else value <= bound
+        sign = ">=" if target < 0 else "<="
+        print(f"  {what:44} {value:9.3f} {unit:2} (target {sign} {bound:g}: {'met' if met else 'NOT met'})")
+    print("  fast vector tier >= 300 chunks/s, hybrid +0.02 NDCG@10: bench/static_tier.py (not this script)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--home", type=Path, default=Path("~/.cache/qmd-eval/home-scale").expanduser())
@@ -200,6 +289,9 @@ def main() -> int:
     ap.add_argument("--compare", action="store_true",
                     help="run the search rows again with the pruning off (unpruned_* rows)")
     ap.add_argument("--search-only", action="store_true", help="skip the refresh and edit rows")
+    ap.add_argument("--knn-cache", type=Path, default=Path("~/.cache/qmd-eval/knn-bench-knn-recall"),
+                    help="bench/knn.py's --cache holding the 1M x 1024 int8 tier")
+    ap.add_argument("--no-knn", action="store_true", help="skip the KNN rows")
     args = ap.parse_args()
     home = args.home.expanduser()
     if not home.exists() and args.seed_home.exists():
@@ -208,14 +300,20 @@ def main() -> int:
     from qmd_daemon.engine import Engine
     from qmd_daemon.settings import Settings
 
-    engine = Engine(Settings.from_env())
+    settings = Settings.from_env()
+    own_trees(settings.config_file, home)
+    engine = Engine(settings)
     try:
         build(engine, home, args.target_chunks, args.build_minutes)
         result = measure(engine, args.repeat, args.compare, args.search_only)
     finally:
         engine.close()
+    if not args.no_knn:
+        result.update(knn_rows(args.knn_cache.expanduser()))
+        result["load_average"] = os.getloadavg()
     for key, value in result.items():
         print(f"{key:28} {value:.3f}" if isinstance(value, float) else f"{key:28} {value}")
+    print_done_when(result)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0

@@ -29,9 +29,9 @@ def term_query(term: str) -> LexicalQuery:
     return AnyOf((whole, AllOf(tuple(Word(p) for p in parts))))
 
 
-def lexical_queries(parsed: ParsedQuery, loose_terms: list[str] | None = None) -> list[LexicalQuery]:
-    """The queries to run, strictest first: phrases and all terms, then any of `loose_terms`
-    (default: every term; lexical_search passes the selective ones)."""
+def lexical_queries(parsed: ParsedQuery, loose: list[LexicalQuery] | None = None) -> list[LexicalQuery]:
+    """The queries to run, strictest first: phrases and all terms, then any of `loose` (default:
+    every term's term_query; lexical_search passes the selective terms' loose queries)."""
     groups = [term_query(t) for t in parsed.terms]
     phrases: list[LexicalQuery] = [Phrase(p) for p in parsed.phrases]
     if not groups and not phrases:
@@ -42,7 +42,7 @@ def lexical_queries(parsed: ParsedQuery, loose_terms: list[str] | None = None) -
         return keep if drop is None else Without(keep, drop)
 
     queries = [excluding(AllOf(tuple(phrases + groups)))]
-    any_of = groups if loose_terms is None else [term_query(t) for t in loose_terms]
+    any_of = groups if loose is None else loose
     if any_of and (len(groups) > 1 or phrases):
         queries.append(excluding(AnyOf(tuple(any_of))))
     return queries
@@ -50,28 +50,32 @@ def lexical_queries(parsed: ParsedQuery, loose_terms: list[str] | None = None) -
 
 # What the any-term pass ORs. FTS5 reads the whole posting list of every term it ORs and scores
 # each row it finds, so a bug report's 40 terms read most of an index of 30 repositories (a
-# common word is in 100k of 255k chunks). Past LOOSE_POSTINGS it takes the rarest terms while
-# their postings fit, which bounds its cost whatever the index size, and leaves out a word in
-# more than MAX_LOOSE_SHARE of the scope's chunks: its BM25 weight is small, and on the issue
-# sets ranking without it is as good (bench/retrieval.py, docs/scale.md). A question's terms,
-# and most bug reports' in one repository, fit the budget whole.
+# common word is in 100k of 255k chunks). Past LOOSE_POSTINGS it takes the cheapest terms while
+# the postings they read fit, which bounds its cost whatever the index size, and leaves out a
+# word in more than MAX_LOOSE_SHARE of the scope's chunks: its BM25 weight is small, and on the
+# issue sets ranking without it is as good (bench/retrieval.py, docs/scale.md). A question's
+# terms, and most bug reports' in one repository, fit the budget whole.
 LOOSE_POSTINGS = 30_000
 MAX_LOOSE_SHARE = 0.1
 
 
-def selective_terms(terms: list[str], frequencies: dict[str, int], total: int) -> list[str]:
+def selective_terms(
+    terms: list[str], frequencies: dict[str, int], total: int, postings: dict[str, int] | None = None
+) -> list[str]:
     """The terms the any-term pass ORs, in the query's order: those the collections hold (a term
-    in no chunk matches nothing); when their postings exceed the budget, those not common, the
-    rarest first while they fit (the rarest always, so that common words still find chunks)."""
-    present = sorted((t for t in terms if frequencies[t] > 0), key=lambda t: frequencies[t])
-    if sum(frequencies[t] for t in present) <= LOOSE_POSTINGS:
+    in no chunk matches nothing); when the postings they read (`postings`, default: their
+    frequencies) exceed the budget, those not common, the cheapest first while they fit (the
+    cheapest always, so that common words still find chunks)."""
+    cost = frequencies if postings is None else postings
+    present = sorted((t for t in terms if frequencies[t] > 0), key=lambda t: cost[t])
+    if sum(cost[t] for t in present) <= LOOSE_POSTINGS:
         return [t for t in terms if frequencies[t] > 0]
     held = [t for t in present if frequencies[t] <= MAX_LOOSE_SHARE * total] or present[:1]
     kept: set[str] = set()
-    postings = 0
+    read = 0
     for term in held:
-        postings += frequencies[term]
-        if kept and postings > LOOSE_POSTINGS:
+        read += cost[term]
+        if kept and read > LOOSE_POSTINGS:
             break
         kept.add(term)
     return [t for t in terms if t in kept]
@@ -91,11 +95,13 @@ def lexical_search(
     limit: int = 200,
     weights: tuple[float, float, float] = DEFAULT_WEIGHTS,
 ) -> list[LexicalHit]:
-    frequencies = document_frequencies(store, parsed.terms, collection_ids)
-    loose_terms = selective_terms(parsed.terms, frequencies, chunks_in_scope(store, collection_ids))
+    counts = term_counts(store, parsed.terms, collection_ids)
+    frequencies = {term: count.chunks for term, count in counts.items()}
+    postings = {term: count.postings for term, count in counts.items()}
+    loose_terms = selective_terms(parsed.terms, frequencies, chunks_in_scope(store, collection_ids), postings)
     every_term_held = all(frequencies[t] > 0 for t in parsed.terms)
     hits: dict[int, LexicalHit] = {}
-    for index, query in enumerate(lexical_queries(parsed, loose_terms)):
+    for index, query in enumerate(lexical_queries(parsed, [counts[t].query for t in loose_terms])):
         if index == 0 and not every_term_held:
             continue  # a term no chunk holds: the all-terms pass cannot match
         try:
@@ -157,22 +163,56 @@ def chunks_in_scope(store: ChunkStore, collection_ids: list[int]) -> int:
 DF_CACHE_TERMS = 50_000  # document frequencies kept per index state before starting over
 
 
-def document_frequencies(store: ChunkStore, terms: list[str], collection_ids: list[int]) -> dict[str, int]:
-    """Chunks of the collections holding each term (its term_query). Kept until the data
-    changes: an agent asks many questions of one repository, a long one counts up to 40 terms
-    (~30 ms in django), and one search reads them twice (to pick the terms of its any-term pass,
-    for the question's idf)."""
+@dataclass(frozen=True)
+class TermCount:
+    """A term's loose query (what the any-term pass ORs for it), the chunks it matches, and the
+    postings FTS5 reads to find them."""
+
+    query: LexicalQuery
+    chunks: int
+    postings: int
+
+
+def _count_term(store: ChunkStore, term: str, collection_ids: list[int]) -> TermCount:
+    """A compound the collections hold as one token is counted and ORed as that token: its
+    term_query would read the postings of every part (`set`: 95k of 497k chunks, `output`: 22k)
+    to find the few chunks that spell it another way. Its parts are the fallback for a compound
+    no chunk spells as the question does; that reads each part's postings (`py37_0`: `py`, `37`
+    and `0`, 325k + 2k + 193k at 497k chunks, for 655 chunks)."""
+    parts = split_identifier(term)
+    try:
+        if parts:
+            whole = Word(term.lower())
+            chunks = store.fts_count(whole, collection_ids)
+            if chunks:
+                return TermCount(whole, chunks, chunks)
+        query = term_query(term)
+        chunks = store.fts_count(query, collection_ids)
+    except QueryRejected:  # a term the backend cannot match counts as absent
+        return TermCount(term_query(term), 0, 0)
+    if not parts or not chunks:
+        return TermCount(query, chunks, chunks)
+    return TermCount(query, chunks, sum(c.chunks for c in term_counts(store, parts, collection_ids).values()))
+
+
+def term_counts(store: ChunkStore, terms: list[str], collection_ids: list[int]) -> dict[str, TermCount]:
+    """Each term's loose query and its chunks in the collections. Kept until the data changes:
+    an agent asks many questions of one repository, a long one counts up to 40 terms (~30 ms in
+    django), and one search reads them twice (to pick the terms of its any-term pass, for the
+    question's idf)."""
     kept = _kept_for_this_data(store, "term_df")
     if sum(len(d) for d in kept.values()) > DF_CACHE_TERMS:
         kept.clear()
-    known: dict[str, int] = kept.setdefault(tuple(sorted(collection_ids)), {})
+    known: dict[str, TermCount] = kept.setdefault(tuple(sorted(collection_ids)), {})
     for term in terms:
         if term not in known:
-            try:
-                known[term] = store.fts_count(term_query(term), collection_ids)
-            except QueryRejected:  # a term the backend cannot match counts as absent
-                known[term] = 0
+            known[term] = _count_term(store, term, collection_ids)
     return {term: known[term] for term in terms}
+
+
+def document_frequencies(store: ChunkStore, terms: list[str], collection_ids: list[int]) -> dict[str, int]:
+    """Chunks of the collections holding each term (as its loose query matches it)."""
+    return {term: count.chunks for term, count in term_counts(store, terms, collection_ids).items()}
 
 
 def term_idfs(store: ChunkStore, parsed: ParsedQuery, collection_ids: list[int]) -> dict[str, float]:

@@ -93,3 +93,67 @@ def test_searching_every_collection_returns_only_what_the_index_still_holds(
     assert {h.path for h in engine.search("gizmo")} == {"kept.py", "gone.py"}
     engine.remove_collection(gone)
     assert {h.path for h in engine.search("gizmo")} == {"kept.py"}
+
+
+def test_a_compound_the_index_spells_is_ored_and_counted_as_its_token_alone(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """`set_output` ORed as `"set_output" OR ("set" AND "output")` reads the postings of `set` and
+    `output` (100k chunks each at 476k); the parts are only the fallback for a spelling no chunk
+    has."""
+    files = {"out.py": "def set_output(frame):\n    return frame\n",
+             "words.py": "# set the output of the frame\n"}
+    name = indexed(engine, tmp_path / "p", files)
+    ids = engine.collection_ids([name])
+    store = RecordingStore(engine.settings.index_path)
+    try:
+        held = lexical.lexical_search(store, parse_query("set_output zzqxnothere"), ids)
+        spelled_otherwise = lexical.lexical_search(store, parse_query("setOutput zzqxnothere"), ids)
+        paths = {cid: row.path for cid, row in store.chunks_by_ids([h.chunk_id for h in held]).items()}
+    finally:
+        store.close()
+    assert store.matches[0] == '"set_output"', "held as one token: its parts are not read"
+    assert [paths[h.chunk_id] for h in held] == ["out.py"]
+    assert store.matches[1] == '("setoutput" OR ("set" AND "output"))', "no chunk spells it so"
+    assert len(spelled_otherwise) == 2, "the parts still find both chunks"
+    frequencies = lexical.document_frequencies(engine.store, ["set_output", "setOutput"], ids)
+    assert frequencies == {"set_output": 1, "setOutput": 2}
+
+
+def test_past_the_budget_a_compound_spelled_by_no_chunk_costs_its_parts_postings(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`py37_0` matches 655 chunks through `py`, `37` and `0`, whose 520k postings FTS5 reads to
+    find them: the budget weighs that, not the 655."""
+    monkeypatch.setattr(lexical, "LOOSE_POSTINGS", 10)  # scaled down to this 18-chunk index
+    files = {f"a{i}.py": f"# alpha {i}\n" for i in range(8)} | {f"b{i}.py": f"# beta {i}\n" for i in range(8)}
+    files |= {"both.py": "# alpha beta\n", "rare.py": "def frobnicate():\n    return 1\n"}
+    name = indexed(engine, tmp_path / "p", files)
+    ids = engine.collection_ids([name])
+    store = RecordingStore(engine.settings.index_path)
+    try:
+        lexical.lexical_search(store, parse_query("alphaBeta frobnicate zzqxnothere"), ids)
+        counts = lexical.term_counts(store, ["alphaBeta", "frobnicate"], ids)
+    finally:
+        store.close()
+    assert store.matches == ['"frobnicate"'], "the parts' 18 postings pass the budget of 10"
+    assert (counts["alphaBeta"].chunks, counts["alphaBeta"].postings) == (1, 18)
+
+
+def test_definitions_over_every_collection_are_only_those_the_index_still_holds(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """chunks_defining reads every collection's definitions without the collection joins: one
+    collection asked alone, all of them, and all of them after one is removed."""
+    kept = indexed(engine, tmp_path / "a", {"kept.py": "def gizmo():\n    return 'kept'\n"})
+    gone = indexed(engine, tmp_path / "b", {"gone.py": "def Gizmo():\n    return 'gone'\n"})
+    store = engine.store
+
+    def defining(names: list[str]) -> list[str]:
+        rows = store.chunks_defining(["GIZMO"], engine.collection_ids(names))
+        return sorted(store.chunks_by_ids([c for c, _n, _k in rows])[c].path for c, _n, _k in rows)
+
+    assert defining([kept]) == ["kept.py"]
+    assert defining([kept, gone]) == ["gone.py", "kept.py"]
+    engine.remove_collection(gone)
+    assert defining([kept]) == ["kept.py"]
