@@ -23,7 +23,7 @@ TEST_FILE_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("exs",): ("*_test.exs",),  # ExUnit
     ("rs",): ("tests.rs",),  # `#[cfg(test)] mod tests;` (integration tests live in tests/)
     ("zig",): (),  # `test "..." {}` blocks inside the code itself; test/ folders
-    ("sh", "bash", "zsh"): ("*_test.{ext}",),  # shunit2; bats files below, sharness in t/
+    ("sh", "bash", "zsh"): ("*_test.{ext}", "t[0-9][0-9][0-9][0-9]-*.{ext}"),  # shunit2, sharness (git)
     ("bats",): ("*.bats",),
     ("t",): ("*.t",),  # Perl's Test::More, cram
     ("php",): ("*Test.php",),  # PHPUnit, Pest
@@ -49,8 +49,12 @@ _NAMES_BY_EXTENSION = {
     for ext in exts
 }
 
-# Folders that hold tests in most languages (lower-cased): also .NET's `Foo.Tests/` projects.
-TEST_FOLDERS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs"})
+# Folders that hold tests (lower-cased), in most languages, and by one's convention: Jest's
+# `__tests__`/`__mocks__`, Go's `testdata` (the go tool skips it); also .NET's `Foo.Tests/`
+# projects. Not `t/` (Perl's and git's): lower-cased, it would take Haskell's `T/` modules.
+TEST_FOLDERS = frozenset(
+    {"test", "tests", "testing", "spec", "specs", "__tests__", "__mocks__", "testdata"}
+)
 TEST_PROJECT_SUFFIXES = (".test", ".tests")
 
 

@@ -22,6 +22,7 @@ TEST_FILES = [
     "polls/tests.py",
     # go: `*_test.go`
     "cmd/root_test.go",
+    "go/printer/testdata/comments.go",  # the go tool skips `testdata/`
     # elixir: ExUnit `*_test.exs`
     "test/plug/conn_test.exs",
     # ruby: RSpec `*_spec.rb`, minitest `test_*.rb` / Rails `*_test.rb`
@@ -36,10 +37,12 @@ TEST_FILES = [
     "lib/axios.spec.js",
     "http/file_server_test.ts",
     "src/__tests__/createStore.ts",
+    "src/__mocks__/fs.js",
     # bash: bats files, shunit2 `*_test.sh`, test folders
     "test/bats/run.bats",
     "lib/versions_test.sh",
     "test/fixtures/bats/setup.bash",
+    "t/t0001-init.sh",  # git's sharness suite, `tNNNN-*.sh`
     # c / c++: ctest `test_*.c`, `test-*.c` (systemd, libuv), googletest `*_test.cc`
     # `*_unittest.cc`, Qt `tst_*`
     "src/basic/test_hashmap.c",
@@ -90,6 +93,7 @@ CODE_FILES = [
     "src/main/java/org/junit/Testable.java",
     "lib/contest.kt",
     "src/XMonad/Operations.hs",
+    "src/Data/Aeson/T/Record.hs",  # a Haskell module `Data.Aeson.T`, not a `t/` folder
     "Source/Core/Session.swift",
     "Src/Newtonsoft.Json/JsonSerializer.cs",
     "lua/lazy/manage/checker.lua",
