@@ -28,8 +28,12 @@ TEST_FILE_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("t",): ("*.t",),  # Perl's Test::More, cram
     ("php",): ("*Test.php",),  # PHPUnit, Pest
     ("phpt",): ("*.phpt",),  # PHP's own run-tests
-    # Jest / Vitest `*.test.ts` `*.spec.js`, Deno `*_test.ts`
-    ("js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts"): ("*.test.{ext}", "*.spec.{ext}", "*_test.{ext}"),
+    # Jest / Vitest `*.test.ts` `*.spec.js`, Deno `*_test.ts`, Bun `*_spec.ts`, `node --test`'s
+    # `*-test.js` `test-*.js` `test.js`
+    ("js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts"): (
+        "*.test.{ext}", "*.spec.{ext}", "*_test.{ext}", "*_spec.{ext}",
+        "*-test.{ext}", "test-*.{ext}", "test.{ext}",
+    ),
     # googletest `foo_test.cc` `foo_unittest.cc`, CMake/ctest `test_foo.c`, `test-foo.c`, Qt `tst_foo.cpp`
     ("c", "h", "cc", "cpp", "cxx", "hpp", "hh"): (
         "test_*.{ext}", "test-*.{ext}", "*_test.{ext}", "*_tests.{ext}", "*_unittest.{ext}", "tst_*.{ext}",

@@ -36,6 +36,7 @@ TEST_FILES = [
     "src/router.test.ts",
     "lib/axios.spec.js",
     "http/file_server_test.ts",
+    "test-runner.mjs",  # node --test runs `test-*.mjs`
     "src/__tests__/createStore.ts",
     "src/__mocks__/fs.js",
     # bash: bats files, shunit2 `*_test.sh`, test folders
@@ -100,7 +101,7 @@ CODE_FILES = [
     "src/specification.zig",
     "lib/std/testing.zig",  # zig's testing library
     "src/protest.rs",
-    "lib/test_unit.js",  # not a Jest/Mocha name
+    "bin/test_pyodide.mjs",  # a script that runs the tests: no runner runs `test_*.mjs`
     "tsconfig.test.json",  # config, not a test
     ".test/index.ts",  # a hidden folder, not a `Foo.Tests` project
 ]
