@@ -60,6 +60,11 @@ TEST_FOLDERS = frozenset(
     {"test", "tests", "testing", "spec", "specs", "__tests__", "__mocks__", "testdata"}
 )
 TEST_PROJECT_SUFFIXES = (".test", ".tests")
+# In any language: the test variant of a file (`tsconfig.test.json`, `.scalafix.test.conf`), and
+# the scripts that run the tests (GitHub's `script/test`, sympy's `bin/test_isolated`).
+ANY_LANGUAGE_NAMES = ("*.test.*",)
+SCRIPT_FOLDERS = frozenset({"bin", "script", "scripts", "tools"})
+TEST_SCRIPT_NAMES = ("test", "test.*", "test_*", "test-*")
 
 
 def is_test_path(path: str) -> bool:
@@ -71,4 +76,7 @@ def is_test_path(path: str) -> bool:
             return True
     name = parts[-1] if parts else ""
     ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-    return any(fnmatchcase(name, pattern) for pattern in _NAMES_BY_EXTENSION.get(ext, ()))
+    patterns = _NAMES_BY_EXTENSION.get(ext, ()) + ANY_LANGUAGE_NAMES
+    if len(parts) > 1 and parts[-2].lower() in SCRIPT_FOLDERS:
+        patterns += TEST_SCRIPT_NAMES
+    return any(fnmatchcase(name, pattern) for pattern in patterns)

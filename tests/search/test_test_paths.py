@@ -84,6 +84,12 @@ TEST_FILES = [
     "src/ring/core_test.clj",
     "test/ranch_SUITE.erl",
     "t/basic.t",
+    # any language: a file's test variant, and the scripts that run the tests
+    "tsconfig.test.json",
+    ".scalafix.test.conf",
+    "script/test",
+    "bin/test_pyodide.mjs",
+    "scripts/test-cov.sh",
 ]
 CODE_FILES = [
     "lib/bats-core/test_functions.bash",  # bats' own library: bats runs `*.bats`, not `test_*`
@@ -101,8 +107,8 @@ CODE_FILES = [
     "src/specification.zig",
     "lib/std/testing.zig",  # zig's testing library
     "src/protest.rs",
-    "bin/test_pyodide.mjs",  # a script that runs the tests: no runner runs `test_*.mjs`
-    "tsconfig.test.json",  # config, not a test
+    "lib/test_pyodide.mjs",  # no JS runner runs `test_*.mjs` (in bin/ it runs the tests)
+    "api.spec.yaml",  # an OpenAPI specification
     ".test/index.ts",  # a hidden folder, not a `Foo.Tests` project
 ]
 
