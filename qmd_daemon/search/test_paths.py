@@ -68,7 +68,8 @@ TEST_SCRIPT_NAMES = ("test", "test.*", "test_*", "test-*")
 
 
 def is_test_path(path: str) -> bool:
-    """True for a file in a test folder or named as its language's test runner finds tests."""
+    """True for a file in a test folder, named as its language's test runner finds tests, a
+    `.test.` variant, or a test script of a scripts folder."""
     parts = PurePosixPath(path).parts
     for folder in parts[:-1]:
         folder = folder.lower()
