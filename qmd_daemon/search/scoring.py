@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.header_chunks import is_preamble_only
 from qmd_daemon.search.query import ParsedQuery, content_words
+from qmd_daemon.search.test_paths import is_test_path
 from qmd_daemon.text.identifiers import IDENTIFIER, split_identifier
 
 
@@ -44,18 +45,6 @@ PREAMBLE_CHECKED = 50  # candidates read for the preamble rule: those that could
 SIBLING_CHECKED = 50  # leading candidates whose definitions' windows are read (each term a lookup)
 SIBLING_QUESTION_TERMS = 10  # a question's distinct terms (dev questions: 13 at most, bug reports ~40)
 
-# Test files by each language's convention, matched on the lower-cased path: test folders (also
-# .NET's `Foo.Tests/` projects), `test_x.py`/`test_x.lua`, `x_test.go`/`x_test.exs`,
-# `x_spec.rb`/`x_spec.lua`, `x.test.ts`/`x.spec.js`, `x.bats`, pytest's conftest.
-_TEST_PATH = re.compile(
-    r"(^|/)(tests?|testing|__tests__|spec|specs|[^/]+\.tests?)/"
-    r"|(^|/)(test_[^/]*|[^/]*_(test|spec)\.\w+|[^/]*\.(test|spec)\.\w+|[^/]*\.bats|conftest\.py)$"
-)
-# JVM, .NET, Swift and Haskell name a test class after the class it tests: `UserTest.kt`,
-# `ParserTests.cs`, `JsonSpec.scala`, `SessionTests.swift`; matched with case, so `Latest.java` is not.
-_TEST_CLASS_FILE = re.compile(
-    r"[a-z0-9](Test|Tests|Spec|Specs|Suite)\.(java|kt|kts|scala|swift|cs|hs|groovy)$"
-)
 # Files that mostly gather a package's modules for its importers. Not Rust's `mod.rs`: by the
 # language's convention it is the module's own body (`foo/mod.rs` is `foo.rs`), where its traits
 # and types are defined (serde's `de/mod.rs` defines `Deserialize`).
@@ -81,10 +70,6 @@ _COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|v1|single_include)/|(
 
 def asks_for_docs(parsed: ParsedQuery) -> bool:
     return any(t.lower() in _DOC_WORDS for t in parsed.terms)
-
-
-def is_test_path(path: str) -> bool:
-    return bool(_TEST_PATH.search(path.lower()) or _TEST_CLASS_FILE.search(path))
 
 
 def _name_and_parent(path: str) -> tuple[str, str]:
@@ -218,7 +203,7 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
             cand.scale("changelog", weights.changelog_penalty)
         elif cand.chunk.kind == "doc" and not wants_docs:
             cand.scale("doc_for_code_question", weights.doc_penalty)
-        if not wants_tests and is_test_path(path):
+        if not wants_tests and is_test_path(cand.chunk.path):  # with case: `FooTest.java`
             cand.scale("test_path", weights.test_penalty)
         if not wants_examples and _EXAMPLE_PATH.search(path):
             cand.scale("example_path", weights.example_penalty)

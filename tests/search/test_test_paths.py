@@ -1,41 +1,115 @@
-"""is_test_path: what a test file is in each language of the broad set (issue 11)."""
+"""is_test_path: what a test file is in each language, by its test runners' conventions (issue 11).
+
+Paths are real ones from open-source repositories of each language."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from qmd_daemon.search.scoring import is_test_path
+from qmd_daemon.engine import Engine
+from qmd_daemon.search.pipeline import SearchOptions
+from qmd_daemon.search.test_paths import is_test_path
+from tests.conftest import indexed
 
 TEST_FILES = [
-    "tests/test_core.py",  # python
+    # python: pytest `test_*.py` / `*_test.py`, conftest, Django's per-app `tests.py`
+    "tests/test_core.py",
+    "src/attr/test_funcs.py",
+    "sympy/core/basic_test.py",
     "conftest.py",
-    "cmd/root_test.go",  # go
-    "test/plug/conn_test.exs",  # elixir
-    "spec/sinatra/base_spec.rb",  # ruby
-    "lua/telescope/finders_spec.lua",  # lua (busted)
-    "tests/test_util.lua",
-    "src/router.test.ts",  # typescript / javascript
+    "polls/tests.py",
+    # go: `*_test.go`
+    "cmd/root_test.go",
+    "go/printer/testdata/comments.go",  # the go tool skips `testdata/`
+    # elixir: ExUnit `*_test.exs`
+    "test/plug/conn_test.exs",
+    # ruby: RSpec `*_spec.rb`, minitest `test_*.rb` / Rails `*_test.rb`
+    "spec/sinatra/base_spec.rb",
+    "lib/rack/test_request.rb",
+    "app/models/user_test.rb",
+    # lua: busted `*_spec.lua`, luaunit `test_*.lua`
+    "lua/telescope/finders_spec.lua",
+    "src/test_util.lua",
+    # javascript / typescript: Jest/Vitest `*.test.ts` `*.spec.js`, Deno `*_test.ts`, `__tests__/`
+    "src/router.test.ts",
     "lib/axios.spec.js",
-    "test/bats/run.bats",  # bash
-    "exposed-tests/src/main/kotlin/EntityTest.kt",  # kotlin
+    "http/file_server_test.ts",
+    "test-runner.mjs",  # node --test runs `test-*.mjs`
+    "src/__tests__/createStore.ts",
+    "src/__mocks__/fs.js",
+    # bash: bats files, shunit2 `*_test.sh`, test folders
+    "test/bats/run.bats",
+    "lib/versions_test.sh",
+    "test/fixtures/bats/setup.bash",
+    "t/t0001-init.sh",  # git's sharness suite, `tNNNN-*.sh`
+    # c / c++: ctest `test_*.c`, `test-*.c` (systemd, libuv), googletest `*_test.cc`
+    # `*_unittest.cc`, Qt `tst_*`
+    "src/basic/test_hashmap.c",
+    "src/test-fs.c",
+    "absl/strings/str_cat_test.cc",
+    "base/values_unittest.cc",
+    "src/corelib/tst_qstring.cpp",
+    # java / kotlin: Surefire's `*Test` `*Tests` `Test*` `*TestCase`, Failsafe's `*IT`, `src/test/`
+    "src/main/java/org/apache/commons/lang3/StringUtilsTest.java",
+    "core/src/TestStringUtils.java",
+    "server/src/OrderServiceIT.java",
     "kotlinx-coroutines-core/jvm/src/DispatcherTests.kt",
-    "modules/core/src/main/scala/io/circe/JsonSpec.scala",  # scala
+    "exposed-tests/src/main/kotlin/EntityTest.kt",
+    "app/src/test/kotlin/UserRepository.kt",
+    "src/main/kotlin/io/kotest/MathSpec.kt",
+    # scala: ScalaTest / MUnit `*Spec` `*Suite` `*Test`
+    "modules/core/src/main/scala/io/circe/JsonSpec.scala",
     "core/src/main/scala/org/http4s/UriSuite.scala",
-    "Source/SessionTests.swift",  # swift
-    "Src/Newtonsoft.Json.Tests/Serialization/JsonSerializerTest.cs",  # csharp
+    # swift: XCTest `*Tests.swift`, `Tests/`
+    "Source/SessionTests.swift",
+    "Tests/SnapKitTests/Tests.swift",
+    # csharp: xUnit/NUnit `*Test(s).cs`, `Foo.Tests/` projects
+    "Src/Newtonsoft.Json.Tests/Serialization/JsonSerializerTest.cs",
     "Dapper.Tests/ProcedureTests.cs",
-    "src/main/java/org/apache/commons/lang3/StringUtilsTest.java",  # java
-    "src/Data/Aeson/EncodeSpec.hs",  # haskell
+    # haskell: hspec-discover `*Spec.hs`, tasty `test/`
+    "src/Data/Aeson/EncodeSpec.hs",
+    "tests/Properties.hs",
+    # php: PHPUnit `*Test.php`, PHP's own `.phpt`
+    "src/Psr7/UriTest.php",
+    "ext/standard/tests/strings/bug1.phpt",
+    # rust: `#[cfg(test)] mod tests;` files, integration `tests/`
+    "src/de/tests.rs",
+    "tests/test_de.rs",
+    # zig: test folders (tests are `test` blocks inside the code)
+    "test/behavior/array.zig",
+    # others: dart, clojure, erlang, perl
+    "lib/src/parser_test.dart",
+    "src/ring/core_test.clj",
+    "test/ranch_SUITE.erl",
+    "t/basic.t",
+    # any language: a file's test variant, and the scripts that run the tests
+    "tsconfig.test.json",
+    ".scalafix.test.conf",
+    "script/test",
+    "bin/test_pyodide.mjs",
+    "scripts/test-cov.sh",
 ]
 CODE_FILES = [
+    "lib/bats-core/test_functions.bash",  # bats' own library: bats runs `*.bats`, not `test_*`
+    "libexec/bats-core/test-helper.sh",
     "src/click/testing.py",  # click's test runner is the product
+    "internal/test_helpers.go",  # `go test` runs `*_test.go` only
     "src/main/java/org/apache/commons/lang3/Latest.java",
+    "src/main/java/org/junit/Testable.java",
     "lib/contest.kt",
     "src/XMonad/Operations.hs",
+    "src/Data/Aeson/T/Record.hs",  # a Haskell module `Data.Aeson.T`, not a `t/` folder
     "Source/Core/Session.swift",
     "Src/Newtonsoft.Json/JsonSerializer.cs",
     "lua/lazy/manage/checker.lua",
     "src/specification.zig",
+    "lib/std/testing.zig",  # zig's testing library
+    "src/protest.rs",
+    "lib/test_pyodide.mjs",  # no JS runner runs `test_*.mjs` (in bin/ it runs the tests)
+    "api.spec.yaml",  # an OpenAPI specification
+    ".test/index.ts",  # a hidden folder, not a `Foo.Tests` project
 ]
 
 
@@ -47,3 +121,30 @@ def test_test_files_of_each_language(path: str) -> None:
 @pytest.mark.parametrize("path", CODE_FILES)
 def test_code_files_are_not_tests(path: str) -> None:
     assert not is_test_path(path)
+
+
+def demoted_as_test(engine: Engine, tmp_path: Path, files: dict[str, str], query: str) -> dict[str, bool]:
+    name = indexed(engine, tmp_path / "repo", files)
+    hits = engine.search(query, [name], options=SearchOptions(per_file=0, explain=True))
+    return {h.path: "test_path" in h.explain["boosts"] for h in hits}
+
+
+def test_a_shell_library_named_test_is_code(engine: Engine, tmp_path: Path) -> None:
+    # bats-core: `test_functions.bash` defines `run` and `bats_pipe` for every test; the tests use
+    # them (`*.bats`, which the scanner does not read, and helper scripts under `test/`).
+    demoted = demoted_as_test(engine, tmp_path, {
+        "lib/bats-core/test_functions.bash": "bats_pipe() {\n  # chain commands of a pipe\n  \"$@\"\n}\n",
+        "test/pipe_helper.bash": "check_pipe() {\n  # bats_pipe chains commands\n  bats_pipe echo hi\n}\n",
+    }, "how bats_pipe chains commands")
+    assert demoted == {"lib/bats-core/test_functions.bash": False, "test/pipe_helper.bash": True}
+
+
+def test_a_junit_class_is_a_test_beside_its_subject(engine: Engine, tmp_path: Path) -> None:
+    # Gradle/Maven flat layouts keep `FooTest.java` beside `Foo.java`: matched with case.
+    demoted = demoted_as_test(engine, tmp_path, {
+        "src/StringUtils.java": "public class StringUtils {\n  public static String abbreviate(String s) {"
+        " return s; }\n}\n",
+        "src/StringUtilsTest.java": "public class StringUtilsTest {\n  void abbreviate() {"
+        " StringUtils.abbreviate(\"x\"); }\n}\n",
+    }, "abbreviate string")
+    assert demoted == {"src/StringUtils.java": False, "src/StringUtilsTest.java": True}
