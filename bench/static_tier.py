@@ -6,9 +6,10 @@ chunk of the dev corpora with it, and compare lexical with hybrid-with-static in
         [--vector-weights 0.25,0.5] [--fusion add,add20,rescore]
 
 Prints: the distillation (tokens, seconds), per variant the chunks embedded a second, then per
-set and query category NDCG@10 of `lexical`, `hybrid-static-<variant>` (the engine's pipeline with the static
-vectors as its vector list), `static-<variant>` (vectors alone), and with --deep the home's own
-deep vectors (`hybrid`, when the home holds them), each with its delta over lexical.
+set and query category NDCG@10 of `lexical`, `hs <variant> w<weight> <fusion>` (hybrid: the
+engine's pipeline with the static vectors as its vector list), `static <variant>` (vectors alone;
+not with --no-alone), and with --deep the home's own deep vectors (`hybrid-deep`, when the home
+holds them), each with its delta over lexical.
 
 Variants are analysis/weighting[/dims]. Analysis: `raw` embeds what the deep model sees (path,
 heading, signature, text); `parts` appends the parts of compound identifiers (`resolveRedirects`
