@@ -119,7 +119,9 @@ def load_or_distill(embedder: Embedder, models_dir: Path, dims: int = STATIC_DIM
 
 class StaticEmbedder:
     """Embeds texts with a distilled table; the same interface as `Embedder` (fingerprint, dim,
-    embed_documents, embed_query), so the embedding pass and vector search take either."""
+    embed_documents, embed_query), so the embedding pass and vector search take either.
+    `analyse` rewrites every text (documents and queries) before tokenizing; `common`, when set,
+    is a direction removed from every vector (SIF's principal component, Arora et al. 2017)."""
 
     def __init__(self, embedder: Embedder, table: np.ndarray,
                  analyse: Callable[[str], str] | None = None) -> None:
@@ -128,24 +130,61 @@ class StaticEmbedder:
         self.dim: int = int(table.shape[1])
         self.fingerprint = f"static{self.dim}:{embedder.fingerprint}"
         self.analyse = analyse
+        self.common: np.ndarray | None = None
 
-    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's tokens by the embedder's own tokenizer, without [CLS]/[SEP] or BOS."""
-        if self.analyse is not None:
-            texts = [self.analyse(t) for t in texts]
         with self.source.handle.acquire() as llm:
             return [llm.tokenize(t.encode("utf-8", "replace"), add_bos=False, special=False) for t in texts]
 
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's tokens after `analyse`."""
+        if self.analyse is not None:
+            texts = [self.analyse(t) for t in texts]
+        return self.tokenize(texts)
+
+    def mean_rows(self, tokens: Sequence[int]) -> np.ndarray:
+        """The mean of the tokens' rows (zeros for no token)."""
+        if not tokens:
+            return np.zeros(self.dim, dtype=np.float32)
+        return self.table[list(tokens)].mean(axis=0)
+
+    def finish(self, vectors: np.ndarray) -> list[list[float]]:
+        """Rows without the common direction, normalised (zero rows stay zero)."""
+        if self.common is not None:
+            vectors = vectors - np.outer(vectors @ self.common, self.common)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0).tolist()
+
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """One normalised vector per text: the mean of its tokens' rows (zeros for no token)."""
+        """One normalised vector per text: the mean of its tokens' rows."""
         token_lists = self.token_ids(texts)
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, tokens in enumerate(token_lists):
-            if tokens:
-                out[i] = self.table[tokens].mean(axis=0)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        out = np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
-        return out.tolist()
+        return self.finish(np.stack([self.mean_rows(t) for t in token_lists]) if token_lists
+                           else np.zeros((0, self.dim), dtype=np.float32))
+
+    def field_tokens(self, chunks: Sequence[Sequence[str]], cap: int | None = None) -> list[list[list[int]]]:
+        """Each chunk's fields (texts already analysed) as tokens; the last field (the body)
+        keeps its first `cap` tokens."""
+        flat = self.tokenize([field for fields in chunks for field in fields])
+        out: list[list[list[int]]] = []
+        start = 0
+        for fields in chunks:
+            tokens, start = flat[start : start + len(fields)], start + len(fields)
+            if cap is not None:
+                tokens[-1] = tokens[-1][:cap]
+            out.append(tokens)
+        return out
+
+    def embed_field_tokens(self, chunks: Sequence[Sequence[Sequence[int]]],
+                           weights: Sequence[float]) -> list[list[float]]:
+        """One normalised vector per chunk: the weighted sum of its fields' token means, so a
+        short field (the path, the names defined) counts as much as its weight, however long
+        the body."""
+        out = np.zeros((len(chunks), self.dim), dtype=np.float32)
+        for i, fields in enumerate(chunks):
+            for weight, tokens in zip(weights, fields, strict=True):
+                out[i] += weight * self.mean_rows(tokens)
+        return self.finish(out)
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_documents([text])[0]

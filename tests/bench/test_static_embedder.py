@@ -90,3 +90,29 @@ def test_static_vectors_rank_the_chunk_a_question_is_about_first(
                            ("shrink a picture to a smaller size", 1)):
         scores = chunks @ np.asarray(static.embed_query(question))
         assert int(np.argmax(scores)) == best, (question, scores)
+
+
+def test_fields_are_weighted_means_and_the_body_is_capped(embedder: Embedder, table: np.ndarray) -> None:
+    static = StaticEmbedder(embedder, table)
+    chunk = ("http cookies py", "cookie jar", "store the cookie in the jar")
+    (path, names, body), = static.field_tokens([chunk], cap=3)
+    assert body == static.tokenize(["store the cookie"])[0]
+    assert path == static.tokenize(["http cookies py"])[0]
+    fields = [[path, names, body]]
+    only_path = np.asarray(static.embed_field_tokens(fields, (1.0, 0.0, 0.0))[0])
+    np.testing.assert_allclose(only_path, static.embed_documents(["http cookies py"])[0], atol=1e-6)
+    # a 3-token path at weight 2 outweighs a body however long: the path's mean counts, not its count
+    long_body = body * 40
+    weighted = np.asarray(static.embed_field_tokens([[path, [], long_body]], (2.0, 0.0, 1.0))[0])
+    pooled = np.asarray(static.embed_documents(["http cookies py " + "store the cookie " * 40])[0])
+    assert float(weighted @ only_path) > float(pooled @ only_path)
+
+
+def test_a_common_direction_is_removed_from_documents_and_queries(embedder: Embedder,
+                                                                  table: np.ndarray) -> None:
+    static = StaticEmbedder(embedder, table)
+    static.common = np.asarray(static.embed_query("the of and to in"), dtype=np.float32)
+    for vector in (static.embed_query("parse the cookie header"),
+                   static.embed_documents(["resize an image"])[0]):
+        assert abs(float(np.asarray(vector) @ static.common)) < 1e-5
+        assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
