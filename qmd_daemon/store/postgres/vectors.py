@@ -5,7 +5,7 @@ The same contract as store/vectors.py's VectorIndex (the model's fingerprint and
 the search's collection filter inside the ANN scan: pgvector 0.8's iterative index scan keeps
 walking the graph until k rows of the searched collections are found, instead of filtering the
 top ef_search rows of every collection afterwards (which returns too few for a small collection).
-A small filtered scope skips the graph: its vectors are compared whole (exact_scope).
+A small filtered scope skips the graph: its vectors are compared whole (EXACT_ROWS, FILTERED_SHARE).
 `int8` stores pgvector's halfvec (2 bytes a dimension; it has no int8 type), `float` its vector.
 """
 
@@ -29,12 +29,18 @@ EF_SEARCH_MAX = 1000  # pgvector's limit; the iterative scan goes on past it for
 # the default graph (m=16, ef_construction=64) recall@10 0.895 -> 0.94 over the whole table and
 # 0.86 -> 0.91 in a collection of half, ef_search 400 -> 1000 (bench/knn_backends.py).
 ROWS_PER_CANDIDATE = 1000
-# A search of collections holding at most EXACT_ROWS vectors and at most EXACT_SHARE of the table
-# compares each of them (the collection index, then an exact sort) instead of walking the graph.
-# At 1M x 1024 (k=100) a collection of 1.7% (17k vectors) took 763 ms at recall@10 0.79 through
-# the graph, whose filtered walk goes on until k of its rows turn up, and 93 ms at 1.000 exactly;
-# at 10k the whole table took 28 ms exactly, 11 ms through the graph (bench/knn_backends.py).
+# A filtered scope is compared whole (the collection index, then an exact sort) instead of walked
+# through the graph when it holds at most EXACT_ROWS vectors, or at most FILTERED_SHARE of the
+# table (up to EXACT_ROWS_MAX), and in either case at most EXACT_SHARE of it (a whole small table
+# is faster through the graph: 10k x 1024, 11 ms against 28 ms exactly). The filtered walk goes
+# on until k rows of the scope turn up, at most hnsw.max_scan_tuples (20,000) rows, which at
+# ef_search 1000 holds the candidates only for a share of 5% or more. 1M x 1024, k=100
+# (bench/knn_backends.py): 1.7% (17k vectors) 763 ms / recall@10 0.79 through the graph, 93 ms /
+# 1.000 exactly (idle); 3.4% 1,072 ms / 0.925 against 424 ms / 1.000 (load average 10); 6.9%
+# 102 ms / 0.950 against 455 ms; 10% 73 ms / 0.955.
 EXACT_ROWS = 20_000
+FILTERED_SHARE = 0.05
+EXACT_ROWS_MAX = 100_000  # ~0.5 s exactly (5.4 us a 1024-dim vector)
 EXACT_SHARE = 0.25
 
 
@@ -171,17 +177,17 @@ class PostgresVectorIndex:
     def search(self, vector: Sequence[float], collection_ids: list[int], k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) best first, within the given collections: the HNSW
         graph walked until k rows of those collections are found (relaxed order, so re-sorted),
-        or, for a small filtered scope (EXACT_ROWS, EXACT_SHARE), each of its vectors compared."""
+        or, for a small filtered scope (EXACT_ROWS, FILTERED_SHARE), each of its vectors compared."""
         scope_rows, table_rows = self._sizes(collection_ids)
-        if scope_rows <= EXACT_ROWS and scope_rows <= EXACT_SHARE * max(table_rows, scope_rows):
+        if scope_rows <= _exact_rows(table_rows) and scope_rows <= EXACT_SHARE * max(table_rows, scope_rows):
             return self.exact_search(vector, collection_ids, k)
         return self._nearest(vector, collection_ids, k, graph_settings(k, table_rows))
 
     def _sizes(self, collection_ids: list[int]) -> tuple[int, float]:
-        """(vectors in these collections counted up to EXACT_ROWS + 1, the table's rows as the
-        planner estimates them: -1 before its first ANALYZE). Counting through the collection
-        index up to a bound costs that much at most, whatever the scope; both are kept until
-        the data changes."""
+        """(vectors in these collections counted up to one past _exact_rows, the table's rows as
+        the planner estimates them: -1 before its first ANALYZE). Counting through the
+        collection index up to a bound costs that much at most, whatever the scope; both are
+        kept until the data changes."""
         state, scope = self.db.data_state(), tuple(sorted(set(collection_ids)))
         kept = self.db.derived.get("vector_scopes")
         if kept is None or kept[0] != state:
@@ -195,7 +201,7 @@ class PostgresVectorIndex:
             row = self.db.execute(
                 """SELECT count(*) FROM (SELECT 1 FROM chunk_vectors
                    WHERE collection_id = ANY(%s) LIMIT %s) AS scope""",
-                (list(scope), EXACT_ROWS + 1),
+                (list(scope), _exact_rows(table_rows) + 1),
             ).fetchone()
             scope_rows[scope] = int(row[0]) if row else 0
         return scope_rows[scope], table_rows
@@ -232,6 +238,11 @@ class PostgresVectorIndex:
             return 0
         row = self.db.execute("SELECT count(*) FROM chunk_vectors").fetchone()
         return int(row[0]) if row else 0
+
+
+def _exact_rows(table_rows: float) -> int:
+    """The most vectors a scope in a table of about `table_rows` is compared whole with."""
+    return max(EXACT_ROWS, min(EXACT_ROWS_MAX, int(FILTERED_SHARE * table_rows)))
 
 
 def graph_settings(k: int, table_rows: float) -> list[tuple[str, str]]:
