@@ -286,8 +286,9 @@ def scope_pool(vectors: int, dim: int) -> int:
     """Candidates a searched set of `vectors` rescores at least: all of it at the size scored
     whole (FULL_SCORE_VALUES), then falling as 1 / vectors. A smaller set's true top 10 lies
     farther from the query, among near-ties that codes order badly, so it needs a larger share
-    rescored: at 1M x 1024 a 17k-vector collection had recall@10 0.93 with 400 candidates,
-    0.995 with 4,000 (this gives 6,100), a 103k one 0.99 with 400 (bench/knn_backends.py)."""
+    rescored: at 1M x 1024 a 17k-vector collection had recall@10 0.930 with 400 candidates,
+    0.995 with this pool (6,100), a 34k scope 1.000 (3,090), the 500k collection 0.985 with 400
+    (bench/knn_backends.py; docs/scale.md)."""
     whole = FULL_SCORE_VALUES // dim
     return whole * whole // max(vectors, 1)
 

@@ -27,17 +27,17 @@ EF_SEARCH_MIN = 400
 EF_SEARCH_MAX = 1000  # pgvector's limit; the iterative scan goes on past it for a filter
 # Past 400k vectors, one more candidate a thousand vectors (1,000 from 1M on): at 1M x 1024 with
 # the default graph (m=16, ef_construction=64) recall@10 0.895 -> 0.94 over the whole table and
-# 0.86 -> 0.91 in a collection of half, ef_search 400 -> 1000 (bench/knn_backends.py).
+# 0.86 -> 0.91 in a collection of half, ef_search 400 -> 1000 (bench/knn_pg_settings.py).
 ROWS_PER_CANDIDATE = 1000
 # A filtered scope is compared whole (the collection index, then an exact sort) instead of walked
 # through the graph when it holds at most EXACT_ROWS vectors, or at most FILTERED_SHARE of the
 # table (up to EXACT_ROWS_MAX), and in either case at most EXACT_SHARE of it (a whole small table
 # is faster through the graph: 10k x 1024, 11 ms against 28 ms exactly). The filtered walk goes
 # on until k rows of the scope turn up, at most hnsw.max_scan_tuples (20,000) rows, which at
-# ef_search 1000 holds the candidates only for a share of 5% or more. 1M x 1024, k=100
-# (bench/knn_backends.py): 1.7% (17k vectors) 763 ms / recall@10 0.79 through the graph, 93 ms /
-# 1.000 exactly (idle); 3.4% 1,072 ms / 0.925 against 424 ms / 1.000 (load average 10); 6.9%
-# 102 ms / 0.950 against 455 ms; 10% 73 ms / 0.955.
+# ef_search 1000 holds the candidates only for a share of 5% or more. 1M x 1024, k=100: 1.7%
+# (17k vectors) 763 ms / recall@10 0.79 through the graph, 93 ms / 1.000 exactly (idle,
+# bench/knn_backends.py); 3.4% 763 ms / 0.925 against 438 ms / 1.000, 6.9% 84 ms / 0.950 against
+# 415 ms (load average 9, bench/knn_pg_settings.py; docs/postgres.md).
 EXACT_ROWS = 20_000
 FILTERED_SHARE = 0.05
 EXACT_ROWS_MAX = 100_000  # ~0.5 s exactly (5.4 us a 1024-dim vector)
@@ -178,6 +178,8 @@ class PostgresVectorIndex:
         """(chunk id, cosine similarity) best first, within the given collections: the HNSW
         graph walked until k rows of those collections are found (relaxed order, so re-sorted),
         or, for a small filtered scope (EXACT_ROWS, FILTERED_SHARE), each of its vectors compared."""
+        if self.active_model() is None or not collection_ids or k <= 0:
+            return []  # no table to size yet
         scope_rows, table_rows = self._sizes(collection_ids)
         if scope_rows <= _exact_rows(table_rows) and scope_rows <= EXACT_SHARE * max(table_rows, scope_rows):
             return self.exact_search(vector, collection_ids, k)

@@ -136,6 +136,12 @@ def test_a_small_scope_is_compared_whole_and_a_large_one_walks_the_graph(indexed
     assert _graph_scans(vectors.db) == scans + 2 * len(queries)
 
 
+def test_search_before_any_model_finds_nothing(postgres_url: str) -> None:
+    """No vector table yet: nothing to size or walk, so no query reaches the server's catalog."""
+    vectors = PostgresVectorIndex(_database(postgres_url))
+    assert vectors.search([1.0, 0.0], [1], 5) == []
+
+
 def test_model_change_drops_vectors_and_everything_is_pending_again(indexed: Any) -> None:
     vectors, stored = indexed
     assert vectors.pending_count() == 0
