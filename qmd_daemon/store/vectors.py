@@ -4,7 +4,8 @@ One vec0 table for the active embedding model (`chunk_vectors`, rowid = chunk id
 distance, the collection as a metadata column), and beside it each vector's binary code
 (`chunk_codes`, store/binary_codes.py): a search scans the searched collections' codes in memory,
 then rescores the best few hundred with their int8 copies (a searched set under ~10k vectors is
-scored whole), so its cost no longer grows with k x every vector (sqlite-vec's brute-force KNN).
+scored whole, one a little larger rescores a pool scaled to its size: binary_codes.scope_pool),
+so its cost no longer grows with k x every vector (sqlite-vec's brute-force KNN).
 The model's fingerprint and dimension live in `meta`; a different model drops the table and everything is
 embedded again cleanly. Identical chunks (same content hash) are embedded once: a new chunk whose
 hash already has a vector copies it.

@@ -116,11 +116,12 @@ def _clustered(count: int, dim: int, seed: int) -> np.ndarray:
 
 
 def _store_with_vectors(
-    tmp_path: Path, count: int, dim: int, quantization: str
+    tmp_path: Path, count: int, dim: int, quantization: str, rows: np.ndarray | None = None
 ) -> tuple[IndexStore, int, int]:
-    """Real chunk rows in two collections, each with a clustered vector put through VectorIndex."""
+    """Real chunk rows in two collections (b holds every third file), each with a vector put
+    through VectorIndex: ROWS in chunk id order, clustered ones by default."""
     store = IndexStore(tmp_path / "i.sqlite")
-    rows = _clustered(count, dim, seed=1)
+    rows = _clustered(count, dim, seed=1) if rows is None else rows
     with store.transaction():
         a = store.ensure_collection("a", tmp_path)
         b = store.ensure_collection("b", tmp_path)
@@ -140,6 +141,30 @@ def _store_with_vectors(
 def _float_top(stored: np.ndarray, query: np.ndarray, k: int) -> list[int]:
     """Positions of the k stored float vectors nearest the float query: the reference."""
     return [int(i) for i in np.argsort(-(stored @ query), kind="stable")[:k]]
+
+
+def _random_units(count: int, dim: int, seed: int) -> np.ndarray:
+    rows = np.random.default_rng(seed).standard_normal((count, dim))
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_a_small_collection_in_a_big_index_is_rescored_as_exactly_as_scored_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 6,000 random 256-dim vectors (no clusters: every query's top 10 sits among near-ties, as a
+    # small collection's does in a big index), collection b holding 2,000. With the whole-scoring
+    # limit at 1,500 vectors b takes the codes' path just past it, where a fixed pool of 400
+    # candidates found 0.88 of the top 10 that scoring b whole finds (0.7 for one query); the
+    # pool scaled to b's size (1,125) finds them all.
+    stored = _random_units(6000, 256, seed=1)
+    store, _a, b = _store_with_vectors(tmp_path, 6000, 256, "float", rows=stored)
+    vectors = VectorIndex(store)
+    for query in stored[:20] + 0.5 * _random_units(20, 256, seed=2):  # near a stored vector
+        monkeypatch.setattr(binary_codes, "FULL_SCORE_VALUES", 2000 * 256)
+        whole = {c for c, _s in vectors.search(query.tolist(), [b], 10)}
+        monkeypatch.setattr(binary_codes, "FULL_SCORE_VALUES", 1500 * 256)
+        assert {c for c, _s in vectors.search(query.tolist(), [b], 10)} == whole
+    store.close()
 
 
 @pytest.mark.parametrize("quantization", ["float", "int8"])

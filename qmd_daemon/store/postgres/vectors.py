@@ -5,6 +5,7 @@ The same contract as store/vectors.py's VectorIndex (the model's fingerprint and
 the search's collection filter inside the ANN scan: pgvector 0.8's iterative index scan keeps
 walking the graph until k rows of the searched collections are found, instead of filtering the
 top ef_search rows of every collection afterwards (which returns too few for a small collection).
+A small filtered scope skips the graph: its vectors are compared whole (EXACT_ROWS, FILTERED_SHARE).
 `int8` stores pgvector's halfvec (2 bytes a dimension; it has no int8 type), `float` its vector.
 """
 
@@ -24,6 +25,23 @@ VECTOR_LOCK = 0x716D6401  # advisory lock key of the vector table's (re)creation
 # the same latency (62 / 67 ms).
 EF_SEARCH_MIN = 400
 EF_SEARCH_MAX = 1000  # pgvector's limit; the iterative scan goes on past it for a filter
+# Past 400k vectors, one more candidate a thousand vectors (1,000 from 1M on): at 1M x 1024 with
+# the default graph (m=16, ef_construction=64) recall@10 0.895 -> 0.94 over the whole table and
+# 0.86 -> 0.91 in a collection of half, ef_search 400 -> 1000 (bench/knn_pg_settings.py).
+ROWS_PER_CANDIDATE = 1000
+# A filtered scope is compared whole (the collection index, then an exact sort) instead of walked
+# through the graph when it holds at most EXACT_ROWS vectors, or at most FILTERED_SHARE of the
+# table (up to EXACT_ROWS_MAX), and in either case at most EXACT_SHARE of it (a whole small table
+# is faster through the graph: 10k x 1024, 11 ms against 28 ms exactly). The filtered walk goes
+# on until k rows of the scope turn up, at most hnsw.max_scan_tuples (20,000) rows, which at
+# ef_search 1000 holds the candidates only for a share of 5% or more. 1M x 1024, k=100: 1.7%
+# (17k vectors) 763 ms / recall@10 0.79 through the graph, 93 ms / 1.000 exactly (idle,
+# bench/knn_backends.py); 3.4% 763 ms / 0.925 against 438 ms / 1.000, 6.9% 84 ms / 0.950 against
+# 415 ms (load average 9, bench/knn_pg_settings.py; docs/postgres.md).
+EXACT_ROWS = 20_000
+FILTERED_SHARE = 0.05
+EXACT_ROWS_MAX = 100_000  # ~0.5 s exactly (5.4 us a 1024-dim vector)
+EXACT_SHARE = 0.25
 
 
 def vector_literal(vector: Sequence[float]) -> str:
@@ -158,33 +176,49 @@ class PostgresVectorIndex:
 
     def search(self, vector: Sequence[float], collection_ids: list[int], k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) best first, within the given collections: the HNSW
-        graph walked until k rows of those collections are found (relaxed order, so re-sorted)."""
-        return self._nearest(vector, collection_ids, k, approximate=True)
+        graph walked until k rows of those collections are found (relaxed order, so re-sorted),
+        or, for a small filtered scope (EXACT_ROWS, FILTERED_SHARE), each of its vectors compared."""
+        if self.active_model() is None or not collection_ids or k <= 0:
+            return []  # no table to size yet
+        scope_rows, table_rows = self._sizes(collection_ids)
+        if scope_rows <= _exact_rows(table_rows) and scope_rows <= EXACT_SHARE * max(table_rows, scope_rows):
+            return self.exact_search(vector, collection_ids, k)
+        return self._nearest(vector, collection_ids, k, graph_settings(k, table_rows))
+
+    def _sizes(self, collection_ids: list[int]) -> tuple[int, float]:
+        """(vectors in these collections counted up to one past _exact_rows, the table's rows as
+        the planner estimates them: -1 before its first ANALYZE). Counting through the
+        collection index up to a bound costs that much at most, whatever the scope; both are
+        kept until the data changes."""
+        state, scope = self.db.data_state(), tuple(sorted(set(collection_ids)))
+        kept = self.db.derived.get("vector_scopes")
+        if kept is None or kept[0] != state:
+            row = self.db.execute(
+                "SELECT reltuples FROM pg_class WHERE oid = 'chunk_vectors'::regclass"
+            ).fetchone()
+            kept = (state, (float(row[0]) if row else -1.0, {}))
+            self.db.derived["vector_scopes"] = kept
+        table_rows, scope_rows = kept[1]
+        if scope not in scope_rows:
+            row = self.db.execute(
+                """SELECT count(*) FROM (SELECT 1 FROM chunk_vectors
+                   WHERE collection_id = ANY(%s) LIMIT %s) AS scope""",
+                (list(scope), _exact_rows(table_rows) + 1),
+            ).fetchone()
+            scope_rows[scope] = int(row[0]) if row else 0
+        return scope_rows[scope], table_rows
 
     def exact_search(
         self, vector: Sequence[float], collection_ids: list[int], k: int
     ) -> list[tuple[int, float]]:
         """Every vector of the collections compared (no graph): the ground truth, cost ~ vectors."""
-        return self._nearest(vector, collection_ids, k, approximate=False)
+        return self._nearest(vector, collection_ids, k, [("enable_indexscan", "off")])
 
     def _nearest(
-        self, vector: Sequence[float], collection_ids: list[int], k: int, approximate: bool
+        self, vector: Sequence[float], collection_ids: list[int], k: int, settings: list[tuple[str, str]]
     ) -> list[tuple[int, float]]:
         if self.active_model() is None or not collection_ids or k <= 0:
             return []
-        settings: list[tuple[str, str]] = (
-            [
-                ("hnsw.iterative_scan", "relaxed_order"),
-                ("hnsw.ef_search", str(min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, 2 * k)))),
-                # With a filter keeping half the rows the planner picks a bitmap scan of the
-                # collection index and sorts every row (exact, 25x slower at 100k); the HNSW
-                # scan or, for a small collection, the collection index's own scan stays open.
-                ("enable_bitmapscan", "off"),
-                ("enable_seqscan", "off"),
-            ]
-            if approximate
-            else [("enable_indexscan", "off")]
-        )
         params: dict[str, Any] = {"q": vector_literal(vector), "ids": list(collection_ids), "k": int(k)}
         cast = self._cast()
         with self.db.transaction():
@@ -206,3 +240,23 @@ class PostgresVectorIndex:
             return 0
         row = self.db.execute("SELECT count(*) FROM chunk_vectors").fetchone()
         return int(row[0]) if row else 0
+
+
+def _exact_rows(table_rows: float) -> int:
+    """The most vectors a scope in a table of about `table_rows` is compared whole with."""
+    return max(EXACT_ROWS, min(EXACT_ROWS_MAX, int(FILTERED_SHARE * table_rows)))
+
+
+def graph_settings(k: int, table_rows: float) -> list[tuple[str, str]]:
+    """The HNSW walk's settings for k hits in a table of about `table_rows` vectors: ef_search
+    grows with the table (ROWS_PER_CANDIDATE), within EF_SEARCH_MIN / 2k and pgvector's cap."""
+    ef_search = min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, 2 * k, int(table_rows) // ROWS_PER_CANDIDATE))
+    return [
+        ("hnsw.iterative_scan", "relaxed_order"),
+        ("hnsw.ef_search", str(ef_search)),
+        # With a filter keeping half the rows the planner picks a bitmap scan of the collection
+        # index and sorts every row (exact, 25x slower at 100k); the HNSW scan or, for a small
+        # collection, the collection index's own scan stays open.
+        ("enable_bitmapscan", "off"),
+        ("enable_seqscan", "off"),
+    ]

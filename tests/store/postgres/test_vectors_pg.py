@@ -106,6 +106,42 @@ def test_collection_filter_keeps_k_hits_of_a_small_collection(indexed: Any) -> N
     assert vectors.search(query.tolist(), [], 10) == []
 
 
+def _graph_scans(db: PostgresDatabase) -> int:
+    """Scans of the HNSW index so far, as the server's statistics count them (this connection's
+    pending counts flushed first)."""
+    db.execute("SELECT pg_stat_force_next_flush()")
+    db.execute("SELECT pg_stat_clear_snapshot()")
+    row = db.execute("SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'chunk_vectors_ann'")
+    return int(row.fetchone()[0])
+
+
+def test_a_small_scope_is_compared_whole_and_a_large_one_walks_the_graph(indexed: Any) -> None:
+    """Collection 2 (30 of 1,500 vectors, 2%) is under EXACT_ROWS and EXACT_SHARE: its answer is
+    exact_search's, and the graph is not touched; collection 1 (98%) and both go through it."""
+    vectors, stored = indexed
+    vectors.db.execute("ANALYZE chunk_vectors")  # the planner's row estimate, as autovacuum keeps it
+    # At 1,500 x 32 the planner sorts a scope read through the collection index (cheaper than the
+    # graph); with sorting off for the session it walks the graph as it does for a large table
+    # (10k x 1024 and up), unless the search itself turns index scans off (the exact path).
+    vectors.db.execute("SET enable_sort = off")
+    rng = np.random.default_rng(11)
+    queries = [_unit(rng.standard_normal((1, 32)))[0].tolist() for _ in range(5)]
+    scans = _graph_scans(vectors.db)
+    for query in queries:
+        assert vectors.search(query, [2], 10) == vectors.exact_search(query, [2], 10)
+    assert _graph_scans(vectors.db) == scans
+    for query in queries:
+        assert len(vectors.search(query, [1], 10)) == 10
+        assert len(vectors.search(query, [1, 2], 10)) == 10
+    assert _graph_scans(vectors.db) == scans + 2 * len(queries)
+
+
+def test_search_before_any_model_finds_nothing(postgres_url: str) -> None:
+    """No vector table yet: nothing to size or walk, so no query reaches the server's catalog."""
+    vectors = PostgresVectorIndex(_database(postgres_url))
+    assert vectors.search([1.0, 0.0], [1], 5) == []
+
+
 def test_model_change_drops_vectors_and_everything_is_pending_again(indexed: Any) -> None:
     vectors, stored = indexed
     assert vectors.pending_count() == 0
