@@ -283,14 +283,14 @@ class CodeCache:
 
 
 def scope_pool(vectors: int, dim: int) -> int:
-    """Candidates a searched set of `vectors` rescores at least: all of it at the size scored
-    whole (FULL_SCORE_VALUES), then falling as 1 / vectors. A smaller set's true top 10 lies
+    """Candidates a searched set of `vectors` rescores at least: half of the size scored whole
+    (FULL_SCORE_VALUES) just past it, then falling as 1 / vectors. A smaller set's true top 10 lies
     farther from the query, among near-ties that codes order badly, so it needs a larger share
-    rescored: at 1M x 1024 a 17k-vector collection had recall@10 0.930 with 400 candidates,
-    0.995 with this pool (6,100), a 34k scope 1.000 (3,090), the 500k collection 0.985 with 400
-    (bench/knn_backends.py; docs/scale.md)."""
+    rescored. At 1M x 1024, a 17k-vector collection: recall@10 0.930 with 400 candidates, 0.970
+    with 1,000, 0.980 with 2,000, 0.995 with 4,000, at 8 / 8 / 14 / 32 ms (rescoring reads each
+    candidate's copy from SQLite); this pool gives it 3,090: 0.995 at 25 ms (docs/scale.md)."""
     whole = FULL_SCORE_VALUES // dim
-    return whole * whole // max(vectors, 1)
+    return whole * whole // (2 * max(vectors, 1))
 
 
 def _nearest(held: list[_CollectionCodes], query_code: bytes, count: int) -> list[int]:

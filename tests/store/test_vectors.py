@@ -148,22 +148,24 @@ def _random_units(count: int, dim: int, seed: int) -> np.ndarray:
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
-def test_a_small_collection_in_a_big_index_is_rescored_as_exactly_as_scored_whole(
+def test_a_small_collection_in_a_big_index_finds_what_scoring_it_whole_finds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # 6,000 random 256-dim vectors (no clusters: every query's top 10 sits among near-ties, as a
-    # small collection's does in a big index), collection b holding 2,000. With the whole-scoring
-    # limit at 1,500 vectors b takes the codes' path just past it, where a fixed pool of 400
-    # candidates found 0.88 of the top 10 that scoring b whole finds (0.7 for one query); the
-    # pool scaled to b's size (1,125) finds them all.
-    stored = _random_units(6000, 256, seed=1)
-    store, _a, b = _store_with_vectors(tmp_path, 6000, 256, "float", rows=stored)
+    # 12,000 random 256-dim vectors (no clusters: every query's top 10 sits among near-ties, as a
+    # small collection's does in a big index), collection b holding 4,000. With the whole-scoring
+    # limit at 3,600 vectors b takes the codes' path just past it, where a fixed pool of 400
+    # candidates found 0.80 of the top 10 that scoring b whole finds (0.4 for one query); the
+    # pool scaled to b's size (1,620) finds at least 0.95.
+    stored = _random_units(12000, 256, seed=1)
+    store, _a, b = _store_with_vectors(tmp_path, 12000, 256, "float", rows=stored)
     vectors = VectorIndex(store)
+    found = []
     for query in stored[:20] + 0.5 * _random_units(20, 256, seed=2):  # near a stored vector
-        monkeypatch.setattr(binary_codes, "FULL_SCORE_VALUES", 2000 * 256)
+        monkeypatch.setattr(binary_codes, "FULL_SCORE_VALUES", 12000 * 256)
         whole = {c for c, _s in vectors.search(query.tolist(), [b], 10)}
-        monkeypatch.setattr(binary_codes, "FULL_SCORE_VALUES", 1500 * 256)
-        assert {c for c, _s in vectors.search(query.tolist(), [b], 10)} == whole
+        monkeypatch.setattr(binary_codes, "FULL_SCORE_VALUES", 3600 * 256)
+        found.append(len(whole & {c for c, _s in vectors.search(query.tolist(), [b], 10)}) / 10)
+    assert sum(found) / len(found) >= 0.95
     store.close()
 
 

@@ -196,7 +196,8 @@ class PostgresVectorIndex:
             row = self.db.execute(
                 "SELECT reltuples FROM pg_class WHERE oid = 'chunk_vectors'::regclass"
             ).fetchone()
-            kept = (state, (float(row[0]) if row else -1.0, {}))
+            counted: dict[tuple[int, ...], int] = {}
+            kept = (state, (float(row[0]) if row else -1.0, counted))
             self.db.derived["vector_scopes"] = kept
         table_rows, scope_rows = kept[1]
         if scope not in scope_rows:
