@@ -102,6 +102,13 @@ def test_fuse_sums_weighted_normalised_scores() -> None:
     vector = RankedList("vec", [9, 10, 7], [0.8, 0.6, 0.4], "cosine", weight=0.5)
     fused = fuse([lexical, vector], limit=10)
     scores = {cid: score for cid, (score, _) in fused.items()}
-    assert scores == pytest.approx({7: 1.0, 8: 0.5, 9: 0.75, 10: 0.25})
+    # cosines over their mean (0.6): 0.8 -> 1, 0.6 and 0.4 -> 0 (no closer than the average hit)
+    assert scores == pytest.approx({7: 1.0, 8: 0.5, 9: 0.75, 10: 0.0})
     assert fused[9][1] == {"bm25": 3, "vec": 1}
     assert list(fuse([lexical, vector], limit=2)) == [7, 9], "the best kept, in the lists' order"
+
+
+def test_a_cosine_above_the_lists_mean_scales_between_it_and_the_best() -> None:
+    vector = RankedList("vec", [1, 2, 3, 4], [0.9, 0.7, 0.5, 0.5], "cosine")  # mean 0.65
+    scores = {cid: score for cid, (score, _) in fuse([vector], limit=10).items()}
+    assert scores == pytest.approx({1: 1.0, 2: 0.2, 3: 0.0, 4: 0.0})
