@@ -38,9 +38,10 @@ def normalised(ranked: RankedList) -> dict[int, float]:
     if ranked.scale == "bm25":
         top = max(ranked.scores) or 1.0
         return {cid: s / top for cid, s in pairs}
-    # Why the mean and not the last hit: MiniLM's 100 nearest chunks of a code question sit within
-    # ~0.3 of each other, so min-max gave the whole tail a share, and summed over a long file's
-    # many chunks (coherence_boost) that share put big files over the answer (docs/ranking.md).
+    # Why the mean and not the last hit: MiniLM's 100 nearest chunks of a code question lie within
+    # 0.15-0.6 of cosine of each other, so min-max gave the whole tail a share, and summed over a
+    # long file's many chunks (coherence_boost) that share put big files over the answer
+    # (docs/ranking.md, "the vector list's mean").
     floor = fmean(ranked.scores)
     span = max(ranked.scores) - floor
     return {cid: max(0.0, (s - floor) / span) if span > 0 else 1.0 for cid, s in pairs}
