@@ -10,6 +10,7 @@ list of weight 0 changes no score, and the lexical list alone gives exactly norm
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import fmean
 from typing import Literal
 
 Scale = Literal["bm25", "cosine"]
@@ -19,8 +20,8 @@ Scale = Literal["bm25", "cosine"]
 class RankedList:
     """One retriever's hits, best first, with its own score for each (`scores[i]` is
     `chunk_ids[i]`'s). `scale` says how the scores become [0, 1]: BM25 (no match scores 0) over the
-    list's best; a cosine min-max over the list (its last hit 0: a chunk it did not return is no
-    closer than that)."""
+    list's best; a cosine over the list's mean, min-max above it (the best 1, a hit no closer to the
+    question than the list's average 0)."""
 
     name: str  # e.g. "bm25", "vec", "bm25:lex1", "vec:hyde"
     chunk_ids: list[int]
@@ -37,9 +38,13 @@ def normalised(ranked: RankedList) -> dict[int, float]:
     if ranked.scale == "bm25":
         top = max(ranked.scores) or 1.0
         return {cid: s / top for cid, s in pairs}
-    floor = min(ranked.scores)
+    # Why the mean and not the last hit: MiniLM's 100 nearest chunks of a code question lie within
+    # 0.15-0.6 of cosine of each other, so min-max gave the whole tail a share, and summed over a
+    # long file's many chunks (coherence_boost) that share put big files over the answer
+    # (docs/ranking.md, "the vector list's mean").
+    floor = fmean(ranked.scores)
     span = max(ranked.scores) - floor
-    return {cid: (s - floor) / span if span > 0 else 1.0 for cid, s in pairs}
+    return {cid: max(0.0, (s - floor) / span) if span > 0 else 1.0 for cid, s in pairs}
 
 
 def fuse(lists: list[RankedList], limit: int) -> dict[int, tuple[float, dict[str, int]]]:

@@ -36,12 +36,17 @@ FILES = {
 }
 
 
+def _embedded(engine: Engine, root: Path, files: dict[str, str]) -> Engine:
+    """The engine with `files` indexed and embedded, as collection `p`."""
+    name = engine.add_collection(write_tree(root, files), "p").name
+    engine.update([name])
+    engine.embed([name])
+    return engine
+
+
 @pytest.fixture
 def engine(small_engine: Engine, tmp_path: Path) -> Engine:
-    name = small_engine.add_collection(write_tree(tmp_path / "p", FILES), "p").name
-    small_engine.update([name])
-    small_engine.embed([name])
-    return small_engine
+    return _embedded(small_engine, tmp_path / "p", FILES)
 
 
 def _paths(engine: Engine, **options: object) -> list[str]:
@@ -102,6 +107,67 @@ def test_fuse_sums_weighted_normalised_scores() -> None:
     vector = RankedList("vec", [9, 10, 7], [0.8, 0.6, 0.4], "cosine", weight=0.5)
     fused = fuse([lexical, vector], limit=10)
     scores = {cid: score for cid, (score, _) in fused.items()}
-    assert scores == pytest.approx({7: 1.0, 8: 0.5, 9: 0.75, 10: 0.25})
+    # cosines over their mean (0.6): 0.8 -> 1, 0.6 and 0.4 -> 0 (no closer than the average hit)
+    assert scores == pytest.approx({7: 1.0, 8: 0.5, 9: 0.75, 10: 0.0})
     assert fused[9][1] == {"bm25": 3, "vec": 1}
     assert list(fuse([lexical, vector], limit=2)) == [7, 9], "the best kept, in the lists' order"
+
+
+def test_a_cosine_above_the_lists_mean_scales_between_it_and_the_best() -> None:
+    vector = RankedList("vec", [1, 2, 3, 4], [0.9, 0.7, 0.5, 0.5], "cosine")  # mean 0.65
+    scores = {cid: score for cid, (score, _) in fuse([vector], limit=10).items()}
+    assert scores == pytest.approx({1: 1.0, 2: 0.2, 3: 0.0, 4: 0.0})
+
+
+# The vector list's tail does not vote: a long file whose many chunks are each a little like the
+# question must not outweigh, through its summed share (coherence_boost), the file the vector list
+# puts first.
+TAIL_QUESTION = "how long to wait between retries"
+TAIL_ANSWER = "net/backoff.py"
+LONG_FILE = "client/session.py"
+# Forty methods about connections, none saying the question's words: each is near the question in
+# MiniLM's space (the tail of its 100 nearest chunks), none is the answer.
+TOPICS = [
+    "reconnect the socket after the server hung up", "resend the request when the connection drops",
+    "give up after too many failed attempts", "sleep before polling the queue again",
+    "time out a slow response", "back off when the server is busy", "keep the session alive with pings",
+    "reopen the pool after a network error", "count the failed requests", "restart the stream after a reset",
+    "throttle the client when rate limited", "schedule the next health check", "close idle connections",
+    "read the Retry-After header", "log each failed delivery", "requeue a message that was not acknowledged",
+    "cancel pending calls on shutdown", "measure round trip latency", "pause the worker until the lock frees",
+    "drain the outbox after reconnecting",
+]
+
+
+def _method(i: int, topic: str) -> str:
+    body = "\n".join(f"        step_{j} = self.transport.call_{j}(attempt)" for j in range(12))
+    doc = f'        """{topic.capitalize()}."""'
+    return f"    def handle_{i}(self, attempt):\n{doc}\n{body}\n        return attempt\n"
+
+
+TAIL_FILES = {
+    TAIL_ANSWER: "def retry_pause(attempt):\n"
+    "    \"\"\"Seconds to wait before the next of the retries.\"\"\"\n    return 2 ** attempt\n",
+    LONG_FILE: "class Session:\n    \"\"\"A connection that waits between its retries.\"\"\"\n\n"
+    + "\n".join(_method(i, topic) for i, topic in enumerate(TOPICS * 2)),
+    "ui/modal.py": "def show_modal(text):\n    \"\"\"Ask the user to wait while the page loads.\"\"\"\n"
+    "    return text\n",
+}
+
+
+def _tail_files(engine: Engine, **options: object) -> list[str]:
+    opts = SearchOptions(max_tokens=None, **options)  # type: ignore[arg-type]
+    return list(dict.fromkeys(h.path for h in engine.search(TAIL_QUESTION, ["p"], limit=20, options=opts)))
+
+
+def test_a_long_files_tail_of_near_chunks_does_not_outvote_the_vector_lists_first(
+    small_engine: Engine, tmp_path: Path
+) -> None:
+    """The defect: min-max over the 100 nearest chunks gave each of the long file's 40 chunks a
+    share of the vector weight; summed by file they kept it first over the vector list's own
+    answer, though BM25 had the two within a few percent (bats-core, sinatra, click on the broad
+    set, docs/ranking.md)."""
+    engine = _embedded(small_engine, tmp_path / "p", TAIL_FILES)
+    assert _tail_files(engine, lexical=False, boosts=False)[0] == TAIL_ANSWER, "the vector list's first"
+    assert _tail_files(engine, vectors=False)[:2] == [LONG_FILE, TAIL_ANSWER], "lexically a near tie"
+    assert _tail_files(engine)[0] == TAIL_ANSWER
