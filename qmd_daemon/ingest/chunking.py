@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 
+from qmd_daemon.file_types import language_of
 from qmd_daemon.ingest.chunk_code import SUPPORTED_LANGUAGES, available_languages, chunk_code
 from qmd_daemon.ingest.chunk_fallback import (
     MAX_CHARS,
@@ -21,7 +22,6 @@ from qmd_daemon.ingest.chunk_fallback import (
     plain_chunks,
 )
 from qmd_daemon.ingest.chunk_markdown import chunk_markdown
-from qmd_daemon.ingest.languages import language_of
 from qmd_daemon.text.chunk_model import Chunk
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def chunk_text(
     max_chars: int = MAX_CHARS,
     overlap: int = OVERLAP_LINES,
 ) -> list[Chunk]:
-    """Chunks of one file. `language` as in `languages.language_of` (None: guessed from the path).
+    """Chunks of one file. `language` as in `file_types.language_of` (None: guessed from the path).
 
     Empty or whitespace-only text gives no chunks.
     """
