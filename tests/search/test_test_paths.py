@@ -84,6 +84,15 @@ TEST_FILES = [
     "src/ring/core_test.clj",
     "test/ranch_SUITE.erl",
     "t/basic.t",
+    # objective-c: XCTest targets `*Tests.m`; vb: NUnit classes; crystal spec; Foundry `*.t.sol`
+    "AFNetworking/AFURLSessionManagerTests.m",
+    "Src/Billing/InvoiceTests.vb",
+    "lib/kemal/route_spec.cr",
+    "src/Counter.t.sol",
+    # ocaml (dune), r (testthat), julia: test folders
+    "test/test_parser.ml",
+    "tests/testthat/test-fit.R",
+    "test/runtests.jl",
     # any language: a file's test variant, and the scripts that run the tests
     "tsconfig.test.json",
     ".scalafix.test.conf",
@@ -110,6 +119,9 @@ CODE_FILES = [
     "lib/test_pyodide.mjs",  # no JS runner runs `test_*.mjs` (in bin/ it runs the tests)
     "api.spec.yaml",  # an OpenAPI specification
     ".test/index.ts",  # a hidden folder, not a `Foo.Tests` project
+    "AFNetworking/AFSecurityPolicy.m",
+    "contracts/Token.sol",
+    "src/spectator.cr",
 ]
 
 
@@ -131,7 +143,7 @@ def demoted_as_test(engine: Engine, tmp_path: Path, files: dict[str, str], query
 
 def test_a_shell_library_named_test_is_code(engine: Engine, tmp_path: Path) -> None:
     # bats-core: `test_functions.bash` defines `run` and `bats_pipe` for every test; the tests use
-    # them (`*.bats`, which the scanner does not read, and helper scripts under `test/`).
+    # them (`*.bats` files and helper scripts under `test/`).
     demoted = demoted_as_test(engine, tmp_path, {
         "lib/bats-core/test_functions.bash": "bats_pipe() {\n  # chain commands of a pipe\n  \"$@\"\n}\n",
         "test/pipe_helper.bash": "check_pipe() {\n  # bats_pipe chains commands\n  bats_pipe echo hi\n}\n",
