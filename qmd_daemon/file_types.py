@@ -14,6 +14,7 @@ template/module files are C++ (one grammar). Suffixes match whatever their case 
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import PurePosixPath
 
 # language -> its file suffixes (lower case, with the dot)
@@ -172,6 +173,13 @@ def language_of(path: str) -> str | None:
     """The language of a file by its name, then its suffix (either in any case); None: unknown."""
     name = PurePosixPath(path).name.lower()
     return BUILD_FILE_NAMES.get(name) or _BY_SUFFIX.get(PurePosixPath(name).suffix)
+
+
+def table_key() -> str:
+    """A short key of the table (part of the chunker's version): a file whose language or kind
+    the table changes (`CMakeLists.txt` was text) is re-chunked and relabelled at the next update."""
+    table = sorted(_BY_SUFFIX.items()) + sorted(BUILD_FILE_NAMES.items())
+    return hashlib.sha1(repr(table).encode()).hexdigest()[:10]
 
 
 def kind_of(language: str | None) -> str:

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.config import CollectionConfig, IndexConfig
-from qmd_daemon.file_types import BUILD_FILE_NAMES, LANGUAGE_SUFFIXES, kind_of, language_of
+from qmd_daemon.file_types import BUILD_FILE_NAMES, LANGUAGE_SUFFIXES, kind_of, language_of, table_key
+from qmd_daemon.ingest.chunking import CHUNKER_VERSION
 from qmd_daemon.ingest.scan import compile_mask, expand_braces, fast_matcher, scan
 from qmd_daemon.settings import DEFAULT_EXCLUDES, DEFAULT_MASK, EARLIER_DEFAULT_MASKS
 from tests.conftest import write_tree
@@ -47,6 +48,13 @@ def test_the_mask_is_built_from_the_table_and_nothing_else() -> None:
 )
 def test_language_by_name_then_suffix_in_any_case(path: str, language: str | None) -> None:
     assert language_of(path) == language
+
+
+def test_the_chunker_version_follows_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert CHUNKER_VERSION.endswith(":t" + table_key())
+    before = table_key()
+    monkeypatch.setitem(BUILD_FILE_NAMES, "earthfile", "earthly")
+    assert table_key() != before, "a language added re-chunks the index"
 
 
 def test_build_files_are_code_not_docs() -> None:

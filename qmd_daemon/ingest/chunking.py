@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 
-from qmd_daemon.file_types import language_of
+from qmd_daemon.file_types import language_of, table_key
 from qmd_daemon.ingest.chunk_code import SUPPORTED_LANGUAGES, available_languages, chunk_code
 from qmd_daemon.ingest.chunk_fallback import (
     MAX_CHARS,
@@ -36,8 +36,11 @@ def grammar_key(languages: list[str]) -> str:
 
 
 # Stored per collection: when chunking changes, the next update re-chunks every file. The grammar
-# key follows the languages parsed with tree-sitter here, so a new grammar needs no manual bump.
-CHUNKER_VERSION = f"2:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}"
+# key follows the languages parsed with tree-sitter here, the table key the file-type table, so
+# neither a new grammar nor a new language needs a manual bump.
+CHUNKER_VERSION = (
+    f"2:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
+)
 
 
 def chunk_text(
