@@ -160,3 +160,15 @@ def test_a_junit_class_is_a_test_beside_its_subject(engine: Engine, tmp_path: Pa
         " StringUtils.abbreviate(\"x\"); }\n}\n",
     }, "abbreviate string")
     assert demoted == {"src/StringUtils.java": False, "src/StringUtilsTest.java": True}
+
+
+def test_declaration_files_of_every_module_kind_rank_below_the_code(engine: Engine, tmp_path: Path) -> None:
+    # axios ships `index.d.ts` and `index.d.cts`; the default mask takes `.cts`/`.mts` now
+    declaration = "export interface AxiosInterceptorManager { use(onFulfilled): number; }\n"
+    code = "class InterceptorManager {\n  use(onFulfilled) {\n    return 0;\n  }\n}\n"
+    name = indexed(engine, tmp_path / "repo", {
+        "index.d.cts": declaration, "index.d.mts": declaration, "lib/InterceptorManager.js": code,
+    })
+    hits = engine.search("interceptor manager use", [name], options=SearchOptions(per_file=0, explain=True))
+    scaled = {h.path: "type_declarations" in h.explain["boosts"] for h in hits}
+    assert scaled == {"index.d.cts": True, "index.d.mts": True, "lib/InterceptorManager.js": False}
