@@ -20,9 +20,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from qmd_daemon.file_types import language_of  # noqa: E402
 from qmd_daemon.ingest.chunk_fallback import chunk_fallback  # noqa: E402
 from qmd_daemon.ingest.chunking import chunk_text  # noqa: E402
-from qmd_daemon.ingest.languages import language_of  # noqa: E402
 
 GRAMMARS_OF_ISSUE_11 = "kotlin,scala,swift,elixir,haskell,lua,zig,shell"
 MAX_BYTES = 1_000_000  # the indexer's default file-size limit

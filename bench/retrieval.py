@@ -42,8 +42,8 @@ if str(REPO_ROOT) not in sys.path:
 
 from bench.baseline_bm25 import BM25Index, mask_extensions, walk_files  # noqa: E402
 from bench.metrics import aggregate, reduce_to_files, score_query  # noqa: E402
+from qmd_daemon.file_types import kind_of, language_of  # noqa: E402
 from qmd_daemon.ingest.indexer import INDEX_FORMAT  # noqa: E402
-from qmd_daemon.ingest.languages import kind_of, language_of  # noqa: E402
 from qmd_daemon.search.scoring import ScoringWeights  # noqa: E402
 
 EVAL_DIR = Path(os.environ.get("QMD_EVAL_DIR", "/work/shared/eval"))

@@ -18,7 +18,7 @@ import yaml
 
 from qmd_daemon.errors import ConfigError
 from qmd_daemon.locks import waiting_for
-from qmd_daemon.settings import DEFAULT_MASK
+from qmd_daemon.settings import DEFAULT_MASK, EARLIER_DEFAULT_MASKS
 
 BACKENDS = ("sqlite", "postgres")
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~20x faster
@@ -33,12 +33,12 @@ class CollectionConfig:
     include_by_default: bool = False
 
     def to_yaml(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "pattern": self.pattern,
-            "ignore": list(self.ignore),
-            "includeByDefault": self.include_by_default,
-        }
+        """The entry as index.yml keeps it: no `pattern` when it is the default, so the collection
+        follows the default mask when a release widens it."""
+        entry: dict[str, Any] = {"path": str(self.path)}
+        if self.pattern != DEFAULT_MASK:
+            entry["pattern"] = self.pattern
+        return {**entry, "ignore": list(self.ignore), "includeByDefault": self.include_by_default}
 
 
 class IndexConfig:
@@ -78,10 +78,11 @@ class IndexConfig:
             ignore = entry.get("ignore") or []
             if isinstance(ignore, str):
                 ignore = [ignore]
+            pattern = str(entry.get("pattern") or DEFAULT_MASK)
             out[str(name)] = CollectionConfig(
                 name=str(name),
                 path=Path(str(entry["path"])),
-                pattern=str(entry.get("pattern") or DEFAULT_MASK),
+                pattern=DEFAULT_MASK if pattern in EARLIER_DEFAULT_MASKS else pattern,
                 ignore=[str(i) for i in ignore],
                 include_by_default=bool(entry.get("includeByDefault", False)),
             )
@@ -92,6 +93,7 @@ class IndexConfig:
         self.raw["collections"] = entries
         existing = entries.get(collection.name)
         merged = dict(existing) if isinstance(existing, dict) else {}
+        merged.pop("pattern", None)  # back to the default unless to_yaml names one
         merged.update(collection.to_yaml())
         entries[collection.name] = merged
 

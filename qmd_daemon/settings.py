@@ -14,10 +14,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_MASK = (
-    "**/*.{md,mdx,rst,txt,py,pyi,cs,ts,tsx,js,jsx,mjs,cjs,go,rs,java,ps1,sh,bash,json,yml,yaml,toml,xml,"
-    "sql,c,h,cc,cpp,cxx,hpp,hh,rb,php,kt,kts,swift,scala,lua,ex,exs,hs,zig,dart,vue,svelte,r,jl,pl,"
-    "proto,graphql,tf,gradle,cmake}"
+from qmd_daemon.file_types import default_mask
+
+# Every file `file_types` knows (its one table of languages). index.yml stores a collection's
+# pattern only when it is not the default, so a collection on the default picks up a language added
+# to the table at its next update; a pattern equal to an earlier default counts as the default.
+DEFAULT_MASK = default_mask()
+EARLIER_DEFAULT_MASKS = frozenset(
+    {
+        "**/*.{md,mdx,rst,txt,py,pyi,cs,ts,tsx,js,jsx,mjs,cjs,go,rs,java,ps1,sh,bash,json,yml,yaml,toml,xml,"
+        "sql,c,h,cc,cpp,cxx,hpp,hh,rb,php,kt,kts,swift,scala,lua,ex,exs,hs,zig,dart,vue,svelte,r,jl,pl,"
+        "proto,graphql,tf,gradle,cmake}"
+    }
 )
 DEFAULT_EXCLUDES = (
     "node_modules/",

@@ -66,6 +66,12 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
     "lua": ("tree_sitter_lua", "language"),
     "zig": ("tree_sitter_zig", "language"),
     "shell": ("tree_sitter_bash", "language"),
+    "objc": ("tree_sitter_objc", "language"),
+    "dart": ("tree_sitter_dart", "language"),
+    "julia": ("tree_sitter_julia", "language"),
+    "ocaml": ("tree_sitter_ocaml", "language_ocaml"),
+    "perl": ("tree_sitter_perl", "language"),
+    "groovy": ("tree_sitter_groovy", "language"),
 }
 SUPPORTED_LANGUAGES = frozenset(_GRAMMARS)
 
@@ -85,8 +91,11 @@ class _Spec:
     wrappers: frozenset[str] = frozenset()  # nodes wrapping one definition (export, decorators...)
     attach: frozenset[str] = frozenset({"comment"})  # siblings that stick to the next definition
     bodies: frozenset[str] = frozenset()  # member-list node types, where the grammar has no `body` field
+    flat: frozenset[str] = frozenset()  # containers whose members are their own children (@implementation)
 
     def body_of(self, node: Any) -> Any | None:
+        if node.type in self.flat:
+            return node
         body = node.child_by_field_name("body")
         if body is None and self.bodies:
             body = next((c for c in node.named_children if c.type in self.bodies), None)
@@ -124,6 +133,7 @@ _C_TRANSPARENT = frozenset(
     {"preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif", "preproc_elifdef",
      "linkage_specification"}
 )
+_OBJC_CONTAINERS = frozenset({"class_interface", "class_implementation", "protocol_declaration"})
 _JS_SPEC = _Spec(
     _JS_DEFS,
     containers=frozenset({"class_declaration", "class"}),
@@ -250,6 +260,50 @@ _SPECS: dict[str, _Spec] = {
         attach=frozenset({"comment"}),
     ),
     "shell": _Spec({"function_definition": "function"}, attach=frozenset({"comment"})),
+    "objc": _Spec(
+        {**_C_DEFS, "class_interface": "class", "class_implementation": "class",
+         "protocol_declaration": "interface", "method_declaration": "method", "method_definition": "method"},
+        containers=_OBJC_CONTAINERS,
+        transparent=_C_TRANSPARENT,
+        wrappers=frozenset({"implementation_definition"}),
+        flat=_OBJC_CONTAINERS,
+    ),
+    # a Dart function is a signature and a body side by side; in a class the signature is wrapped
+    "dart": _Spec(
+        {"class_definition": "class", "mixin_declaration": "class", "extension_declaration": "impl",
+         "enum_declaration": "enum", "type_alias": "type", "function_signature": "function",
+         "getter_signature": "method", "setter_signature": "method", "constructor_signature": "method",
+         "factory_constructor_signature": "method"},
+        containers=frozenset({"class_definition", "mixin_declaration", "extension_declaration"}),
+        wrappers=frozenset({"method_signature", "declaration"}),
+        attach=frozenset({"comment", "documentation_comment", "annotation"}),
+        bodies=frozenset({"class_body", "extension_body"}),
+    ),
+    "julia": _Spec(
+        {"module_definition": "module", "function_definition": "function", "macro_definition": "macro",
+         "struct_definition": "struct", "abstract_definition": "type"},
+        containers=frozenset({"module_definition"}),
+        attach=frozenset({"line_comment", "block_comment", "string_literal"}),  # docstrings above
+        flat=frozenset({"module_definition"}),
+    ),
+    "ocaml": _Spec(
+        {"value_definition": "function", "type_definition": "type", "module_definition": "module",
+         "module_type_definition": "interface", "class_definition": "class", "exception_definition": "type",
+         "external": "function"},
+        containers=frozenset({"module_definition", "module_type_definition"}),
+    ),
+    "perl": _Spec(
+        {"subroutine_declaration_statement": "function", "method_declaration_statement": "method",
+         "package_statement": "module", "class_statement": "class"},
+        attach=frozenset({"comment", "pod"}),
+    ),
+    "groovy": _Spec(
+        {"class_declaration": "class", "interface_declaration": "interface", "enum_declaration": "enum",
+         "method_declaration": "method", "constructor_declaration": "method",
+         "function_definition": "function"},
+        containers=frozenset({"class_declaration", "interface_declaration", "enum_declaration"}),
+        attach=frozenset({"comment", "line_comment", "block_comment", "groovydoc_comment"}),
+    ),
 }
 
 _CLASSY = frozenset({"class", "struct", "interface", "trait", "impl", "enum", "object", "module"})
@@ -295,6 +349,7 @@ _STATEMENTS: dict[str, frozenset[str]] = {
     "elixir": frozenset({"call"}),
     "lua": frozenset({"variable_declaration", "assignment_statement"}),
     "zig": frozenset({"variable_declaration"}),
+    "julia": frozenset({"assignment", "const_statement"}),
 }
 _ELIXIR_MODULES = {"defmodule": "module", "defprotocol": "interface", "defimpl": "impl"}
 _ELIXIR_FUNCTIONS = {"def": "function", "defp": "function", "defmacro": "macro", "defmacrop": "macro",
@@ -309,6 +364,27 @@ _C_NAME_TYPES = frozenset(
 )
 _NOT_SIGNATURE = ("@", "#[", "[", "//", "/*", "*", "#")
 _JS_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
+
+
+# Languages whose modules hold plain functions (not Ruby's module methods).
+_MODULE_FUNCTIONS = frozenset({"julia", "ocaml"})
+_OCAML_NAMES = frozenset(
+    {"value_name", "type_constructor", "module_name", "module_type_name", "class_name", "constructor_name"}
+)
+
+
+def _julia_name(node: Any) -> Any | None:
+    """The name of a Julia function/macro (`function Base.show(io, x)::T where T`: `Base.show`) or
+    type (`struct Circle <: Shape`: `Circle`): the first identifier under its head."""
+    head = next((c for c in node.named_children if c.type in ("signature", "type_head")), None)
+    for _ in range(6):
+        if head is None or "identifier" in head.type or head.type == "field_expression":
+            return head
+        if head.type == "call_expression":
+            head = head.named_children[0] if head.named_child_count else None
+            continue
+        head = head.named_children[0] if head.named_child_count else None
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -454,9 +530,9 @@ class _Collector:
         body = self.spec.body_of(node)
         name_node = node.child_by_field_name("name")
         name = self.text(name_node, 160)
-        if kind == "function" and ctx in _CLASSY:
+        if kind == "function" and ctx in _CLASSY and not (ctx == "module" and lang in _MODULE_FUNCTIONS):
             kind = "method"
-        if lang in ("c", "cpp") and t in ("function_definition", "type_definition"):
+        if lang in ("c", "cpp", "objc") and t in ("function_definition", "type_definition"):
             name, name_node = self.c_name(node)
             if t == "function_definition" and ctx in _CLASSY:
                 kind = "method"
@@ -483,6 +559,11 @@ class _Collector:
         elif t == "class_declaration" and lang == "swift":
             declared = self.text(node.child_by_field_name("declaration_kind"), 20)
             kind = _SWIFT_KINDS.get(declared, kind)
+        elif lang == "julia" and t != "module_definition":
+            name_node = _julia_name(node)
+            name = self.text(name_node, 160)
+        elif lang == "ocaml":
+            return self.ocaml_definition(node, kind)
         elif t == "test_declaration":
             name_node = next((c for c in node.named_children if c.type in ("string", "identifier")), None)
             name = self.text(name_node, 160).strip('"')
@@ -492,7 +573,31 @@ class _Collector:
                     name_node, name = child, self.text(child, 160)
                     break
         container = t in self.spec.containers
-        return self.add(node, name, kind, name_node, body=body, sig_body=body, container=container)
+        sig_body = None if body is node else body  # a flat container: its first line
+        return self.add(node, name, kind, name_node, body=body, sig_body=sig_body, container=container)
+
+    def ocaml_definition(self, node: Any, kind: str) -> _Def | None:
+        """`let f x = ...`, `type t = ...`, `module M = struct ... end`: the name is in the first
+        binding; a `let` without parameters or a function value is a variable, `let () =` nothing."""
+        binding = next((c for c in node.named_children if c.type.endswith(("binding", "declaration"))), None)
+        if node.type in ("module_type_definition", "external"):
+            binding = node
+        if binding is None:
+            return None
+        name_node = binding.child_by_field_name("pattern") or binding.child_by_field_name("name")
+        if name_node is None:
+            name_node = next((c for c in binding.named_children if c.type.endswith("_name")), None)
+        if name_node is None or name_node.type not in _OCAML_NAMES:
+            return None
+        body = binding.child_by_field_name("body")
+        if node.type == "value_definition" and not (
+            any(c.type == "parameter" for c in binding.named_children)
+            or (body is not None and body.type in ("function_expression", "fun_expression"))
+        ):
+            kind = "variable"
+        members = body if body is not None and body.type in ("structure", "signature") else None
+        return self.add(node, self.text(name_node, 160), kind, name_node, body=members, sig_body=body,
+                        container=members is not None)
 
     # -- module-level variables and function-valued declarations -------------------------------------
 
@@ -604,6 +709,8 @@ class _Collector:
             return self.lua_assignment(node, top)
         if lang == "zig":
             return self.zig_declaration(node, top)
+        if lang == "julia":
+            return self.julia_assignment(node, ctx, top)
         if lang == "php" and t == "const_declaration" and (top or ctx in _CLASSY):
             for element in node.named_children:
                 if element.type == "const_element":
@@ -649,6 +756,22 @@ class _Collector:
             kind = "method" if name_node.type != "identifier" else "function"
             body = value.child_by_field_name("body")
             self.add(node, self.text(name_node, 160), kind, name_node, sig_body=body)
+        return True
+
+    def julia_assignment(self, node: Any, ctx: str, top: bool) -> bool:
+        """`area(b::Box) = b.w^2` is a function (Julia's short form); `const LIMIT = 3` a constant."""
+        if not (top or ctx == "module"):
+            return True
+        assign = node if node.type == "assignment" else next(
+            (c for c in node.named_children if c.type == "assignment"), None)
+        left = assign.named_children[0] if assign is not None and assign.named_child_count else None
+        if left is None:
+            return True
+        if left.type == "call_expression" and left.named_child_count:
+            name_node = left.named_children[0]
+            self.add(node, self.text(name_node, 160), "function", name_node)
+        elif node.type == "const_statement" and left.type == "identifier":
+            self.add(node, self.text(left, 160), "const", left)
         return True
 
     def zig_declaration(self, node: Any, top: bool) -> bool:

@@ -419,6 +419,100 @@ _FIRST_WORDS = frozenset(
     terraform create CREATE Create""".split()  # noqa: SIM905
 )
 _HINTS = ("function", "()", " :: ", "<-")
+
+# Definitions the patterns above miss, by language family: (pattern, kind, only at indentation
+# 0). A family's patterns are tried first, on every line of its languages.
+_LISP_HEAD = r"\((?:[\w.-]+/)?"  # `(defn`, `(cl:defun`, `(s/def`
+_FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
+    "ml": [
+        (r"(?:let|and)\s+(?:rec\s+)?(?:inline\s+|private\s+|mutable\s+)*(?P<name>[a-z_][\w']*)\b(?!.*\bin\s*$)",
+         "function", False),
+        (r"val\s+(?:mutable\s+|rec\s+)?(?P<name>[a-z_][\w']*)\s*[:=]", "function", False),
+        (r"(?:type|and)\s+(?:'\w+\s+|\([^)]*\)\s+)?(?P<name>[A-Za-z_][\w']*)\b[^=]*=", "type", False),
+        (r"module\s+(?:type\s+|rec\s+)?(?P<name>[A-Z][\w'.]*)", "module", False),
+        (r"(?:(?:static|abstract|override|default)\s+)*member\s+(?:\w+\.)?(?P<name>\w+)", "method", False),
+        (r"exception\s+(?P<name>[A-Z]\w*)", "type", False),
+    ],
+    "elm": [
+        (r"(?P<name>[a-z][\w']*)\s+:\s", "function", True),
+        (r"type\s+(?:alias\s+)?(?P<name>[A-Z]\w*)", "type", True),
+        (r"port\s+(?P<name>[a-z]\w*)", "function", True),
+    ],
+    "lisp": [
+        (_LISP_HEAD + r"(?:defn-?|defun|define|defmethod|defmulti|defgeneric|defsubst|defcustom|fn)\s+"
+         r"\(?(?P<name>[^\s()\[\]]+)", "function", False),
+        (_LISP_HEAD + r"(?:defmacro|define-syntax|define-macro)\s+\(?(?P<name>[^\s()\[\]]+)", "macro", False),
+        (_LISP_HEAD + r"(?:defclass|defstruct|defrecord|deftype|defprotocol|definterface|define-record-type|"
+         r"define-class|struct)\s+\(?(?P<name>[^\s()\[\]]+)", "class", False),
+        (_LISP_HEAD + r"(?:def|defonce|defvar|defparameter|defconst|defconstant|define-values)\s+"
+         r"(?P<name>[^\s()\[\]]+)", "variable", False),
+        (_LISP_HEAD + r"(?:ns|defpackage|define-module|module|in-package)\s+(?P<name>[^\s()\[\]]+)", "module",
+         False),
+    ],
+    "erlang": [
+        (r"-module\((?P<name>[\w@]+)\)", "module", True),
+        (r"-record\((?P<name>\w+)", "struct", True),
+        (r"-(?:type|opaque)\s+(?P<name>\w+)\(", "type", True),
+        (r"-define\((?P<name>\w+)", "macro", True),
+        (r"(?P<name>[a-z][\w@]*|'[^']+')\(", "function", True),  # a clause head at column 0
+    ],
+    "objc": [
+        (r"[-+]\s*\([^)]*\)\s*(?P<name>\w+)", "method", False),
+        (r"@(?:interface|implementation)\s+(?P<name>\w+)", "class", False),
+        (r"@protocol\s+(?P<name>\w+)(?!\s*;)", "interface", False),
+    ],
+    "vb": [
+        (r"(?i:(?:(?:public|private|protected|friend|shared|overrides|overridable|mustoverride|notoverridable|"
+         r"overloads|static|partial|async|iterator|readonly|writeonly|default|shadows)\s+)*"
+         r"(?:sub|function|property|operator)\s+)(?P<name>\w+)", "function", False),
+        (r"(?i:(?:(?:public|private|protected|friend|partial|mustinherit|notinheritable)\s+)*"
+         r"(?:class|module|structure|interface|enum|namespace)\s+)(?P<name>[\w.]+)", "class", False),
+    ],
+    "fortran": [
+        (r"(?i:(?:(?:pure|elemental|recursive|impure|module)\s+)*(?:(?:integer|real|double\s+precision|logical|"
+         r"character|complex|type\s*\([^)]*\))(?:\s*\([^)]*\))?(?:\s*\*\s*\d+)?\s+)?(?:subroutine|function)\s+)"
+         r"(?P<name>\w+)", "function", False),
+        (r"(?i:(?:module|program|submodule\s*\([^)]*\))\s+)(?!procedure\b)(?P<name>\w+)", "module", False),
+        (r"(?i:type\s*(?:,[^:]*)?::\s*)(?P<name>\w+)", "type", False),
+    ],
+    "tcl": [
+        (r"namespace\s+eval\s+(?P<name>[\w:]+)", "module", False),
+        (r"proc\s+(?P<name>[\w:]+)", "function", False),
+        (r"(?:oo::class|itcl::class|class)\s+(?:create\s+)?(?P<name>[\w:]+)", "class", False),
+    ],
+    "solidity": [
+        (r"(?:abstract\s+)?(?:contract|library|interface)\s+(?P<name>\w+)", "class", False),
+        (r"modifier\s+(?P<name>\w+)", "function", False),
+        (r"(?:event|error)\s+(?P<name>\w+)\s*\(", "type", False),
+    ],
+    "verilog": [
+        (r"(?:macro)?module\s+(?:automatic\s+)?(?P<name>\w+)", "module", False),
+        (r"(?:virtual\s+)?class\s+(?P<name>\w+)", "class", False),
+        (r"(?:function|task)\s+(?:automatic\s+|static\s+)?(?:[\w$]+\s+)*?(?:\[[^\]]*\]\s*)?"
+         r"(?P<name>\w+)\s*[(;]", "function", False),
+    ],
+    # C-like languages without a grammar here: `type name(` at column 0 with no `;` after it
+    "c_like": [
+        (r"(?:[\w:<>,*&]+\s+)+[*&]*(?P<name>[A-Za-z_]\w*)\s*\([^;]*$", "function", True),
+    ],
+}
+_FAMILY_OF = {
+    **dict.fromkeys(("ocaml", "sml", "fsharp"), "ml"),
+    **dict.fromkeys(("elm",), "elm"),
+    **dict.fromkeys(("clojure", "commonlisp", "scheme", "racket", "emacslisp", "fennel"), "lisp"),
+    "erlang": "erlang",
+    "objc": "objc",
+    "vb": "vb",
+    "fortran": "fortran",
+    "tcl": "tcl",
+    "solidity": "solidity",
+    "verilog": "verilog",
+    **dict.fromkeys(("d", "glsl", "hlsl", "vala"), "c_like"),
+}
+_FAMILY_RE = {
+    family: [(re.compile(p), kind, top) for p, kind, top in patterns]
+    for family, patterns in _FAMILY_PATTERNS.items()
+}
 _FIRST_WORD_RE = re.compile(r"[A-Za-z_]+")
 _YAML_KEY_RE = re.compile(r"(?P<name>[A-Za-z_\"'][^:#\"']*[\"']?)\s*:(?:\s|$)")
 _TOML_TABLE_RE = re.compile(r"\[\[?(?P<name>[^\]]+)\]\]?\s*(?:#.*)?$")
@@ -456,6 +550,7 @@ def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
         extra = _YAML_KEY_RE
     elif language == "toml":
         extra = _TOML_TABLE_RE
+    family = _FAMILY_RE.get(_FAMILY_OF.get(language or "", ""), [])
     for row, line in enumerate(lines):
         if not line or len(line) > _MAX_SCAN_LINE:
             continue
@@ -463,6 +558,11 @@ def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
         if not stripped or stripped[0] in "#/;%*" or (extra is None and stripped[0] in "\"'"):
             continue
         indent = _indent_of(line)
+        found = _family_candidate(family, row, indent, stripped)
+        if found is not None:
+            if not (out and _same_clause(out[-1], found)):
+                out.append(found)
+            continue
         if extra is not None:
             if indent == 0 or extra is _TOML_TABLE_RE:
                 m = extra.match(stripped)
@@ -484,6 +584,25 @@ def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
                 out.append(_Cand(row, indent, name[:120], kind, stripped))
                 break
     return out
+
+
+def _family_candidate(
+    family: list[tuple[re.Pattern[str], str, bool]], row: int, indent: int, stripped: str
+) -> _Cand | None:
+    for regex, kind, top in family:
+        if top and indent:
+            continue
+        m = regex.match(stripped)
+        if m:
+            return _Cand(row, indent, m.group("name")[:120], kind, stripped)
+    return None
+
+
+def _same_clause(previous: _Cand, cand: _Cand) -> bool:
+    """Erlang's clauses of one function (`f(0) -> ...; f(N) -> ...`) are one definition."""
+    return (previous.name, previous.kind, previous.indent) == (cand.name, cand.kind, cand.indent) and (
+        cand.kind == "function"
+    )
 
 
 def _rst_candidates(lines: list[str]) -> tuple[list[_Cand], dict[int, int]]:

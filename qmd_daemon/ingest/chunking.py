@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 
+from qmd_daemon.file_types import language_of, table_key
 from qmd_daemon.ingest.chunk_code import SUPPORTED_LANGUAGES, available_languages, chunk_code
 from qmd_daemon.ingest.chunk_fallback import (
     MAX_CHARS,
@@ -21,7 +22,6 @@ from qmd_daemon.ingest.chunk_fallback import (
     plain_chunks,
 )
 from qmd_daemon.ingest.chunk_markdown import chunk_markdown
-from qmd_daemon.ingest.languages import language_of
 from qmd_daemon.text.chunk_model import Chunk
 
 log = logging.getLogger(__name__)
@@ -36,8 +36,11 @@ def grammar_key(languages: list[str]) -> str:
 
 
 # Stored per collection: when chunking changes, the next update re-chunks every file. The grammar
-# key follows the languages parsed with tree-sitter here, so a new grammar needs no manual bump.
-CHUNKER_VERSION = f"2:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}"
+# key follows the languages parsed with tree-sitter here, the table key the file-type table, so
+# neither a new grammar nor a new language needs a manual bump.
+CHUNKER_VERSION = (
+    f"2:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
+)
 
 
 def chunk_text(
@@ -49,7 +52,7 @@ def chunk_text(
     max_chars: int = MAX_CHARS,
     overlap: int = OVERLAP_LINES,
 ) -> list[Chunk]:
-    """Chunks of one file. `language` as in `languages.language_of` (None: guessed from the path).
+    """Chunks of one file. `language` as in `file_types.language_of` (None: guessed from the path).
 
     Empty or whitespace-only text gives no chunks.
     """

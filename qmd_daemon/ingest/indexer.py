@@ -19,8 +19,8 @@ from tqdm import tqdm
 
 from qmd_daemon.config import CollectionConfig
 from qmd_daemon.errors import UsageError
+from qmd_daemon.file_types import kind_of, language_of
 from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
-from qmd_daemon.ingest.languages import kind_of, language_of
 from qmd_daemon.ingest.links import LinkChanges, update_links
 from qmd_daemon.ingest.root_policy import check_root
 from qmd_daemon.ingest.scan import ScannedFile, scan

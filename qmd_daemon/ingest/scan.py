@@ -74,8 +74,16 @@ def fast_matcher(spec: pathspec.PathSpec) -> Callable[[str], bool]:
 
 
 def compile_mask(pattern: str) -> pathspec.PathSpec:
+    """A mask matches names whatever their case: `*.r` takes R's usual `.R`, `Makefile` a
+    `makefile`, as `file_types.language_of` reads them."""
     lines = [p for part in pattern.split(";") for p in expand_braces(part.strip()) if p]
-    return compile_patterns(lines, "mask")
+    spec = compile_patterns(lines, "mask")
+    return pathspec.PathSpec(
+        RegexPattern(re.compile(p.regex.pattern, p.regex.flags | re.IGNORECASE), p.include)
+        if isinstance(p, RegexPattern) and p.regex is not None
+        else p
+        for p in spec.patterns
+    )
 
 
 PathMatcher = Callable[[str], bool]

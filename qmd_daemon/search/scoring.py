@@ -212,7 +212,7 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
         name = _name_and_parent(path)[0]
         if name in _PACKAGE_ENTRY_FILES:
             cand.scale("package_init", weights.init_penalty)
-        if name.endswith(".d.ts"):
+        if name.endswith((".d.ts", ".d.mts", ".d.cts")):  # TypeScript's declarations, ESM and CommonJS
             cand.scale("type_declarations", weights.dts_penalty)
 
 

@@ -40,12 +40,16 @@ TEST_FILE_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {
     ),
     ("java", "kt", "kts", "groovy"): _JVM,  # Maven Surefire/Failsafe includes, Kotest and Spock specs
     ("scala",): ("*Spec.scala", "*Suite.scala", "*Test.scala", "*Tests.scala"),  # ScalaTest, MUnit
-    ("cs", "fs"): ("*Test.{ext}", "*Tests.{ext}", "*Spec.{ext}", "*Specs.{ext}"),  # xUnit/NUnit classes
+    ("cs", "fs", "vb"): ("*Test.{ext}", "*Tests.{ext}", "*Spec.{ext}", "*Specs.{ext}"),  # xUnit/NUnit classes
+    ("m", "mm"): ("*Tests.{ext}", "*Test.{ext}", "*Spec.{ext}"),  # XCTest targets, Kiwi/Specta specs
     ("swift",): ("*Tests.swift", "*Test.swift", "*Spec.swift"),  # XCTest, Quick
     ("hs",): ("*Spec.hs", "*Test.hs", "*Tests.hs"),  # hspec-discover, tasty
     ("dart",): ("*_test.dart",),  # package:test
     ("clj", "cljs", "cljc"): ("*_test.{ext}",),  # clojure.test
     ("erl",): ("*_SUITE.erl", "*_tests.erl"),  # Common Test, EUnit
+    ("cr",): ("*_spec.cr",),  # crystal spec
+    ("sol",): ("*.t.sol",),  # Foundry's forge test
+    # OCaml (dune), R (testthat), Julia (runtests.jl), Elm, Nim, Gleam: tests live in test folders
 }
 _NAMES_BY_EXTENSION = {
     ext: tuple(p.format(ext=ext) for p in patterns)

@@ -783,6 +783,199 @@ SHELL = textwrap.dedent(
     """
 )
 
+OBJC = textwrap.dedent(
+    """\
+    #import <Foundation/Foundation.h>
+
+    @protocol Greeter <NSObject>
+    - (NSString *)greet:(NSString *)name;
+    @end
+
+    @interface Session : NSObject <Greeter>
+    @property (nonatomic) NSInteger retries;
+    - (void)resume;
+    @end
+
+    @implementation Session
+
+    - (NSString *)greet:(NSString *)name {
+        return [NSString stringWithFormat:@"hello %@", name];
+    }
+
+    // Starts the task again after a failure.
+    - (void)resume {
+        self.retries += 1;
+        [self.task resume];
+    }
+
+    + (instancetype)sharedSession {
+        static Session *shared = nil;
+        return shared;
+    }
+
+    @end
+
+    static int clamp(int value, int low, int high) {
+        return value < low ? low : (value > high ? high : value);
+    }
+    """
+)
+DART = textwrap.dedent(
+    """\
+    import 'dart:async';
+
+    /// A shape on a canvas.
+    abstract class Shape {
+      double get area;
+
+      Shape.named(this.label);
+
+      final String label;
+
+      void draw(Canvas canvas) {
+        canvas.paint(label);
+        canvas.flush();
+      }
+
+      static Shape unit() => Square(1);
+    }
+
+    mixin Loud on Shape {}
+
+    extension Twice on int {
+      int twice() => this * 2;
+    }
+
+    enum Color { red, green }
+
+    typedef Callback = void Function(int);
+
+    Future<void> main(List<String> args) async {
+      print(args);
+    }
+    """
+)
+JULIA = textwrap.dedent(
+    """\
+    module Geometry
+
+    export area
+
+    abstract type Shape end
+
+    struct Circle <: Shape
+        r::Float64
+    end
+
+    mutable struct Box
+        w::Float64
+    end
+
+    function area(c::Circle)
+        return pi * c.r^2
+    end
+
+    area(b::Box) = b.w^2
+
+    macro twice(ex)
+        :($ex; $ex)
+    end
+
+    const LIMIT = 3
+
+    end
+    """
+)
+OCAML = textwrap.dedent(
+    """\
+    open Printf
+
+    type shape = Circle of float | Square of float
+
+    exception Invalid of string
+
+    let area = function
+      | Circle r -> 3.14 *. r *. r
+      | Square s -> s *. s
+
+    let rec fact n = if n = 0 then 1 else n * fact (n - 1)
+
+    let default_size = 10
+
+    module Stack = struct
+      type 'a t = 'a list
+      let empty = []
+      let push x s = x :: s
+      let pop = function
+        | [] -> None
+        | x :: rest -> Some (x, rest)
+    end
+
+    module type ORDERED = sig
+      val compare : int -> int -> int
+    end
+
+    let () = printf "%d\\n" (fact 5)
+    """
+)
+PERL = textwrap.dedent(
+    """\
+    package Mojo::Cache;
+    use strict;
+    use warnings;
+
+    our $VERSION = '1.0';
+
+    # Creates an empty cache.
+    sub new {
+        my ($class, %args) = @_;
+        return bless {max_keys => 100, %args}, $class;
+    }
+
+    sub get { (shift->{cache} // {})->{shift()} }
+
+    sub set {
+        my ($self, $key, $value) = @_;
+        $self->{cache}{$key} = $value;
+        return $self;
+    }
+
+    package Mojo::Cache::Null;
+
+    sub get { undef }
+
+    1;
+    """
+)
+GROOVY = textwrap.dedent(
+    """\
+    package org.example
+
+    import groovy.transform.CompileStatic
+
+    @CompileStatic
+    class Greeter implements Runnable {
+        String name
+
+        Greeter(String name) { this.name = name }
+
+        def greet(who) {
+            println "Hello ${who}"
+        }
+
+        void run() {
+            [1, 2, 3].each { greet(it) }
+        }
+    }
+
+    interface Shape { double area() }
+
+    def helper(a, b) {
+        return a + b
+    }
+    """
+)
+
 # (language, path, text, {name: kind}, name of a container, name of a member inside it)
 CASES = [
     ("javascript", "src/router.js", JS,
@@ -842,6 +1035,25 @@ CASES = [
       "parseHeader": "function", "parse header": "test"}, "Server", "deinit"),
     ("shell", "nvm.sh", SHELL, {"nvm_echo": "function", "nvm_err": "function", "nvm_has": "function"},
      None, None),
+    ("objc", "Classes/Session.m", OBJC,
+     {"Greeter": "interface", "greet": "method", "Session": "class", "resume": "method",
+      "sharedSession": "method", "clamp": "function"}, "Session", "sharedSession"),
+    ("dart", "lib/shape.dart", DART,
+     {"Shape": "class", "area": "method", "draw": "method", "unit": "method", "Loud": "class",
+      "Twice": "impl", "twice": "method", "Color": "enum", "Callback": "type", "main": "function"},
+     "Shape", "draw"),
+    ("julia", "src/Geometry.jl", JULIA,
+     {"Geometry": "module", "Shape": "type", "Circle": "struct", "Box": "struct", "area": "function",
+      "twice": "macro", "LIMIT": "const"}, "Geometry", "twice"),
+    ("ocaml", "lib/shape.ml", OCAML,
+     {"shape": "type", "Invalid": "type", "area": "function", "fact": "function", "default_size": "variable",
+      "Stack": "module", "push": "function", "pop": "function", "ORDERED": "interface"}, "Stack", "pop"),
+    ("perl", "lib/Mojo/Cache.pm", PERL,
+     {"Mojo::Cache": "module", "new": "function", "get": "function", "set": "function",
+      "Mojo::Cache::Null": "module"}, None, None),
+    ("groovy", "src/Greeter.groovy", GROOVY,
+     {"Greeter": "class", "greet": "method", "run": "method", "Shape": "interface", "helper": "function"},
+     "Greeter", "run"),
 ]
 
 

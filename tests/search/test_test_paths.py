@@ -84,6 +84,15 @@ TEST_FILES = [
     "src/ring/core_test.clj",
     "test/ranch_SUITE.erl",
     "t/basic.t",
+    # objective-c: XCTest targets `*Tests.m`; vb: NUnit classes; crystal spec; Foundry `*.t.sol`
+    "AFNetworking/AFURLSessionManagerTests.m",
+    "Src/Billing/InvoiceTests.vb",
+    "lib/kemal/route_spec.cr",
+    "src/Counter.t.sol",
+    # ocaml (dune), r (testthat), julia: test folders
+    "test/test_parser.ml",
+    "tests/testthat/test-fit.R",
+    "test/runtests.jl",
     # any language: a file's test variant, and the scripts that run the tests
     "tsconfig.test.json",
     ".scalafix.test.conf",
@@ -110,6 +119,9 @@ CODE_FILES = [
     "lib/test_pyodide.mjs",  # no JS runner runs `test_*.mjs` (in bin/ it runs the tests)
     "api.spec.yaml",  # an OpenAPI specification
     ".test/index.ts",  # a hidden folder, not a `Foo.Tests` project
+    "AFNetworking/AFSecurityPolicy.m",
+    "contracts/Token.sol",
+    "src/spectator.cr",
 ]
 
 
@@ -131,7 +143,7 @@ def demoted_as_test(engine: Engine, tmp_path: Path, files: dict[str, str], query
 
 def test_a_shell_library_named_test_is_code(engine: Engine, tmp_path: Path) -> None:
     # bats-core: `test_functions.bash` defines `run` and `bats_pipe` for every test; the tests use
-    # them (`*.bats`, which the scanner does not read, and helper scripts under `test/`).
+    # them (`*.bats` files and helper scripts under `test/`).
     demoted = demoted_as_test(engine, tmp_path, {
         "lib/bats-core/test_functions.bash": "bats_pipe() {\n  # chain commands of a pipe\n  \"$@\"\n}\n",
         "test/pipe_helper.bash": "check_pipe() {\n  # bats_pipe chains commands\n  bats_pipe echo hi\n}\n",
@@ -148,3 +160,15 @@ def test_a_junit_class_is_a_test_beside_its_subject(engine: Engine, tmp_path: Pa
         " StringUtils.abbreviate(\"x\"); }\n}\n",
     }, "abbreviate string")
     assert demoted == {"src/StringUtils.java": False, "src/StringUtilsTest.java": True}
+
+
+def test_declaration_files_of_every_module_kind_rank_below_the_code(engine: Engine, tmp_path: Path) -> None:
+    # axios ships `index.d.ts` and `index.d.cts`; the default mask takes `.cts`/`.mts` now
+    declaration = "export interface AxiosInterceptorManager { use(onFulfilled): number; }\n"
+    code = "class InterceptorManager {\n  use(onFulfilled) {\n    return 0;\n  }\n}\n"
+    name = indexed(engine, tmp_path / "repo", {
+        "index.d.cts": declaration, "index.d.mts": declaration, "lib/InterceptorManager.js": code,
+    })
+    hits = engine.search("interceptor manager use", [name], options=SearchOptions(per_file=0, explain=True))
+    scaled = {h.path: "type_declarations" in h.explain["boosts"] for h in hits}
+    assert scaled == {"index.d.cts": True, "index.d.mts": True, "lib/InterceptorManager.js": False}

@@ -1,0 +1,194 @@
+"""Which files hold source code, and in which language: the one table that the default mask
+(`settings.DEFAULT_MASK`) and `ingest.languages.language_of` are both built from, so a language
+added here is both scanned and labelled.
+
+The extensions and file names are GitHub Linguist's (lib/linguist/languages.yml at b45dbe9b2),
+for its programming languages and build files; data and markup formats are kept to the few the
+index always had (JSON, YAML, TOML, XML, Vue, Svelte, Markdown, reST, text). Where Linguist gives
+one extension to several languages, the one most repositories mean wins and the others keep only
+their unambiguous extensions: `.m` Objective-C (not MATLAB, Mercury), `.pl`/`.pm`/`.t` Perl (not
+Prolog, Raku), `.v` Verilog (not V, Coq), `.fs` F# (not GLSL, Forth), `.h` C, `.d` D; `.cl`,
+`.inc`, `.pp`, `.re`, `.es`, `.cls`, `.spec`, `.cgi` are left out. CUDA, Arduino and C++
+template/module files are C++ (one grammar). Suffixes match whatever their case (`.R`, `.F90`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import PurePosixPath
+
+# language -> its file suffixes (lower case, with the dot)
+LANGUAGE_SUFFIXES: dict[str, tuple[str, ...]] = {
+    # the languages with a tree-sitter grammar or indexed before this table
+    "python": (".py", ".pyi", ".pyw"),
+    "javascript": (".js", ".jsx", ".mjs", ".cjs"),
+    "typescript": (".ts", ".mts", ".cts"),
+    "tsx": (".tsx",),
+    "go": (".go",),
+    "rust": (".rs",),
+    "java": (".java",),
+    "c": (".c", ".h"),
+    "cpp": (".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".ipp", ".tpp", ".txx", ".tcc",
+            ".inl", ".cppm", ".ixx", ".ino", ".cu", ".cuh"),
+    "ruby": (".rb", ".rake", ".gemspec", ".ru", ".podspec", ".rbi"),
+    "php": (".php",),
+    "csharp": (".cs", ".csx"),
+    "kotlin": (".kt", ".kts"),
+    "swift": (".swift",),
+    "scala": (".scala", ".sbt"),
+    "lua": (".lua",),
+    "elixir": (".ex", ".exs"),
+    "haskell": (".hs",),
+    "zig": (".zig",),
+    "dart": (".dart",),
+    "vue": (".vue",),
+    "svelte": (".svelte",),
+    "r": (".r",),
+    "julia": (".jl",),
+    "perl": (".pl", ".pm", ".t", ".psgi"),
+    "shell": (".sh", ".bash", ".bats", ".zsh", ".ksh"),
+    "powershell": (".ps1", ".psm1", ".psd1"),
+    "sql": (".sql",),
+    "protobuf": (".proto",),
+    "graphql": (".graphql",),
+    "terraform": (".tf", ".tfvars", ".hcl"),
+    # languages chunked by the regex fallback unless a grammar is installed
+    "objc": (".m", ".mm"),
+    "ocaml": (".ml", ".mli", ".mll", ".mly"),
+    "sml": (".sml",),
+    "fsharp": (".fs", ".fsi", ".fsx"),
+    "erlang": (".erl", ".hrl", ".escript"),
+    "clojure": (".clj", ".cljs", ".cljc", ".bb"),
+    "commonlisp": (".lisp", ".lsp", ".asd"),
+    "scheme": (".scm", ".ss", ".sls", ".sld"),
+    "racket": (".rkt",),
+    "emacslisp": (".el",),
+    "fennel": (".fnl",),
+    "groovy": (".groovy", ".gvy", ".gradle"),
+    "elm": (".elm",),
+    "purescript": (".purs",),
+    "idris": (".idr",),
+    "agda": (".agda",),
+    "lean": (".lean",),
+    "rescript": (".res", ".resi"),
+    "nim": (".nim", ".nims", ".nimble"),
+    "crystal": (".cr",),
+    "d": (".d", ".di"),
+    "fortran": (".f90", ".f95", ".f03", ".f08", ".f", ".for", ".f77"),
+    "ada": (".adb", ".ads", ".ada"),
+    "pascal": (".pas", ".dpr", ".lpr"),
+    "cobol": (".cob", ".cbl"),
+    "tcl": (".tcl", ".tm"),
+    "vb": (".vb", ".vbs", ".bas"),
+    "solidity": (".sol",),
+    "vyper": (".vy",),
+    "move": (".move",),
+    "cairo": (".cairo",),
+    "glsl": (".glsl", ".vert", ".frag", ".geom", ".tesc", ".tese"),
+    "hlsl": (".hlsl", ".hlsli"),
+    "wgsl": (".wgsl",),
+    "haxe": (".hx",),
+    "gleam": (".gleam",),
+    "nix": (".nix",),
+    "verilog": (".v", ".vh", ".sv", ".svh"),
+    "vhdl": (".vhd", ".vhdl"),
+    "coffeescript": (".coffee",),
+    "cython": (".pyx", ".pxd", ".pxi"),
+    "raku": (".raku", ".rakumod"),
+    "vala": (".vala",),
+    "odin": (".odin",),
+    "mojo": (".mojo",),
+    "assembly": (".asm", ".s", ".nasm"),
+    "awk": (".awk",),
+    "vim": (".vim",),
+    "fish": (".fish",),
+    "batch": (".bat", ".cmd"),
+    "nushell": (".nu",),
+    "jsonnet": (".jsonnet", ".libsonnet"),
+    "dhall": (".dhall",),
+    "bicep": (".bicep",),
+    "chapel": (".chpl",),
+    "nextflow": (".nf",),
+    "qsharp": (".qs",),
+    # build files with an extension
+    "make": (".mk", ".mak", ".make"),
+    "dockerfile": (".dockerfile", ".containerfile"),
+    "cmake": (".cmake",),
+    "starlark": (".bzl", ".star"),
+    "just": (".just",),
+    # data, configuration and documents
+    "json": (".json",),
+    "yaml": (".yml", ".yaml"),
+    "toml": (".toml",),
+    "xml": (".xml",),
+    "markdown": (".md", ".mdx"),
+    "rst": (".rst",),
+    "text": (".txt",),
+}
+
+# Build and tool files known by their whole name (no telling suffix): name -> language. Matched
+# whatever their case, like suffixes (Linguist lists `Makefile` and `makefile` alike). A mask
+# pattern `**/NAME` also takes everything inside a folder of that name, so Bazel's bare `BUILD`,
+# `WORKSPACE` and Buck's `BUCK` are left out: with case ignored they would take every `build/`.
+BUILD_FILE_NAMES: dict[str, str] = {
+    "makefile": "make",
+    "gnumakefile": "make",
+    "bsdmakefile": "make",
+    "makefile.am": "make",
+    "dockerfile": "dockerfile",
+    "containerfile": "dockerfile",
+    "cmakelists.txt": "cmake",
+    "meson.build": "meson",
+    "meson_options.txt": "meson",
+    "justfile": "just",
+    ".justfile": "just",
+    "build.bazel": "starlark",
+    "workspace.bazel": "starlark",
+    "module.bazel": "starlark",
+    "tiltfile": "starlark",
+    "jenkinsfile": "groovy",
+    "rakefile": "ruby",
+    "gemfile": "ruby",
+    "podfile": "ruby",
+    "vagrantfile": "ruby",
+    "brewfile": "ruby",
+    "fastfile": "ruby",
+    "guardfile": "ruby",
+    "sconstruct": "python",
+    "sconscript": "python",
+    "snakefile": "python",
+    "makefile.pl": "perl",
+    "cpanfile": "perl",
+    "rebar.config": "erlang",
+    "emakefile": "erlang",
+    "pkgbuild": "shell",
+}
+
+DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
+
+_BY_SUFFIX = {suffix: lang for lang, suffixes in LANGUAGE_SUFFIXES.items() for suffix in suffixes}
+
+
+def language_of(path: str) -> str | None:
+    """The language of a file by its name, then its suffix (either in any case); None: unknown."""
+    name = PurePosixPath(path).name.lower()
+    return BUILD_FILE_NAMES.get(name) or _BY_SUFFIX.get(PurePosixPath(name).suffix)
+
+
+def table_key() -> str:
+    """A short key of the table (part of the chunker's version): a file whose language or kind
+    the table changes (`CMakeLists.txt` was text) is re-chunked and relabelled at the next update."""
+    table = sorted(_BY_SUFFIX.items()) + sorted(BUILD_FILE_NAMES.items())
+    return hashlib.sha1(repr(table).encode()).hexdigest()[:10]
+
+
+def kind_of(language: str | None) -> str:
+    return "doc" if language in DOC_LANGUAGES else "code"
+
+
+def default_mask() -> str:
+    """The glob of every file the table knows: `**/*.{md,py,...};**/{Makefile,...}`. Matched
+    case-insensitively (`ingest.scan.compile_mask`)."""
+    suffixes = ",".join(suffix[1:] for suffix in _BY_SUFFIX)
+    names = ",".join(BUILD_FILE_NAMES)
+    return f"**/*.{{{suffixes}}};**/{{{names}}}"

@@ -1,0 +1,359 @@
+"""The regex fallback on language families without a grammar here: definitions named, chunk
+boundaries at definitions. Snippets written for these tests in each language's usual style."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from qmd_daemon.ingest.chunk_fallback import chunk_fallback
+from tests.ingest.test_chunking import assert_valid
+
+
+def _src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+# (language, path, text, {name: kind} expected among the definitions)
+FAMILIES = [
+    ("fsharp", "src/Parser.fs", _src("""
+        module Shop.Parser
+
+        open System
+
+        type Token =
+            | Number of int
+            | Word of string
+
+        let tokenize (input: string) =
+            input.Split(' ')
+            |> Array.map (fun w -> Word w)
+
+        let rec eval tokens =
+            match tokens with
+            | [] -> 0
+            | _ :: rest -> 1 + eval rest
+
+        type Counter() =
+            let mutable n = 0
+            member this.Incr() = n <- n + 1
+            member _.Value = n
+        """),
+     {"Shop.Parser": "module", "Token": "type", "tokenize": "function", "eval": "function",
+      "Counter": "type", "Incr": "method"}),
+    ("sml", "src/stack.sml", _src("""
+        structure Stack =
+        struct
+          exception Empty
+          val empty = []
+          fun push (x, s) = x :: s
+        end
+
+        fun fact 0 = 1
+          | fact n = n * fact (n - 1)
+        """),
+     {"Empty": "type", "empty": "function", "push": "function", "fact": "function"}),
+    ("elm", "src/Main.elm", _src("""
+        module Main exposing (main, update)
+
+        type alias Model =
+            { count : Int }
+
+        type Msg
+            = Increment
+            | Decrement
+
+        update : Msg -> Model -> Model
+        update msg model =
+            case msg of
+                Increment ->
+                    { model | count = model.count + 1 }
+
+                Decrement ->
+                    { model | count = model.count - 1 }
+        """),
+     {"Main": "module", "Model": "type", "Msg": "type", "update": "function"}),
+    ("clojure", "src/ring/util/response.clj", _src("""
+        (ns ring.util.response
+          (:require [clojure.string :as str]))
+
+        (def default-status 200)
+
+        (defn response
+          "Returns a skeletal Ring response with the given body."
+          [body]
+          {:status default-status :headers {} :body body})
+
+        (defn- header-name [k]
+          (str/lower-case (name k)))
+
+        (defmacro with-header [resp & body]
+          `(assoc ~resp :extra (do ~@body)))
+
+        (defrecord Cookie [name value])
+
+        (defprotocol Renderable
+          (render [this]))
+        """),
+     {"ring.util.response": "module", "default-status": "variable", "response": "function",
+      "header-name": "function", "with-header": "macro", "Cookie": "class", "Renderable": "class"}),
+    ("commonlisp", "src/queue.lisp", _src("""
+        (in-package :queue)
+
+        (defparameter *max-size* 100)
+
+        (defstruct queue items)
+
+        (defun enqueue (q x)
+          (push x (queue-items q)))
+
+        (defgeneric size (q))
+
+        (defmethod size ((q queue))
+          (length (queue-items q)))
+        """),
+     {":queue": "module", "*max-size*": "variable", "queue": "class", "enqueue": "function",
+      "size": "function"}),
+    ("scheme", "lib/list.scm", _src("""
+        (define (fold f acc xs)
+          (if (null? xs)
+              acc
+              (fold f (f acc (car xs)) (cdr xs))))
+
+        (define-syntax swap!
+          (syntax-rules ()
+            ((_ a b) (let ((tmp a)) (set! a b) (set! b tmp)))))
+
+        (define-record-type point (make-point x y) point? (x point-x))
+        """),
+     {"fold": "function", "swap!": "macro", "point": "class"}),
+    ("emacslisp", "lisp/my-mode.el", _src("""
+        (defvar my-mode-hook nil
+          "Hook run after entering my-mode.")
+
+        (defcustom my-mode-indent 2
+          "Indentation step.")
+
+        (defun my-mode-indent-line ()
+          "Indent the current line."
+          (interactive)
+          (indent-line-to my-mode-indent))
+        """),
+     {"my-mode-hook": "variable", "my-mode-indent": "function", "my-mode-indent-line": "function"}),
+    ("erlang", "src/kv_store.erl", _src("""
+        -module(kv_store).
+        -behaviour(gen_server).
+        -export([start_link/0, get/1]).
+
+        -record(state, {table}).
+        -define(TIMEOUT, 5000).
+
+        start_link() ->
+            gen_server:start_link({local, ?MODULE}, ?MODULE, [], []).
+
+        get(Key) ->
+            gen_server:call(?MODULE, {get, Key}, ?TIMEOUT).
+
+        handle_call({get, Key}, _From, State) ->
+            {reply, lookup(Key, State), State};
+        handle_call(stop, _From, State) ->
+            {stop, normal, ok, State}.
+
+        lookup(Key, #state{table = T}) ->
+            case ets:lookup(T, Key) of
+                [{_, V}] -> {ok, V};
+                [] -> not_found
+            end.
+        """),
+     {"kv_store": "module", "state": "struct", "TIMEOUT": "macro", "start_link": "function",
+      "get": "function", "handle_call": "function", "lookup": "function"}),
+    ("objc", "Classes/Cache.m", _src("""
+        #import "Cache.h"
+
+        @implementation Cache
+
+        - (instancetype)initWithCapacity:(NSUInteger)capacity {
+            self = [super init];
+            _capacity = capacity;
+            return self;
+        }
+
+        + (instancetype)sharedCache {
+            static Cache *shared;
+            return shared;
+        }
+
+        @end
+        """),
+     {"Cache": "class", "initWithCapacity": "method", "sharedCache": "method"}),
+    ("vb", "src/Invoice.vb", _src("""
+        Namespace Billing
+            Public Class Invoice
+                Private _total As Decimal
+
+                Public Sub New(total As Decimal)
+                    _total = total
+                End Sub
+
+                Public Function Tax(rate As Decimal) As Decimal
+                    Return _total * rate
+                End Function
+
+                Public ReadOnly Property Total As Decimal
+                    Get
+                        Return _total
+                    End Get
+                End Property
+            End Class
+        End Namespace
+        """),
+     {"Billing": "class", "Invoice": "class", "New": "function", "Tax": "function", "Total": "function"}),
+    ("fortran", "src/solver.f90", _src("""
+        module solver
+          implicit none
+          type :: grid
+            real, allocatable :: u(:)
+          end type grid
+        contains
+          pure function norm2(v) result(r)
+            real, intent(in) :: v(:)
+            real :: r
+            r = sqrt(sum(v**2))
+          end function norm2
+
+          subroutine relax(g, steps)
+            type(grid), intent(inout) :: g
+            integer, intent(in) :: steps
+            g%u = 0.5 * g%u
+          end subroutine relax
+        end module solver
+
+        program main
+          use solver
+          call relax(g, 10)
+        end program main
+        """),
+     {"solver": "module", "grid": "type", "norm2": "function", "relax": "function", "main": "module"}),
+    ("tcl", "lib/cache.tcl", _src("""
+        namespace eval ::cache {
+            variable store
+        }
+
+        proc ::cache::get {key} {
+            variable store
+            return [dict get $store $key]
+        }
+
+        oo::class create Counter {
+            method incr {} { incr n }
+        }
+        """),
+     {"::cache": "module", "::cache::get": "function", "Counter": "class"}),
+    ("solidity", "contracts/Token.sol", _src("""
+        pragma solidity ^0.8.20;
+
+        contract Token {
+            mapping(address => uint256) public balances;
+
+            event Transfer(address indexed from, address indexed to, uint256 value);
+            error Insufficient(uint256 have, uint256 want);
+
+            modifier onlyOwner() {
+                require(msg.sender == owner, "not owner");
+                _;
+            }
+
+            function transfer(address to, uint256 amount) external returns (bool) {
+                balances[msg.sender] -= amount;
+                balances[to] += amount;
+                return true;
+            }
+        }
+        """),
+     {"Token": "class", "Transfer": "type", "Insufficient": "type", "onlyOwner": "function",
+      "transfer": "function"}),
+    ("verilog", "rtl/counter.sv", _src("""
+        module counter #(parameter WIDTH = 8) (
+            input  logic clk,
+            output logic [WIDTH-1:0] q
+        );
+          always_ff @(posedge clk) q <= q + 1;
+        endmodule
+
+        function automatic logic [7:0] crc8(input logic [7:0] data);
+          return data ^ 8'h07;
+        endfunction
+
+        task reset_all;
+          $display("reset");
+        endtask
+        """),
+     {"counter": "module", "crc8": "function", "reset_all": "function"}),
+    ("d", "source/app.d", _src("""
+        module app;
+
+        import std.stdio;
+
+        struct Point { int x, y; }
+
+        int manhattan(Point a, Point b)
+        {
+            return abs(a.x - b.x) + abs(a.y - b.y);
+        }
+
+        void main(string[] args)
+        {
+            writeln(manhattan(Point(0, 0), Point(1, 2)));
+        }
+        """),
+     {"app": "module", "Point": "class", "manhattan": "function", "main": "function"}),
+]
+
+
+@pytest.mark.parametrize("case", FAMILIES, ids=[c[0] for c in FAMILIES])
+def test_family_definitions_are_found(case) -> None:
+    language, path, text, expected = case
+    chunks = chunk_fallback(path, text, language)
+    assert_valid(text, chunks)
+    found: dict[str, set[str]] = {}
+    for chunk in chunks:
+        for d in chunk.definitions:
+            found.setdefault(d.name, set()).add(d.kind)
+            assert d.name.strip("'")[-3:] in text.split("\n")[d.line - 1], "the line shows the name"
+    for name, kind in expected.items():
+        assert kind in found.get(name, set()), (name, kind, found)
+
+
+@pytest.mark.parametrize("case", FAMILIES, ids=[c[0] for c in FAMILIES])
+def test_family_chunks_start_at_definitions(case) -> None:
+    language, path, text, _expected = case
+    lines = text.split("\n")
+    chunks = chunk_fallback(path, text, language, max_lines=8, max_chars=400, overlap=1)
+    assert_valid(text, chunks)
+    assert sum(1 for c in chunks if c.definitions) >= 2, "chunks anchored at definitions"
+    # a chunk that holds a definition starts at its first one, or at the comments or blank lines
+    # just above it (a window cut from a long definition holds none and may start anywhere)
+    for chunk in chunks[1:]:
+        if not chunk.definitions:
+            continue
+        first = min(d.line for d in chunk.definitions)
+        gap = lines[chunk.start_line - 1 : first - 1]
+        assert all(not g.strip() or g.lstrip()[:1] in "/(;#%*@-\"" for g in gap), (
+            chunk.start_line, first, [(c.start_line, c.end_line) for c in chunks])
+
+
+def test_erlang_clauses_of_one_function_are_one_definition() -> None:
+    _lang, path, text, _expected = next(c for c in FAMILIES if c[0] == "erlang")
+    names = [d.name for c in chunk_fallback(path, text, "erlang") for d in c.definitions]
+    assert names.count("handle_call") == 1
+
+
+def test_ml_local_lets_are_not_definitions() -> None:
+    text = _src("""
+        let area w h =
+          let half = w / 2 in
+          half * h
+        """)
+    names = [d.name for c in chunk_fallback("a.ml", text, "ocaml") for d in c.definitions]
+    assert names == ["area"]

@@ -1,0 +1,114 @@
+"""The one table of languages: what the default mask takes and how each file is labelled."""
+
+from pathlib import Path
+
+import pytest
+
+from qmd_daemon.config import CollectionConfig, IndexConfig
+from qmd_daemon.file_types import BUILD_FILE_NAMES, LANGUAGE_SUFFIXES, kind_of, language_of, table_key
+from qmd_daemon.ingest.chunking import CHUNKER_VERSION
+from qmd_daemon.ingest.scan import compile_mask, expand_braces, fast_matcher, scan
+from qmd_daemon.settings import DEFAULT_EXCLUDES, DEFAULT_MASK, EARLIER_DEFAULT_MASKS
+from tests.conftest import write_tree
+
+
+def test_the_mask_is_built_from_the_table_and_nothing_else() -> None:
+    globs = {g for part in DEFAULT_MASK.split(";") for g in expand_braces(part)}
+    suffixes = {s for group in LANGUAGE_SUFFIXES.values() for s in group}
+    assert globs == {f"**/*{s}" for s in suffixes} | {f"**/{n}" for n in BUILD_FILE_NAMES}
+    assert len(suffixes) == sum(map(len, LANGUAGE_SUFFIXES.values())), "one language per suffix"
+    assert all(s == s.lower() for s in suffixes) and all(n == n.lower() for n in BUILD_FILE_NAMES)
+
+
+@pytest.mark.parametrize(
+    ("path", "language"),
+    [
+        ("R/analysis.R", "r"),
+        ("src/parser.ml", "ocaml"),
+        ("src/parser.mli", "ocaml"),
+        ("src/lists.erl", "erlang"),
+        ("src/core.cljs", "clojure"),
+        ("Classes/AppDelegate.m", "objc"),
+        ("lib/Foo/Bar.pm", "perl"),
+        ("t/basic.t", "perl"),
+        ("kernels/add.cu", "cpp"),
+        ("contracts/Token.sol", "solidity"),
+        ("src/solver.F90", "fortran"),
+        ("test/helpers.bats", "shell"),
+        ("Makefile", "make"),
+        ("sub/GNUmakefile", "make"),
+        ("CMakeLists.txt", "cmake"),
+        ("docker/Dockerfile", "dockerfile"),
+        ("Jenkinsfile", "groovy"),
+        ("Gemfile", "ruby"),
+        ("meson.build", "meson"),
+        ("notes.txt", "text"),
+        ("blob.bin", None),
+    ],
+)
+def test_language_by_name_then_suffix_in_any_case(path: str, language: str | None) -> None:
+    assert language_of(path) == language
+
+
+def test_the_chunker_version_follows_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert CHUNKER_VERSION.endswith(":t" + table_key())
+    before = table_key()
+    monkeypatch.setitem(BUILD_FILE_NAMES, "earthfile", "earthly")
+    assert table_key() != before, "a language added re-chunks the index"
+
+
+def test_build_files_are_code_not_docs() -> None:
+    assert kind_of(language_of("CMakeLists.txt")) == "code"
+    assert kind_of(language_of("README.txt")) == "doc"
+
+
+def test_the_default_mask_scans_new_languages_and_build_files_in_any_case(tmp_path: Path) -> None:
+    files = {
+        "R/fit.R": "fit <- function(x) x\n",
+        "lib/parser.ml": "let parse s = s\n",
+        "src/App.m": "@implementation App\n@end\n",
+        "Makefile": "all:\n\ttrue\n",
+        "cmd/CMakeLists.txt": "project(x)\n",
+        "main.PY": "x = 1\n",
+        "build/out.ml": "let generated = 1\n",
+        "workspace/blob.bin": "\x00\x01",
+    }
+    write_tree(tmp_path, files)
+    found = sorted(f.path for f in scan(tmp_path, mask=DEFAULT_MASK, ignore=[], excludes=DEFAULT_EXCLUDES,
+                                        max_file_bytes=1 << 20).files)
+    assert found == ["Makefile", "R/fit.R", "cmd/CMakeLists.txt", "lib/parser.ml", "main.PY", "src/App.m"]
+
+
+def test_a_name_in_the_mask_does_not_take_a_folder_of_that_name() -> None:
+    in_mask = fast_matcher(compile_mask(DEFAULT_MASK))
+    assert in_mask("pkg/Dockerfile") and in_mask("x/BUILD.bazel")
+    assert not in_mask("build/lib.o") and not in_mask("workspace/a.bin")
+
+
+def test_an_explicit_pattern_matches_in_any_case_too() -> None:
+    in_mask = fast_matcher(compile_mask("src/**/*.{r,jl}"))
+    assert in_mask("src/a/model.R") and in_mask("src/b.jl")
+    assert not in_mask("other/model.R")
+
+
+def test_a_collection_on_an_earlier_default_follows_the_new_one(tmp_path: Path) -> None:
+    path = tmp_path / "index.yml"
+    (earlier,) = EARLIER_DEFAULT_MASKS
+    path.write_text(f"collections:\n  repo:\n    path: /r\n    pattern: '{earlier}'\n")
+    config = IndexConfig.load(path)
+    assert config.collections()["repo"].pattern == DEFAULT_MASK
+    config.set_collection(config.collections()["repo"])
+    config.set_collection(CollectionConfig(name="mine", path=Path("/m"), pattern="**/*.py"))
+    config.save()
+    raw = IndexConfig.load(path).raw["collections"]
+    assert "pattern" not in raw["repo"], "the default is not pinned into index.yml"
+    assert raw["mine"]["pattern"] == "**/*.py", "an explicit pattern is kept"
+
+
+def test_an_update_picks_up_files_of_a_language_the_old_default_skipped(engine, tmp_path: Path) -> None:
+    repo = write_tree(tmp_path / "repo", {"a.py": "def a():\n    pass\n", "lib/parser.ml": "let p s = s\n"})
+    (earlier,) = EARLIER_DEFAULT_MASKS
+    engine.add_collection(repo, name="repo", mask=earlier)
+    engine.update(["repo"])
+    status = {c["name"]: c for c in engine.status()["collections"]}
+    assert status["repo"]["files"] == 2
