@@ -47,7 +47,7 @@ from bench.knn import (  # noqa: E402
 from qmd_daemon.store.index_store import IndexStore  # noqa: E402
 from qmd_daemon.store.postgres.connection import PostgresDatabase  # noqa: E402
 from qmd_daemon.store.postgres.schema import meta_value, migrate, set_meta  # noqa: E402
-from qmd_daemon.store.postgres.vectors import PostgresVectorIndex  # noqa: E402
+from qmd_daemon.store.postgres.vectors import HNSW_BUILD, PostgresVectorIndex  # noqa: E402
 from qmd_daemon.store.vectors import VectorIndex  # noqa: E402
 
 QUANTIZATION = "int8"  # SQLite int8; PostgreSQL halfvec (its compact type)
@@ -122,7 +122,8 @@ def build_postgres(server: Any, store: IndexStore, size: int, dim: int) -> Postg
     copied = time.perf_counter()
     db.execute("SET maintenance_work_mem = '4GB'")
     db.execute("SET max_parallel_maintenance_workers = 1")
-    db.execute("CREATE INDEX chunk_vectors_ann ON chunk_vectors USING hnsw (embedding halfvec_cosine_ops)")
+    db.execute("CREATE INDEX chunk_vectors_ann ON chunk_vectors "
+               f"USING hnsw (embedding halfvec_cosine_ops) {HNSW_BUILD}")
     indexed = time.perf_counter()
     _copy(db, tail)
     done = time.perf_counter()
