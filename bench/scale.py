@@ -134,8 +134,8 @@ def _full_relink_baseline(engine: Any, edited: str) -> dict[str, float]:
 
 
 def measure(engine: Any, repeat: int, compare: bool = False, search_only: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {"chunks": _chunks(engine), "collections": len(engine.collections())}
     engine.update(progress=False)  # settle anything changed since the build
+    out: dict[str, Any] = {"chunks": _chunks(engine), "collections": len(engine.collections())}
     if not search_only:
         out.update(refresh_rows(engine, repeat))
     out.update(search_rows(engine))

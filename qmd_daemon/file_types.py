@@ -1,5 +1,5 @@
 """Which files hold source code, and in which language: the one table that the default mask
-(`settings.DEFAULT_MASK`) and `ingest.languages.language_of` are both built from, so a language
+(`settings.DEFAULT_MASK`) and `language_of` below are both built from, so a language
 added here is both scanned and labelled.
 
 The extensions and file names are GitHub Linguist's (lib/linguist/languages.yml at b45dbe9b2),
