@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from qmd_daemon.store import term_stats
 from qmd_daemon.store.chunk_plan import StoredChunks, plan_chunks
 from qmd_daemon.store.connection import (
     DatabaseError,
@@ -17,11 +19,12 @@ from qmd_daemon.store.connection import (
     write_transaction,
 )
 from qmd_daemon.store.fts5_query import fts_collection_token, match_expression, quote, scoped_match
-from qmd_daemon.store.lexical_query import LexicalQuery
+from qmd_daemon.store.lexical_query import LexicalQuery, Word
 from qmd_daemon.store.protocols import ChunkRow, FileState
 from qmd_daemon.store.schema import migrate
 from qmd_daemon.text.analysis import fts_body, fts_path, fts_symbols
 from qmd_daemon.text.chunk_model import Chunk
+from qmd_daemon.text.tokens import index_tokens
 
 _CHUNK_SELECT = """
     SELECT c.id, c.file_id, col.name, f.path, f.kind, f.language, c.start_line, c.end_line,
@@ -84,6 +87,8 @@ class IndexStore:
         return int(row[0]) if row else None
 
     def remove_collection(self, name: str) -> None:
+        collection_id = self.collection_id(name)
+        self.conn.execute("DELETE FROM term_stats WHERE collection_id = ?", (collection_id,))
         self.conn.execute("DELETE FROM collections WHERE name = ?", (name,))
 
     def mark_updated(self, collection_id: int, index_format: str) -> None:
@@ -122,7 +127,11 @@ class IndexStore:
         self.conn.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, file_id))
 
     def delete_files(self, file_ids: Iterable[int]) -> None:
-        self.conn.executemany("DELETE FROM files WHERE id = ?", [(i,) for i in file_ids])
+        ids = list(file_ids)
+        for file_id in ids:
+            rows = self.conn.execute("SELECT id FROM chunks WHERE file_id = ?", (file_id,))
+            term_stats.remove_chunks(self.conn, [int(r[0]) for r in rows])
+        self.conn.executemany("DELETE FROM files WHERE id = ?", [(i,) for i in ids])
 
     def write_file(
         self,
@@ -173,6 +182,8 @@ class IndexStore:
             ):
                 existing.setdefault(chunk_hash, []).append((int(chunk_id), tuple(derived)))
         plan = plan_chunks(existing, chunks, rederive)
+        term_stats.remove_chunks(self.conn, [chunk_id for chunk_id, _ in plan.rederived] + list(plan.stale))
+        added: term_stats.Tally = Counter()
         self.conn.executemany(
             "UPDATE chunks SET seq = ?, start_line = ?, end_line = ? WHERE id = ?",
             [(seq, chunk.start_line, chunk.end_line, chunk_id) for seq, chunk_id, chunk in plan.moved],
@@ -184,13 +195,16 @@ class IndexStore:
             )
             self.conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (chunk_id,))
             self.conn.execute("DELETE FROM definitions WHERE chunk_id = ?", (chunk_id,))
-            self._write_derived(chunk_id, collection_id, path, chunk)
+            self._write_derived(chunk_id, collection_id, path, chunk, added)
         for seq, chunk in plan.fresh:
-            self._insert_chunk(collection_id, file_id, path, seq, chunk)
+            self._insert_chunk(collection_id, file_id, path, seq, chunk, added)
+        term_stats.write(self.conn, added)
         self.conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in plan.stale])
         return len(plan.fresh), len(plan.stale)
 
-    def _insert_chunk(self, collection_id: int, file_id: int, path: str, seq: int, chunk: Chunk) -> None:
+    def _insert_chunk(
+        self, collection_id: int, file_id: int, path: str, seq: int, chunk: Chunk, tally: term_stats.Tally
+    ) -> None:
         cur = self.conn.execute(
             """INSERT INTO chunks
                  (file_id, seq, start_line, end_line, text, symbols, signature, heading, hash)
@@ -207,20 +221,18 @@ class IndexStore:
                 chunk.content_hash,
             ),
         )
-        self._write_derived(int(cur.lastrowid), collection_id, path, chunk)
+        self._write_derived(int(cur.lastrowid), collection_id, path, chunk, tally)
 
-    def _write_derived(self, chunk_id: int, collection_id: int, path: str, chunk: Chunk) -> None:
-        """A chunk's FTS row and definitions."""
+    def _write_derived(
+        self, chunk_id: int, collection_id: int, path: str, chunk: Chunk, tally: term_stats.Tally
+    ) -> None:
+        """A chunk's FTS row and definitions; its tokens are counted into TALLY."""
+        row = (fts_collection_token(collection_id), fts_path(path), fts_symbols(chunk), fts_body(chunk))
         self.conn.execute(
             "INSERT INTO chunks_fts (rowid, collection, path, symbols, body) VALUES (?, ?, ?, ?, ?)",
-            (
-                chunk_id,
-                fts_collection_token(collection_id),
-                fts_path(path),
-                fts_symbols(chunk),
-                fts_body(chunk),
-            ),
+            (chunk_id, *row),
         )
+        term_stats.add_rows(tally, collection_id, [row], 1)
         self.conn.executemany(
             "INSERT INTO definitions (chunk_id, name, kind, line) VALUES (?, ?, ?, ?)",
             [(chunk_id, d.name, d.kind, d.line) for d in chunk.definitions],
@@ -394,7 +406,10 @@ class IndexStore:
         return [(int(r[0]), -float(r[1])) for r in rows]
 
     def fts_count(self, query: LexicalQuery, collection_ids: list[int]) -> int:
-        """How many chunks of the collections match (a term's document frequency)."""
+        """How many chunks of the collections match (a term's document frequency). A word that is
+        one token is looked up in term_stats: FTS5 would read its whole posting list."""
+        if isinstance(query, Word) and len(tokens := index_tokens(query.text)) == 1:
+            return term_stats.count(self.conn, tokens[0], self._scope(collection_ids))
         with rejected_queries():
             row = self.conn.execute(
                 "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",

@@ -12,6 +12,8 @@ from typing import Any
 from qmd_daemon.errors import IndexDatabaseError
 from qmd_daemon.store.binary_codes import CODE_TABLES, derive_codes, rescale_unit_copies
 from qmd_daemon.store.connection import OperationalError, write_transaction
+from qmd_daemon.store.term_stats import TERM_STATS_TABLE
+from qmd_daemon.store.term_stats import fill as fill_term_stats
 
 # FTS: `porter` stems natural-language words; tokenchars '_' keeps snake_case identifiers whole,
 # and the indexer appends their parts (and camelCase parts) so both forms match. The `collection`
@@ -114,10 +116,12 @@ def _codes_at_whole_range(conn: Any) -> None:
 
 # V2: binary codes of the vectors, scanned before the vectors themselves (store/binary_codes.py);
 # V3 fills them (V2 derived them itself until copies were scaled to the whole int8 range).
+# V4: each token's chunks per collection (store/term_stats.py), counted from the FTS rows.
 MIGRATIONS: dict[int, list[str | Callable[[Any], None]]] = {
     1: list(_V1),
     2: list(CODE_TABLES),
     3: [_codes_at_whole_range],
+    4: [TERM_STATS_TABLE, fill_term_stats],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
