@@ -111,35 +111,62 @@ def _strong_signal(lexical: list[LexicalHit]) -> bool:
     return norm[0] >= STRONG_TOP and gap >= STRONG_GAP
 
 
-def _rare_definitions(rows: list[tuple[int, str, str]]) -> set[int]:
-    """Chunks defining a name that at most MAX_NAME_DEFINITIONS chunks define. A bug report names
-    `__init__`, `get` or `read` in passing, which thousands of chunks define over 30 repositories:
-    as candidates they would cost the scoring of every one, for a name that does not locate."""
-    counts = Counter(name.lower() for _, name, _ in rows)
-    return {int(cid) for cid, name, _ in rows if counts[name.lower()] <= MAX_NAME_DEFINITIONS}
+@dataclass
+class Definitions:
+    """The question's names and the chunks defining them: `defined` (chunk id -> lowercased names
+    it defines), `exact` (those defining one as the question spells it or, where no chunk does, in
+    any case: code is case-sensitive, `fn deserialize` is not `trait Deserialize`), `spread`
+    (lowercased name -> chunks of the scope defining it) and `unread` (lowercased names whose
+    definitions were not all read: only the candidates' are in `defined`)."""
+
+    names: list[str]
+    spelled: set[str]
+    spread: Counter[str]
+    unread: set[str] = field(default_factory=set)
+    defined: dict[int, set[str]] = field(default_factory=dict)
+    exact: set[int] = field(default_factory=set)
+
+    def add(self, chunk_id: int, name: str) -> None:
+        self.defined.setdefault(chunk_id, set()).add(name.lower())
+        if name in self.names or name.lower() not in self.spelled:
+            self.exact.add(chunk_id)
 
 
 def _symbol_candidates(
-    store: ChunkStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate],
-    exact: set[int],
-) -> dict[int, set[str]]:
+    store: ChunkStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate]
+) -> Definitions:
     """Chunks that define a queried symbol join the candidates even when no retriever found them.
-    `exact` gets the chunks defining a name as the question spells it (or, where no chunk does,
-    in any case): code is case-sensitive, `fn deserialize` is not `trait Deserialize`."""
+    A name more than MAX_NAME_DEFINITIONS chunks define (a bug report names `__init__`, `get` or
+    `read` in passing: thousands of chunks over 30 repositories) adds none, and its definitions
+    are not read here (_common_definitions: only the candidates'), except for a bare identifier."""
     names = list(dict.fromkeys(s.split(".")[-1].split("::")[-1] for s in parsed.symbols))
-    defined: dict[int, set[str]] = {}
-    rows = store.chunks_defining(names, collection_ids)
-    spelled = {name.lower() for _, name, _ in rows if name in names}  # defined as the question spells it
-    for chunk_id, name, _kind in rows:
-        defined.setdefault(int(chunk_id), set()).add(name.lower())
-        if name in names or name.lower() not in spelled:
-            exact.add(int(chunk_id))
+    counts = store.definition_counts(names, collection_ids)
+    spread: Counter[str] = Counter()
+    for name, chunks in counts.items():
+        spread[name.lower()] += chunks
+    found = Definitions(names, {name.lower() for name in counts if name in names}, spread)
+    if not parsed.is_symbol_query:
+        found.unread = {n.lower() for n in names if spread[n.lower()] > MAX_NAME_DEFINITIONS}
+    read = [n for n in names if n.lower() not in found.unread]
+    for chunk_id, name, _kind in store.chunks_defining(read, collection_ids):
+        found.add(int(chunk_id), name)
     stems = [n.lower() for n in names] if parsed.is_symbol_query else []
-    leads = defined if parsed.is_symbol_query else _rare_definitions(rows)
-    extra = [c for c in {*leads, *store.chunks_of_files_named(stems, collection_ids)} if c not in cands]
+    named = store.chunks_of_files_named(stems, collection_ids)
+    extra = [c for c in {*found.defined, *named} if c not in cands]
     for chunk_id, row in store.chunks_by_ids(extra).items():
         cands[chunk_id] = Candidate(row, score=0.0, ranks={"symbol": 1})
-    return defined
+    return found
+
+
+def _common_definitions(store: ChunkStore, found: Definitions, cands: dict[int, Candidate]) -> None:
+    """The candidates' definitions of the names too common for _symbol_candidates to read whole:
+    they still earn the definition boost, weighed by the name's spread."""
+    if not found.unread:
+        return
+    for chunk_id, defined_names in store.definitions_in(list(cands)).items():
+        for name in defined_names:
+            if name.lower() in found.unread:
+                found.add(chunk_id, name)
 
 
 def _error_candidates(
@@ -338,13 +365,13 @@ def _search(
         cand.similarity = similarity.get(chunk_id)
         cand.bm25 = bm25.get(chunk_id)
     if options.boosts:
-        exact: set[int] = set()
-        defined = _symbol_candidates(store, parsed, collection_ids, cands, exact)
+        found = _symbol_candidates(store, parsed, collection_ids, cands)
         frame_ranks = _frame_candidates(store, parsed, collection_ids, cands)
         error_holders = _error_candidates(store, parsed, collection_ids, cands)
+        _common_definitions(store, found, cands)
         pool = list(cands.values())
-        definition_boost(pool, parsed, 1.0, options.weights, defined, exact)
-        name_words_boost(pool, parsed, 1.0, options.weights, store.definitions_in, defined)
+        definition_boost(pool, parsed, 1.0, options.weights, found.defined, found.exact, found.spread)
+        name_words_boost(pool, parsed, 1.0, options.weights, store.definitions_in, found.defined)
         path_word_boost(pool, parsed, 1.0, options.weights)
         sibling_terms_boost(pool, 1.0, options.weights, term_idfs(store, parsed, collection_ids),
                             store.signature_outline, _term_holders(store))

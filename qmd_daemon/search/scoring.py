@@ -149,19 +149,22 @@ def definition_boost(
     weights: ScoringWeights,
     defined: dict[int, set[str]],
     exact: set[int] | None = None,
+    spread: dict[str, int] | None = None,
 ) -> None:
     """`defined`: chunk id -> lowercased query symbols that chunk defines; `exact`: those of
     them that define one as the question spells it (None: all do). `Deserialize` asks for the
-    trait, not the `deserialize` method every implementation of it defines."""
+    trait, not the `deserialize` method every implementation of it defines. `spread`: lowercased
+    name -> chunks defining it (None: counted in `defined`, which then holds every definition)."""
     if not parsed.symbols or weights.definition == 0:
         return
     factor = 1.0 if parsed.is_symbol_query else 0.5
     # A name many chunks define (`kind`, `__init__`, a sentence's first word) says little about
     # which one is meant: in a question naming several, each counts by how rare its definition is.
-    spread: dict[str, int] = {}
-    for defined_names in defined.values():
-        for name in defined_names:
-            spread[name] = spread.get(name, 0) + 1
+    if spread is None:
+        spread = {}
+        for defined_names in defined.values():
+            for name in defined_names:
+                spread[name] = spread.get(name, 0) + 1
     for cand in cands:
         names = defined.get(cand.chunk.id)
         if not names:

@@ -376,18 +376,21 @@ class IndexStore:
             return {}
         marks = ",".join("?" * len(file_ids))
         out: dict[int, list[str]] = {}
+        # A code file can be cited by thousands of doc chunks (django's models/base.py: ~1,000 in
+        # each copy): their files are made distinct before their paths are read. UNION leaves each
+        # (file, path) once.
         rows = self.conn.execute(
             f"""SELECT c.file_id, f.path FROM links l JOIN chunks c ON c.id = l.doc_chunk_id
                 JOIN files f ON f.id = l.code_file_id WHERE c.file_id IN ({marks})
                 UNION
-                SELECT l.code_file_id, df.path FROM links l JOIN chunks c ON c.id = l.doc_chunk_id
-                JOIN files df ON df.id = c.file_id WHERE l.code_file_id IN ({marks})""",
+                SELECT cited.code_file_id, df.path FROM (
+                    SELECT DISTINCT l.code_file_id, c.file_id AS doc_file_id FROM links l
+                    JOIN chunks c ON c.id = l.doc_chunk_id WHERE l.code_file_id IN ({marks})
+                ) cited JOIN files df ON df.id = cited.doc_file_id""",
             [*file_ids, *file_ids],
         )
         for file_id, path in rows:
-            bucket = out.setdefault(int(file_id), [])
-            if path not in bucket:
-                bucket.append(path)
+            out.setdefault(int(file_id), []).append(path)
         return out
 
     # -- reads for search ----------------------------------------------------------------------
@@ -449,6 +452,26 @@ class IndexStore:
                 WHERE d.name COLLATE NOCASE IN ({name_marks}) AND f.collection_id IN ({col_marks})""",
             [*names, *scope],
         ).fetchall()
+
+    def definition_counts(self, names: list[str], collection_ids: list[int]) -> dict[str, int]:
+        """Name as defined -> chunks of the collections defining it (any case of one of names)."""
+        if not names or not collection_ids:
+            return {}
+        name_marks = ",".join("?" * len(names))
+        scope = self._scope(collection_ids)
+        if scope is None:
+            sql = f"""SELECT name, count(DISTINCT chunk_id) FROM definitions
+                      WHERE name COLLATE NOCASE IN ({name_marks}) GROUP BY name"""
+            return {str(n): int(k) for n, k in self.conn.execute(sql, names)}
+        col_marks = ",".join("?" * len(scope))
+        rows = self.conn.execute(
+            f"""SELECT d.name, count(DISTINCT d.chunk_id) FROM definitions d
+                JOIN chunks c ON c.id = d.chunk_id JOIN files f ON f.id = c.file_id
+                WHERE d.name COLLATE NOCASE IN ({name_marks}) AND f.collection_id IN ({col_marks})
+                GROUP BY d.name""",
+            [*names, *scope],
+        )
+        return {str(n): int(k) for n, k in rows}
 
     def definitions_in(self, chunk_ids: list[int]) -> dict[int, list[str]]:
         """Chunk id -> the names the chunk defines."""

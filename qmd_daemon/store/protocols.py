@@ -136,6 +136,11 @@ class ChunkStore(Protocol):
 
     def chunks_defining(self, names: list[str], collection_ids: list[int]) -> list[tuple[int, str, str]]: ...
 
+    def definition_counts(self, names: list[str], collection_ids: list[int]) -> dict[str, int]:
+        """Each name as defined (any case of one of `names`) -> the chunks of the collections that
+        define it: what chunks_defining would return, counted on the index."""
+        ...
+
     def definitions_in(self, chunk_ids: list[int]) -> dict[int, list[str]]: ...
 
     def signature_outline(self, file_ids: list[int]) -> dict[int, list[tuple[int, str]]]:

@@ -8,8 +8,9 @@ import pytest
 from qmd_daemon.engine import Engine
 from qmd_daemon.search import lexical
 from qmd_daemon.search.lexical import LOOSE_POSTINGS, selective_terms
-from qmd_daemon.search.pipeline import MAX_NAME_DEFINITIONS, _symbol_candidates
+from qmd_daemon.search.pipeline import MAX_NAME_DEFINITIONS, SearchOptions, _symbol_candidates, run_search
 from qmd_daemon.search.query import parse_query
+from qmd_daemon.search.scoring import ScoringWeights
 from qmd_daemon.store.fts5_query import match_expression
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.lexical_query import LexicalQuery
@@ -75,11 +76,44 @@ def test_a_name_many_chunks_define_adds_no_candidates_to_a_question(engine: Engi
     ids = engine.collection_ids([name])
     question: dict = {}
     asked = parse_query("why does read_block fail in frobnicate_widget")
-    _symbol_candidates(engine.store, asked, ids, question, set())
+    _symbol_candidates(engine.store, asked, ids, question)
     assert sorted({c.chunk.path for c in question.values()}) == ["widget.py"]
     asked_by_name: dict = {}
-    _symbol_candidates(engine.store, parse_query("read_block"), ids, asked_by_name, set())
+    _symbol_candidates(engine.store, parse_query("read_block"), ids, asked_by_name)
     assert len(asked_by_name) == MAX_NAME_DEFINITIONS + 1, "a bare name still finds every definition"
+
+
+class DefinitionsRecordingStore(IndexStore):
+    """The real store, keeping the names whose definitions were read whole."""
+
+    def __init__(self, path: Path):
+        super().__init__(path)
+        self.read: list[str] = []
+
+    def chunks_defining(self, names: list[str], collection_ids: list[int]) -> list[tuple[int, str, str]]:
+        self.read += names
+        return super().chunks_defining(names, collection_ids)
+
+
+def test_a_common_names_definitions_are_not_read_but_candidates_defining_it_keep_their_boost(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A report naming `__init__` read its 14k definitions at 503k chunks to boost the few among
+    its candidates: only the count and the candidates' definitions are read now."""
+    files = {f"m{i}.py": f"def read_block(self):\n    return {i}\n" for i in range(MAX_NAME_DEFINITIONS + 4)}
+    files["widget.py"] = "def frobnicate_widget():\n    return 0\n"
+    name = indexed(engine, tmp_path / "p", files)
+    store = DefinitionsRecordingStore(engine.settings.index_path)
+    try:
+        question = "why does read_block fail in frobnicate_widget m3"
+        options = SearchOptions(vectors=False, explain=True, limit=50, per_file=1)
+        hits = run_search(store, question, engine.collection_ids([name]), options)
+    finally:
+        store.close()
+    assert "read_block" not in store.read and "frobnicate_widget" in store.read
+    boosted = {h.path: h.explain["boosts"].get("definition") for h in hits if h.explain}
+    spread = (MAX_NAME_DEFINITIONS + 4) ** -ScoringWeights().definition_spread
+    assert boosted["m3.py"] == pytest.approx(ScoringWeights().definition * 0.5 * spread, abs=1e-4)
 
 
 def test_searching_every_collection_returns_only_what_the_index_still_holds(

@@ -148,6 +148,11 @@ def test_every_read_answers_the_same(both: Any) -> None:
         return sorted((keys[i], n, k) for i, n, k in rows)
 
     assert defining(pg, b) == defining(lite, a) != []
+    names = ["update_collection", "INDEXSTORE", "fts_search", "__init__"]
+    assert pg.definition_counts(names, [b]) == lite.definition_counts(names, [a])
+    assert lite.definition_counts(names, [a])["IndexStore"] == len(
+        {i for i, n, _ in lite.chunks_defining(names, [a]) if n == "IndexStore"}
+    ) > 0
 
     def by_name(store: Any, cid: int) -> list[tuple[str, int]]:
         found = store.chunks_of_files_named(["lexical", "INDEX_STORE", "schema"], [cid])

@@ -412,6 +412,14 @@ class PostgresChunkStore:
                WHERE lower(d.name) = ANY(%s) AND c.collection_id = ANY(%s)""",
             ([n.lower() for n in names], collection_ids))]
 
+    def definition_counts(self, names: list[str], collection_ids: list[int]) -> dict[str, int]:
+        if not names or not collection_ids:
+            return {}
+        return {str(n): int(k) for n, k in self._sql(
+            """SELECT d.name, count(DISTINCT d.chunk_id) FROM definitions d JOIN chunks c ON c.id = d.chunk_id
+               WHERE lower(d.name) = ANY(%s) AND c.collection_id = ANY(%s) GROUP BY d.name""",
+            ([n.lower() for n in names], collection_ids))}
+
     def definitions_in(self, chunk_ids: list[int]) -> dict[int, list[str]]:
         if not chunk_ids:
             return {}
