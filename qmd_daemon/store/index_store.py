@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from qmd_daemon.store import term_stats
+from qmd_daemon.store import file_stems, term_stats
 from qmd_daemon.store.chunk_plan import StoredChunks, plan_chunks
 from qmd_daemon.store.connection import (
     DatabaseError,
@@ -167,6 +167,7 @@ class IndexStore:
                 (collection_id, path, size, mtime_ns, content_hash, language, kind, line_count),
             )
             file_id = int(cur.lastrowid)
+            file_stems.add_file(self.conn, file_id, path)
             existing: StoredChunks = {}
         else:
             file_id = int(row[0])
@@ -523,18 +524,17 @@ class IndexStore:
         return {int(file_id): int(last) for file_id, last in rows}
 
     def chunks_of_files_named(self, stems: list[str], collection_ids: list[int]) -> list[int]:
-        """First chunks of files whose stem is one of stems: such files are candidates by name."""
+        """First chunks of files whose stem is one of stems (any case; store/file_stems.py): such
+        files are candidates by name."""
         if not stems or not collection_ids:
             return []
         col_marks = ",".join("?" * len(collection_ids))
-        clauses = " OR ".join("f.path LIKE ? OR f.path LIKE ?" for _ in stems)
-        params: list[Any] = []
-        for stem in stems:
-            params.extend([f"%/{stem}.%", f"{stem}.%"])
+        stem_marks = ",".join("?" * len(stems))
         rows = self.conn.execute(
-            f"""SELECT min(c.id) FROM chunks c JOIN files f ON f.id = c.file_id
-                WHERE f.collection_id IN ({col_marks}) AND ({clauses}) GROUP BY f.id LIMIT 50""",
-            [*collection_ids, *params],
+            f"""SELECT min(c.id) FROM file_stems s JOIN files f ON f.id = s.file_id
+                JOIN chunks c ON c.file_id = f.id
+                WHERE s.stem IN ({stem_marks}) AND f.collection_id IN ({col_marks}) GROUP BY f.id LIMIT 50""",
+            [*(s.lower() for s in stems), *collection_ids],
         )
         return [int(r[0]) for r in rows]
 

@@ -12,6 +12,8 @@ from typing import Any
 from qmd_daemon.errors import IndexDatabaseError
 from qmd_daemon.store.binary_codes import CODE_TABLES, derive_codes, rescale_unit_copies
 from qmd_daemon.store.connection import OperationalError, write_transaction
+from qmd_daemon.store.file_stems import FILE_STEMS_TABLE
+from qmd_daemon.store.file_stems import fill as fill_file_stems
 from qmd_daemon.store.term_stats import TERM_STATS_TABLE
 from qmd_daemon.store.term_stats import fill as fill_term_stats
 
@@ -117,11 +119,13 @@ def _codes_at_whole_range(conn: Any) -> None:
 # V2: binary codes of the vectors, scanned before the vectors themselves (store/binary_codes.py);
 # V3 fills them (V2 derived them itself until copies were scaled to the whole int8 range).
 # V4: each token's chunks per collection (store/term_stats.py), counted from the FTS rows.
+# V5: files by the stems of their names (store/file_stems.py).
 MIGRATIONS: dict[int, list[str | Callable[[Any], None]]] = {
     1: list(_V1),
     2: list(CODE_TABLES),
     3: [_codes_at_whole_range],
     4: [TERM_STATS_TABLE, fill_term_stats],
+    5: [*FILE_STEMS_TABLE, fill_file_stems],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

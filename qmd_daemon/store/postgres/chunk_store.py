@@ -5,6 +5,7 @@ once."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -440,11 +441,11 @@ class PostgresChunkStore:
         """First chunks of files whose stem is one of stems: such files are candidates by name."""
         if not stems or not collection_ids:
             return []
-        # SQLite's LIKE, as IndexStore uses it: ASCII case folded, `_` any one character
-        patterns = [p for stem in stems for p in (f"%/{stem}.%", f"{stem}.%")]
+        # a path segment starting `stem.`, any case: the stems IndexStore keeps (store/file_stems.py)
+        patterns = [f"(^|/){re.escape(stem.lower())}\\." for stem in stems]
         rows = self._sql(
             """SELECT min(c.id) FROM chunks c JOIN files f ON f.id = c.file_id
-               WHERE f.collection_id = ANY(%s) AND f.path ILIKE ANY(%s) GROUP BY f.id LIMIT 50""",
+               WHERE f.collection_id = ANY(%s) AND lower(f.path) ~ ANY(%s) GROUP BY f.id LIMIT 50""",
             (collection_ids, patterns),
         )
         return [int(r[0]) for r in rows]
