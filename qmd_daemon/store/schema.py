@@ -120,12 +120,18 @@ def _codes_at_whole_range(conn: Any) -> None:
 # V3 fills them (V2 derived them itself until copies were scaled to the whole int8 range).
 # V4: each token's chunks per collection (store/term_stats.py), counted from the FTS rows.
 # V5: files by the stems of their names (store/file_stems.py).
+# V6: definitions by name with their chunk, so the chunks defining a name are counted on the index
+# alone (IndexStore.definition_counts: `__init__`'s 9,363 chunks at 503k, 15 -> 3 ms).
 MIGRATIONS: dict[int, list[str | Callable[[Any], None]]] = {
     1: list(_V1),
     2: list(CODE_TABLES),
     3: [_codes_at_whole_range],
     4: [TERM_STATS_TABLE, fill_term_stats],
     5: [*FILE_STEMS_TABLE, fill_file_stems],
+    6: [
+        "CREATE INDEX IF NOT EXISTS definitions_by_name_chunk ON definitions(name COLLATE NOCASE, chunk_id)",
+        "DROP INDEX IF EXISTS definitions_by_name",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

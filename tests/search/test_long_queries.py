@@ -191,3 +191,19 @@ def test_definitions_over_every_collection_are_only_those_the_index_still_holds(
     assert defining([kept, gone]) == ["gone.py", "kept.py"]
     engine.remove_collection(gone)
     assert defining([kept]) == ["kept.py"]
+
+
+def test_a_names_definitions_are_counted_on_the_index_alone(engine: Engine, tmp_path: Path) -> None:
+    """definition_counts counts distinct chunks per spelling from the name index without reading
+    a definitions row (`__init__`: 9,363 chunks at 503k, 15 ms through the rows)."""
+    body = "    def Read(self):\n        return 1\n    def read(self):\n        pass\n"
+    files = {f"m{i}.py": f"class M{i}:\n{body}" for i in range(5)}
+    name = indexed(engine, tmp_path / "p", files)
+    ids = engine.collection_ids([name])
+    store = engine.store
+    assert store.definition_counts(["READ", "m0"], ids) == {"Read": 5, "read": 5, "M0": 1}
+    marks = ",".join("?" * 2)
+    plan = store.conn.execute(
+        f"""EXPLAIN QUERY PLAN SELECT name, count(DISTINCT chunk_id) FROM definitions
+            WHERE name COLLATE NOCASE IN ({marks}) GROUP BY name""", ["READ", "m0"]).fetchall()
+    assert "COVERING INDEX definitions_by_name_chunk" in " ".join(str(row[-1]) for row in plan)

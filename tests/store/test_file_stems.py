@@ -10,7 +10,6 @@ from typing import Any
 from qmd_daemon.store.connection import sqlite
 from qmd_daemon.store.file_stems import path_stems
 from qmd_daemon.store.index_store import IndexStore
-from qmd_daemon.store.schema import SCHEMA_VERSION
 from tests.conftest import indexed
 
 FILES = {
@@ -55,7 +54,7 @@ def test_migration_fills_the_stems_of_an_index_made_before_the_table(engine: Any
     engine.close()
     conn = sqlite.connect(str(path))
     conn.execute("DROP TABLE file_stems")
-    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION - 1),))
+    conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")  # before file_stems
     conn.commit()
     conn.close()
     store = IndexStore(path)
