@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 FILE_STEMS_TABLE = [
-    """CREATE TABLE file_stems (
+    """CREATE TABLE IF NOT EXISTS file_stems (
         stem TEXT NOT NULL,
         file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
         PRIMARY KEY (stem, file_id)
     ) WITHOUT ROWID""",
-    "CREATE INDEX file_stems_by_file ON file_stems(file_id)",  # the cascade's lookup
+    "CREATE INDEX IF NOT EXISTS file_stems_by_file ON file_stems(file_id)",  # the cascade's lookup
 ]
 
 

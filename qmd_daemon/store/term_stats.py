@@ -15,7 +15,7 @@ from typing import Any
 
 from qmd_daemon.text.tokens import index_tokens
 
-TERM_STATS_TABLE = """CREATE TABLE term_stats (
+TERM_STATS_TABLE = """CREATE TABLE IF NOT EXISTS term_stats (
     token TEXT NOT NULL,
     collection_id INTEGER NOT NULL,
     df INTEGER NOT NULL,
@@ -81,7 +81,9 @@ def remove_chunks(conn: Any, chunk_ids: list[int]) -> None:
 
 
 def fill(conn: Any) -> None:
-    """Count every FTS row already indexed (the migration of an index made before the table)."""
+    """Count every FTS row already indexed (the migration of an index made before the table), from
+    nothing: a step run again recounts."""
+    conn.execute("DELETE FROM term_stats")
     tally: Tally = Counter()
     for row in conn.execute("SELECT collection, path, symbols, body FROM chunks_fts"):
         add_rows(tally, _collection_id(row[0]), [row], 1)
