@@ -357,3 +357,38 @@ def test_ml_local_lets_are_not_definitions() -> None:
         """)
     names = [d.name for c in chunk_fallback("a.ml", text, "ocaml") for d in c.definitions]
     assert names == ["area"]
+
+
+@pytest.mark.parametrize(
+    ("language", "path", "text", "expected"),
+    [
+        ("fortran", "heat.f90", _src("""
+            subroutine step(u, n)
+              integer, intent(in) :: n
+              real(8), intent(inout) :: u(n)
+              integer :: i
+              logical :: done
+              do i = 2, n - 1
+                u(i) = 0.5d0 * u(i)
+              end do
+            end subroutine step
+            """), ["step"]),
+        ("verilog", "uart_tx.v", _src("""
+            module uart_tx (
+                input  wire clk,
+                input  wire [7:0] data,
+                output reg  tx
+            );
+            endmodule
+
+            interface bus_if;
+            endinterface
+            """), ["uart_tx", "bus_if"]),
+    ],
+    ids=["fortran", "verilog"],
+)
+def test_declarations_are_not_definitions(language: str, path: str, text: str, expected: list[str]) -> None:
+    """`integer :: i` (Fortran) and `input wire clk` (Verilog) declare variables and ports; the
+    generic patterns read them as a Haskell signature and a GraphQL `input` type."""
+    names = [d.name for c in chunk_fallback(path, text, language) for d in c.definitions]
+    assert names == expected
