@@ -17,6 +17,7 @@ from qmd_daemon.errors import UnknownCollectionError, UsageError
 from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
 from qmd_daemon.ingest.root_policy import check_root, check_size
 from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root
+from qmd_daemon.ingest.skip_log import read_skipped, record_skipped
 from qmd_daemon.locks import waiting_for, writer_lock_path
 from qmd_daemon.models.model_set import ModelSet
 from qmd_daemon.search.hit import Hit
@@ -188,6 +189,7 @@ class Engine:
                 raise UnknownCollectionError(f"no collection named '{name}'")
             with self.store.transaction():
                 self.store.remove_collection(name)
+            record_skipped(self.settings.state_dir, name, None)
 
     def collections(self) -> dict[str, CollectionConfig]:
         return self.config().collections()
@@ -225,7 +227,9 @@ class Engine:
                     continue
                 if unchanged is not None and unchanged(current, self.index_stamp(current.name)):
                     continue
-                reports.append(update_collection(self.store, current, self.settings, progress=progress))
+                report = update_collection(self.store, current, self.settings, progress=progress)
+                record_skipped(self.settings.state_dir, current.name, report.skipped)
+                reports.append(report)
         return reports
 
     def index_stamp(self, name: str) -> IndexStamp:
@@ -266,6 +270,7 @@ class Engine:
     def status(self) -> dict[str, Any]:
         vectors = self.vectors
         active = vectors.active_model() if vectors else None
+        skipped = read_skipped(self.settings.state_dir)
         return {
             "index": self.backend.location,
             "config": str(self.settings.config_file),
@@ -284,6 +289,8 @@ class Engine:
                     **row,
                     # written by another version's chunker or rules: the next update re-reads it
                     "index_current": row["index_format"] == INDEX_FORMAT,
+                    # files the last walk left out, by reason (too_large, binary, unreadable, ...)
+                    "skipped": skipped.get(row["name"], {}),
                     "pending_vectors": vectors.pending_count(self.collection_ids([row["name"]]))
                     if vectors and active
                     else None,
