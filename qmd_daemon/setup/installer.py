@@ -387,6 +387,10 @@ class Setup:
         self.write_models_block(profile, device)
         self.install_integrations()
         self.save_state("yes", device, profile)
+        # a daemon started before this run keeps the code and models it loaded: an upgrade left it
+        # re-chunking the index in the old format while the new CLI re-chunked it in the new one.
+        # The next ai-search or session starts one from what was just installed.
+        self.stop_daemon()
 
     def pull_or_fall_back(self, profile: str) -> str:
         """Pull PROFILE; when the Qwen3 models cannot be downloaded (no Hub) and no profile was

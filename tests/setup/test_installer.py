@@ -383,3 +383,23 @@ def test_no_stops_the_daemon_without_telling_a_stranger_the_token(fake_home):
         alive.wait()
     assert proc.returncode == 0, proc.stderr
     assert stranger.received and token.encode() not in stranger.received
+
+
+def test_yes_stops_a_daemon_started_before_it(fake_home):
+    """A re-run of Yes (an upgrade: pip install --upgrade into the same environment) left the
+    running daemon serving the old code: it answered ai-search and re-chunked the index in the old
+    format, until it idled out."""
+    from tests.daemon.support import pid_running, start_serve, state_of, wait_for
+
+    qmd_home = Path(fake_home["QMD_DAEMON_HOME"])
+    daemon = start_serve(qmd_home, QMD_MODELS_DIR=fake_home["QMD_MODELS_DIR"])
+    try:
+        pid = wait_for(lambda: (state_of(qmd_home) or {}).get("pid"))
+        proc = yes_small(fake_home)
+        assert proc.returncode == 0, proc.stderr
+        assert f"stop the running daemon (pid {pid})" in proc.stdout
+        wait_for(lambda: not pid_running(pid), timeout=15)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+        daemon.wait()
