@@ -492,6 +492,11 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
         (r"(?:function|task)\s+(?:automatic\s+|static\s+)?(?:[\w$]+\s+)*?(?:\[[^\]]*\]\s*)?"
          r"(?P<name>\w+)\s*[(;]", "function", False),
     ],
+    # bats test files: each `@test "name" {` block is a test (bash's grammar reads the line as an
+    # error); their helpers are shell functions, which the generic patterns name
+    "bats": [
+        (r"@test\s+[\"']?(?P<name>.+?)[\"']?\s*\{?\s*$", "test", True),
+    ],
     # C-like languages without a grammar here: `type name(` at column 0 with no `;` after it
     "c_like": [
         (r"(?:[\w:<>,*&]+\s+)+[*&]*(?P<name>[A-Za-z_]\w*)\s*\([^;]*$", "function", True),
@@ -508,6 +513,7 @@ _FAMILY_OF = {
     "tcl": "tcl",
     "solidity": "solidity",
     "verilog": "verilog",
+    "bats": "bats",
     **dict.fromkeys(("d", "glsl", "hlsl", "vala"), "c_like"),
 }
 # Families whose patterns above name every definition: the generic patterns would misread their

@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from qmd_daemon.ingest.chunk_fallback import chunk_fallback
+from qmd_daemon.ingest.chunking import chunk_text
 from tests.ingest.test_chunking import assert_valid
 
 
@@ -392,3 +393,22 @@ def test_declarations_are_not_definitions(language: str, path: str, text: str, e
     generic patterns read them as a Haskell signature and a GraphQL `input` type."""
     names = [d.name for c in chunk_fallback(path, text, language) for d in c.definitions]
     assert names == expected
+
+
+def test_bats_files_are_chunked_at_their_tests() -> None:
+    """bash's grammar reads `@test "..." {` as an error: chunks of a .bats file started inside
+    tests (at a `}` or an assertion) and no test was a definition."""
+    tests = "\n\n".join(
+        f'@test "case {i} reports its status" {{\n  run ./tool --case {i}\n'
+        + "".join(f'  [ "${{lines[{k}]}}" = "line {k}" ]\n' for k in range(12))
+        + '  [ "$status" -eq 0 ]\n}'
+        for i in range(5)
+    )
+    text = "#!/usr/bin/env bats\n\nsetup() {\n  cd \"$BATS_TEST_DIRNAME\"\n}\n\n" + tests + "\n"
+    chunks = chunk_text("test/tool.bats", text)
+    assert_valid(text, chunks)
+    lines = text.split("\n")
+    names = [d.name for c in chunks for d in c.definitions]
+    assert names == ["setup"] + [f"case {i} reports its status" for i in range(5)]
+    for chunk in chunks[1:]:
+        assert lines[chunk.start_line - 1].startswith("@test"), (chunk.start_line, chunk.text[:60])
