@@ -298,10 +298,9 @@ class Setup:
         for device in devices or []:
             cmd += ["--device", device]
         summary = envs.run_json(cmd, "the benchmark")
-        for row in summary.get("devices", []):
+        for row in summary.get("devices", []):  # each row was shown as it came (bench.auto's echo)
             compact = {k: row.get(k) for k in ("device", "querySeconds", "chunksPerSecond", "passed")}
             self.summary.append({"profile": profile, **compact})
-            self.j.note(json.dumps(compact) + (f"  ({row['error']})" if row.get("error") else ""))
         self.j.done(f"bench-{profile}")
         return summary
 

@@ -276,6 +276,8 @@ def test_auto_fail_stores_no_and_installs_nothing(fake_home):
     assert proc.returncode == 0, proc.stderr
     assert "no device passed" in proc.stdout
     assert '"passed": false' in proc.stdout.split("benchmark summary:")[1]
+    # each device's result once as it comes (it was printed twice in a row), then in the summary
+    assert (proc.stderr + proc.stdout.split("benchmark summary:")[0]).count('"querySeconds"') == 1
     assert _state(fake_home)["selection"] == "no"
     after = listing(home)
     assert set(after) - set(before) == {".qmd", ".qmd/config", ".qmd/config/install.json"}
