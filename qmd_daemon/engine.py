@@ -238,6 +238,11 @@ class Engine:
         collection_id = self.store.collection_id(name)
         return collection_id, self.store.index_format(collection_id) if collection_id is not None else ""
 
+    def outdated_collections(self) -> list[str]:
+        """Configured collections the index holds as another version read or chunked them (an
+        upgrade): the next update of each re-reads it whole."""
+        return [name for name in self.collections() if self.index_stamp(name)[1] not in ("", INDEX_FORMAT)]
+
     def migrate_to_postgres(self, database_url: str, *, progress: bool | None = None) -> dict[str, Any]:
         """Copy this index into PostgreSQL (`qmd-daemon migrate`), vectors included, holding the
         writer lock so no update changes it halfway."""
