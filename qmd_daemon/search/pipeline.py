@@ -42,6 +42,7 @@ from qmd_daemon.search.scoring import (
 from qmd_daemon.search.vector import VECTOR_CANDIDATES, vector_search
 from qmd_daemon.store.lexical_query import Phrase
 from qmd_daemon.store.protocols import ChunkStore, VectorStore
+from qmd_daemon.text.identifiers import is_acronym
 
 LEXICAL_CANDIDATES = 200
 FUSED_CANDIDATES = LEXICAL_CANDIDATES + VECTOR_CANDIDATES  # the question's two lists, whole
@@ -125,14 +126,17 @@ def _symbol_candidates(
 ) -> dict[int, set[str]]:
     """Chunks that define a queried symbol join the candidates even when no retriever found them.
     `exact` gets the chunks defining a name as the question spells it (or, where no chunk does,
-    in any case): code is case-sensitive, `fn deserialize` is not `trait Deserialize`."""
+    in any case, but an acronym never as a lower-case name): code is case-sensitive, `fn
+    deserialize` is not `trait Deserialize`; "the Zig AST" asks for `Ast`, and "JSON parser" not
+    for `using json`."""
     names = list(dict.fromkeys(s.split(".")[-1].split("::")[-1] for s in parsed.symbols))
     defined: dict[int, set[str]] = {}
     rows = store.chunks_defining(names, collection_ids)
     spelled = {name.lower() for _, name, _ in rows if name in names}  # defined as the question spells it
+    acronyms = {name.lower() for name in names if is_acronym(name)}
     for chunk_id, name, _kind in rows:
         defined.setdefault(int(chunk_id), set()).add(name.lower())
-        if name in names or name.lower() not in spelled:
+        if name in names or (name.lower() not in spelled and not (name.islower() and name in acronyms)):
             exact.add(int(chunk_id))
     stems = [n.lower() for n in names] if parsed.is_symbol_query else []
     leads = defined if parsed.is_symbol_query else _rare_definitions(rows)
