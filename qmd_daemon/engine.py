@@ -15,6 +15,7 @@ from typing import Any
 from qmd_daemon.config import CollectionConfig, IndexConfig
 from qmd_daemon.errors import UnknownCollectionError, UsageError
 from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
+from qmd_daemon.ingest.listings import listings_file
 from qmd_daemon.ingest.root_policy import check_root, check_size
 from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root
 from qmd_daemon.locks import waiting_for, writer_lock_path
@@ -188,6 +189,7 @@ class Engine:
                 raise UnknownCollectionError(f"no collection named '{name}'")
             with self.store.transaction():
                 self.store.remove_collection(name)
+            listings_file(self.settings.cache_dir, name).unlink(missing_ok=True)
 
     def collections(self) -> dict[str, CollectionConfig]:
         return self.config().collections()

@@ -22,6 +22,7 @@ from qmd_daemon.errors import UsageError
 from qmd_daemon.file_types import kind_of, language_of
 from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
 from qmd_daemon.ingest.links import LinkChanges, update_links
+from qmd_daemon.ingest.listings import listings_file
 from qmd_daemon.ingest.root_policy import check_root
 from qmd_daemon.ingest.scan import ScannedFile, scan
 from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, decode_source, read_inside, utf8_bytes
@@ -140,6 +141,7 @@ def update_collection(
         ignore=collection.ignore,
         excludes=settings.excludes,
         max_file_bytes=settings.max_file_bytes,
+        listings=listings_file(settings.cache_dir, collection.name),
     )
     report = UpdateReport(collection=collection.name)
     skipped = result.skipped

@@ -13,6 +13,7 @@ import copy
 import os
 import re
 import subprocess
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 from pathspec.util import normalize_file
 
 from qmd_daemon.errors import UsageError
+from qmd_daemon.ingest.listings import Listing, Listings, chain_key, rules_key
 
 _BRACE = re.compile(r"\{([^{}]*)\}")
 
@@ -290,6 +292,7 @@ class IgnoreRules:
         self._keep_dirs = {k.rsplit("/", i)[0] for k in keep for i in range(1, k.count("/") + 1)}
         self._specs: dict[str, PathMatcher | None] = {}
         self._chains: dict[str, tuple[tuple[int, PathMatcher], ...]] = {}
+        self._texts: dict[str, str] = {}  # the .gitignore files read, by folder
         self._dirs: dict[str, bool] = {}
         self.unreadable = 0
 
@@ -299,7 +302,8 @@ class IgnoreRules:
             spec: PathMatcher | None = None
             try:
                 with open(os.path.join(self.root, rel_dir, ".gitignore"), "rb") as handle:
-                    spec = _gitignore_matcher(handle.read().decode("utf-8", errors="replace"))
+                    text = self._texts[rel_dir] = handle.read().decode("utf-8", errors="replace")
+                spec = _gitignore_matcher(text)
             except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
                 pass
             except OSError:  # a folder without search permission (EACCES)
@@ -307,11 +311,16 @@ class IgnoreRules:
             self._specs[rel_dir] = spec
         return self._specs[rel_dir]
 
-    def listed(self, rel_dir: str, names: Iterable[str]) -> None:
+    def listed(self, rel_dir: str, *, holds_gitignore: bool) -> None:
         """What a walk found in folder `rel_dir`: no .gitignore there spares the open that
         `_spec` would try (one a folder, 12k of a no-change update)."""
-        if rel_dir not in self._specs and ".gitignore" not in names:
-            self._specs[rel_dir] = None
+        if not holds_gitignore:
+            self._specs.setdefault(rel_dir, None)
+
+    def gitignore_text(self, rel_dir: str) -> str | None:
+        """The text of the .gitignore in `rel_dir` (None: none, or unreadable), read once."""
+        self._spec(rel_dir)
+        return self._texts.get(rel_dir)
 
     def _gitignores(self, rel_dir: str) -> tuple[tuple[int, PathMatcher], ...]:
         """The .gitignore files that apply in folder `rel_dir` (its own and those above, root
@@ -360,39 +369,87 @@ _NAME = attrgetter("name")
 
 
 def _walk_candidates(
-    root: Path, rules: IgnoreRules, skipped: Counter[str]
-) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    root: Path, rules: IgnoreRules, skipped: Counter[str], listings: Listings | None = None
+) -> Iterator[tuple[str, os.DirEntry[str] | None]]:
     """Walk without following directory links, applying each folder's .gitignore below it; folder
     by folder, so a caller that has seen enough (root_policy's size caps) stops the walk. Depth
     first in name order, a folder's files before its subfolders; an ignored or excluded folder is
-    never entered. Each file comes with its listing entry, whose `stat` is the scan's one call."""
-    pending = [""]
+    never entered. Each file comes with its listing entry, whose `stat` is the scan's one call
+    (None for a file taken from `listings`, the records of an earlier walk: ingest/listings.py),
+    and `listings` is saved when the walk ends."""
+    pending = [("", listings.key if listings else "")]  # (folder, the rules' key above it)
     while pending:
-        rel_dir = pending.pop()
-        prefix = f"{rel_dir}/" if rel_dir else ""
+        rel_dir, above = pending.pop()
+        path = os.path.join(root, rel_dir)
+        listed_at = time.time_ns()
         try:
-            with os.scandir(os.path.join(root, rel_dir)) as listing:
-                entries = sorted(listing, key=_NAME)
+            folder = os.lstat(path)
+            if S_ISLNK(folder.st_mode):  # a folder replaced by a link since its parent was listed
+                continue
+            record = listings.recorded(rel_dir, folder.st_mtime_ns) if listings else None
+            if record is not None and record.key != _key(above, rules, rel_dir, record.gitignore):
+                record = None  # a .gitignore from the root down to here was edited
+            if record is None:
+                with os.scandir(path) as listing:
+                    entries = sorted(listing, key=_NAME)
         except OSError:
             skipped["unreadable_dir"] += 1
             continue
-        rules.listed(rel_dir, (entry.name for entry in entries))
-        folders: list[str] = []
-        for entry in entries:
-            rel = prefix + entry.name
-            kind = _kind(entry)
-            if kind == "folder":
-                if not rules.ignored(rel, True):
-                    folders.append(rel)
-            elif kind == "link to a folder":  # never followed (no loops), never a file
-                continue
-            # The mask first: it drops most files of a tree in one regex match, before the
-            # .gitignore files above are consulted.
-            elif not rules.excluded(rel) and not rules.git_ignored(rel, False):
-                yield rel, entry
-        pending.extend(reversed(folders))
+        if record is not None:
+            listings.keep(rel_dir, record)  # type: ignore[union-attr]
+            key = record.key
+            files, folders = _from_record(rel_dir, record)
+        else:
+            gitignore = any(entry.name == ".gitignore" for entry in entries)
+            key = _key(above, rules, rel_dir, gitignore) if listings else ""
+            files, folders = _from_listing(rel_dir, entries, rules)
+            if listings is not None:
+                names = tuple(rel.rpartition("/")[2] for rel, _ in files)
+                subfolders = tuple(rel.rpartition("/")[2] for rel in folders)
+                record = Listing(folder.st_mtime_ns, key, gitignore, names, subfolders)
+                listings.record(rel_dir, record, listed_at)
+        yield from files
+        pending.extend((rel, key) for rel in reversed(folders))
     if rules.unreadable:
         skipped["unreadable"] += rules.unreadable
+    if listings is not None:
+        listings.save()
+
+
+def _key(above: str, rules: IgnoreRules, rel_dir: str, gitignore: bool) -> str:
+    """The rules' key in folder `rel_dir` (ingest/listings.py), its .gitignore read if it holds one."""
+    rules.listed(rel_dir, holds_gitignore=gitignore)
+    return chain_key(above, rules.gitignore_text(rel_dir) if gitignore else None)
+
+
+_Candidates = list[tuple[str, "os.DirEntry[str] | None"]]
+
+
+def _from_listing(
+    rel_dir: str, entries: list[os.DirEntry[str]], rules: IgnoreRules
+) -> tuple[_Candidates, list[str]]:
+    """(candidate files, subfolders to enter) of a folder's fresh listing."""
+    prefix = f"{rel_dir}/" if rel_dir else ""
+    files: _Candidates = []
+    folders: list[str] = []
+    for entry in entries:
+        rel = prefix + entry.name
+        kind = _kind(entry)
+        if kind == "folder":
+            if not rules.ignored(rel, True):
+                folders.append(rel)
+        elif kind == "link to a folder":  # never followed (no loops), never a file
+            continue
+        # The mask first: it drops most files of a tree in one regex match, before the
+        # .gitignore files above are consulted.
+        elif not rules.excluded(rel) and not rules.git_ignored(rel, False):
+            files.append((rel, entry))
+    return files, folders
+
+
+def _from_record(rel_dir: str, record: Listing) -> tuple[_Candidates, list[str]]:
+    prefix = f"{rel_dir}/" if rel_dir else ""
+    return [(prefix + name, None) for name in record.files], [prefix + name for name in record.folders]
 
 
 def _kind(entry: os.DirEntry[str]) -> str:
@@ -413,7 +470,10 @@ def scan(
     ignore: list[str],
     excludes: tuple[str, ...],
     max_file_bytes: int,
+    listings: Path | None = None,
 ) -> ScanResult:
+    """The files of `root` to index. `listings`: the cache file of this tree's folder listings
+    (ingest/listings.py), used and updated by a walk (a tree without git)."""
     result = ScanResult()
     files = iter_scan(
         root,
@@ -422,6 +482,7 @@ def scan(
         excludes=excludes,
         max_file_bytes=max_file_bytes,
         skipped=result.skipped,
+        listings=listings,
     )
     result.files = list(files)
     return result
@@ -435,6 +496,7 @@ def iter_scan(
     excludes: tuple[str, ...],
     max_file_bytes: int,
     skipped: Counter[str],
+    listings: Path | None = None,
 ) -> Iterator[ScannedFile]:
     """`scan`'s files one at a time (what it leaves out counted in `skipped`)."""
     rules = IgnoreRules(root, mask=mask, ignore=ignore, excludes=excludes)
@@ -447,8 +509,10 @@ def iter_scan(
         return inside[rel_dir]
 
     listed = _git_candidates(root)
+    walked = listed is None
+    records = Listings(listings, rules_key(root, mask, ignore, excludes)) if walked and listings else None
     candidates: Iterable[tuple[str, os.DirEntry[str] | None]] = (
-        _walk_candidates(root, rules, skipped)  # excluded ones already left out; never via a link
+        _walk_candidates(root, rules, skipped, records)  # excluded ones already left out
         if listed is None
         else ((rel, None) for rel in listed if not rules.excluded(rel))
     )
@@ -459,7 +523,7 @@ def iter_scan(
             skipped["undecodable_name"] += 1
             continue
         # git lists tracked files under a linked folder; a walk never enters one
-        if entry is None and not folder_inside(rel.rpartition("/")[0]):
+        if not walked and not folder_inside(rel.rpartition("/")[0]):
             skipped["symlink_outside_root"] += 1
             continue
         try:  # one call for most files: a link alone needs more
