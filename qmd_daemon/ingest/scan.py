@@ -377,10 +377,11 @@ def _walk_candidates(
     never entered. Each file comes with its listing entry, whose `stat` is the scan's one call
     (None for a file taken from `listings`, the records of an earlier walk: ingest/listings.py),
     and `listings` is saved when the walk ends."""
+    base = os.path.join(root, "")  # a string ending in the separator: joined to by `+`
     pending = [("", listings.key if listings else "")]  # (folder, the rules' key above it)
     while pending:
         rel_dir, above = pending.pop()
-        path = os.path.join(root, rel_dir)
+        path = base + rel_dir
         listed_at = time.time_ns()
         try:
             folder = os.lstat(path)
@@ -510,6 +511,7 @@ def iter_scan(
 
     listed = _git_candidates(root)
     walked = listed is None
+    base = os.path.join(root, "")  # a string ending in the separator: joined to by `+`
     records = Listings(listings, rules_key(root, mask, ignore, excludes)) if walked and listings else None
     candidates: Iterable[tuple[str, os.DirEntry[str] | None]] = (
         _walk_candidates(root, rules, skipped, records)  # excluded ones already left out
@@ -527,9 +529,9 @@ def iter_scan(
             skipped["symlink_outside_root"] += 1
             continue
         try:  # one call for most files: a link alone needs more
-            stat = entry.stat(follow_symlinks=False) if entry else os.lstat(os.path.join(root, rel))
+            stat = entry.stat(follow_symlinks=False) if entry else os.lstat(base + rel)
             if S_ISLNK(stat.st_mode):
-                full = os.path.join(root, rel)
+                full = base + rel
                 try:
                     target = Path(full).resolve(strict=True)
                 except (OSError, RuntimeError):
