@@ -189,7 +189,8 @@ class Engine:
                 raise UnknownCollectionError(f"no collection named '{name}'")
             with self.store.transaction():
                 self.store.remove_collection(name)
-            listings_file(self.settings.cache_dir, name).unlink(missing_ok=True)
+            for cache in ("folders", "skipped"):
+                listings_file(self.settings.cache_dir, name, cache).unlink(missing_ok=True)
 
     def collections(self) -> dict[str, CollectionConfig]:
         return self.config().collections()

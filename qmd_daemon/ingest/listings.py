@@ -38,9 +38,10 @@ class Listing:
     folders: tuple[str, ...]  # names of the subfolders the rules enter, in name order
 
 
-def listings_file(cache_dir: Path, collection: str) -> Path:
-    """Where the listings of a collection's tree are kept (a cache: deleting it costs one walk)."""
-    return cache_dir / "listings" / f"{_digest(collection)}.json"
+def listings_file(cache_dir: Path, collection: str, kind: str = "folders") -> Path:
+    """Where a collection's cache of `kind` is kept: its tree's folder listings, or its skipped
+    files (ingest/skipped_files.py). Deleting one costs a walk, or a read of the skipped files."""
+    return cache_dir / "listings" / f"{_digest(collection)}.{kind}.json"
 
 
 def rules_key(root: Path, mask: str, ignore: list[str], excludes: tuple[str, ...]) -> str:
@@ -95,14 +96,20 @@ class Listings:
         if self._new == self._old:
             return
         folders = {rel: [r.mtime_ns, r.key, r.gitignore, r.files, r.folders] for rel, r in self._new.items()}
-        with contextlib.suppress(OSError):  # a cache: an update never fails for it
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".listings-", suffix=".tmp", dir=self.path.parent)  # 0600
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    json.dump({"key": self.key, "folders": folders}, handle, separators=(",", ":"))
-                os.replace(tmp, self.path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+        write_cache(self.path, {"key": self.key, "folders": folders})
+
+
+def write_cache(path: Path, data: object) -> None:
+    """Replace the cache file `path` (0600, in a 0700 folder) with `data` as JSON; a cache, so an
+    update never fails for it (a reader finds the old file, the new one, or none)."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".cache-", suffix=".tmp", dir=path.parent)  # 0600
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, separators=(",", ":"))
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise

@@ -21,6 +21,7 @@ from functools import lru_cache
 from operator import attrgetter
 from pathlib import Path
 from stat import S_ISLNK, S_ISREG
+from typing import NamedTuple
 
 import pathspec
 from pathspec.pattern import RegexPattern
@@ -194,8 +195,9 @@ def _gitignore_matcher(text: str) -> PathMatcher:
     return fast_matcher(pathspec.GitIgnoreSpec.from_lines(text.splitlines()))
 
 
-@dataclass(frozen=True)
-class ScannedFile:
+class ScannedFile(NamedTuple):
+    """A file a scan found (a tuple: a no-change update makes one per file, 59k)."""
+
     path: str  # relative to the root, POSIX separators
     size: int
     mtime_ns: int
