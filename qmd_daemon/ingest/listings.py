@@ -9,7 +9,10 @@ scan still stats every file; and rules, so a record is used only under the ones 
 (its key: the mask, excludes and ignore patterns, and the text of every .gitignore from the root
 down to the folder, each read again on every walk). A folder changed less than `RACY_NS` before it
 was listed is not recorded: an entry added in the same timestamp tick after the listing would leave
-its mtime as recorded (git's "racily clean" entries, the same rule).
+its mtime as recorded (git's "racily clean" entries, the same rule). That assumes the machine's
+clock and the file system's timestamps agree within `RACY_NS`: true of a local disk; a network
+share whose server clock runs behind by more could hide an entry added in the tick of a listing
+until the folder changes again.
 
 The records live in a cache file per collection (0600, replaced whole); a missing, old or damaged
 file only means the folders are listed again.
