@@ -15,6 +15,7 @@ from typing import Any
 from qmd_daemon.config import CollectionConfig, IndexConfig
 from qmd_daemon.errors import UnknownCollectionError, UsageError
 from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
+from qmd_daemon.ingest.listings import listings_file
 from qmd_daemon.ingest.root_policy import check_root, check_size
 from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root
 from qmd_daemon.ingest.skip_log import read_skipped, record_skipped
@@ -190,6 +191,8 @@ class Engine:
             with self.store.transaction():
                 self.store.remove_collection(name)
             record_skipped(self.settings.state_dir, name, None)
+            for cache in ("folders", "skipped"):
+                listings_file(self.settings.cache_dir, name, cache).unlink(missing_ok=True)
 
     def collections(self) -> dict[str, CollectionConfig]:
         return self.config().collections()
