@@ -65,11 +65,29 @@ _DOC_WORDS = frozenset(
         "usage",
     }
 )
+# A question asks for the tests themselves when it names them as what it is after: "tests for the
+# router", "the parser's tests", "parse cookie tests", "how is parse_args tested", "unit tests",
+# "test fixtures", "conftest". Not when "test" is the product's own noun: a test framework's
+# questions say it about its code ("how skip aborts a test", "how a test file is preprocessed"),
+# and a bug report says it in passing ("causing test failures"); there the penalty stays, or
+# bats-core's own `.bats` suite fills the page (docs/ranking.md, "Questions that say test").
+_ASKS_FOR_TESTS = re.compile(
+    r"\b(?:tests|specs)\s+(?:for|of|on|covering)\b"
+    r"|\b(?!(?:in|for|of|by|with|during|across|between|to|from|on|and|or)\b)\w+\s+(?:tests|specs)\W*$"
+    r"|\w's\s+(?:unit\s+)?(?:tests|specs)\b"
+    r"|\b(?:unit|integration|e2e|end-to-end|regression|snapshot|property)[\s-]tests?\b"
+    r"|\b(?:tested|untested|conftest|test\s+fixtures?|test\s+coverage)\b",
+    re.IGNORECASE,
+)
 _COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|v1|single_include)/|(^|/)[^/]*compat[^/]*\.\w+$")
 
 
 def asks_for_docs(parsed: ParsedQuery) -> bool:
     return any(t.lower() in _DOC_WORDS for t in parsed.terms)
+
+
+def asks_for_tests(parsed: ParsedQuery) -> bool:
+    return bool(_ASKS_FOR_TESTS.search(parsed.text))
 
 
 def _name_and_parent(path: str) -> tuple[str, str]:
@@ -194,7 +212,7 @@ def coherence_boost(cands: list[Candidate], top: float, weights: ScoringWeights)
 
 def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: ScoringWeights) -> None:
     asked = {w.lower() for w in parsed.terms}
-    wants_tests = bool(asked & {"test", "tests", "testing", "spec", "fixture", "fixtures", "conftest"})
+    wants_tests = asks_for_tests(parsed)
     wants_examples = bool(asked & {"example", "examples", "sample", "demo", "tutorial"})
     wants_docs = asks_for_docs(parsed)
     for cand in cands:

@@ -10,6 +10,8 @@ import pytest
 
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.pipeline import SearchOptions
+from qmd_daemon.search.query import parse_query
+from qmd_daemon.search.scoring import asks_for_tests
 from qmd_daemon.search.test_paths import is_test_path
 from tests.conftest import indexed
 
@@ -172,3 +174,53 @@ def test_declaration_files_of_every_module_kind_rank_below_the_code(engine: Engi
     hits = engine.search("interceptor manager use", [name], options=SearchOptions(per_file=0, explain=True))
     scaled = {h.path: "type_declarations" in h.explain["boosts"] for h in hits}
     assert scaled == {"index.d.cts": True, "index.d.mts": True, "lib/InterceptorManager.js": False}
+
+
+ASKS_FOR_TESTS = [
+    "tests for parse_args",
+    "unit tests of the lexer",
+    "the router's tests",
+    "parse cookie tests",
+    "how is the Router tested",
+    "integration-test setup for the database",
+    "test fixtures for http responses",
+    "where is conftest",
+]
+SAYS_TEST_ABOUT_THE_PRODUCT = [
+    # bats-core's questions: a test framework's code is about tests
+    "how a test file is preprocessed before execution",
+    "how skip aborts a test without marking it as a failure",
+    "how the run command captures output and exit status of a command under test",
+    "how bats validates the test count across parallel workers",
+    # click's CliRunner, guzzle's MockHandler: testing support is the product
+    "test runner for CLI commands in isolation",
+    "mock handler for simulating HTTP responses in tests",
+    # a bug report says it in passing
+    "This is causing test failures for me after some changes to the dict ordering",
+]
+
+
+@pytest.mark.parametrize("question", ASKS_FOR_TESTS)
+def test_questions_that_ask_for_tests(question: str) -> None:
+    assert asks_for_tests(parse_query(question))
+
+
+@pytest.mark.parametrize("question", SAYS_TEST_ABOUT_THE_PRODUCT)
+def test_questions_that_say_test_about_the_code(question: str) -> None:
+    assert not asks_for_tests(parse_query(question))
+
+
+def test_a_test_framework_question_keeps_its_own_suite_below_its_code(engine: Engine, tmp_path: Path) -> None:
+    # bats-core's whole tree: its own `.bats` suite says "test" and "preprocess" far more often than
+    # the library that preprocesses a test file; the question says "test" about the product.
+    files = {
+        "lib/bats-core/preprocessing.bash": "bats_preprocess_source() {\n"
+        "  # preprocess the test file: turn @test blocks into functions\n  bats-preprocess \"$1\"\n}\n",
+        "test/preprocess.bats": "@test \"preprocess a test file\" {\n"
+        "  run bats_preprocess_source test/fixtures/test.bats\n  # the test file is preprocessed\n"
+        "  [ \"$status\" -eq 0 ]  # test file preprocessed, test passes\n}\n",
+    }
+    demoted = demoted_as_test(engine, tmp_path, files, "how a test file is preprocessed before execution")
+    assert demoted == {"lib/bats-core/preprocessing.bash": False, "test/preprocess.bats": True}
+    asked = demoted_as_test(engine, tmp_path, files, "tests for the preprocessing of a file")
+    assert asked["test/preprocess.bats"] is False
