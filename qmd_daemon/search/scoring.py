@@ -70,11 +70,12 @@ _DOC_WORDS = frozenset(
 # "test fixtures", "conftest". Not when "test" is the product's own noun: a test framework's
 # questions say it about its code ("how skip aborts a test", "how a test file is preprocessed"),
 # and a bug report says it in passing ("causing test failures"); there the penalty stays, or
-# bats-core's own `.bats` suite fills the page (docs/ranking.md, "Questions that say test").
+# bats-core's own `.bats` suite fills the page (docs/ranking.md, "Questions that say test"). Not
+# "spec": it names the product as often (lazy.nvim's plugin specs, an OpenAPI spec).
 _ASKS_FOR_TESTS = re.compile(
-    r"\b(?:tests|specs)\s+(?:for|of|on|covering)\b"
-    r"|\b(?!(?:in|for|of|by|with|during|across|between|to|from|on|and|or)\b)\w+\s+(?:tests|specs)\W*$"
-    r"|\w's\s+(?:unit\s+)?(?:tests|specs)\b"
+    r"\btests\s+(?:for|of|on|covering)\b"
+    r"|\b(?!(?:in|for|of|by|with|during|across|between|to|from|on|and|or)\b)\w+\s+tests\W*$"
+    r"|\w's\s+(?:unit\s+)?tests\b"
     r"|\b(?:unit|integration|e2e|end-to-end|regression|snapshot|property)[\s-]tests?\b"
     r"|\b(?:tested|untested|conftest|test\s+fixtures?|test\s+coverage)\b",
     re.IGNORECASE,

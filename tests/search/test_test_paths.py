@@ -195,6 +195,8 @@ SAYS_TEST_ABOUT_THE_PRODUCT = [
     # click's CliRunner, guzzle's MockHandler: testing support is the product
     "test runner for CLI commands in isolation",
     "mock handler for simulating HTTP responses in tests",
+    # a spec is a specification as often as an RSpec file (lazy.nvim's plugin specs)
+    "how plugin fragments handle multiple specs for the same plugin",
     # a bug report says it in passing
     "This is causing test failures for me after some changes to the dict ordering",
 ]
