@@ -80,6 +80,14 @@ _ASKS_FOR_TESTS = re.compile(
     r"|\b(?:tested|untested|conftest|test\s+fixtures?|test\s+coverage)\b",
     re.IGNORECASE,
 )
+# What marks a definition deprecated, by language: Swift `@available(*, deprecated`, Java/Kotlin
+# `@Deprecated`, Scala/Elixir/Python 3.13 and the doc comments of JS/TS/PHP/Java/Lua `@deprecated`,
+# C# `[Obsolete`, Rust `#[deprecated`, Go `// Deprecated:`, Haskell `{-# DEPRECATED`, C/C++
+# `[[deprecated` and `__attribute__((deprecated`.
+_DEPRECATION_MARK = re.compile(
+    r"@available\([^)]*\bdeprecated\b|@[Dd]eprecated\b|\[Obsolete\b|#\[deprecated\b|//\s*Deprecated:"
+    r"|\{-#\s*DEPRECATED\b|\[\[deprecated\b|__attribute__\s*\(\(deprecated\b"
+)
 _COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|v1|single_include)/|(^|/)[^/]*compat[^/]*\.\w+$")
 
 
@@ -234,6 +242,17 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
         if name.endswith((".d.ts", ".d.mts", ".d.cts")):  # TypeScript's declarations, ESM and CommonJS
             cand.scale("type_declarations", weights.dts_penalty)
 
+
+
+def deprecated_penalty(cands: list[Candidate], weights: ScoringWeights) -> None:
+    """A chunk whose definitions are mostly marked deprecated holds the old names that forward to
+    the new ones (SnapKit's `snp_makeConstraints` calls `snp.makeConstraints`): it says the
+    question's words, the code that does it is elsewhere. Lowered as compat/legacy paths are.
+    Mostly, not all: a chunk's signature also names the type or extension that encloses them."""
+    for cand in cands:
+        defined = len(cand.chunk.signature.split("\n")) if cand.chunk.signature else 0
+        if defined and 2 * len(_DEPRECATION_MARK.findall(cand.chunk.text)) > defined:
+            cand.scale("deprecated", weights.compat_penalty)
 
 
 def frame_file_boost(cands: list[Candidate], frame_ranks: dict[int, int], weights: ScoringWeights) -> None:

@@ -2,7 +2,13 @@
 
 from pathlib import Path
 
+import pytest
+
 from qmd_daemon.engine import Engine
+from qmd_daemon.search.candidates import Candidate
+from qmd_daemon.search.pipeline import SearchOptions
+from qmd_daemon.search.scoring import ScoringWeights, deprecated_penalty
+from qmd_daemon.store.protocols import ChunkRow
 from tests.conftest import indexed
 
 RUST_TRAIT = """use crate::lib::*;
@@ -67,3 +73,75 @@ def test_capitalised_symbol_prefers_the_class_to_same_named_functions(
     )
     top = engine.search("Session", [name])[0]
     assert (top.path, top.symbol) == ("net/models.py", "Session")
+
+
+SWIFT_FORWARDERS = """public extension ConstraintView {
+    @available(*, deprecated, renamed:"snp.makeConstraints(_:)")
+    func snp_makeConstraints(_ closure: (_ make: ConstraintMaker) -> Void) {
+        self.snp.makeConstraints(closure)
+    }
+
+    @available(*, deprecated, renamed:"snp.remakeConstraints(_:)")
+    func snp_remakeConstraints(_ closure: (_ make: ConstraintMaker) -> Void) {
+        self.snp.remakeConstraints(closure)
+    }
+}
+"""
+SWIFT_DSL = """public struct ConstraintViewDSL {
+    public func makeConstraints(_ closure: (_ make: ConstraintMaker) -> Void) {
+        ConstraintMaker.makeConstraints(item: self.view, closure: closure)
+    }
+}
+"""
+
+
+def test_deprecated_forwarders_rank_below_the_code_they_forward_to(engine: Engine, tmp_path: Path) -> None:
+    # SnapKit keeps its old `snp_` names as deprecated extensions calling the new DSL: they say
+    # every word of a makeConstraints question, twice, and do nothing.
+    forwarders, dsl = "Sources/ConstraintView+Extensions.swift", "Sources/ConstraintViewDSL.swift"
+    name = indexed(engine, tmp_path / "snapkit", {forwarders: SWIFT_FORWARDERS, dsl: SWIFT_DSL})
+    hits = engine.search("how make constraints closure remake constraints view", [name],
+                         options=SearchOptions(per_file=0, explain=True))
+    assert {h.path: "deprecated" in h.explain["boosts"] for h in hits} == {forwarders: True, dsl: False}
+    assert hits[0].path == dsl
+
+
+# language -> (a deprecated definition, its signature)
+DEPRECATED_IN_EACH_LANGUAGE = {
+    "java": ("@Deprecated\npublic static String chomp(String s) {\n  return removeEnd(s);\n}\n",
+             "public static String chomp(String s)"),
+    "kotlin": ('@Deprecated("use launch")\nfun spawn(block: () -> Unit) = launch(block)\n',
+               "fun spawn(block: () -> Unit)"),
+    "csharp": ('[Obsolete("use QueryAsync")]\npublic static Task Query(IDbConnection c) => QueryAsync(c);\n',
+               "public static Task Query(IDbConnection c)"),
+    "rust": ('#[deprecated(note = "use to_value")]\npub fn to_json(v: &T) -> Value { to_value(v) }\n',
+             "pub fn to_json(v: &T) -> Value"),
+    "go": ("// Deprecated: use ExecuteC.\nfunc (c *Command) Exec() error { return c.ExecuteC() }\n",
+           "func (c *Command) Exec() error"),
+    "typescript": ("/** @deprecated use configureStore */\nexport function createStore(r: Reducer) {\n"
+                   "  return legacy(r)\n}\n",
+                   "export function createStore(r: Reducer)"),
+    "haskell": ('{-# DEPRECATED decode\' "use decode" #-}\ndecode\' = decode\n', "decode'"),
+    "cpp": ('[[deprecated("use parse")]] json from_cbor(const bytes& v) { return parse(v); }\n',
+            "json from_cbor(const bytes& v)"),
+    "swift": ('@available(*, deprecated, renamed: "snp.edges")\n'
+              "var snp_edges: ConstraintItem { return self.snp.edges }\n",
+              "var snp_edges: ConstraintItem"),
+}
+
+
+def lowered(path: str, text: str, signature: str) -> dict[str, float]:
+    cand = Candidate(ChunkRow(1, 1, "c", path, "code", None, 1, 4, text, "", signature, "", ""), score=1.0)
+    deprecated_penalty([cand], ScoringWeights())
+    return cand.boosts
+
+
+@pytest.mark.parametrize("language", sorted(DEPRECATED_IN_EACH_LANGUAGE))
+def test_deprecation_marks_of_each_language(language: str) -> None:
+    text, signature = DEPRECATED_IN_EACH_LANGUAGE[language]
+    assert lowered(f"src/a.{language}", text, signature) == {"deprecated": ScoringWeights().compat_penalty}
+
+
+def test_a_chunk_with_one_deprecated_definition_among_others_is_not_lowered() -> None:
+    text = "@Deprecated\nvoid chomp() {}\n\nvoid strip() {}\n"
+    assert lowered("src/A.java", text, "void chomp()\nvoid strip()") == {}
