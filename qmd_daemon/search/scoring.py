@@ -88,6 +88,8 @@ _DEPRECATION_MARK = re.compile(
     r"@available\([^)]*\bdeprecated\b|@[Dd]eprecated\b|\[Obsolete\b|#\[deprecated\b|//\s*Deprecated:"
     r"|\{-#\s*DEPRECATED\b|\[\[deprecated\b|__attribute__\s*\(\(deprecated\b"
 )
+# Lines that do not open a definition: attributes, comments, closing brackets.
+_NOT_A_HEAD = re.compile(r"\s*(?:[@#\[*})\]]|//|/\*|--|\{-|end\b)")
 _COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|v1|single_include)/|(^|/)[^/]*compat[^/]*\.\w+$")
 
 
@@ -243,15 +245,36 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
             cand.scale("type_declarations", weights.dts_penalty)
 
 
+def _is_deprecated(text: str) -> bool:
+    """Every definition at the level of the outermost one a mark precedes is marked deprecated.
+    Definitions are read from the text, not the index: it does not name every one (a Swift `var`
+    beside deprecated functions is the live API)."""
+    if not _DEPRECATION_MARK.search(text):
+        return False
+    lines = text.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.strip() and not _NOT_A_HEAD.match(line)]
+    marked = set()
+    for i, line in enumerate(lines):
+        if _DEPRECATION_MARK.search(line):
+            following = next((h for h in heads if h > i), None)
+            if following is not None:
+                marked.add(following)
+    if not marked:
+        return False
+    level = min(_indent(lines[h]) for h in marked)
+    return all(h in marked for h in heads if _indent(lines[h]) == level)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
 
 def deprecated_penalty(cands: list[Candidate], weights: ScoringWeights) -> None:
-    """A chunk whose definitions are mostly marked deprecated holds the old names that forward to
-    the new ones (SnapKit's `snp_makeConstraints` calls `snp.makeConstraints`): it says the
-    question's words, the code that does it is elsewhere. Lowered as compat/legacy paths are.
-    Mostly, not all: a chunk's signature also names the type or extension that encloses them."""
+    """A chunk whose definitions are all marked deprecated holds the old names that forward to the
+    new ones (SnapKit's `snp_makeConstraints` calls `snp.makeConstraints`): it says the question's
+    words, the code that does it is elsewhere. Lowered as compat/legacy paths are."""
     for cand in cands:
-        defined = len(cand.chunk.signature.split("\n")) if cand.chunk.signature else 0
-        if defined and 2 * len(_DEPRECATION_MARK.findall(cand.chunk.text)) > defined:
+        if cand.chunk.kind == "code" and _is_deprecated(cand.chunk.text):
             cand.scale("deprecated", weights.compat_penalty)
 
 

@@ -106,42 +106,47 @@ def test_deprecated_forwarders_rank_below_the_code_they_forward_to(engine: Engin
     assert hits[0].path == dsl
 
 
-# language -> (a deprecated definition, its signature)
+# language -> a deprecated definition, marked as that language marks it
 DEPRECATED_IN_EACH_LANGUAGE = {
-    "java": ("@Deprecated\npublic static String chomp(String s) {\n  return removeEnd(s);\n}\n",
-             "public static String chomp(String s)"),
-    "kotlin": ('@Deprecated("use launch")\nfun spawn(block: () -> Unit) = launch(block)\n',
-               "fun spawn(block: () -> Unit)"),
-    "csharp": ('[Obsolete("use QueryAsync")]\npublic static Task Query(IDbConnection c) => QueryAsync(c);\n',
-               "public static Task Query(IDbConnection c)"),
-    "rust": ('#[deprecated(note = "use to_value")]\npub fn to_json(v: &T) -> Value { to_value(v) }\n',
-             "pub fn to_json(v: &T) -> Value"),
-    "go": ("// Deprecated: use ExecuteC.\nfunc (c *Command) Exec() error { return c.ExecuteC() }\n",
-           "func (c *Command) Exec() error"),
-    "typescript": ("/** @deprecated use configureStore */\nexport function createStore(r: Reducer) {\n"
-                   "  return legacy(r)\n}\n",
-                   "export function createStore(r: Reducer)"),
-    "haskell": ('{-# DEPRECATED decode\' "use decode" #-}\ndecode\' = decode\n', "decode'"),
-    "cpp": ('[[deprecated("use parse")]] json from_cbor(const bytes& v) { return parse(v); }\n',
-            "json from_cbor(const bytes& v)"),
-    "swift": ('@available(*, deprecated, renamed: "snp.edges")\n'
-              "var snp_edges: ConstraintItem { return self.snp.edges }\n",
-              "var snp_edges: ConstraintItem"),
+    "java": "/** @deprecated use removeEnd */\n@Deprecated\npublic static String chomp(String s) {\n"
+            "  return removeEnd(s);\n}\n",
+    "kotlin": '@Deprecated("use launch")\nfun spawn(block: () -> Unit) = launch(block)\n',
+    "csharp": '[Obsolete("use QueryAsync")]\npublic static Task Query(IDbConnection c) => QueryAsync(c);\n',
+    "rust": '#[deprecated(note = "use to_value")]\npub fn to_json(v: &T) -> Value { to_value(v) }\n',
+    "go": "// Deprecated: use ExecuteC.\nfunc (c *Command) Exec() error { return c.ExecuteC() }\n",
+    "typescript": "/**\n * @deprecated use configureStore\n */\nexport function createStore(r: Reducer) {\n"
+                  "  return legacy(r)\n}\n",
+    "haskell": '{-# DEPRECATED decode\' "use decode" #-}\ndecode\' = decode\n',
+    "cpp": '[[deprecated("use parse")]]\njson from_cbor(const bytes& v) { return parse(v); }\n',
+    "elixir": '  @deprecated "use read_body/2"\n  def read_body!(conn), do: read_body(conn)\n',
+    "swift": '@available(*, deprecated, renamed: "snp.edges")\n'
+             "var snp_edges: ConstraintItem { return self.snp.edges }\n",
 }
 
 
-def lowered(path: str, text: str, signature: str) -> dict[str, float]:
-    cand = Candidate(ChunkRow(1, 1, "c", path, "code", None, 1, 4, text, "", signature, "", ""), score=1.0)
+def lowered(path: str, text: str) -> dict[str, float]:
+    cand = Candidate(ChunkRow(1, 1, "c", path, "code", None, 1, 9, text, "", "", "", ""), score=1.0)
     deprecated_penalty([cand], ScoringWeights())
     return cand.boosts
 
 
 @pytest.mark.parametrize("language", sorted(DEPRECATED_IN_EACH_LANGUAGE))
 def test_deprecation_marks_of_each_language(language: str) -> None:
-    text, signature = DEPRECATED_IN_EACH_LANGUAGE[language]
-    assert lowered(f"src/a.{language}", text, signature) == {"deprecated": ScoringWeights().compat_penalty}
+    text = DEPRECATED_IN_EACH_LANGUAGE[language]
+    assert lowered(f"src/a.{language}", text) == {"deprecated": ScoringWeights().compat_penalty}
 
 
-def test_a_chunk_with_one_deprecated_definition_among_others_is_not_lowered() -> None:
-    text = "@Deprecated\nvoid chomp() {}\n\nvoid strip() {}\n"
-    assert lowered("src/A.java", text, "void chomp()\nvoid strip()") == {}
+def test_a_chunk_with_one_live_definition_among_deprecated_ones_is_not_lowered() -> None:
+    # SnapKit's last chunk: the deprecated forwarders end with the live `snp` property (which the
+    # index does not list as a definition)
+    text = ('    @available(*, deprecated, renamed:"snp.removeConstraints()")\n'
+            "    func snp_removeConstraints() {\n        self.snp.removeConstraints()\n    }\n\n"
+            "    var snp: ConstraintViewDSL {\n        return ConstraintViewDSL(view: self)\n    }\n}\n")
+    assert lowered("Sources/ConstraintView+Extensions.swift", text) == {}
+
+
+def test_a_class_with_one_deprecated_method_is_not_lowered() -> None:
+    text = ("public class StringUtils {\n    @Deprecated\n    public static String chomp(String s) {\n"
+            "        return s;\n    }\n\n    public static String strip(String s) {\n        return s;\n"
+            "    }\n}\n")
+    assert lowered("src/StringUtils.java", text) == {}
