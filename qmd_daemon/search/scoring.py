@@ -29,6 +29,7 @@ class ScoringWeights:
     test_penalty: float = 0.3
     example_penalty: float = 0.3
     compat_penalty: float = 0.3
+    deprecated_penalty: float = 0.5  # a chunk whose definitions are all marked deprecated
     init_penalty: float = 0.5
     dts_penalty: float = 0.7
     saturation: float = 0.5  # each further chunk of an already-ranked file
@@ -272,10 +273,10 @@ def _indent(line: str) -> int:
 def deprecated_penalty(cands: list[Candidate], weights: ScoringWeights) -> None:
     """A chunk whose definitions are all marked deprecated holds the old names that forward to the
     new ones (SnapKit's `snp_makeConstraints` calls `snp.makeConstraints`): it says the question's
-    words, the code that does it is elsewhere. Lowered as compat/legacy paths are."""
+    words, the code that does it is elsewhere."""
     for cand in cands:
         if cand.chunk.kind == "code" and _is_deprecated(cand.chunk.text):
-            cand.scale("deprecated", weights.compat_penalty)
+            cand.scale("deprecated", weights.deprecated_penalty)
 
 
 def frame_file_boost(cands: list[Candidate], frame_ranks: dict[int, int], weights: ScoringWeights) -> None:

@@ -133,7 +133,7 @@ def lowered(path: str, text: str) -> dict[str, float]:
 @pytest.mark.parametrize("language", sorted(DEPRECATED_IN_EACH_LANGUAGE))
 def test_deprecation_marks_of_each_language(language: str) -> None:
     text = DEPRECATED_IN_EACH_LANGUAGE[language]
-    assert lowered(f"src/a.{language}", text) == {"deprecated": ScoringWeights().compat_penalty}
+    assert lowered(f"src/a.{language}", text) == {"deprecated": ScoringWeights().deprecated_penalty}
 
 
 def test_a_chunk_with_one_live_definition_among_deprecated_ones_is_not_lowered() -> None:
