@@ -7,7 +7,7 @@ import pytest
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.pipeline import SearchOptions
-from qmd_daemon.search.scoring import ScoringWeights, deprecated_penalty
+from qmd_daemon.search.scoring import ScoringWeights, coherence_boost, deprecated_penalty
 from qmd_daemon.store.protocols import ChunkRow
 from tests.conftest import indexed
 
@@ -150,3 +150,21 @@ def test_a_class_with_one_deprecated_method_is_not_lowered() -> None:
             "        return s;\n    }\n\n    public static String strip(String s) {\n        return s;\n"
             "    }\n}\n")
     assert lowered("src/StringUtils.java", text) == {}
+
+
+def test_a_files_deprecated_chunks_still_count_for_its_coherence() -> None:
+    # commons-lang's StringUtils holds dozens of deprecated string methods: they are on its topic,
+    # so the file keeps its coherence while each of them ranks lower
+    def candidate(chunk_id: int, path: str, text: str, score: float) -> Candidate:
+        return Candidate(ChunkRow(chunk_id, chunk_id, "c", path, "code", "java", 1, 9, text, "", "", "", ""),
+                         score=score)
+
+    weights = ScoringWeights()
+    live = candidate(1, "StringUtils.java", "public static String strip(String s) { return s; }\n", 0.5)
+    old = candidate(2, "StringUtils.java", DEPRECATED_IN_EACH_LANGUAGE["java"], 0.5)
+    other = candidate(3, "StrBuilder.java", "public StrBuilder append(Object a) { return this; }\n", 0.6)
+    deprecated_penalty([live, old, other], weights)
+    coherence_boost([live, old, other], 1.0, weights)
+    assert old.boosts["deprecated"] == weights.deprecated_penalty
+    assert live.boosts["coherence"] == weights.coherence  # 0.5 + 0.5 unlowered: the largest share
+    assert other.boosts["coherence"] == round(weights.coherence * 0.6, 4)
