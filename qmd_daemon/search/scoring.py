@@ -30,6 +30,7 @@ class ScoringWeights:
     example_penalty: float = 0.3
     compat_penalty: float = 0.3
     deprecated_penalty: float = 0.5  # a chunk whose definitions are all marked deprecated
+    ci_penalty: float = 0.3  # CI pipeline definitions, unless the question is about CI or releases
     init_penalty: float = 0.5
     dts_penalty: float = 0.7
     saturation: float = 0.5  # each further chunk of an already-ranked file
@@ -92,6 +93,14 @@ _DEPRECATION_MARK = re.compile(
 )
 # Lines that do not open a definition: attributes, comments, closing brackets.
 _NOT_A_HEAD = re.compile(r"\s*(?:[@#\[*})\]]|//|/\*|--|\{-|end\b)")
+# CI pipelines: GitHub Actions, GitLab, CircleCI, Travis, Azure Pipelines, Buildkite, AppVeyor. They
+# name every tool and test of a project (bats-core's `.github/workflows/tests.yml` came 2nd for
+# questions about its test functions); no dev question's answer is one.
+_CI_PATH = re.compile(
+    r"(^|/)(\.github/workflows|\.circleci|\.buildkite)/|(^|/)(\.gitlab-ci|\.travis|azure-pipelines|appveyor)\.ya?ml$"
+)
+_CI_WORDS = frozenset({"ci", "workflow", "workflows", "pipeline", "pipelines", "github", "gitlab", "travis",
+                       "circleci", "release", "releases", "publish", "publishing", "deploy", "deployment"})
 _COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|v1|single_include)/|(^|/)[^/]*compat[^/]*\.\w+$")
 
 
@@ -230,6 +239,7 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
     wants_tests = asks_for_tests(parsed)
     wants_examples = bool(asked & {"example", "examples", "sample", "demo", "tutorial"})
     wants_docs = asks_for_docs(parsed)
+    wants_ci = bool(asked & _CI_WORDS)
     for cand in cands:
         path = cand.chunk.path.lower()
         if _CHANGELOG_NAME.search(path):
@@ -240,6 +250,8 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
             cand.scale("test_path", weights.test_penalty)
         if not wants_examples and _EXAMPLE_PATH.search(path):
             cand.scale("example_path", weights.example_penalty)
+        if not wants_ci and _CI_PATH.search(path):
+            cand.scale("ci_path", weights.ci_penalty)
         if _COMPAT_PATH.search(path):
             cand.scale("compat_path", weights.compat_penalty)
         name = _name_and_parent(path)[0]

@@ -226,3 +226,22 @@ def test_a_test_framework_question_keeps_its_own_suite_below_its_code(engine: En
     assert demoted == {"lib/bats-core/preprocessing.bash": False, "test/preprocess.bats": True}
     asked = demoted_as_test(engine, tmp_path, files, "tests for the preprocessing of a file")
     assert asked["test/preprocess.bats"] is False
+
+
+def test_ci_workflows_rank_below_the_code_unless_asked_about(engine: Engine, tmp_path: Path) -> None:
+    # bats-core: `.github/workflows/tests.yml` names the suite and every helper; its path says
+    # "tests", so a question about a test framework's code found it second
+    name = indexed(engine, tmp_path / "repo", {
+        ".github/workflows/tests.yml": "name: Tests\njobs:\n  skip:\n    steps:\n"
+        "      - run: bin/bats --skip test/skip.bats  # a skipped test aborts the test\n",
+        "lib/bats-core/test_functions.bash": "skip() {\n  # abort the test without marking it as a failure\n"
+        "  BATS_TEST_SKIPPED=${1:-1}\n  exit 0\n}\n",
+    })
+
+    def lowered(query: str) -> dict[str, bool]:
+        hits = engine.search(query, [name], options=SearchOptions(per_file=0, explain=True))
+        return {h.path: "ci_path" in h.explain["boosts"] for h in hits}
+
+    assert lowered("how skip aborts a test without marking it as a failure") == {
+        ".github/workflows/tests.yml": True, "lib/bats-core/test_functions.bash": False}
+    assert lowered("which CI workflow runs the skipped tests")[".github/workflows/tests.yml"] is False
