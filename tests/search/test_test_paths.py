@@ -1,4 +1,5 @@
-"""is_test_path: what a test file is in each language, by its test runners' conventions (issue 11).
+"""is_test_path: what a test file is in each language, by its test runners' conventions; when a
+question asks for tests (asks_for_tests); CI pipelines below the code (issue 11).
 
 Paths are real ones from open-source repositories of each language."""
 
