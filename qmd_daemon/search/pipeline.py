@@ -30,6 +30,7 @@ from qmd_daemon.search.scoring import (
     ScoringWeights,
     coherence_boost,
     definition_boost,
+    deprecated_penalty,
     error_message_boost,
     frame_file_boost,
     name_words_boost,
@@ -355,6 +356,7 @@ def _search(
         frame_file_boost(pool, frame_ranks, options.weights)
         error_message_boost(pool, error_holders, options.weights)
         path_penalties(pool, parsed, options.weights)
+        deprecated_penalty(pool, options.weights)
         preamble_penalty(pool, options.weights, store.last_lines)
         coherence_boost(pool, 1.0, options.weights)
     ranked = sorted(cands.values(), key=lambda c: -c.score)
