@@ -364,6 +364,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
         pending = f", {row['pending_vectors']} waiting for vectors" if row["pending_vectors"] else ""
         older = "" if row["index_current"] else "; indexed by another version: the next update re-reads it"
         click.echo(f"  {row['name']}: {row['files']} files, {row['chunks']} chunks{pending}{older}")
+        if row["skipped"]:
+            reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(row["skipped"].items()))
+            total = sum(row["skipped"].values())
+            click.echo(f"    not indexed: {total} file{'s' if total != 1 else ''} ({reasons})")
 
 
 @cli.command()

@@ -15,8 +15,10 @@ from typing import Any
 from qmd_daemon.config import CollectionConfig, IndexConfig
 from qmd_daemon.errors import UnknownCollectionError, UsageError
 from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
+from qmd_daemon.ingest.listings import listings_file
 from qmd_daemon.ingest.root_policy import check_root, check_size
 from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root
+from qmd_daemon.ingest.skip_log import read_skipped, record_skipped
 from qmd_daemon.locks import waiting_for, writer_lock_path
 from qmd_daemon.models.model_set import ModelSet
 from qmd_daemon.search.hit import Hit
@@ -188,6 +190,9 @@ class Engine:
                 raise UnknownCollectionError(f"no collection named '{name}'")
             with self.store.transaction():
                 self.store.remove_collection(name)
+            record_skipped(self.settings.state_dir, name, None)
+            for cache in ("folders", "skipped"):
+                listings_file(self.settings.cache_dir, name, cache).unlink(missing_ok=True)
 
     def collections(self) -> dict[str, CollectionConfig]:
         return self.config().collections()
@@ -225,7 +230,9 @@ class Engine:
                     continue
                 if unchanged is not None and unchanged(current, self.index_stamp(current.name)):
                     continue
-                reports.append(update_collection(self.store, current, self.settings, progress=progress))
+                report = update_collection(self.store, current, self.settings, progress=progress)
+                record_skipped(self.settings.state_dir, current.name, report.skipped)
+                reports.append(report)
         return reports
 
     def index_stamp(self, name: str) -> IndexStamp:
@@ -233,6 +240,11 @@ class Engine:
         removes and re-adds the collection, or indexes it with other rules."""
         collection_id = self.store.collection_id(name)
         return collection_id, self.store.index_format(collection_id) if collection_id is not None else ""
+
+    def outdated_collections(self) -> list[str]:
+        """Configured collections the index holds as another version read or chunked them (an
+        upgrade): the next update of each re-reads it whole."""
+        return [name for name in self.collections() if self.index_stamp(name)[1] not in ("", INDEX_FORMAT)]
 
     def migrate_to_postgres(self, database_url: str, *, progress: bool | None = None) -> dict[str, Any]:
         """Copy this index into PostgreSQL (`qmd-daemon migrate`), vectors included, holding the
@@ -266,6 +278,7 @@ class Engine:
     def status(self) -> dict[str, Any]:
         vectors = self.vectors
         active = vectors.active_model() if vectors else None
+        skipped = read_skipped(self.settings.state_dir)
         return {
             "index": self.backend.location,
             "config": str(self.settings.config_file),
@@ -284,6 +297,8 @@ class Engine:
                     **row,
                     # written by another version's chunker or rules: the next update re-reads it
                     "index_current": row["index_format"] == INDEX_FORMAT,
+                    # files the last walk left out, by reason (too_large, binary, unreadable, ...)
+                    "skipped": skipped.get(row["name"], {}),
                     "pending_vectors": vectors.pending_count(self.collection_ids([row["name"]]))
                     if vectors and active
                     else None,

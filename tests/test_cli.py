@@ -73,6 +73,26 @@ def test_status_says_when_a_collection_was_indexed_by_another_version(home: Path
     assert "another version" not in run_cli("status", env_home=home, check=True).stdout
 
 
+def test_status_says_which_files_were_not_indexed_and_why(home: Path, project: Path) -> None:
+    """The reasons used to be in `update --json` only: status showed the indexed count alone, and
+    a daemon's refresh printed nothing, so a skipped file was invisible."""
+    (project / "huge.py").write_text("x = 1\n" * 300_000)  # 1.8 MB, over QMD_MAX_FILE_BYTES
+    (project / "blob.c").write_bytes(b"\x00\x01ELF\x00" * 64)
+    run_cli("collection", "add", str(project), env_home=home, check=True)
+    status = run_cli("status", env_home=home, check=True).stdout
+    assert "repo-myproj: 3 files" in status
+    assert "not indexed: 2 files (1 binary, 1 too_large)" in status
+    (row,) = json.loads(run_cli("status", "--json", env_home=home, check=True).stdout)["collections"]
+    assert row["skipped"] == {"binary": 1, "too_large": 1}
+    (project / "huge.py").unlink()
+    run_cli("update", env_home=home, check=True)
+    assert "not indexed: 1 file (1 binary)" in run_cli("status", env_home=home, check=True).stdout
+    run_cli("collection", "remove", "repo-myproj", env_home=home, check=True)
+    (project / "blob.c").unlink()
+    run_cli("collection", "add", str(project), env_home=home, check=True)
+    assert "not indexed" not in run_cli("status", env_home=home, check=True).stdout
+
+
 def test_same_folder_name_gets_distinct_stable_names(home: Path, tmp_path: Path) -> None:
     names = []
     for parent in ("a", "b"):

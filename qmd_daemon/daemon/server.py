@@ -549,6 +549,19 @@ class Daemon:
             self.index_problem = str(exc)
             log.error("%s", exc)
 
+    async def _refresh_outdated(self) -> None:
+        """After an upgrade, re-read in the background the collections an older version indexed:
+        a client that saw no file change asks for no refresh, so their old chunks stayed (searches
+        answer from them until the new ones land)."""
+        try:
+            names = await self._read(self.reader.outdated_collections)
+        except QmdError as exc:  # a damaged or unreadable index: _check_index reports it
+            log.warning("could not list the collections to re-read: %s", exc)
+            return
+        if names and not self._closed:
+            log.info("re-reading %s: indexed by another version", ", ".join(names))
+            self.jobs.submit("refresh", names)
+
     # -- lifetime ------------------------------------------------------------------------------
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
@@ -567,6 +580,7 @@ class Daemon:
         if self.write_state_file:
             write_state(self.settings.state_dir, self.state)
         self._spawn(self._check_index())
+        self._spawn(self._refresh_outdated())
         if self.preload:
             self._spawn(self._read(self._preload_models))
         log.info("listening on 127.0.0.1:%d (pid %d)", self.port, os.getpid())

@@ -536,8 +536,8 @@ class _Collector:
             name, name_node = self.c_name(node)
             if t == "function_definition" and ctx in _CLASSY:
                 kind = "method"
-        elif t in ("struct_specifier", "union_specifier", "enum_specifier"):
-            if body is None:
+        elif t in ("struct_specifier", "union_specifier", "enum_specifier", "class_specifier"):
+            if body is None:  # `class basic_json;` declares a name that another file defines
                 return None
         elif t == "impl_item":
             trait = node.child_by_field_name("trait")

@@ -488,8 +488,14 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
     "verilog": [
         (r"(?:macro)?module\s+(?:automatic\s+)?(?P<name>\w+)", "module", False),
         (r"(?:virtual\s+)?class\s+(?P<name>\w+)", "class", False),
+        (r"(?:interface|package|program)\s+(?P<name>\w+)", "module", False),
         (r"(?:function|task)\s+(?:automatic\s+|static\s+)?(?:[\w$]+\s+)*?(?:\[[^\]]*\]\s*)?"
          r"(?P<name>\w+)\s*[(;]", "function", False),
+    ],
+    # bats test files: each `@test "name" {` block is a test (bash's grammar reads the line as an
+    # error); their helpers are shell functions, which the generic patterns name
+    "bats": [
+        (r"@test\s+[\"']?(?P<name>.+?)[\"']?\s*\{?\s*$", "test", True),
     ],
     # C-like languages without a grammar here: `type name(` at column 0 with no `;` after it
     "c_like": [
@@ -507,8 +513,12 @@ _FAMILY_OF = {
     "tcl": "tcl",
     "solidity": "solidity",
     "verilog": "verilog",
+    "bats": "bats",
     **dict.fromkeys(("d", "glsl", "hlsl", "vala"), "c_like"),
 }
+# Families whose patterns above name every definition: the generic patterns would misread their
+# declarations (`integer :: i` as a Haskell signature, Verilog's `input wire clk` as a GraphQL type).
+_FAMILIES_WITHOUT_GENERIC = frozenset({"fortran", "verilog"})
 _FAMILY_RE = {
     family: [(re.compile(p), kind, top) for p, kind, top in patterns]
     for family, patterns in _FAMILY_PATTERNS.items()
@@ -550,7 +560,9 @@ def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
         extra = _YAML_KEY_RE
     elif language == "toml":
         extra = _TOML_TABLE_RE
-    family = _FAMILY_RE.get(_FAMILY_OF.get(language or "", ""), [])
+    family_name = _FAMILY_OF.get(language or "", "")
+    family = _FAMILY_RE.get(family_name, [])
+    generic = family_name not in _FAMILIES_WITHOUT_GENERIC
     for row, line in enumerate(lines):
         if not line or len(line) > _MAX_SCAN_LINE:
             continue
@@ -571,7 +583,7 @@ def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
                     out.append(_Cand(row, indent, m.group("name").strip().strip("\"'"), kind, stripped))
             continue
         first = _FIRST_WORD_RE.match(stripped)
-        if not (
+        if not generic or not (
             (first is not None and first.group() in _FIRST_WORDS)
             or stripped[0] == "<"
             or any(h in stripped for h in _HINTS)

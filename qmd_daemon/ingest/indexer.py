@@ -22,8 +22,10 @@ from qmd_daemon.errors import UsageError
 from qmd_daemon.file_types import kind_of, language_of
 from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
 from qmd_daemon.ingest.links import LinkChanges, update_links
+from qmd_daemon.ingest.listings import listings_file
 from qmd_daemon.ingest.root_policy import check_root
 from qmd_daemon.ingest.scan import ScannedFile, scan
+from qmd_daemon.ingest.skipped_files import SkippedFiles
 from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, decode_source, read_inside, utf8_bytes
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.protocols import ChunkStore
@@ -140,9 +142,11 @@ def update_collection(
         ignore=collection.ignore,
         excludes=settings.excludes,
         max_file_bytes=settings.max_file_bytes,
+        listings=listings_file(settings.cache_dir, collection.name),
     )
     report = UpdateReport(collection=collection.name)
     skipped = result.skipped
+    left_out = SkippedFiles(listings_file(settings.cache_dir, collection.name, "skipped"), INDEX_FORMAT)
     show = sys.stderr.isatty() if progress is None else progress
     with store.transaction():
         collection_id = store.ensure_collection(collection.name, root)
@@ -159,8 +163,10 @@ def update_collection(
                 seen.add(scanned.path)
                 report.unchanged += 1
                 continue
-            data = _read(root, scanned, settings.max_file_bytes)
+            why = left_out.verdict(scanned.path, scanned.size, scanned.mtime_ns)
+            data = _read(root, scanned, settings.max_file_bytes) if why is None else why
             if isinstance(data, str):
+                left_out.note(scanned.path, scanned.size, scanned.mtime_ns, data)
                 skipped[data] += 1
                 continue
             seen.add(scanned.path)
@@ -202,6 +208,7 @@ def update_collection(
         report.removed = len(gone)
         report.relinked = update_links(store, collection_id, links)
         store.mark_updated(collection_id, INDEX_FORMAT)
+    left_out.save()
     report.files = len(seen)
     report.skipped = dict(skipped)
     report.seconds = round(time.perf_counter() - started, 3)

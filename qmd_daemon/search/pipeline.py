@@ -30,6 +30,7 @@ from qmd_daemon.search.scoring import (
     ScoringWeights,
     coherence_boost,
     definition_boost,
+    deprecated_penalty,
     error_message_boost,
     frame_file_boost,
     name_words_boost,
@@ -42,6 +43,7 @@ from qmd_daemon.search.scoring import (
 from qmd_daemon.search.vector import VECTOR_CANDIDATES, vector_search
 from qmd_daemon.store.lexical_query import Phrase
 from qmd_daemon.store.protocols import ChunkStore, VectorStore
+from qmd_daemon.text.identifiers import is_acronym
 
 LEXICAL_CANDIDATES = 200
 FUSED_CANDIDATES = LEXICAL_CANDIDATES + VECTOR_CANDIDATES  # the question's two lists, whole
@@ -115,20 +117,25 @@ def _strong_signal(lexical: list[LexicalHit]) -> bool:
 class Definitions:
     """The question's names and the chunks defining them: `defined` (chunk id -> lowercased names
     it defines), `exact` (those defining one as the question spells it or, where no chunk does, in
-    any case: code is case-sensitive, `fn deserialize` is not `trait Deserialize`), `spread`
+    any case, but an acronym never as a lower-case name: code is case-sensitive, `fn deserialize`
+    is not `trait Deserialize`; "the Zig AST" asks for `Ast`, and "JSON parser" not for `using
+    json`), `spread`
     (lowercased name -> chunks of the scope defining it) and `unread` (lowercased names whose
     definitions were not all read: only the candidates' are in `defined`)."""
 
     names: list[str]
     spelled: set[str]
     spread: Counter[str]
+    acronyms: set[str] = field(default_factory=set)  # lowercased names the question says as acronyms
     unread: set[str] = field(default_factory=set)
     defined: dict[int, set[str]] = field(default_factory=dict)
     exact: set[int] = field(default_factory=set)
 
     def add(self, chunk_id: int, name: str) -> None:
         self.defined.setdefault(chunk_id, set()).add(name.lower())
-        if name in self.names or name.lower() not in self.spelled:
+        if name in self.names or (
+            name.lower() not in self.spelled and not (name.islower() and name in self.acronyms)
+        ):
             self.exact.add(chunk_id)
 
 
@@ -144,7 +151,8 @@ def _symbol_candidates(
     spread: Counter[str] = Counter()
     for name, chunks in counts.items():
         spread[name.lower()] += chunks
-    found = Definitions(names, {name.lower() for name in counts if name in names}, spread)
+    found = Definitions(names, {name.lower() for name in counts if name in names}, spread,
+                        {name.lower() for name in names if is_acronym(name)})
     if not parsed.is_symbol_query:
         found.unread = {n.lower() for n in names if spread[n.lower()] > MAX_NAME_DEFINITIONS}
     read = [n for n in names if n.lower() not in found.unread]
@@ -378,6 +386,7 @@ def _search(
         frame_file_boost(pool, frame_ranks, options.weights)
         error_message_boost(pool, error_holders, options.weights)
         path_penalties(pool, parsed, options.weights)
+        deprecated_penalty(pool, options.weights)
         preamble_penalty(pool, options.weights, store.last_lines)
         coherence_boost(pool, 1.0, options.weights)
     ranked = sorted(cands.values(), key=lambda c: -c.score)

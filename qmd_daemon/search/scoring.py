@@ -29,6 +29,8 @@ class ScoringWeights:
     test_penalty: float = 0.3
     example_penalty: float = 0.3
     compat_penalty: float = 0.3
+    deprecated_penalty: float = 0.5  # a chunk whose definitions are all marked deprecated
+    ci_penalty: float = 0.3  # CI pipeline definitions, unless the question is about CI or releases
     init_penalty: float = 0.5
     dts_penalty: float = 0.7
     saturation: float = 0.5  # each further chunk of an already-ranked file
@@ -42,6 +44,7 @@ class ScoringWeights:
 
 
 PREAMBLE_CHECKED = 50  # candidates read for the preamble rule: those that could reach the page
+DEPRECATED_CHECKED = 50  # candidates read for deprecation marks (~2 ms a search for all 300)
 SIBLING_CHECKED = 50  # leading candidates whose definitions' windows are read (each term a lookup)
 SIBLING_QUESTION_TERMS = 10  # a question's distinct terms (dev questions: 13 at most, bug reports ~40)
 
@@ -65,11 +68,48 @@ _DOC_WORDS = frozenset(
         "usage",
     }
 )
+# A question asks for the tests themselves when it names them as what it is after: "tests for the
+# router", "the parser's tests", "parse cookie tests", "how is parse_args tested", "unit tests",
+# "test fixtures", "conftest". Not when "test" is the product's own noun: a test framework's
+# questions say it about its code ("how skip aborts a test", "how a test file is preprocessed"),
+# and a bug report says it in passing ("causing test failures"); there the penalty stays, or
+# bats-core's own `.bats` suite fills the page (docs/ranking.md, "Questions that say test"). Not
+# "spec": it names the product as often (lazy.nvim's plugin specs, an OpenAPI spec).
+_ASKS_FOR_TESTS = re.compile(
+    r"\btests\s+(?:for|of|on|covering)\b"
+    r"|\b(?!(?:in|for|of|by|with|during|across|between|to|from|on|and|or)\b)\w+\s+tests\W*$"
+    r"|\w's\s+(?:unit\s+)?tests\b"
+    r"|\b(?:unit|integration|e2e|end-to-end|regression|snapshot|property)[\s-]tests?\b"
+    r"|\b(?:tested|untested|conftest|test\s+fixtures?|test\s+coverage)\b",
+    re.IGNORECASE,
+)
+# What marks a definition deprecated, by language: Swift `@available(*, deprecated`, Java/Kotlin
+# `@Deprecated`, Scala/Elixir/Python 3.13 and the doc comments of JS/TS/PHP/Java/Lua `@deprecated`,
+# C# `[Obsolete`, Rust `#[deprecated`, Go `// Deprecated:`, Haskell `{-# DEPRECATED`, C/C++
+# `[[deprecated` and `__attribute__((deprecated`.
+_DEPRECATION_MARK = re.compile(
+    r"@available\([^)]*\bdeprecated\b|@[Dd]eprecated\b|\[Obsolete\b|#\[deprecated\b|//\s*Deprecated:"
+    r"|\{-#\s*DEPRECATED\b|\[\[deprecated\b|__attribute__\s*\(\(deprecated\b"
+)
+# Lines that do not open a definition: attributes, comments, closing brackets.
+_NOT_A_HEAD = re.compile(r"\s*(?:[@#\[*})\]]|//|/\*|--|\{-|end\b)")
+# CI pipelines: GitHub Actions, GitLab, CircleCI, Travis, Azure Pipelines, Buildkite, AppVeyor. They
+# name every tool and test of a project (bats-core's `.github/workflows/tests.yml` came 2nd for
+# questions about its test functions); no dev question's answer is one.
+_CI_PATH = re.compile(
+    r"(^|/)(\.github/workflows|\.circleci|\.buildkite)/|(^|/)(\.gitlab-ci|\.travis|azure-pipelines|appveyor)\.ya?ml$"
+)
+_CI_WORDS = frozenset({"ci", "workflow", "workflows", "pipeline", "pipelines", "github", "gitlab", "travis",
+                       "circleci", "release", "releases", "publish", "publishing", "deploy", "deployment"})
 _COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|v1|single_include)/|(^|/)[^/]*compat[^/]*\.\w+$")
 
 
 def asks_for_docs(parsed: ParsedQuery) -> bool:
     return any(t.lower() in _DOC_WORDS for t in parsed.terms)
+
+
+def asks_for_tests(parsed: ParsedQuery) -> bool:
+    return bool(_ASKS_FOR_TESTS.search(parsed.text))
 
 
 def _name_and_parent(path: str) -> tuple[str, str]:
@@ -181,11 +221,13 @@ def definition_boost(
 
 
 def coherence_boost(cands: list[Candidate], top: float, weights: ScoringWeights) -> None:
+    """A deprecated chunk counts for its file at its score before that penalty: it is on its
+    file's topic (commons-lang's StringUtils holds dozens of deprecated string methods)."""
     sums: dict[str, float] = {}
     best: dict[str, Candidate] = {}
     for cand in cands:
         key = cand.chunk.collection + "/" + cand.chunk.path
-        sums[key] = sums.get(key, 0.0) + max(cand.score, 0.0)
+        sums[key] = sums.get(key, 0.0) + max(cand.score / cand.boosts.get("deprecated", 1.0), 0.0)
         if key not in best or cand.score > best[key].score:
             best[key] = cand
     largest = max(sums.values(), default=0.0)
@@ -197,9 +239,10 @@ def coherence_boost(cands: list[Candidate], top: float, weights: ScoringWeights)
 
 def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: ScoringWeights) -> None:
     asked = {w.lower() for w in parsed.terms}
-    wants_tests = bool(asked & {"test", "tests", "testing", "spec", "fixture", "fixtures", "conftest"})
+    wants_tests = asks_for_tests(parsed)
     wants_examples = bool(asked & {"example", "examples", "sample", "demo", "tutorial"})
     wants_docs = asks_for_docs(parsed)
+    wants_ci = bool(asked & _CI_WORDS)
     for cand in cands:
         path = cand.chunk.path.lower()
         if _CHANGELOG_NAME.search(path):
@@ -210,6 +253,8 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
             cand.scale("test_path", weights.test_penalty)
         if not wants_examples and _EXAMPLE_PATH.search(path):
             cand.scale("example_path", weights.example_penalty)
+        if not wants_ci and _CI_PATH.search(path):
+            cand.scale("ci_path", weights.ci_penalty)
         if _COMPAT_PATH.search(path):
             cand.scale("compat_path", weights.compat_penalty)
         name = _name_and_parent(path)[0]
@@ -218,6 +263,39 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
         if name.endswith((".d.ts", ".d.mts", ".d.cts")):  # TypeScript's declarations, ESM and CommonJS
             cand.scale("type_declarations", weights.dts_penalty)
 
+
+def _is_deprecated(text: str) -> bool:
+    """Every definition at the level of the outermost one a mark precedes is marked deprecated.
+    Definitions are read from the text, not the index: it does not name every one (a Swift `var`
+    beside deprecated functions is the live API)."""
+    if not _DEPRECATION_MARK.search(text):
+        return False
+    lines = text.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.strip() and not _NOT_A_HEAD.match(line)]
+    marked = set()
+    for i, line in enumerate(lines):
+        if _DEPRECATION_MARK.search(line):
+            following = next((h for h in heads if h > i), None)
+            if following is not None:
+                marked.add(following)
+    if not marked:
+        return False
+    level = min(_indent(lines[h]) for h in marked)
+    return all(h in marked for h in heads if _indent(lines[h]) == level)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def deprecated_penalty(cands: list[Candidate], weights: ScoringWeights) -> None:
+    """A chunk whose definitions are all marked deprecated holds the old names that forward to the
+    new ones (SnapKit's `snp_makeConstraints` calls `snp.makeConstraints`): it says the question's
+    words, the code that does it is elsewhere. Only the leading candidates are read (a penalty
+    only lowers; coherence counts a deprecated chunk unlowered)."""
+    for cand in sorted(cands, key=lambda c: -c.score)[:DEPRECATED_CHECKED]:
+        if cand.chunk.kind == "code" and _is_deprecated(cand.chunk.text):
+            cand.scale("deprecated", weights.deprecated_penalty)
 
 
 def frame_file_boost(cands: list[Candidate], frame_ranks: dict[int, int], weights: ScoringWeights) -> None:

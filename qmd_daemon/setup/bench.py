@@ -23,7 +23,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -47,8 +49,11 @@ def fixtures_dir(path: Path | None = None) -> Path:
     return found
 
 
-def measure_device(device: str, profile: str, fixtures: Path, workdir: Path) -> dict[str, Any]:
-    """One device, in this process (the child side of `auto`)."""
+def measure_device(
+    device: str, profile: str, fixtures: Path, workdir: Path, say: Callable[[str], None] = lambda _: None
+) -> dict[str, Any]:
+    """One device, in this process (the child side of `auto`); `say` gets a line per step, as the
+    steps take minutes on a slow machine."""
     from qmd_daemon.config import IndexConfig
     from qmd_daemon.engine import Engine
     from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
@@ -78,6 +83,7 @@ def measure_device(device: str, profile: str, fixtures: Path, workdir: Path) -> 
     rerank_count = SetupSettings.from_env().benchmark_rerank_candidates
     result["rerankCandidates"] = rerank_count
     try:
+        say("loading the models")
         t0 = time.perf_counter()
         roles = {"embed": engine.models.embedder(), "rerank": engine.models.reranker(),
                  "expand": engine.models.expander()}
@@ -93,6 +99,7 @@ def measure_device(device: str, profile: str, fixtures: Path, workdir: Path) -> 
         result["warmSeconds"] = round(time.perf_counter() - t0, 3)
         engine.add_collection(fixtures, COLLECTION)
         update = engine.update([COLLECTION], progress=False)[0]
+        say(f"embedding {update.chunks_added} chunks of {update.files} files")
         t0 = time.perf_counter()
         report = engine.embed([COLLECTION], progress=False).as_dict()
         embed_s = time.perf_counter() - t0
@@ -101,9 +108,12 @@ def measure_device(device: str, profile: str, fixtures: Path, workdir: Path) -> 
         result["files"] = update.files
         result["chunksPerSecond"] = round(chunks / embed_s, 2) if embed_s > 0 and chunks else 0.0
         options = SearchOptions(expand=True, rerank=True, rerank_candidates=rerank_count, budget_ms=None)
+        say(f"a warm-up query (expansion, vectors, rerank of {rerank_count})")
         engine.search(queries["warmup"], [COLLECTION], limit=10, options=options)
         times, traces = [], []
-        for query in queries["timed"][:3]:
+        timed = queries["timed"][:3]
+        for number, query in enumerate(timed, 1):
+            say(f"timed query {number}/{len(timed)}")
             trace = SearchTrace()
             t0 = time.perf_counter()
             engine.search(query, [COLLECTION], limit=10, options=options, trace=trace)
@@ -122,7 +132,10 @@ def _failed(device: str, profile: str, error: str) -> dict[str, Any]:
             "passed": False, "error": error}
 
 
-def _child(device: str, profile: str, fixtures: Path, timeout: float) -> dict[str, Any]:
+def _child(
+    device: str, profile: str, fixtures: Path, timeout: float, echo: Callable[[str], None] | None
+) -> dict[str, Any]:
+    """Measure one device in a child process, echoing its step lines as they come."""
     workdir = Path(tempfile.mkdtemp(prefix="qmd-bench-"))
     env = dict(os.environ)
     if device == "cpu":
@@ -143,15 +156,32 @@ def _child(device: str, profile: str, fixtures: Path, timeout: float) -> dict[st
         "--workdir",
         str(workdir),
     ]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    expired = threading.Event()
+    lines = []
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as stderr:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+
+        def expire() -> None:
+            expired.set()
+            proc.kill()
+
+        timer = threading.Timer(timeout, expire)
+        timer.start()
+        try:
+            for line in proc.stdout or ():  # the result is the JSON line; the others are steps
+                if line.startswith("{"):
+                    lines.append(line)
+                elif echo:
+                    echo(f"  {line.rstrip()}")
+            proc.wait()
+        finally:
+            timer.cancel()
+            shutil.rmtree(workdir, ignore_errors=True)
+        stderr.seek(0)
+        tail = (stderr.read().strip().splitlines() or ["no output"])[-1]
+    if expired.is_set():
         return _failed(device, profile, f"timed out after {timeout:g} s")
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return _failed(device, profile, f"benchmark failed: {tail}")
     return json.loads(lines[-1])
 
@@ -172,7 +202,7 @@ def auto(
     for device in devices or available_devices():
         if echo:
             echo(f"benchmark: {profile} models on {device} (limit {timeout:g} s)...")
-        result = _child(device, profile, fixtures, timeout)
+        result = _child(device, profile, fixtures, timeout, echo)
         results.append(result)
         if echo:
             echo(
@@ -211,7 +241,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.child:
         try:
-            out = measure_device(args.child, args.profile, fixtures_dir(args.fixtures), args.workdir)
+            out = measure_device(
+                args.child, args.profile, fixtures_dir(args.fixtures), args.workdir,
+                say=lambda line: print(line, flush=True),
+            )
         except Exception as exc:  # one line for the parent's summary
             out = {
                 "device": args.child,

@@ -298,10 +298,9 @@ class Setup:
         for device in devices or []:
             cmd += ["--device", device]
         summary = envs.run_json(cmd, "the benchmark")
-        for row in summary.get("devices", []):
+        for row in summary.get("devices", []):  # each row was shown as it came (bench.auto's echo)
             compact = {k: row.get(k) for k in ("device", "querySeconds", "chunksPerSecond", "passed")}
             self.summary.append({"profile": profile, **compact})
-            self.j.note(json.dumps(compact) + (f"  ({row['error']})" if row.get("error") else ""))
         self.j.done(f"bench-{profile}")
         return summary
 
@@ -387,6 +386,10 @@ class Setup:
         self.write_models_block(profile, device)
         self.install_integrations()
         self.save_state("yes", device, profile)
+        # a daemon started before this run keeps the code and models it loaded: an upgrade left it
+        # re-chunking the index in the old format while the new CLI re-chunked it in the new one.
+        # The next ai-search or session starts one from what was just installed.
+        self.stop_daemon()
 
     def pull_or_fall_back(self, profile: str) -> str:
         """Pull PROFILE; when the Qwen3 models cannot be downloaded (no Hub) and no profile was

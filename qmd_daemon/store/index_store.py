@@ -126,7 +126,7 @@ class IndexStore:
         rows = self.conn.execute(
             "SELECT path, id, size, mtime_ns, hash FROM files WHERE collection_id = ?", (collection_id,)
         )
-        return {r[0]: FileState(r[1], r[2], r[3], r[4]) for r in rows}
+        return {r[0]: FileState._make(r[1:]) for r in rows}
 
     def touch_file(self, file_id: int, size: int, mtime_ns: int) -> None:
         self.conn.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, file_id))

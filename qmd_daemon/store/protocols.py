@@ -10,14 +10,16 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from qmd_daemon.store.lexical_query import LexicalQuery
 from qmd_daemon.text.chunk_model import Chunk
 
 
-@dataclass(frozen=True)
-class FileState:
+class FileState(NamedTuple):
+    """A file as the index holds it. A tuple, not a dataclass: an update builds one per file of
+    the collection before its walk (59k a no-change update), at a third of the cost."""
+
     id: int
     size: int
     mtime_ns: int

@@ -36,6 +36,12 @@ def identifier_parts_text(text: str) -> str:
     return " ".join(out)
 
 
+def is_acronym(word: str) -> bool:
+    """`JSON`, `HTTP`, `AST`: prose writes an acronym in capitals whatever the code calls it; it
+    names a type spelled `JSON` or `Ast`, not a lower-case `json` variable or alias."""
+    return len(word) > 1 and word.isascii() and word.isalpha() and word.isupper()
+
+
 def looks_like_symbol(word: str) -> bool:
     """A token a programmer would type as an identifier (semble's rule, plus dotted names)."""
     core = word.strip("`()")

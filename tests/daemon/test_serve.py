@@ -231,3 +231,24 @@ def test_serve_refuses_an_empty_index_file_in_one_line(daemon_home: Path) -> Non
     errors = [line for line in done.stderr.splitlines() if "qmd-daemon: error:" in line]
     assert errors and "is an empty file, not an index" in errors[0], done.stderr
     assert "Traceback" not in done.stderr and index.stat().st_size == 0
+
+
+def test_a_new_daemon_re_reads_what_another_version_indexed(daemon_home: Path, tmp_path: Path) -> None:
+    """After an upgrade, ai-search saw no file change and asked for no refresh, so a collection kept
+    the chunks of the version that indexed it (status: indexed by another version) for good."""
+    import sqlite3
+
+    repo = make_repo(tmp_path / "proj")
+    run_cli("collection", "add", str(repo), env_home=daemon_home, check=True)
+    index = sqlite3.connect(daemon_home / "cache" / "index.sqlite")
+    with index:
+        index.execute("UPDATE collections SET index_format = 'an older chunker'")
+    index.close()
+    start_serve(daemon_home)
+    healthy_state(daemon_home)
+
+    def current() -> bool:
+        out = run_cli("status", "--json", env_home=daemon_home, check=True).stdout
+        return all(c["index_current"] for c in json.loads(out)["collections"])
+
+    wait_for(current, timeout=60, step=0.5)  # no client asked for a refresh

@@ -1149,6 +1149,24 @@ def test_c_header_with_cpp_content() -> None:
     assert_valid(text, chunks)
 
 
+def test_cpp_forward_declarations_are_not_definitions() -> None:
+    """`class basic_json;` in a `*_fwd.hpp` names what another file defines: counted as a
+    definition, the forward header outranked the class's own file for questions about it."""
+    text = (
+        "namespace nlohmann {\n"
+        "template<typename T = void>\nstruct adl_serializer;\n\n"
+        "template<template<typename U> class ObjectType = std::map>\nclass basic_json;\n\n"
+        "class json_pointer;\n"
+        "class Real { public: int x; };\n"
+        "}\n"
+    )
+    chunks = chunk_text("include/json_fwd.hpp", text, "cpp")
+    assert_valid(text, chunks)
+    names = defs_by_name(chunks)
+    assert "Real" in names and "nlohmann" in names
+    assert not {"basic_json", "json_pointer", "adl_serializer"} & set(names)
+
+
 def test_crlf_line_endings() -> None:
     text = PY_SMALL.replace("\n", "\r\n")
     chunks = chunk_text("crlf.py", text, "python", max_lines=10)

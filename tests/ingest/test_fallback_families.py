@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from qmd_daemon.ingest.chunk_fallback import chunk_fallback
+from qmd_daemon.ingest.chunking import chunk_text
 from tests.ingest.test_chunking import assert_valid
 
 
@@ -357,3 +358,57 @@ def test_ml_local_lets_are_not_definitions() -> None:
         """)
     names = [d.name for c in chunk_fallback("a.ml", text, "ocaml") for d in c.definitions]
     assert names == ["area"]
+
+
+@pytest.mark.parametrize(
+    ("language", "path", "text", "expected"),
+    [
+        ("fortran", "heat.f90", _src("""
+            subroutine step(u, n)
+              integer, intent(in) :: n
+              real(8), intent(inout) :: u(n)
+              integer :: i
+              logical :: done
+              do i = 2, n - 1
+                u(i) = 0.5d0 * u(i)
+              end do
+            end subroutine step
+            """), ["step"]),
+        ("verilog", "uart_tx.v", _src("""
+            module uart_tx (
+                input  wire clk,
+                input  wire [7:0] data,
+                output reg  tx
+            );
+            endmodule
+
+            interface bus_if;
+            endinterface
+            """), ["uart_tx", "bus_if"]),
+    ],
+    ids=["fortran", "verilog"],
+)
+def test_declarations_are_not_definitions(language: str, path: str, text: str, expected: list[str]) -> None:
+    """`integer :: i` (Fortran) and `input wire clk` (Verilog) declare variables and ports; the
+    generic patterns read them as a Haskell signature and a GraphQL `input` type."""
+    names = [d.name for c in chunk_fallback(path, text, language) for d in c.definitions]
+    assert names == expected
+
+
+def test_bats_files_are_chunked_at_their_tests() -> None:
+    """bash's grammar reads `@test "..." {` as an error: chunks of a .bats file started inside
+    tests (at a `}` or an assertion) and no test was a definition."""
+    tests = "\n\n".join(
+        f'@test "case {i} reports its status" {{\n  run ./tool --case {i}\n'
+        + "".join(f'  [ "${{lines[{k}]}}" = "line {k}" ]\n' for k in range(12))
+        + '  [ "$status" -eq 0 ]\n}'
+        for i in range(5)
+    )
+    text = "#!/usr/bin/env bats\n\nsetup() {\n  cd \"$BATS_TEST_DIRNAME\"\n}\n\n" + tests + "\n"
+    chunks = chunk_text("test/tool.bats", text)
+    assert_valid(text, chunks)
+    lines = text.split("\n")
+    names = [d.name for c in chunks for d in c.definitions]
+    assert names == ["setup"] + [f"case {i} reports its status" for i in range(5)]
+    for chunk in chunks[1:]:
+        assert lines[chunk.start_line - 1].startswith("@test"), (chunk.start_line, chunk.text[:60])

@@ -1,5 +1,7 @@
 """fast_matcher answers exactly as pathspec does, for the default mask, the built-in excludes and
-.gitignore files with negations and folder patterns, over this project's own paths."""
+.gitignore files with negations and folder patterns, over this project's own paths and paths where
+a pattern without a slash matches a folder's name (`docs.md/`, `a/node_modules/`) rather than the
+file's: fast_matcher checks such patterns one path component at a time."""
 
 from pathlib import Path
 
@@ -20,12 +22,23 @@ build/
 **/fixtures/**
 tests/**/test_*.py
 !tests/ingest/test_scan.py
+node_modules/
+*.min.js
+!keep.min.js
+[Tt]emp
+a**b
 """
 
 
 def _paths() -> list[str]:
     files = [p.relative_to(REPO).as_posix() for p in REPO.rglob("*") if ".git" not in p.parts]
     extra = ["build/x.py", "a/build/", "build/", "x.log", "keep.log", "a/keep.log", "docs/a/b.md", "", "a"]
+    extra += [
+        "docs.md/x.bin", "a/notes.MD/b/c.bin", "a/node_modules", "a/node_modules/", "node_modules/b/c.js",
+        "x/node_modules.js", "x/y.min.js/", "x/y.min.js/z", "x/keep.min.js", "./a.py", "/a.py", "a/.py",
+        "temp/x", "a/Temp", "aXXb/c", "a/ab", "Makefile", "src/MAKEFILE", "a/b.PY", ".git/", "a/.git/x",
+        "A/B/C/D/E/F/g.rs", "a.lock/", "a/package-lock.json", "dist", "dist/", "a/dist/b.ts",
+    ]  # fmt: skip
     return files + [f + "/" for f in files[:200]] + extra
 
 

@@ -55,7 +55,12 @@ def test_an_unreadable_folder_and_file_are_counted_and_the_rest_indexed(shared_t
     # issue 12 item 5: `mkdir d; echo x > d/b.py; chmod 400 d` aborted the whole collection
     root = write_tree(
         shared_tmp / "proj",
-        {"ok.py": "def fine_word():\n    return 1\n", "d/b.py": "x = 1\n", "locked.py": "y = 2\n"},
+        {
+            "ok.py": "def fine_word():\n    return 1\n",
+            "d/b.py": "x = 1\n",
+            "d/.gitignore": "*.tmp\n",
+            "locked.py": "y = 2\n",
+        },
     )
     home = shared_tmp / "home"
     home.mkdir(mode=0o777)
@@ -75,5 +80,5 @@ def test_an_unreadable_folder_and_file_are_counted_and_the_rest_indexed(shared_t
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
     assert out["report"]["files"] == 1 and out["hits"] == ["ok.py"]
-    # d/.gitignore (its folder cannot be searched), d/b.py and locked.py
+    # d/.gitignore (listed, but its folder cannot be searched), d/b.py and locked.py
     assert out["report"]["skipped"] == {"unreadable": 3}

@@ -1,4 +1,5 @@
-"""is_test_path: what a test file is in each language, by its test runners' conventions (issue 11).
+"""is_test_path: what a test file is in each language, by its test runners' conventions; when a
+question asks for tests (asks_for_tests); CI pipelines below the code (issue 11).
 
 Paths are real ones from open-source repositories of each language."""
 
@@ -10,6 +11,8 @@ import pytest
 
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.pipeline import SearchOptions
+from qmd_daemon.search.query import parse_query
+from qmd_daemon.search.scoring import asks_for_tests
 from qmd_daemon.search.test_paths import is_test_path
 from tests.conftest import indexed
 
@@ -172,3 +175,74 @@ def test_declaration_files_of_every_module_kind_rank_below_the_code(engine: Engi
     hits = engine.search("interceptor manager use", [name], options=SearchOptions(per_file=0, explain=True))
     scaled = {h.path: "type_declarations" in h.explain["boosts"] for h in hits}
     assert scaled == {"index.d.cts": True, "index.d.mts": True, "lib/InterceptorManager.js": False}
+
+
+ASKS_FOR_TESTS = [
+    "tests for parse_args",
+    "unit tests of the lexer",
+    "the router's tests",
+    "parse cookie tests",
+    "how is the Router tested",
+    "integration-test setup for the database",
+    "test fixtures for http responses",
+    "where is conftest",
+]
+SAYS_TEST_ABOUT_THE_PRODUCT = [
+    # bats-core's questions: a test framework's code is about tests
+    "how a test file is preprocessed before execution",
+    "how skip aborts a test without marking it as a failure",
+    "how the run command captures output and exit status of a command under test",
+    "how bats validates the test count across parallel workers",
+    # click's CliRunner, guzzle's MockHandler: testing support is the product
+    "test runner for CLI commands in isolation",
+    "mock handler for simulating HTTP responses in tests",
+    # a spec is a specification as often as an RSpec file (lazy.nvim's plugin specs)
+    "how plugin fragments handle multiple specs for the same plugin",
+    # a bug report says it in passing
+    "This is causing test failures for me after some changes to the dict ordering",
+]
+
+
+@pytest.mark.parametrize("question", ASKS_FOR_TESTS)
+def test_questions_that_ask_for_tests(question: str) -> None:
+    assert asks_for_tests(parse_query(question))
+
+
+@pytest.mark.parametrize("question", SAYS_TEST_ABOUT_THE_PRODUCT)
+def test_questions_that_say_test_about_the_code(question: str) -> None:
+    assert not asks_for_tests(parse_query(question))
+
+
+def test_a_test_framework_question_keeps_its_own_suite_below_its_code(engine: Engine, tmp_path: Path) -> None:
+    # bats-core's whole tree: its own `.bats` suite says "test" and "preprocess" far more often than
+    # the library that preprocesses a test file; the question says "test" about the product.
+    files = {
+        "lib/bats-core/preprocessing.bash": "bats_preprocess_source() {\n"
+        "  # preprocess the test file: turn @test blocks into functions\n  bats-preprocess \"$1\"\n}\n",
+        "test/preprocess.bats": "@test \"preprocess a test file\" {\n"
+        "  run bats_preprocess_source test/fixtures/test.bats\n  # the test file is preprocessed\n"
+        "  [ \"$status\" -eq 0 ]  # test file preprocessed, test passes\n}\n",
+    }
+    demoted = demoted_as_test(engine, tmp_path, files, "how a test file is preprocessed before execution")
+    assert demoted == {"lib/bats-core/preprocessing.bash": False, "test/preprocess.bats": True}
+    asked = demoted_as_test(engine, tmp_path, files, "tests for the preprocessing of a file")
+    assert asked["test/preprocess.bats"] is False
+
+
+def test_ci_workflows_rank_below_the_code_unless_asked_about(engine: Engine, tmp_path: Path) -> None:
+    # bats-core: `.github/workflows/tests.yml` names the suite and every helper; its path says
+    # "tests", so a question about a test framework's code found it second
+    name = indexed(engine, tmp_path / "repo", {
+        ".github/workflows/tests.yml": "name: Tests\njobs:\n  skip:\n    steps:\n"
+        "      - run: bin/bats --skip test/skip.bats  # a skipped test aborts the test\n",
+        "lib/bats-core/test_functions.bash": "skip() {\n  # abort the test without marking it as a failure\n"
+        "  BATS_TEST_SKIPPED=${1:-1}\n  exit 0\n}\n",
+    })
+
+    def lowered(query: str) -> dict[str, bool]:
+        hits = engine.search(query, [name], options=SearchOptions(per_file=0, explain=True))
+        return {h.path: "ci_path" in h.explain["boosts"] for h in hits}
+
+    assert lowered("how skip aborts a test without marking it as a failure") == {
+        ".github/workflows/tests.yml": True, "lib/bats-core/test_functions.bash": False}
+    assert lowered("which CI workflow runs the skipped tests")[".github/workflows/tests.yml"] is False

@@ -276,6 +276,12 @@ def test_auto_fail_stores_no_and_installs_nothing(fake_home):
     assert proc.returncode == 0, proc.stderr
     assert "no device passed" in proc.stdout
     assert '"passed": false' in proc.stdout.split("benchmark summary:")[1]
+    # each device's result once as it comes (it was printed twice in a row), then in the summary
+    assert (proc.stderr + proc.stdout.split("benchmark summary:")[0]).count('"querySeconds"') == 1
+    # each step as it starts: the benchmark runs minutes on a slow machine and used to say nothing
+    steps = proc.stderr.split("benchmark: small models on cpu")[1].split('"querySeconds"')[0]
+    for step in ("loading the models", "embedding", "a warm-up query", "timed query 3/3"):
+        assert step in steps, proc.stderr
     assert _state(fake_home)["selection"] == "no"
     after = listing(home)
     assert set(after) - set(before) == {".qmd", ".qmd/config", ".qmd/config/install.json"}
@@ -383,3 +389,43 @@ def test_no_stops_the_daemon_without_telling_a_stranger_the_token(fake_home):
         alive.wait()
     assert proc.returncode == 0, proc.stderr
     assert stranger.received and token.encode() not in stranger.received
+
+
+def test_yes_stops_a_daemon_started_before_it(fake_home):
+    """A re-run of Yes (an upgrade: pip install --upgrade into the same environment) left the
+    running daemon serving the old code: it answered ai-search and re-chunked the index in the old
+    format, until it idled out."""
+    from tests.daemon.support import pid_running, start_serve, state_of, wait_for
+
+    qmd_home = Path(fake_home["QMD_DAEMON_HOME"])
+    daemon = start_serve(qmd_home, QMD_MODELS_DIR=fake_home["QMD_MODELS_DIR"])
+    try:
+        pid = wait_for(lambda: (state_of(qmd_home) or {}).get("pid"))
+        proc = yes_small(fake_home)
+        assert proc.returncode == 0, proc.stderr
+        assert f"stop the running daemon (pid {pid})" in proc.stdout
+        wait_for(lambda: not pid_running(pid), timeout=15)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+        daemon.wait()
+
+
+def test_a_device_past_its_time_limit_fails_with_that_reason(fake_home):
+    """The benchmark's child is killed at QMD_BENCHMARK_DEVICE_TIMEOUT (its steps are read as
+    they come, so the limit is kept by a timer rather than by subprocess.run)."""
+    import subprocess
+    import sys
+    import time
+
+    env = dict(fake_home, QMD_BENCHMARK_DEVICE_TIMEOUT="2")
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "qmd_daemon.setup.bench", "--profile", "small", "--device", "cpu"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    (row,) = json.loads(proc.stdout)["devices"]
+    assert row["error"] == "timed out after 2 s" and row["passed"] is False
+    assert time.monotonic() - started < 60
+    assert not list(Path(fake_home["TMPDIR"]).glob("qmd-bench-*"))  # temporary index removed
