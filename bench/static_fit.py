@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+
 from qmd_daemon.numeric import numpy_module
 
 np = numpy_module()  # llama.cpp's library before numpy (qmd_daemon/numeric.py), then scipy on it
@@ -81,7 +82,8 @@ def fit_table(pooling: csr_matrix, targets: np.ndarray, start: np.ndarray, lam: 
     energy = np.sum(residual * residual, axis=0)
     first = np.maximum(energy, 1e-30)
     steps = 0
-    for steps in range(1, max_steps + 1):
+    while steps < max_steps:
+        steps += 1
         product = at @ (a @ direction) + damp * direction
         alpha = energy / np.maximum(np.sum(direction * product, axis=0), 1e-30)
         delta += alpha * direction

@@ -2,8 +2,10 @@
 chunk vectors (bench/static_fit.py) and measure hybrid with it on repositories the fit never saw.
 
     QMD_MODELS_DIR=.test-cache/models nice -n 15 python bench/static_learn.py \
-        --home dev=~/.cache/qmd-eval/home-static-learn-dev --home twelve=~/.cache/qmd-eval/home-static-learn-12 \
-        --home seven=~/.cache/qmd-eval/home-static-learn-7 --table ~/.cache/qmd-eval/static-tier-minilm-vocab.npy \
+        --home dev=~/.cache/qmd-eval/home-static-learn-dev \
+        --home twelve=~/.cache/qmd-eval/home-static-learn-12 \
+        --home seven=~/.cache/qmd-eval/home-static-learn-7 \
+        --table ~/.cache/qmd-eval/static-tier-minilm-vocab.npy \
         [--lambdas 0.03,0.3,3] [--vector-weights 0.5,1] [--own 0.05,0.2]
 
 Each --home is a group: an index whose chunks all carry the deep model's vectors (MiniLM, small
@@ -214,23 +216,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     floats = lambda v: [float(x) for x in v.split(",") if x]  # noqa: E731
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--home", action="append", required=True, help="NAME=HOME, two or more")
-    p.add_argument("--table", type=Path, required=True, help="the distilled vocabulary (.npy, bench/static_tier.py)")
+    p.add_argument("--table", type=Path, required=True,
+                   help="the distilled vocabulary (.npy, bench/static_tier.py --table)")
     p.add_argument("--corpora", type=Path, default=retrieval.DEFAULT_CORPORA)
     p.add_argument("--git-corpora", type=Path, default=retrieval.DEFAULT_GIT_CORPORA)
     p.add_argument("--profile", choices=["small"], default="small")
     p.add_argument("--lambdas", type=floats, default=[0.03, 0.3, 3.0])
     p.add_argument("--vector-weights", type=floats, default=[0.5])
-    p.add_argument("--own", type=floats, default=[], help="product case: fit on the first N of each collection")
+    p.add_argument("--own", type=floats, default=[],
+                   help="product case: fit on the first N of each collection")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if len(args.home) < 2 or not all("=" in h for h in args.home):
-        print("--home NAME=HOME, at least two (each is held out from the fit that searches it)", file=sys.stderr)
+        print("--home NAME=HOME, at least two (each is held out from the fit that searches it)",
+              file=sys.stderr)
         return 2
     if not args.table.is_file() or not args.lambdas:
-        print(f"--table {args.table}: no such file (distil it with bench/static_tier.py --table)", file=sys.stderr)
+        print(f"--table {args.table}: no such file (distil it with bench/static_tier.py --table)",
+              file=sys.stderr)
         return 2
     vocabulary = np.load(args.table)
     groups = groups_of(args.home, args.corpora.expanduser(), args.git_corpora.expanduser())
@@ -252,13 +258,15 @@ def main(argv: list[str] | None = None) -> int:
             tables[f"own {share:g}"], line = fit_on([group.fields[i] for i in picked], group.deep[picked],
                                                     vocabulary, lam)
             print(f"[own {share:g} of {group.name}] lam {lam:g}: {line}")
+        alone = {"e0": "alone e0", f"learned lam{lam:g}": "alone learned (chosen lam)"}
         for name, by_method in evaluate(group, tables, vocabulary, args.vector_weights, args.profile,
-                                        {"e0": "alone e0", f"learned lam{lam:g}": "alone learned (chosen lam)"}).items():
+                                        alone).items():
             for row in by_method:
                 results.setdefault(row["set"], {}).setdefault(name, []).append(row)
         print(f"[{group.name}] chosen lambda {lam:g}")
     for set_name, by_method in results.items():
-        print(f"\n== {set_name} (root scope, {len(by_method['lexical'])} questions): NDCG@10, delta vs lexical")
+        count = len(by_method["lexical"])
+        print(f"\n== {set_name} (root scope, {count} questions): NDCG@10, delta vs lexical")
         print(format_groups(by_method))
     return 0
 

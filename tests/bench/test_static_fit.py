@@ -47,7 +47,8 @@ def test_fit_finds_a_planted_table_on_held_out_chunks_and_leaves_unused_tokens()
     a_train = pooling_matrix(train, (1.0, 1.0, 1.0), weights)
     a_held = pooling_matrix(held, (1.0, 1.0, 1.0), weights)
     before = mean_cosine(a_held, start, targets(held))
-    tables = {lam: fit_table(a_train, targets(train), start, lam, max_steps=200)[0] for lam in (1e-3, 1.0, 100.0)}
+    tables = {lam: fit_table(a_train, targets(train), start, lam, max_steps=200)[0]
+              for lam in (1e-3, 1.0, 100.0)}
     after = {lam: mean_cosine(a_held, table, targets(held)) for lam, table in tables.items()}
     assert before < 0.5 < 0.95 < after[1e-3]
     assert after[1e-3] > after[100.0] > before  # a strong pull to the start table fits less
