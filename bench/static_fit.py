@@ -66,33 +66,33 @@ class FitReport:
 
 
 def fit_table(pooling: csr_matrix, targets: np.ndarray, start: np.ndarray, lam: float,
-              max_steps: int = 60, tolerance: float = 1e-3) -> tuple[np.ndarray, FitReport]:
+              max_steps: int = 40, tolerance: float = 1e-3) -> tuple[np.ndarray, FitReport]:
     """The table E nearest `start` (E0) whose pooled chunks approximate `targets` (see the module)."""
     used = np.flatnonzero(pooling.getnnz(axis=0))
     a = pooling[:, used]
-    e0 = start[used].astype(np.float64)
+    e0 = start[used].astype(np.float32)
     norms = np.linalg.norm(a @ e0, axis=1)
     keep = norms > 0
-    a = csr_matrix(diags(1.0 / norms[keep]) @ a[keep])
+    a = csr_matrix(diags(1.0 / norms[keep]) @ a[keep], dtype=np.float32)  # float32: half the traffic
     at = csr_matrix(a.T)
     damp = lam * float(np.asarray(a.multiply(a).sum(axis=0)).mean())
-    rhs = at @ (targets[keep].astype(np.float64) - a @ e0)
+    rhs = at @ (targets[keep].astype(np.float32) - a @ e0)
     delta = np.zeros_like(rhs)
     residual, direction = rhs.copy(), rhs.copy()
     energy = np.sum(residual * residual, axis=0)
-    first = np.maximum(energy, 1e-30)
+    first = np.maximum(energy, 1e-20)
     steps = 0
     while steps < max_steps:
         steps += 1
         product = at @ (a @ direction) + damp * direction
-        alpha = energy / np.maximum(np.sum(direction * product, axis=0), 1e-30)
+        alpha = energy / np.maximum(np.sum(direction * product, axis=0), 1e-20)
         delta += alpha * direction
         residual -= alpha * product
         new_energy = np.sum(residual * residual, axis=0)
         if float(np.sqrt(np.max(new_energy / first))) < tolerance:
             energy = new_energy
             break
-        direction = residual + (new_energy / np.maximum(energy, 1e-30)) * direction
+        direction = residual + (new_energy / np.maximum(energy, 1e-20)) * direction
         energy = new_energy
     table = start.astype(np.float32, copy=True)
     table[used] += delta.astype(np.float32)

@@ -14,17 +14,20 @@ holds. Homes are read, never updated (`--skip-update` semantics: copy a home bef
 this at it, since opening an engine may migrate it).
 
 Cross-fitted (leave one group out): the table that searches a group's repositories is fitted on
-the chunks of the OTHER groups only; lambda is chosen on held-out chunks of those groups (10%,
-mean cosine to the deep vectors), never on questions. `own N` (--own): the product case, the
-table fitted only on the first N% (by chunk id, the order the index holds them) of each of the
-group's own collections' chunks, at the cross-fit's lambda, searching the whole collection.
+90% of the chunks of the OTHER groups only; lambda is chosen on the other 10% (mean cosine of
+pooled to deep vectors), never on questions; `learned*` is the chosen lambda's table. `own N`
+(--own): the product case, the table fitted only on the first N% (by chunk id, the order the
+index holds them) of each of the group's own collections' chunks, at the cross-fit's lambda,
+searching the whole collection.
 
 Prints per group: the fits (seconds, tokens refitted, CG steps, validation cosine per lambda),
 the chunks embedded a second with the fitted table (tokenizing, IDF and pooling in the clock),
 then per set NDCG@10 with the delta over lexical of: lexical, hybrid-deep (the home's MiniLM
 vectors), `hs distilled` (bench/static_tier.py's code/idf-pc, the best earlier variant), `hs e0`
-(this bench's pooling with the unfitted table), `hs learned lamX` (held out), `hs own N`, each at
-the fusion weights asked (default the engine's 0.5), and `alone` rows (vectors as the only list).
+(this bench's pooling with the unfitted table), `hs learned lamX` (held out), `hs own N`, and
+with `dq` the same static chunk vectors searched with the deep model's question vector (the
+learned table lives in its space), each at the fusion weights asked (default the engine's 0.5),
+and `alone` rows (the static vectors as the only list).
 """
 
 from __future__ import annotations
@@ -71,6 +74,17 @@ class Group:
     collections: Any = None
     fields: list[list[list[int]]] = field(default_factory=list)
     deep: Any = None
+
+
+class DeepQueries:
+    """The deep model embedding the question, answered from the static chunk vectors: a learned
+    table lives in the deep model's space, and one question costs the deep model ~10-50 ms."""
+
+    def __init__(self, fingerprint: str, deep: Any) -> None:
+        self.fingerprint, self.deep = fingerprint, deep
+
+    def embed_query(self, text: str) -> list[float]:
+        return list(self.deep.embed_query(text))
 
 
 def deep_vectors(engine: Any, ids: list[int]) -> Any:
@@ -126,20 +140,23 @@ def fit_on(fields: list[list[list[int]]], deep: Any, vocabulary: Any, lam: float
                    f"(residual {report.residual:.1e}), {secs:.1f}s")
 
 
-def choose_lambda(fields: list[list[list[int]]], deep: Any, vocabulary: Any, lambdas: list[float],
-                  label: str) -> float:
-    """The lambda whose fit on 90% of these chunks pools the other 10% closest to the deep vectors."""
+def fit_and_choose(fields: list[list[list[int]]], deep: Any, vocabulary: Any, lambdas: list[float],
+                   label: str) -> tuple[dict[float, Any], float]:
+    """A table per lambda, each fitted on the same 90% of these chunks, and the lambda whose table
+    pools the other 10% closest to their deep vectors (chosen on chunks, never on questions)."""
     order = np.random.default_rng(0).permutation(len(fields))
     cut = int(len(fields) * VALIDATION_SHARE)
     held, fit = order[:cut], order[cut:]
     held_fields = [fields[i] for i in held]
     held_pooling = pooling_matrix(held_fields, FIELD_WEIGHTS, idf(held_fields, len(vocabulary)))
-    scores = {None: mean_cosine(held_pooling, vocabulary, deep[held])}
+    e0 = mean_cosine(held_pooling, vocabulary, deep[held])
+    tables: dict[float, Any] = {}
+    scores: dict[float, float] = {}
     for lam in lambdas:
-        table, line = fit_on([fields[i] for i in fit], deep[fit], vocabulary, lam)
-        scores[lam] = mean_cosine(held_pooling, table, deep[held])
-        print(f"[{label}] fit lam {lam:g}: {line}; held-out cosine {scores[lam]:.3f} (e0 {scores[None]:.3f})")
-    return max(lambdas, key=lambda lam: scores[lam])
+        tables[lam], line = fit_on([fields[i] for i in fit], deep[fit], vocabulary, lam)
+        scores[lam] = mean_cosine(held_pooling, tables[lam], deep[held])
+        print(f"[{label}] lam {lam:g}: {line}; held-out cosine {scores[lam]:.3f} (e0 {e0:.3f})")
+    return tables, max(lambdas, key=lambda lam: scores[lam])
 
 
 def first_share(group: Group, share: float) -> Any:
@@ -167,8 +184,10 @@ def embedded(ctx: Any, group: Group, table: Any) -> tuple[StaticEmbedder, Memory
 
 
 def evaluate(group: Group, tables: dict[str, Any], vocabulary: Any, weights: list[float], profile: str,
-             alone: dict[str, str]) -> dict[str, list[dict]]:
-    """Every method's per-question results on the group's questions."""
+             alone: dict[str, str], deep_query: dict[str, str]) -> dict[str, list[dict]]:
+    """Every method's per-question results on the group's questions; `alone` and `deep_query`
+    name the tables also searched as the only list, and with the deep model's question vector,
+    and the label of each."""
     ctx = open_group(group, profile)
     try:
         methods: dict[str, retrieval.MethodFn] = {
@@ -187,6 +206,9 @@ def evaluate(group: Group, tables: dict[str, Any], vocabulary: Any, weights: lis
             print(f"[{group.name}] embed {name}: {len(chunks)} chunks at {rate:.0f} chunks/s")
             for weight in weights:
                 methods[f"hs {name} w{weight:g}"] = static_method(ctx, vectors, static, True, weight)
+            for weight in weights if name in deep_query else []:
+                methods[f"{deep_query[name]} w{weight:g}"] = static_method(
+                    ctx, vectors, DeepQueries(static.fingerprint, embedder), True, weight)  # type: ignore[arg-type]
             if name in alone:
                 methods[alone[name]] = static_method(ctx, vectors, static, False)
         return {name: retrieval.run_method(fn, group.rows, group.targets, f"{group.name}/{name}")
@@ -248,19 +270,18 @@ def main(argv: list[str] | None = None) -> int:
         fields = [f for g in others for f in g.fields]
         deep = np.concatenate([g.deep for g in others])
         label = f"fit for {group.name} on {'+'.join(g.name for g in others)}"
-        lam = choose_lambda(fields, deep, vocabulary, args.lambdas, label)
-        tables = {"e0": vocabulary}
-        for other in args.lambdas:
-            tables[f"learned lam{other:g}"], line = fit_on(fields, deep, vocabulary, other)
-            print(f"[{label}] lam {other:g}{' (chosen)' if other == lam else ''}: {line}")
+        fitted, lam = fit_and_choose(fields, deep, vocabulary, args.lambdas, label)
+        tables = {"e0": vocabulary, **{f"learned lam{other:g}": table for other, table in fitted.items()}}
         for share in args.own:
             picked = first_share(group, share)
             tables[f"own {share:g}"], line = fit_on([group.fields[i] for i in picked], group.deep[picked],
                                                     vocabulary, lam)
             print(f"[own {share:g} of {group.name}] lam {lam:g}: {line}")
-        alone = {"e0": "alone e0", f"learned lam{lam:g}": "alone learned (chosen lam)"}
+        alone = {"e0": "alone e0", f"learned lam{lam:g}": "alone learned*"}
+        deep_query = {f"learned lam{lam:g}": "hs learned* dq",
+                      **{f"own {n:g}": f"hs own {n:g} dq" for n in args.own}}
         for name, by_method in evaluate(group, tables, vocabulary, args.vector_weights, args.profile,
-                                        alone).items():
+                                        alone, deep_query).items():
             for row in by_method:
                 results.setdefault(row["set"], {}).setdefault(name, []).append(row)
         print(f"[{group.name}] chosen lambda {lam:g}")
