@@ -193,6 +193,7 @@ def evaluate(group: Group, tables: dict[str, Any], vocabulary: Any, weights: lis
         methods: dict[str, retrieval.MethodFn] = {
             "lexical": retrieval.METHODS["lexical"](ctx),
             "hybrid-deep": retrieval.engine_method(max_tokens=None)(ctx),
+            "alone deep": retrieval.engine_method(max_tokens=None, lexical=False, boosts=False)(ctx),
         }
         ids, collections, chunks = chunk_rows(ctx.engine, ctx.engine.collection_ids(list(ctx.targets)))
         embedder = ctx.engine.models.embedder()
@@ -276,7 +277,9 @@ def main(argv: list[str] | None = None) -> int:
             picked = first_share(group, share)
             tables[f"own {share:g}"], line = fit_on([group.fields[i] for i in picked], group.deep[picked],
                                                     vocabulary, lam)
-            print(f"[own {share:g} of {group.name}] lam {lam:g}: {line}")
+            whole = pooling_matrix(group.fields, FIELD_WEIGHTS, idf(group.fields, len(vocabulary)))
+            cosine = mean_cosine(whole, tables[f"own {share:g}"], group.deep)
+            print(f"[own {share:g} of {group.name}] lam {lam:g}: {line}; cosine to deep {cosine:.3f}")
         alone = {"e0": "alone e0", f"learned lam{lam:g}": "alone learned*"}
         deep_query = {f"learned lam{lam:g}": "hs learned* dq",
                       **{f"own {n:g}": f"hs own {n:g} dq" for n in args.own}}
