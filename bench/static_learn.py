@@ -44,7 +44,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench import retrieval  # noqa: E402
-from bench.static_code import CodeAnalysis  # noqa: E402
+from bench.static_code import CodeAnalysis, FieldWeights  # noqa: E402
 from bench.static_embedder import StaticEmbedder, principal_components  # noqa: E402
 from bench.static_fit import fit_table, mean_cosine, np, pooled, pooling_matrix  # noqa: E402
 from bench.static_tier import (  # noqa: E402
@@ -56,7 +56,7 @@ from bench.static_tier import (  # noqa: E402
     token_weights,
 )
 
-ANALYSIS = CodeAnalysis(CodeAnalysis.parse("code").weights, False)  # type: ignore[union-attr]
+ANALYSIS = CodeAnalysis(FieldWeights(), query_ids_only=False)  # the `code` variant: fields weighed 1, 1, 1
 FIELD_WEIGHTS = (ANALYSIS.weights.path, ANALYSIS.weights.names, ANALYSIS.weights.body)
 PRIOR_BEST = "code/idf-pc"  # docs/scale.md "Code-aware analysis, weighting and fusion"
 VALIDATION_SHARE = 0.1

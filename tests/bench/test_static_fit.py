@@ -1,12 +1,14 @@
 """bench/static_fit.py: the pooling matrix is the tier's field-weighted mean, and the fit moves
-the table toward the deep vectors of chunks it has not seen (a planted table is found again)."""
+the table toward the deep vectors of chunks it has not seen (a planted table is found again);
+bench/static_learn.py's own parts: the product case's first share, the complement figures, and
+its refusals of bad arguments."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from bench.static_fit import fit_table, mean_cosine, pooled, pooling_matrix
-from bench.static_learn import Group, first_share
+from bench.static_learn import Group, complement_line, first_share, main
 
 N_TOKENS, DIMS = 60, 8
 
@@ -65,3 +67,21 @@ def test_first_share_takes_each_collections_first_chunks_by_id() -> None:
     picked = set(first_share(group, 0.4).tolist())
     assert {int(group.ids[i]) for i in picked} == {10, 20, 11, 12}
     assert {int(group.ids[i]) for i in first_share(group, 0.01)} == {10, 11}  # at least one each
+
+
+def test_complement_counts_the_questions_a_list_wins_over_lexical() -> None:
+    lexical = [{"ndcg@10": v} for v in (1.0, 0.5, 0.0, 0.2)]
+    other = [{"ndcg@10": v} for v in (0.5, 1.0, 0.6, 0.2)]
+    line = complement_line("alone x", other, lexical)
+    assert "better than lexical on   2 questions" in line
+    assert "(+0.275 NDCG@10 a question)" in line  # (0.5 + 0.6) / 4
+
+
+def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys) -> None:
+    table = tmp_path / "vocab.npy"
+    np.save(table, np.zeros((3, 2), dtype=np.float32))
+    assert main(["--home", f"a={tmp_path}", "--table", str(table)]) == 2
+    assert "at least two" in capsys.readouterr().err
+    missing = str(tmp_path / "none.npy")
+    assert main(["--home", f"a={tmp_path}", "--home", f"b={tmp_path}", "--table", missing]) == 2
+    assert "no such file" in capsys.readouterr().err
