@@ -6,7 +6,7 @@ chunk vectors (bench/static_fit.py) and measure hybrid with it on repositories t
         --home twelve=~/.cache/qmd-eval/home-static-learn-12 \
         --home seven=~/.cache/qmd-eval/home-static-learn-7 \
         --table ~/.cache/qmd-eval/static-tier-minilm-vocab.npy \
-        [--lambdas 0.03,0.3,3] [--vector-weights 0.5,1] [--own 0.05,0.2]
+        [--lambdas 0.03,0.3,3] [--vector-weights 0.5,1] [--fusion add,add10,rescore] [--own 0.05,0.2]
 
 Each --home is a group: an index whose chunks all carry the deep model's vectors (MiniLM, small
 profile), and the questions of the dev sets (`queries`, `broad`, root scope) whose collection it
@@ -26,8 +26,9 @@ then per set NDCG@10 with the delta over lexical of: lexical, hybrid-deep (the h
 vectors), `hs distilled` (bench/static_tier.py's code/idf-pc, the best earlier variant), `hs e0`
 (this bench's pooling with the unfitted table), `hs learned lamX` (held out), `hs own N`, and
 with `dq` the same static chunk vectors searched with the deep model's question vector (the
-learned table lives in its space), each at the fusion weights asked (default the engine's 0.5),
-and `alone` rows (the static vectors as the only list).
+learned table lives in its space), each at the fusion weights and fusions asked (default the
+engine's: 0.5, `add`; fusions as bench/static_tier.py), and `alone` rows (the static vectors as the
+only list) with how far each goes where lexical fails.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import argparse
 import sys
 import time
 from dataclasses import dataclass, field
+from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,7 @@ from bench.static_tier import (  # noqa: E402
     format_groups,
     static_method,
     token_weights,
+    valid_fusion,
 )
 
 ANALYSIS = CodeAnalysis(FieldWeights(), query_ids_only=False)  # the `code` variant: fields weighed 1, 1, 1
@@ -184,7 +187,7 @@ def embedded(ctx: Any, group: Group, table: Any) -> tuple[StaticEmbedder, Memory
 
 
 def evaluate(group: Group, tables: dict[str, Any], vocabulary: Any, weights: list[float], profile: str,
-             alone: dict[str, str], deep_query: dict[str, str]) -> dict[str, list[dict]]:
+             alone: dict[str, str], deep_query: dict[str, str], fusions: list[str]) -> dict[str, list[dict]]:
     """Every method's per-question results on the group's questions; `alone` and `deep_query`
     name the tables also searched as the only list, and with the deep model's question vector,
     and the label of each."""
@@ -200,22 +203,30 @@ def evaluate(group: Group, tables: dict[str, Any], vocabulary: Any, weights: lis
         static, vectors, rate = embed_variant(embedder, principal_components(vocabulary, 256), PRIOR_BEST,
                                               ids, collections, chunks)
         print(f"[{group.name}] embed distilled {PRIOR_BEST}: {len(chunks)} chunks at {rate:.0f} chunks/s")
-        for weight in weights:
-            methods[f"hs distilled w{weight:g}"] = static_method(ctx, vectors, static, True, weight)
+        for weight, fusion in product(weights, fusions):
+            methods[f"hs distilled w{weight:g}{fused(fusion)}"] = static_method(
+                ctx, vectors, static, True, weight, fusion)
         for name, table in tables.items():
             static, vectors, rate = embedded(ctx, group, table)
             print(f"[{group.name}] embed {name}: {len(chunks)} chunks at {rate:.0f} chunks/s")
-            for weight in weights:
-                methods[f"hs {name} w{weight:g}"] = static_method(ctx, vectors, static, True, weight)
-            for weight in weights if name in deep_query else []:
-                methods[f"{deep_query[name]} w{weight:g}"] = static_method(
-                    ctx, vectors, DeepQueries(static.fingerprint, embedder), True, weight)  # type: ignore[arg-type]
+            for weight, fusion in product(weights, fusions):
+                methods[f"hs {name} w{weight:g}{fused(fusion)}"] = static_method(
+                    ctx, vectors, static, True, weight, fusion)
+            for weight, fusion in product(weights, fusions) if name in deep_query else []:
+                methods[f"{deep_query[name]} w{weight:g}{fused(fusion)}"] = static_method(
+                    ctx, vectors, DeepQueries(static.fingerprint, embedder), True, weight,  # type: ignore[arg-type]
+                    fusion)
             if name in alone:
                 methods[alone[name]] = static_method(ctx, vectors, static, False)
         return {name: retrieval.run_method(fn, group.rows, group.targets, f"{group.name}/{name}")
                 for name, fn in methods.items()}
     finally:
         ctx.engine.close()
+
+
+def fused(fusion: str) -> str:
+    """A method label's fusion suffix: none for the engine's own (`add`)."""
+    return "" if fusion == "add" else f" {fusion}"
 
 
 def complement_line(name: str, rows: list[dict], lexical: list[dict]) -> str:
@@ -259,6 +270,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", choices=["small"], default="small")
     p.add_argument("--lambdas", type=floats, default=[0.03, 0.3, 3.0])
     p.add_argument("--vector-weights", type=floats, default=[0.5])
+    p.add_argument("--fusion", type=lambda v: v.split(","), default=["add"],
+                   help="add (the engine's), addN (the list's own top N), rescore (lexical's candidates)")
     p.add_argument("--own", type=floats, default=[],
                    help="product case: fit on the first N of each collection")
     return p.parse_args(argv)
@@ -269,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     if len(args.home) < 2 or not all("=" in h for h in args.home):
         print("--home NAME=HOME, at least two (each is held out from the fit that searches it)",
               file=sys.stderr)
+        return 2
+    if not all(valid_fusion(f) for f in args.fusion):
+        print("--fusion: add, addN (a number) or rescore", file=sys.stderr)
         return 2
     if not args.table.is_file() or not args.lambdas:
         print(f"--table {args.table}: no such file (distil it with bench/static_tier.py --table)",
@@ -297,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         deep_query = {f"learned lam{lam:g}": "hs learned* dq",
                       **{f"own {n:g}": f"hs own {n:g} dq" for n in args.own}}
         for name, by_method in evaluate(group, tables, vocabulary, args.vector_weights, args.profile,
-                                        alone, deep_query).items():
+                                        alone, deep_query, args.fusion).items():
             for row in by_method:
                 results.setdefault(row["set"], {}).setdefault(name, []).append(row)
         print(f"[{group.name}] chosen lambda {lam:g}")
