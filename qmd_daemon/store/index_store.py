@@ -40,10 +40,11 @@ _CHUNK_SELECT = """
 MATCH_RANGE_GAP = 1000
 
 # FTS5 segments past which a collection's update merges them into one ('optimize'). Every write
-# transaction adds a segment and FTS5's automerge leaves some: a bench home built collection by
-# collection held 25 at 503k chunks, and a MATCH reads each term in every segment. Merged, the
-# 90 dev questions' two passes cost 15.6 against 20.3 ms; the merge took 3.8 s of CPU there.
-MAX_FTS_SEGMENTS = 16
+# transaction adds a segment and FTS5's automerge (4 a level) leaves up to 3 a level: the bench
+# home at 503k chunks held 25, then 9 after a full re-chunk, and a MATCH looks each term up in
+# every segment. Merged from 9, the 90 dev questions' strict pass cost 3.9-5.2 against 9.5-9.8
+# ms; the merge takes 4-5 s of CPU there, once in some 30-60 writing updates.
+MAX_FTS_SEGMENTS = 8
 
 
 def id_ranges(ids: Iterable[int], gap: int) -> list[tuple[int, int]]:
