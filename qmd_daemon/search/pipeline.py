@@ -400,7 +400,6 @@ def _search(
         clock.lap("rerank")
     if options.boosts:
         ranked = saturate(ranked, options.weights)
-    related = store.related_paths(list({c.chunk.file_id for c in ranked[: options.limit * 3]}))
     hits = shape_hits(
         ranked,
         snippet_words(parsed),
@@ -409,7 +408,7 @@ def _search(
         per_file=options.per_file,
         max_tokens=options.max_tokens,
         min_score=options.min_score,
-        related=related,
+        related_of=store.related_paths,
         explain=options.explain,
     )
     clock.lap("shape")

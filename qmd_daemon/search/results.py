@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from qmd_daemon.search.calibration import features, probability
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.hit import Hit
@@ -20,10 +22,14 @@ def shape_hits(
     per_file: int,
     max_tokens: int | None,
     min_score: float,
-    related: dict[int, list[str]],
+    related_of: Callable[[list[int]], dict[int, list[str]]],
     explain: bool,
 ) -> list[Hit]:
+    """`related_of`: file ids -> the files related to each (the store's `related_paths`), asked
+    once for the files of the hits returned: a code file can be cited by ~1,000 doc chunks, and
+    a question's 30 leading candidates' files cost 2-3 ms at 503k chunks against ~1 for its hits'."""
     hits: list[Hit] = []
+    hit_files: list[int] = []
     per_file_count: dict[tuple[str, str], int] = {}
     budget = max_tokens if max_tokens and max_tokens > 0 else None
     used = 0
@@ -54,7 +60,6 @@ def shape_hits(
             collection=chunk.collection,
             symbol=chunk.symbols.split(" ")[0] if chunk.symbols else "",
             kind=chunk.kind,
-            related=related.get(chunk.file_id, [])[:5],
         )
         if explain:
             hit.explain = {
@@ -65,6 +70,10 @@ def shape_hits(
                 "features": {k: round(v, 4) for k, v in values.items()},
             }
         hits.append(hit)
+        hit_files.append(chunk.file_id)
         if len(hits) >= limit:
             break
+    related = related_of(list(dict.fromkeys(hit_files))) if hits else {}
+    for hit, file_id in zip(hits, hit_files, strict=True):
+        hit.related = related.get(file_id, [])[:5]
     return hits

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.header_chunks import is_preamble_only
@@ -147,6 +148,13 @@ def path_word_boost(cands: list[Candidate], parsed: ParsedQuery, top: float, wei
         cand.add("path_words", weights.path_words * top * fractions[path])
 
 
+@lru_cache(maxsize=65_536)
+def _name_parts(name: str) -> tuple[str, ...]:
+    """The parts of a defined name that is an ASCII identifier. Kept per name: a question reads
+    ~400 names of its candidates, and an agent's questions of one repository meet the same."""
+    return tuple(split_identifier(name)) if IDENTIFIER.fullmatch(name) else ()
+
+
 def name_words_boost(
     cands: list[Candidate],
     parsed: ParsedQuery,
@@ -171,7 +179,7 @@ def name_words_boost(
             continue
         said = 0
         for name in names.get(cand.chunk.id, ()):
-            parts = split_identifier(name) if IDENTIFIER.fullmatch(name) else []
+            parts = _name_parts(name)
             if len(parts) >= 2 and all(_word_matches(part, words) for part in parts):
                 said = max(said, len(parts))
         if said:

@@ -10,7 +10,7 @@ a test to `go test` (it runs `*_test.go`). Names are matched with case, as the r
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
-from pathlib import PurePosixPath
+from functools import lru_cache
 
 _JVM = ("*Test.{ext}", "*Tests.{ext}", "*TestCase.{ext}", "*IT.{ext}", "Test[A-Z]*.{ext}", "*Spec.{ext}")
 
@@ -71,10 +71,13 @@ SCRIPT_FOLDERS = frozenset({"bin", "script", "scripts", "tools"})
 TEST_SCRIPT_NAMES = ("test", "test.*", "test_*", "test-*")
 
 
+@lru_cache(maxsize=65_536)
 def is_test_path(path: str) -> bool:
     """True for a file in a test folder, named as its language's test runner finds tests, a
-    `.test.` variant, or a test script of a scripts folder."""
-    parts = PurePosixPath(path).parts
+    `.test.` variant, or a test script of a scripts folder. Kept per path: every search asks it
+    of each of its ~250 candidates (0.7 ms of a question at 503k chunks, most of it in pathlib),
+    and an agent's questions of one repository meet the same files."""
+    parts = [part for part in path.split("/") if part not in ("", ".")]
     for folder in parts[:-1]:
         folder = folder.lower()
         if folder in TEST_FOLDERS or (folder.endswith(TEST_PROJECT_SUFFIXES) and not folder.startswith(".")):

@@ -19,7 +19,7 @@ from qmd_daemon.store.connection import (
     write_transaction,
 )
 from qmd_daemon.store.fts5_query import fts_collection_token, match_expression, quote, scoped_match
-from qmd_daemon.store.lexical_query import AllOf, AnyOf, LexicalQuery, Word
+from qmd_daemon.store.lexical_query import LexicalQuery, Word
 from qmd_daemon.store.protocols import ChunkRow, FileState
 from qmd_daemon.store.schema import migrate
 from qmd_daemon.text.analysis import fts_body, fts_path, fts_symbols
@@ -33,9 +33,29 @@ _CHUNK_SELECT = """
 """
 
 
-# Postings FTS5 reads in the time one `rowid = ?` MATCH takes (0.08-0.09 us a posting against
-# ~30 us a lookup at 503k chunks): chunks_matching's choice between its two ways.
-SEEK_POSTINGS = 300
+# chunks_matching's ids closer than this share one `rowid BETWEEN` range: FTS5 seeks to a range's
+# first posting and reads only the range, so a range costs one seek plus the postings in it. A
+# file's chunks have neighbouring ids (written together), and a question's sibling windows fall
+# in ~4 ranges of 1,000 ids (48 ids on average, the 90 dev questions at 503k chunks).
+MATCH_RANGE_GAP = 1000
+
+# FTS5 segments past which a collection's update merges them into one ('optimize'). Every write
+# transaction adds a segment and FTS5's automerge (4 a level) leaves up to 3 a level: the bench
+# home at 503k chunks held 25, then 9 after a full re-chunk, and a MATCH looks each term up in
+# every segment. Merged from 9, the 90 dev questions' strict pass cost 3.9-5.2 against 9.5-9.8
+# ms; the merge takes 4-5 s of CPU there, once in some 30-60 writing updates.
+MAX_FTS_SEGMENTS = 8
+
+
+def id_ranges(ids: Iterable[int], gap: int) -> list[tuple[int, int]]:
+    """(first, last) of each run of the sorted ids whose neighbours are at most `gap` apart."""
+    ranges: list[tuple[int, int]] = []
+    for i in sorted(ids):
+        if ranges and i - ranges[-1][1] <= gap:
+            ranges[-1] = (ranges[-1][0], i)
+        else:
+            ranges.append((i, i))
+    return ranges
 
 
 def _batches(items: list[str], size: int = 500) -> Iterator[list[str]]:
@@ -97,10 +117,21 @@ class IndexStore:
         self.conn.execute("DELETE FROM collections WHERE name = ?", (name,))
 
     def mark_updated(self, collection_id: int, index_format: str) -> None:
+        """The collection's update is done. When FTS5's segments have piled up past
+        MAX_FTS_SEGMENTS, they are merged into one: same rows and scores, fewer reads. Asked on
+        every update (0.8 ms at 25 segments), so an index built before this merges on its next."""
         self.conn.execute(
             "UPDATE collections SET updated_at = ?, index_format = ? WHERE id = ?",
             (time.time(), index_format, collection_id),
         )
+        # + 1: the rows this transaction wrote, if any, which FTS5 flushes to a segment of their own
+        if self.fts_segments() + 1 > MAX_FTS_SEGMENTS:
+            self.conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
+
+    def fts_segments(self) -> int:
+        """The segments of the FTS5 index (each MATCH looks every term up in each)."""
+        row = self.conn.execute("SELECT count(*) FROM (SELECT DISTINCT segid FROM chunks_fts_idx)").fetchone()
+        return int(row[0])
 
     def index_format(self, collection_id: int) -> str:
         row = self.conn.execute(
@@ -507,34 +538,19 @@ class IndexStore:
         return out
 
     def chunks_matching(self, query: LexicalQuery, chunk_ids: list[int]) -> set[int]:
-        """The chunks among chunk_ids that match the query. `rowid IN (...)` runs the MATCH once
-        per id (~30 us each: 4.5 ms for 150 ids, whatever the words); when the words' postings
-        (term_stats) cost less to read whole, the MATCH runs once and the ids are picked here."""
-        if not chunk_ids:
-            return set()
-        postings = self._postings(query)
+        """The chunks among chunk_ids that match the query, one MATCH per range of neighbouring
+        ids (`id_ranges`). `rowid IN (...)` ran the MATCH once per id (~30 us each), and reading
+        a common word's whole posting list cost more: 5.2 -> 1.1 ms a question at 503k chunks."""
+        wanted = set(chunk_ids)
+        found: set[int] = set()
         with rejected_queries():
-            if postings is not None and postings <= len(chunk_ids) * SEEK_POSTINGS:
-                wanted = set(chunk_ids)
-                rows = self.conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?",
-                                         (match_expression(query),))
-                return {int(r[0]) for r in rows if r[0] in wanted}
-            marks = ",".join("?" * len(chunk_ids))
-            rows = self.conn.execute(
-                f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})",
-                [match_expression(query), *chunk_ids],
-            )
-            return {int(r[0]) for r in rows}
-
-    def _postings(self, query: LexicalQuery) -> int | None:
-        """The postings FTS5 reads for a query of words (any nesting of AllOf / AnyOf): each
-        word's tokens' chunks; None for a phrase or an exclusion."""
-        if isinstance(query, Word):
-            return sum(term_stats.count(self.conn, token, None) for token in index_tokens(query.text))
-        if isinstance(query, AllOf | AnyOf):
-            parts = [self._postings(part) for part in query.parts]
-            return None if None in parts else sum(p for p in parts if p is not None)
-        return None
+            for first, last in id_ranges(chunk_ids, MATCH_RANGE_GAP):
+                rows = self.conn.execute(
+                    "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid BETWEEN ? AND ?",
+                    (match_expression(query), first, last),
+                )
+                found.update(int(r[0]) for r in rows if r[0] in wanted)
+        return found
 
     def last_lines(self, file_ids: list[int]) -> dict[int, int]:
         """File id -> the last line any of its chunks covers."""

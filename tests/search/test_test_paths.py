@@ -246,3 +246,13 @@ def test_ci_workflows_rank_below_the_code_unless_asked_about(engine: Engine, tmp
     assert lowered("how skip aborts a test without marking it as a failure") == {
         ".github/workflows/tests.yml": True, "lib/bats-core/test_functions.bash": False}
     assert lowered("which CI workflow runs the skipped tests")[".github/workflows/tests.yml"] is False
+
+
+@pytest.mark.parametrize("path", ["tests/x.py", "src/test_a.py", "src/a.py", "bin/test", "lib/FooTest.java",
+                                  "src/foo.test.ts", "Foo.Tests/a.cs", "a/b/c.rs"])
+def test_a_path_is_judged_as_its_folders_and_name_say_whatever_its_spelling(path: str) -> None:
+    # is_test_path splits on "/" itself (pathlib cost most of its time): an empty or `.` part,
+    # which pathlib drops, changes nothing
+    expected = is_test_path(path)
+    for spelling in ("./" + path, path.replace("/", "//"), path.replace("/", "/./")):
+        assert is_test_path(spelling) is expected, spelling
