@@ -18,8 +18,9 @@ import re
 import string
 import unicodedata
 from functools import lru_cache
+from typing import Any
 
-from nltk.stem.porter import PorterStemmer  # type: ignore[import-untyped]
+from qmd_daemon.numeric import numpy_module
 
 # FTS5's porter leaves tokens outside 3..64 bytes (UTF-8) unstemmed (fts5_tokenize.c).
 _STEM_MIN_BYTES, _STEM_MAX_BYTES = 3, 64
@@ -27,7 +28,6 @@ _STEM_MIN_BYTES, _STEM_MAX_BYTES = 3, 64
 # it to the token that is the suffix too. These are the tokens where that changes the stem.
 _WHOLE_SUFFIX_STEMS = {"ies": "ie", "sses": "sse", "eed": "e"}
 _ASCII_TOKEN = re.compile(r"[a-z0-9_]+")
-_STEMMER = PorterStemmer(mode=PorterStemmer.MARTIN_EXTENSIONS)
 # The combining marks unicode61 drops inside a token (decomposed text: `e` + U+0301): those that
 # make a precomposed Latin letter with a base letter; other marks separate tokens.
 _DROPPED_MARKS = frozenset(
@@ -83,6 +83,16 @@ def _raw_tokens(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=65536)
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    """NLTK's Porter stemmer, imported on first use: NLTK imports numpy, which may come only after
+    llama.cpp's library (qmd_daemon/numeric.py), and every index open reaches this module."""
+    numpy_module()
+    from nltk.stem.porter import PorterStemmer  # type: ignore[import-untyped]
+
+    return PorterStemmer(mode=PorterStemmer.MARTIN_EXTENSIONS)
+
+
 def stem(token: str) -> str:
     """One folded token as FTS5's porter stems it."""
     if token in _WHOLE_SUFFIX_STEMS:
@@ -90,14 +100,14 @@ def stem(token: str) -> str:
     if token.isascii():
         if not _STEM_MIN_BYTES <= len(token) <= _STEM_MAX_BYTES:
             return token
-        return str(_STEMMER.stem(token, to_lowercase=False))
+        return str(_stemmer().stem(token, to_lowercase=False))
     # FTS5 stems the UTF-8 bytes: every byte of a multi-byte character counts as a consonant. The
     # bytes as Latin-1 characters are consonants to the stemmer too; it only ever strips ASCII
     # suffixes, so what is left decodes back whole.
     raw = token.encode("utf-8", "surrogatepass")
     if not _STEM_MIN_BYTES <= len(raw) <= _STEM_MAX_BYTES:
         return token
-    stemmed = str(_STEMMER.stem(raw.decode("latin-1"), to_lowercase=False))
+    stemmed = str(_stemmer().stem(raw.decode("latin-1"), to_lowercase=False))
     return stemmed.encode("latin-1").decode("utf-8", "surrogatepass")
 
 
