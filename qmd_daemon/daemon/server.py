@@ -45,7 +45,7 @@ from qmd_daemon.engine import Engine
 from qmd_daemon.errors import IndexDatabaseError, QmdError, RequestError
 from qmd_daemon.search.pipeline import SearchTrace
 from qmd_daemon.settings import Settings
-from qmd_daemon.store.connection import index_error, quick_check
+from qmd_daemon.store.connection import index_error, quick_check, upgrade_lock_path
 
 log = logging.getLogger("qmd_daemon.server")
 
@@ -54,6 +54,7 @@ OPEN_PATHS = frozenset({"/challenge"})  # answered without the token: the client
 T = TypeVar("T")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _STATUS_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
+OPEN_WAIT_S = 5.0  # at start, for the index to open before listening
 SEARCH_DEADLINE_S = 25.0  # per trip to the reader; under the clients' 30 s, so they get the reason
 READER_CLOSE_S = 10.0  # at exit, for a reader still inside a request
 
@@ -168,10 +169,18 @@ class Daemon:
         try:
             return await asyncio.wait_for(self._read(fn), self.search_deadline_s)
         except TimeoutError:
-            raise RequestError(
-                503, "timeout", f"no answer within {self.search_deadline_s:g} s: the daemon is still "
-                "computing an earlier request; try again"
-            ) from None
+            raise RequestError(503, "timeout", self._deadline_reason()) from None
+
+    def _deadline_reason(self) -> str:
+        """Why the reader did not answer in time: after an upgrade, the index's schema steps (a few
+        minutes on a big index) rather than an earlier request."""
+        late = f"no answer within {self.search_deadline_s:g} s"
+        if upgrade_lock_path(self.settings.index_path).exists():
+            return (
+                f"{late}: the index is being brought up to date after an upgrade (once; a few "
+                "minutes on a big index, see daemon.log); try again then"
+            )
+        return f"{late}: the daemon is still computing an earlier request; try again"
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
@@ -565,7 +574,12 @@ class Daemon:
     # -- lifetime ------------------------------------------------------------------------------
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
-        await self._read(self._share_models)
+        opening = asyncio.ensure_future(self._read(self._share_models))
+        try:  # an index that cannot be opened is refused at start, one line (serve_forever)...
+            await asyncio.wait_for(asyncio.shield(opening), OPEN_WAIT_S)
+        except TimeoutError:  # ...but its schema steps after an upgrade (minutes) run while it listens
+            log.info("the index is being brought up to date after an upgrade; listening meanwhile")
+            self._spawn(opening)
         self._runner = web.AppRunner(
             self.make_app(), access_log=None, handle_signals=False, shutdown_timeout=15
         )

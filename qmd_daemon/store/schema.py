@@ -13,7 +13,7 @@ from typing import Any
 from qmd_daemon.errors import IndexDatabaseError
 from qmd_daemon.locks import waiting_for
 from qmd_daemon.store.binary_codes import CODE_TABLES, derive_codes, rescale_unit_copies
-from qmd_daemon.store.connection import OperationalError, write_transaction
+from qmd_daemon.store.connection import OperationalError, upgrade_lock_path, write_transaction
 from qmd_daemon.store.file_stems import FILE_STEMS_TABLE
 from qmd_daemon.store.file_stems import fill as fill_file_stems
 from qmd_daemon.store.term_stats import TERM_STATS_TABLE
@@ -146,11 +146,6 @@ def current_version(conn: Any) -> int:
     return int(row[0]) if row else 0
 
 
-def migration_lock_path(index_path: Path) -> Path:
-    """The lock held while the index's schema is brought up to date (next to it: one per index)."""
-    return index_path.with_name(index_path.name + ".upgrade.lock")
-
-
 def _to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -166,7 +161,7 @@ def migrate(conn: Any, path: str, notify: Callable[[str], None] = _to_stderr) ->
     if version == SCHEMA_VERSION:
         return
     waiting = f"qmd-daemon: waiting for another process upgrading the index {path}"
-    with waiting_for(migration_lock_path(Path(path)), waiting, notify=notify, remove=True):
+    with waiting_for(upgrade_lock_path(Path(path)), waiting, notify=notify, remove=True):
         version = _checked_version(conn, path)  # another process may have run the steps meanwhile
         if 0 < version < SCHEMA_VERSION:
             notify(

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from qmd_daemon.store import schema
-from qmd_daemon.store.connection import sqlite
+from qmd_daemon.store.connection import sqlite, upgrade_lock_path
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.lexical_query import Word
 from tests.conftest import indexed
@@ -48,7 +48,7 @@ IndexStore(index).close()
 """
 
 
-def _schema_3_index(engine: Any, tmp_path: Path) -> Path:
+def schema_3_index(engine: Any, tmp_path: Path) -> Path:
     """An index as the code before today left it: no term_stats or file_stems, schema 3."""
     name = indexed(engine, tmp_path / "proj", {"a.py": "def alpha():\n    return 1\n", "b.md": "# Beta\n"})
     assert name
@@ -71,7 +71,7 @@ def _version(path: Path) -> int:
         conn.close()
 
 
-def _start_child(path: Path, tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, Path]:
+def start_paused_upgrade(path: Path, tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, Path]:
     ready, go = tmp_path / "ready", tmp_path / "go"
     child = subprocess.Popen(
         [sys.executable, "-c", _CHILD, str(path), str(ready), str(go)],
@@ -94,7 +94,7 @@ def _searches_right(store: IndexStore) -> None:
 
 
 def test_the_upgrade_is_announced(engine: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    path = _schema_3_index(engine, tmp_path)
+    path = schema_3_index(engine, tmp_path)
     capfd.readouterr()
     store = IndexStore(path)
     try:
@@ -103,7 +103,7 @@ def test_the_upgrade_is_announced(engine: Any, tmp_path: Path, capfd: pytest.Cap
         store.close()
     err = capfd.readouterr().err
     assert f"upgrading the index {path} from schema 3 to {schema.SCHEMA_VERSION}" in err
-    assert not schema.migration_lock_path(path).exists()
+    assert not upgrade_lock_path(path).exists()
     store = IndexStore(path)  # up to date: nothing said
     store.close()
     assert capfd.readouterr().err == ""
@@ -112,7 +112,7 @@ def test_the_upgrade_is_announced(engine: Any, tmp_path: Path, capfd: pytest.Cap
 def test_a_second_process_waits_for_the_upgrade_instead_of_running_it_again(
     engine: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    path = _schema_3_index(engine, tmp_path)
+    path = schema_3_index(engine, tmp_path)
     counted: list[int] = []
     step_4 = schema.MIGRATIONS[4]
 
@@ -121,7 +121,7 @@ def test_a_second_process_waits_for_the_upgrade_instead_of_running_it_again(
         step_4[1](conn)
 
     monkeypatch.setitem(schema.MIGRATIONS, 4, [step_4[0], counting_fill])
-    child, _, go = _start_child(path, tmp_path)
+    child, _, go = start_paused_upgrade(path, tmp_path)
     opened: list[IndexStore | BaseException] = []
 
     def open_index() -> None:
@@ -147,8 +147,8 @@ def test_a_second_process_waits_for_the_upgrade_instead_of_running_it_again(
 
 
 def test_a_process_killed_mid_upgrade_leaves_an_index_that_opens(engine: Any, tmp_path: Path) -> None:
-    path = _schema_3_index(engine, tmp_path)
-    child, _, _ = _start_child(path, tmp_path)
+    path = schema_3_index(engine, tmp_path)
+    child, _, _ = start_paused_upgrade(path, tmp_path)
     os.kill(child.pid, signal.SIGKILL)
     child.wait(timeout=30)
     assert _version(path) == 3  # step 4's transaction never landed
