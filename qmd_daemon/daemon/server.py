@@ -575,11 +575,13 @@ class Daemon:
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         opening = asyncio.ensure_future(self._read(self._share_models))
+        upgrading = False
         try:  # an index that cannot be opened is refused at start, one line (serve_forever)...
             await asyncio.wait_for(asyncio.shield(opening), OPEN_WAIT_S)
         except TimeoutError:  # ...but its schema steps after an upgrade (minutes) run while it listens
             log.info("the index is being brought up to date after an upgrade; listening meanwhile")
             self._spawn(opening)
+            upgrading = True
         self._runner = web.AppRunner(
             self.make_app(), access_log=None, handle_signals=False, shutdown_timeout=15
         )
@@ -588,7 +590,10 @@ class Daemon:
         await site.start()
         self.port = int(self._runner.addresses[0][1])
         self.jobs.start()
-        await self._sync_watch()
+        if upgrading:  # the watch's collections are read on the reader, after the schema steps
+            self._spawn(self._sync_watch())
+        else:
+            await self._sync_watch()
         self.touch()
         self._idle_task = asyncio.get_running_loop().create_task(self._idle_loop(), name="qmd-idle")
         if self.write_state_file:

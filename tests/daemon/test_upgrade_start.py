@@ -20,7 +20,8 @@ from tests.store.test_schema_upgrade import schema_3_index, start_paused_upgrade
 async def test_a_search_during_the_upgrade_says_so(engine: Any, tmp_path: Path) -> None:
     path = schema_3_index(engine, tmp_path)
     child, _, go = start_paused_upgrade(path, tmp_path)
-    d = Daemon(Settings.from_env(), watch=False, search_deadline_s=0.5)
+    # watched: the watch reads the collections at start
+    d = Daemon(Settings.from_env(), watch=True, search_deadline_s=0.5)
     try:
         await asyncio.wait_for(d.start(), 30)  # listening while the child holds the upgrade
         async with aiohttp.ClientSession() as http:
