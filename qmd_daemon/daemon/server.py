@@ -43,6 +43,7 @@ from qmd_daemon.daemon.vouch import WHOLE_TREE, Watch, spec_of
 from qmd_daemon.daemon.watcher import RootSpec, RootWatcher
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import IndexDatabaseError, QmdError, RequestError
+from qmd_daemon.locks import LockBusy, held_or_busy
 from qmd_daemon.search.pipeline import SearchTrace
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.connection import index_error, quick_check, upgrade_lock_path
@@ -171,11 +172,23 @@ class Daemon:
         except TimeoutError:
             raise RequestError(503, "timeout", self._deadline_reason()) from None
 
+    def _upgrading(self) -> bool:
+        """Whether a process (this one's reader included) holds the index's upgrade lock; the file
+        a process killed mid-upgrade left behind is not held."""
+        path = upgrade_lock_path(self.settings.index_path)
+        if not path.exists():
+            return False
+        try:
+            with held_or_busy(path, LockBusy("upgrading")):
+                return False
+        except LockBusy:
+            return True
+
     def _deadline_reason(self) -> str:
         """Why the reader did not answer in time: after an upgrade, the index's schema steps (a few
         minutes on a big index) rather than an earlier request."""
         late = f"no answer within {self.search_deadline_s:g} s"
-        if upgrade_lock_path(self.settings.index_path).exists():
+        if self._upgrading():
             return (
                 f"{late}: the index is being brought up to date after an upgrade (once; a few "
                 "minutes on a big index, see daemon.log); try again then"
