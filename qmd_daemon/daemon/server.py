@@ -43,9 +43,10 @@ from qmd_daemon.daemon.vouch import WHOLE_TREE, Watch, spec_of
 from qmd_daemon.daemon.watcher import RootSpec, RootWatcher
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import IndexDatabaseError, QmdError, RequestError
+from qmd_daemon.locks import LockBusy, held_or_busy
 from qmd_daemon.search.pipeline import SearchTrace
 from qmd_daemon.settings import Settings
-from qmd_daemon.store.connection import index_error, quick_check
+from qmd_daemon.store.connection import index_error, quick_check, upgrade_lock_path
 
 log = logging.getLogger("qmd_daemon.server")
 
@@ -54,6 +55,7 @@ OPEN_PATHS = frozenset({"/challenge"})  # answered without the token: the client
 T = TypeVar("T")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _STATUS_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
+OPEN_WAIT_S = 5.0  # at start, for the index to open before listening
 SEARCH_DEADLINE_S = 25.0  # per trip to the reader; under the clients' 30 s, so they get the reason
 READER_CLOSE_S = 10.0  # at exit, for a reader still inside a request
 
@@ -168,10 +170,30 @@ class Daemon:
         try:
             return await asyncio.wait_for(self._read(fn), self.search_deadline_s)
         except TimeoutError:
-            raise RequestError(
-                503, "timeout", f"no answer within {self.search_deadline_s:g} s: the daemon is still "
-                "computing an earlier request; try again"
-            ) from None
+            raise RequestError(503, "timeout", self._deadline_reason()) from None
+
+    def _upgrading(self) -> bool:
+        """Whether a process (this one's reader included) holds the index's upgrade lock; the file
+        a process killed mid-upgrade left behind is not held."""
+        path = upgrade_lock_path(self.settings.index_path)
+        if not path.exists():
+            return False
+        try:
+            with held_or_busy(path, LockBusy("upgrading")):
+                return False
+        except LockBusy:
+            return True
+
+    def _deadline_reason(self) -> str:
+        """Why the reader did not answer in time: after an upgrade, the index's schema steps (a few
+        minutes on a big index) rather than an earlier request."""
+        late = f"no answer within {self.search_deadline_s:g} s"
+        if self._upgrading():
+            return (
+                f"{late}: the index is being brought up to date after an upgrade (once; a few "
+                "minutes on a big index, see daemon.log); try again then"
+            )
+        return f"{late}: the daemon is still computing an earlier request; try again"
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
@@ -565,7 +587,14 @@ class Daemon:
     # -- lifetime ------------------------------------------------------------------------------
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
-        await self._read(self._share_models)
+        opening = asyncio.ensure_future(self._read(self._share_models))
+        upgrading = False
+        try:  # an index that cannot be opened is refused at start, one line (serve_forever)...
+            await asyncio.wait_for(asyncio.shield(opening), OPEN_WAIT_S)
+        except TimeoutError:  # ...but its schema steps after an upgrade (minutes) run while it listens
+            log.info("the index is being brought up to date after an upgrade; listening meanwhile")
+            self._spawn(opening)
+            upgrading = True
         self._runner = web.AppRunner(
             self.make_app(), access_log=None, handle_signals=False, shutdown_timeout=15
         )
@@ -574,7 +603,10 @@ class Daemon:
         await site.start()
         self.port = int(self._runner.addresses[0][1])
         self.jobs.start()
-        await self._sync_watch()
+        if upgrading:  # the watch's collections are read on the reader, after the schema steps
+            self._spawn(self._sync_watch())
+        else:
+            await self._sync_watch()
         self.touch()
         self._idle_task = asyncio.get_running_loop().create_task(self._idle_loop(), name="qmd-idle")
         if self.write_state_file:

@@ -3,7 +3,11 @@ matches only the folders that changed.
 
 A folder's entries change only with its mtime (an entry created, removed or renamed in it sets it),
 so a folder whose mtime is the one recorded has the same entries, and the files and subfolders the
-scan's rules took from them are taken from the record instead of listed and matched again. What a
+scan's rules took from them are taken from the record instead of listed and matched again. The
+mtime alone can be put back (os.utime; `rsync -a`, `cp -a`, `tar x` restore folder mtimes), so a
+record also holds the folder's ctime, which only the kernel sets (every utime moves it), and its
+inode: a folder replaced by another (a rename, a re-pointed link to the root) is listed again
+whatever its mtime (git's stat rule, `core.trustctime`). What a
 record does NOT stand for: the files' contents (an edit in place changes no folder's mtime), so the
 scan still stats every file; and rules, so a record is used only under the ones it was made with
 (its key: the mask, excludes and ignore patterns, and the text of every .gitignore from the root
@@ -28,17 +32,26 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-LISTINGS_FORMAT = 1  # raise when what a scan takes from a listing changes
+LISTINGS_FORMAT = 2  # raise when what a scan takes from a listing changes
 RACY_NS = 3_000_000_000  # coarser than any file system's mtime tick (FAT: 2 s)
 
 
 @dataclass(frozen=True)
 class Listing:
     mtime_ns: int  # the folder's, read before it was listed
+    ctime_ns: int  # the folder's: moves with every mtime change, utime's included
+    inode: int  # the folder's: another folder put in its place has another
     key: str  # the rules it was filtered with (`chain_key`)
     gitignore: bool  # the folder holds a .gitignore
     files: tuple[str, ...]  # names of the files the rules took, in name order
     folders: tuple[str, ...]  # names of the subfolders the rules enter, in name order
+
+
+def folder_stamp(folder: Listing | os.stat_result) -> tuple[int, int, int]:
+    """What must be unchanged for a folder's record to stand for it: mtime, ctime and inode."""
+    if isinstance(folder, Listing):
+        return folder.mtime_ns, folder.ctime_ns, folder.inode
+    return folder.st_mtime_ns, folder.st_ctime_ns, folder.st_ino
 
 
 def listings_file(cache_dir: Path, collection: str, kind: str = "folders") -> Path:
@@ -76,14 +89,15 @@ class Listings:
             if raw.get("key") != self.key:
                 return {}
             folders = raw["folders"].items()
-            return {rel: Listing(m, k, g, tuple(f), tuple(d)) for rel, (m, k, g, f, d) in folders}
+            return {rel: Listing(m, c, i, k, g, tuple(f), tuple(d)) for rel, (m, c, i, k, g, f, d) in folders}
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return {}
 
-    def recorded(self, rel_dir: str, mtime_ns: int) -> Listing | None:
-        """The record of `rel_dir` when its mtime is the recorded one (its key the walk checks)."""
+    def recorded(self, rel_dir: str, folder: os.stat_result) -> Listing | None:
+        """The record of `rel_dir` when the folder's stamp (`folder_stamp`) is the recorded one
+        (its key the walk checks)."""
         record = self._old.get(rel_dir)
-        return record if record is not None and record.mtime_ns == mtime_ns else None
+        return record if record is not None and folder_stamp(record) == folder_stamp(folder) else None
 
     def keep(self, rel_dir: str, record: Listing) -> None:
         """`record` still stands for `rel_dir` (checked by the walk)."""
@@ -98,7 +112,10 @@ class Listings:
         """Write the records when they changed (a folder listed anew, or no longer reached)."""
         if self._new == self._old:
             return
-        folders = {rel: [r.mtime_ns, r.key, r.gitignore, r.files, r.folders] for rel, r in self._new.items()}
+        folders = {
+            rel: [r.mtime_ns, r.ctime_ns, r.inode, r.key, r.gitignore, r.files, r.folders]
+            for rel, r in self._new.items()
+        }
         write_cache(self.path, {"key": self.key, "folders": folders})
 
 

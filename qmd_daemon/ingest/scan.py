@@ -30,7 +30,7 @@ from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 from pathspec.util import normalize_file
 
 from qmd_daemon.errors import UsageError
-from qmd_daemon.ingest.listings import Listing, Listings, chain_key, rules_key
+from qmd_daemon.ingest.listings import Listing, Listings, chain_key, folder_stamp, rules_key
 
 _BRACE = re.compile(r"\{([^{}]*)\}")
 
@@ -389,7 +389,7 @@ def _walk_candidates(
             folder = os.lstat(path)
             if S_ISLNK(folder.st_mode):  # a folder replaced by a link since its parent was listed
                 continue
-            record = listings.recorded(rel_dir, folder.st_mtime_ns) if listings else None
+            record = listings.recorded(rel_dir, folder) if listings else None
             if record is not None and record.key != _key(above, rules, rel_dir, record.gitignore):
                 record = None  # a .gitignore from the root down to here was edited
             if record is None:
@@ -409,7 +409,7 @@ def _walk_candidates(
             if listings is not None:
                 names = tuple(rel.rpartition("/")[2] for rel, _ in files)
                 subfolders = tuple(rel.rpartition("/")[2] for rel in folders)
-                record = Listing(folder.st_mtime_ns, key, gitignore, names, subfolders)
+                record = Listing(*folder_stamp(folder), key, gitignore, names, subfolders)
                 listings.record(rel_dir, record, listed_at)
         yield from files
         pending.extend((rel, key) for rel in reversed(folders))

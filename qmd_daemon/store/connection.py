@@ -102,6 +102,13 @@ def write_transaction(conn: Any, path: Path) -> Iterator[None]:
         raise
 
 
+def upgrade_lock_path(index_path: Path) -> Path:
+    """The lock held while the index's schema is brought up to date (store/schema.migrate), next
+    to it; the file is there only while a process runs the steps (or after one was killed mid-way),
+    so the daemon can say why a search waits."""
+    return index_path.with_name(index_path.name + ".upgrade.lock")
+
+
 def _create(path: Path) -> None:
     """A new index appears whole: its header is written under a temporary name, then linked in
     (never over a file another process created meanwhile). So an empty file at the index path is

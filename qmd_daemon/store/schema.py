@@ -5,13 +5,15 @@ A database written by a newer qmd-daemon is refused with a clear error rather th
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from qmd_daemon.errors import IndexDatabaseError
+from qmd_daemon.locks import waiting_for
 from qmd_daemon.store.binary_codes import CODE_TABLES, derive_codes, rescale_unit_copies
-from qmd_daemon.store.connection import OperationalError, write_transaction
+from qmd_daemon.store.connection import OperationalError, upgrade_lock_path, write_transaction
 from qmd_daemon.store.file_stems import FILE_STEMS_TABLE
 from qmd_daemon.store.file_stems import fill as fill_file_stems
 from qmd_daemon.store.term_stats import TERM_STATS_TABLE
@@ -144,8 +146,42 @@ def current_version(conn: Any) -> int:
     return int(row[0]) if row else 0
 
 
-def migrate(conn: Any, path: str) -> None:
-    """Bring the schema to SCHEMA_VERSION; each step is atomic."""
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def migrate(conn: Any, path: str, notify: Callable[[str], None] = _to_stderr) -> None:
+    """Bring the schema to SCHEMA_VERSION; each step is atomic (a process killed mid-step leaves the
+    index at the step before, and the next open runs it again). The steps after an upgrade can take
+    minutes on a big index (term_stats: ~80 s of CPU at 500k chunks), so they are announced on
+    stderr, and run by one process at a time: another one opening the index (the daemon and an
+    in-process fallback, two `ai-search` calls) says it waits, then finds them done instead of
+    running them again or failing at SQLite's 30 s busy timeout."""
+    version = _checked_version(conn, path)
+    if version == SCHEMA_VERSION:
+        return
+    waiting = f"qmd-daemon: waiting for another process upgrading the index {path}"
+    with waiting_for(upgrade_lock_path(Path(path)), waiting, notify=notify, remove=True):
+        version = _checked_version(conn, path)  # another process may have run the steps meanwhile
+        if 0 < version < SCHEMA_VERSION:
+            notify(
+                f"qmd-daemon: upgrading the index {path} from schema {version} to {SCHEMA_VERSION} "
+                "(once after an upgrade; a few minutes on a big index)"
+            )
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            with write_transaction(conn, Path(path)):
+                for step in MIGRATIONS[target]:
+                    if callable(step):
+                        step(conn)
+                    else:
+                        conn.execute(step)
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(target),)
+                )
+
+
+def _checked_version(conn: Any, path: str) -> int:
+    """The index's schema version, refused when newer than this code or not an index of ours."""
     version = current_version(conn)
     if version > SCHEMA_VERSION:
         raise IndexDatabaseError(
@@ -158,13 +194,4 @@ def migrate(conn: Any, path: str) -> None:
         ).fetchone()[0]
         if foreign:
             raise IndexDatabaseError(f"{path} is a SQLite database, but not a qmd-daemon index")
-    for target in range(version + 1, SCHEMA_VERSION + 1):
-        with write_transaction(conn, Path(path)):
-            for step in MIGRATIONS[target]:
-                if callable(step):
-                    step(conn)
-                else:
-                    conn.execute(step)
-            conn.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(target),)
-            )
+    return version

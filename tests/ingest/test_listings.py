@@ -1,7 +1,8 @@
 """A walk takes a folder's files from the listing an earlier walk recorded when the folder's mtime
 is unchanged (ingest/listings.py), and never misses a change for it: an edit in place (no folder
 mtime moves), a new or removed file, a folder changed in the timestamp tick of its listing, an
-edited .gitignore above a recorded folder, a changed mask, a damaged cache file. Real trees, real
+edited .gitignore above a recorded folder, a changed mask, a damaged cache file, a folder mtime put
+back (`rsync -a`, `tar x`), a folder swapped for another with the same mtime. Real trees, real
 updates; `os.scandir` is only counted (the real one runs) to show when the records are used."""
 
 from __future__ import annotations
@@ -161,3 +162,33 @@ def test_removing_the_collection_deletes_its_listings(engine: Engine, tmp_path: 
     assert all(cache.is_file() for cache in caches)
     engine.remove_collection(name)
     assert not any(cache.exists() for cache in caches)
+
+
+def test_a_folder_mtime_put_back_does_not_hide_a_new_file(engine: Engine, tmp_path: Path) -> None:
+    """`rsync -a`, `cp -a` and `tar x` put a folder's mtime back after writing into it: its ctime
+    (which no program can set) still moves."""
+    root = _tree(tmp_path / "proj")
+    name = _indexed(engine, root)
+    folder = root / "pkg" / "deep"
+    before = folder.stat()
+    write_tree(root, {"pkg/deep/restored.py": "def theta():\n    return 8\n"})
+    os.utime(folder, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert folder.stat().st_mtime_ns == before.st_mtime_ns
+    assert engine.update([name])[0].added == 1
+    assert [h.path for h in engine.search("theta", [name])] == ["pkg/deep/restored.py"]
+
+
+def test_a_folder_swapped_for_one_with_the_same_mtime_is_listed(engine: Engine, tmp_path: Path) -> None:
+    root = _tree(tmp_path / "proj")
+    name = _indexed(engine, root)
+    old = root / "pkg" / "deep"
+    stamp = old.stat().st_mtime_ns
+    twin = tmp_path / "twin"
+    write_tree(twin, {"c.py": "def gamma():\n    return 3\n", "iota.py": "def iota():\n    return 9\n"})
+    os.utime(twin, ns=(stamp, stamp))
+    pkg_stamp = (root / "pkg").stat().st_mtime_ns
+    old.rename(tmp_path / "gone")
+    twin.rename(old)
+    os.utime(root / "pkg", ns=(pkg_stamp, pkg_stamp))  # as a restore tool leaves it
+    assert engine.update([name])[0].added == 1
+    assert [h.path for h in engine.search("iota", [name])] == ["pkg/deep/iota.py"]
