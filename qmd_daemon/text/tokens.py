@@ -82,7 +82,6 @@ def _raw_tokens(text: str) -> list[str]:
     return tokens
 
 
-@lru_cache(maxsize=65536)
 @lru_cache(maxsize=1)
 def _stemmer() -> Any:
     """NLTK's Porter stemmer, imported on first use: NLTK imports numpy, which may come only after
@@ -93,6 +92,7 @@ def _stemmer() -> Any:
     return PorterStemmer(mode=PorterStemmer.MARTIN_EXTENSIONS)
 
 
+@lru_cache(maxsize=65536)
 def stem(token: str) -> str:
     """One folded token as FTS5's porter stems it."""
     if token in _WHOLE_SUFFIX_STEMS:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.store.connection import sqlite
-from qmd_daemon.text.tokens import index_tokens
+from qmd_daemon.text.tokens import index_tokens, stem
 
 REPO = Path(__file__).resolve().parents[2]
 TOKENIZER = "porter unicode61 tokenchars '_'"  # store/schema.py's chunks_fts
@@ -56,3 +56,11 @@ def test_every_source_file_of_the_repository_tokenizes_as_fts5_does() -> None:
 )
 def test_edge_cases_tokenize_as_fts5_does(text: str) -> None:
     assert index_tokens(text) == fts5_tokens([text])[0]
+
+
+def test_each_distinct_token_is_stemmed_once() -> None:
+    # Every chunk written is tokenized for its term counts (store/term_stats.py); with the stem
+    # cache lost (a decorator moved to the wrong function), indexing took 3-5x as long.
+    stem.cache_clear()
+    assert index_tokens("parsing parsers parsing parsers") == ["pars", "parser", "pars", "parser"]
+    assert stem.cache_info().misses == 2
