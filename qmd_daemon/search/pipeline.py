@@ -119,22 +119,24 @@ class Definitions:
     it defines), `exact` (those defining one as the question spells it or, where no chunk does, in
     any case, but an acronym never as a lower-case name: code is case-sensitive, `fn deserialize`
     is not `trait Deserialize`; "the Zig AST" asks for `Ast`, and "JSON parser" not for `using
-    json`), `spread`
-    (lowercased name -> chunks of the scope defining it) and `unread` (lowercased names whose
-    definitions were not all read: only the candidates' are in `defined`)."""
+    json`), `spread` (lowercased name -> chunks of the scope defining it) and `unread`
+    (lowercased names whose definitions were not all read: only the candidates' are in `defined`)."""
 
     names: list[str]
     spelled: set[str]
     spread: Counter[str]
-    acronyms: set[str] = field(default_factory=set)  # lowercased names the question says as acronyms
     unread: set[str] = field(default_factory=set)
     defined: dict[int, set[str]] = field(default_factory=dict)
     exact: set[int] = field(default_factory=set)
+    acronyms: set[str] = field(init=False)  # the question's names said as acronyms, as written
+
+    def __post_init__(self) -> None:
+        self.acronyms = {name for name in self.names if is_acronym(name)}
 
     def add(self, chunk_id: int, name: str) -> None:
         self.defined.setdefault(chunk_id, set()).add(name.lower())
         if name in self.names or (
-            name.lower() not in self.spelled and not (name.islower() and name in self.acronyms)
+            name.lower() not in self.spelled and not (name.islower() and name.upper() in self.acronyms)
         ):
             self.exact.add(chunk_id)
 
@@ -151,8 +153,7 @@ def _symbol_candidates(
     spread: Counter[str] = Counter()
     for name, chunks in counts.items():
         spread[name.lower()] += chunks
-    found = Definitions(names, {name.lower() for name in counts if name in names}, spread,
-                        {name.lower() for name in names if is_acronym(name)})
+    found = Definitions(names, {name.lower() for name in counts if name in names}, spread)
     if not parsed.is_symbol_query:
         found.unread = {n.lower() for n in names if spread[n.lower()] > MAX_NAME_DEFINITIONS}
     read = [n for n in names if n.lower() not in found.unread]
