@@ -4,11 +4,10 @@ an update's report is gone once printed, and the daemon's refreshes print none."
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from pathlib import Path
+
+from qmd_daemon.ingest.listings import write_cache
 
 FILE_NAME = "skipped.json"
 
@@ -30,19 +29,11 @@ def read_skipped(state_dir: Path) -> dict[str, dict[str, int]]:
 
 def record_skipped(state_dir: Path, collection: str, skipped: dict[str, int] | None) -> None:
     """Replace one collection's entry (None forgets it). Callers hold the index's writer lock, so
-    writes do not race; the file is replaced whole (0600 from creation), never left half-written."""
+    writes do not race; the file is replaced whole (0600 from creation), never left half-written,
+    and a file that cannot be written fails no update (status then says less)."""
     everything = read_skipped(state_dir)
     if skipped is None:
         everything.pop(collection, None)
     else:
         everything[collection] = dict(skipped)
-    state_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".skipped-", suffix=".tmp", dir=state_dir)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(everything, handle, sort_keys=True)
-        os.replace(tmp, state_dir / FILE_NAME)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_cache(state_dir / FILE_NAME, everything)
