@@ -30,6 +30,10 @@ LOG_MAX_BYTES = 5 * 1024 * 1024
 PROOF_LABEL = b"qmd-daemon proof v1: daemon to client"
 MAX_HEADER_BYTES = 65536
 MAX_CHALLENGE_BYTES = 4096  # the proof is ~100 bytes of JSON: a stranger's big body is refused
+# The index schema this package's code maintains. Mirrors qmd_daemon/store/schema.py::SCHEMA_VERSION
+# (a test keeps the two in step): a daemon whose state file names an older one (or none: code from
+# before the daemon said) was started before a `pip install -U`, and is replaced (retire_older).
+INDEX_SCHEMA = 7
 
 
 class DaemonUnavailable(Exception):
@@ -537,12 +541,21 @@ def daemon_lock_held() -> bool:
 
 
 def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The state of a healthy daemon, starting one (detached) when there is none. `failed`: a state
-    that just failed its handshake (not asked again: a silent port costs HANDSHAKE_TIMEOUT_S).
+    """The state of a healthy daemon, starting one (detached) when there is none or it is older
+    than this client (retire_older). `failed`: a state that just failed its handshake (not asked
+    again: a silent port costs HANDSHAKE_TIMEOUT_S).
     A daemon that holds its lock but does not answer is not replaced (it cannot be): the caller
     falls back at once instead of waiting for a start that cannot happen."""
     state = read_state()
-    if state is not None and state != failed and healthy(state):
+    if state is not None and _older_than_client(state):
+        older = f"the daemon (pid {state.get('pid')}) runs older code than this client"
+        print(f"qmd-daemon: restarting {older}", file=sys.stderr)
+        try:  # noqa: SIM105 - contextlib costs an import on every call
+            retire_older(state)
+        except (DaemonUnavailable, DaemonError):
+            pass  # not the daemon, or already gone: one is started below all the same
+        state = read_state()
+    elif state is not None and state != failed and healthy(state):
         return state
     if state is not None and daemon_lock_held():
         raise DaemonUnavailable(f"the daemon (pid {state.get('pid')}) is running but does not answer")
@@ -564,10 +577,27 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
     raise DaemonUnavailable(f"the daemon did not answer within {timeout:g}s (see {log_dir()}/daemon.log)")
 
 
+def _older_than_client(state: dict[str, Any]) -> bool:
+    schema = state.get("schema")
+    return not isinstance(schema, int) or schema < INDEX_SCHEMA
+
+
+def retire_older(state: dict[str, Any]) -> None:
+    """Stop a daemon whose code is older than this client's (still running across an upgrade: its
+    writes to the upgraded index are refused, so it would answer from an index it cannot refresh)
+    and wait for it to let go of its lock, so the new daemon can start. A peer that does not prove
+    it is the daemon is left alone (DaemonUnavailable, as for any request)."""
+    http(state, "POST", "/shutdown", timeout=5.0)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while daemon_lock_held() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def call(method: str, path: str, body: Any = None, timeout: float = 30.0, start: bool = True) -> Any:
-    """A request to the running daemon; when it is absent or stale, start one and retry once."""
+    """A request to the running daemon; when it is absent, stale or older than this client, start
+    one and retry once."""
     state = read_state()
-    if state is not None:
+    if state is not None and not (start and _older_than_client(state)):
         try:
             return http(state, method, path, body, timeout)
         except DaemonUnavailable:
@@ -580,19 +610,21 @@ def call(method: str, path: str, body: Any = None, timeout: float = 30.0, start:
 
 def fallback_search(body: dict[str, Any], timeout: float = 600.0) -> dict[str, Any]:
     """The same search in a one-off process (`python -m qmd_daemon.daemon search`): slower, but
-    needs nothing running."""
+    needs nothing running. Its stderr is the user's: what it says while it works (an index
+    upgrade's steps, minutes on a big index, and their progress bar) is seen as it happens; its
+    stdout is the JSON answer alone."""
     import subprocess
 
     argv = [*daemon_python(), "search", "--request", json.dumps(body)]
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, text=True, timeout=timeout, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         raise DaemonUnavailable(f"in-process search failed to run: {exc}") from None
     try:
         data = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise DaemonUnavailable(f"in-process search failed: {tail}") from None
+        failed = f"in-process search failed (exit {proc.returncode}; its message is above)"
+        raise DaemonUnavailable(failed) from None
     if isinstance(data, dict) and "error" in data:
         err = data["error"]
         raise DaemonError(400, str(err.get("code")), str(err.get("message")))

@@ -91,6 +91,25 @@ def indexed(engine: Any, root: Path, files: dict[str, str | bytes]) -> str:
     return name
 
 
+# Code newer than the code under test: this code's schema plus one (empty) step, opening the index
+# once, which upgrades it (what the next version's CLI does after a `pip install -U`).
+_NEWER_CODE = """
+import sys
+from pathlib import Path
+from qmd_daemon.store import schema
+from qmd_daemon.store.index_store import IndexStore
+
+schema.MIGRATIONS[schema.SCHEMA_VERSION + 1] = []
+schema.SCHEMA_VERSION += 1
+IndexStore(Path(sys.argv[1])).close()
+"""
+
+
+def upgrade_by_newer_code(index: Path) -> None:
+    """Open INDEX in a child process running newer code (one more schema step): it upgrades it."""
+    subprocess.run([sys.executable, "-c", _NEWER_CODE, str(index)], cwd=REPO_ROOT, check=True, timeout=60)
+
+
 def run_cli(
     *args: str, env_home: Path, check: bool = False, timeout: float = 120, **env_extra: str
 ) -> subprocess.CompletedProcess[str]:

@@ -64,8 +64,8 @@ def _search(raw: str) -> int:
             return fail("engine_error", str(exc))
         except Exception as exc:  # SQLite's disk-full and damaged-page errors name their fix
             readable = index_error(exc, engine.settings.index_path)
-            if readable is None:
-                raise
+            if readable is None:  # one line for the client to print, not a traceback on its stderr
+                return fail("internal", f"{type(exc).__name__}: {exc}")
             print(json.dumps(readable.as_dict()))
             return readable.exit_code
         print(json.dumps(out))

@@ -47,6 +47,7 @@ from qmd_daemon.locks import LockBusy, held_or_busy
 from qmd_daemon.search.pipeline import SearchTrace
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.connection import index_error, quick_check, upgrade_lock_path
+from qmd_daemon.store.schema import SCHEMA_VERSION, upgraded_past_this_code
 
 log = logging.getLogger("qmd_daemon.server")
 
@@ -209,7 +210,9 @@ class Daemon:
     @property
     def state(self) -> DaemonState:
         return DaemonState(
-            port=self.port, token=self.token, pid=os.getpid(), version=__version__, started_at=self.started_at
+            port=self.port, token=self.token, pid=os.getpid(), version=__version__,
+            started_at=self.started_at,
+            schema=SCHEMA_VERSION,
         )
 
     # -- guards --------------------------------------------------------------------------------
@@ -311,6 +314,7 @@ class Daemon:
                 "ok": True,
                 "pid": os.getpid(),
                 "version": __version__,
+                "schema": SCHEMA_VERSION,
                 "port": self.port,
                 "uptime_s": round(time.time() - self.started_at, 3),
             }
@@ -529,6 +533,19 @@ class Daemon:
                 self._refreshed[name] = max(self._refreshed.get(name, 0.0), job.started_mono)
         if job.kind == "refresh" and not self._closed:
             self._spawn(self._sync_watch())
+        if job.state == "failed" and not self._closed:
+            self._spawn(self._stop_if_index_upgraded())
+
+    async def _stop_if_index_upgraded(self) -> None:
+        """After a failed job: when newer code (a `pip install -U` since this daemon started) has
+        upgraded the index, this daemon's writes are refused (store/schema.py), so it stops and
+        the next client call starts the new code instead of leaving the index unrefreshed."""
+        try:
+            version = await self._read(lambda: upgraded_past_this_code(self.settings.index_path))
+        except QmdError:
+            return
+        if version is not None:
+            self.request_stop(f"the index was upgraded to schema {version} by a newer qmd-daemon")
 
     def _refreshed_names(self) -> list[str]:
         return [n for names in self._root_names.values() for n in names]

@@ -1,4 +1,4 @@
-"""The state file (`{port, token, pid, version, started_at}`, mode 0600, written atomically) and
+"""The state file (`{port, token, pid, version, started_at, schema}`, mode 0600, written atomically) and
 the lifetime lock that makes "one daemon per home" hold even when many clients start one at once.
 
 The lock (`qmd_daemon.locks`: flock on POSIX, msvcrt on Windows) is held for the daemon's whole
@@ -47,6 +47,9 @@ class DaemonState:
     pid: int
     version: str
     started_at: float
+    # the index schema this daemon's code maintains: a client whose code maintains a newer one
+    # replaces the daemon (a `pip install -U` while it ran; _qmd_client.INDEX_SCHEMA)
+    schema: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,6 +93,7 @@ def read_state(state_dir: Path) -> DaemonState | None:
             pid=int(raw["pid"]),
             version=str(raw.get("version", "")),
             started_at=float(raw.get("started_at", 0.0)),
+            schema=int(raw.get("schema", 0)),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -21,7 +21,7 @@ from qmd_daemon.store.connection import (
 from qmd_daemon.store.fts5_query import fts_collection_token, match_expression, quote, scoped_match
 from qmd_daemon.store.lexical_query import LexicalQuery, Word
 from qmd_daemon.store.protocols import ChunkRow, FileState
-from qmd_daemon.store.schema import migrate
+from qmd_daemon.store.schema import migrate, refused_to_older_code
 from qmd_daemon.text.analysis import fts_body, fts_path, fts_symbols
 from qmd_daemon.text.chunk_model import Chunk
 from qmd_daemon.text.tokens import index_tokens
@@ -93,7 +93,7 @@ class IndexStore:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One write transaction: everything inside lands together or not at all."""
-        with write_transaction(self.conn, self.path):
+        with refused_to_older_code(self.conn, self.path), write_transaction(self.conn, self.path):
             yield
 
     # -- collections ---------------------------------------------------------------------------

@@ -5,15 +5,22 @@ A database written by a newer qmd-daemon is refused with a clear error rather th
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from qmd_daemon.errors import IndexDatabaseError
 from qmd_daemon.locks import waiting_for
 from qmd_daemon.store.binary_codes import CODE_TABLES, derive_codes, rescale_unit_copies
-from qmd_daemon.store.connection import OperationalError, upgrade_lock_path, write_transaction
+from qmd_daemon.store.connection import (
+    DatabaseError,
+    OperationalError,
+    connect,
+    upgrade_lock_path,
+    write_transaction,
+)
 from qmd_daemon.store.file_stems import FILE_STEMS_TABLE
 from qmd_daemon.store.file_stems import fill as fill_file_stems
 from qmd_daemon.store.term_stats import TERM_STATS_TABLE
@@ -124,6 +131,9 @@ def _codes_at_whole_range(conn: Any) -> None:
 # V5: files by the stems of their names (store/file_stems.py).
 # V6: definitions by name with their chunk, so the chunks defining a name are counted on the index
 # alone (IndexStore.definition_counts: `__init__`'s 9,363 chunks at 503k, 15 -> 3 ms).
+# V7: a process whose code is older than the index's schema cannot write to it (refuse_older_writers,
+# made again at every upgrade's last step), so a daemon left running across `pip install -U`
+# cannot change files without keeping up the tables it does not know of.
 MIGRATIONS: dict[int, list[str | Callable[[Any], None]]] = {
     1: list(_V1),
     2: list(CODE_TABLES),
@@ -134,6 +144,7 @@ MIGRATIONS: dict[int, list[str | Callable[[Any], None]]] = {
         "CREATE INDEX IF NOT EXISTS definitions_by_name_chunk ON definitions(name COLLATE NOCASE, chunk_id)",
         "DROP INDEX IF EXISTS definitions_by_name",
     ],
+    7: [],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -144,6 +155,72 @@ def current_version(conn: Any) -> int:
         return 0
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     return int(row[0]) if row else 0
+
+
+# The SQL function each writer of this code registers (migrate), returning the schema it maintains.
+# Code from before V7 lacks it, so its first write fails ("no such function: qmd_writer_schema").
+WRITER_SCHEMA_FUNCTION = "qmd_writer_schema"
+# Writes to `files` (one row per file, changed with every chunk write of an update or a removal);
+# not `chunks`: a trigger per chunk row would cost a full build a Python call per chunk.
+_GUARDED = [("files", event) for event in ("INSERT", "UPDATE", "DELETE")]
+
+
+def older_writer_message(version: int) -> str:
+    return (
+        f"the index was upgraded to schema {version} by a newer qmd-daemon; this process runs "
+        "older code and may not write to it: restart it (`qmd-daemon stop`; clients start the new one)"
+    )
+
+
+def refuse_older_writers(conn: Any) -> None:
+    """Triggers that abort any write to `files` from a connection whose code maintains an older
+    schema than SCHEMA_VERSION: every derived table (term_stats, file_stems, ...) is kept up by
+    the code that writes, so only code that knows all of them may write. Checked by SQLite inside
+    each writing statement, so no write can slip between a check and the write."""
+    for table, event in _GUARDED:
+        name = f"older_writer_guard_{table}_{event.lower()}"
+        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+        message = older_writer_message(SCHEMA_VERSION).replace("'", "''")
+        conn.execute(
+            f"CREATE TRIGGER {name} BEFORE {event} ON {table} "
+            f"WHEN {WRITER_SCHEMA_FUNCTION}() < {SCHEMA_VERSION} "
+            f"BEGIN SELECT RAISE(ABORT, '{message}'); END"
+        )
+
+
+@contextlib.contextmanager
+def refused_to_older_code(conn: Any, path: Path) -> Iterator[None]:
+    """A write that fails (refuse_older_writers' trigger aborts it) on an index that newer code
+    upgraded meanwhile is reported as that, in one line: the trigger's error is a constraint
+    failure like any other (its code cannot tell them apart), the index's version can."""
+    try:
+        yield
+    except DatabaseError as exc:
+        try:
+            version = current_version(conn)
+        except DatabaseError:
+            raise exc from None  # a damaged or busy index: the write's own error says so
+        if version > SCHEMA_VERSION:
+            raise IndexDatabaseError(f"index {path}: {older_writer_message(version)}") from None
+        raise
+
+
+def register_writer(conn: Any) -> None:
+    """Declare on `conn` the schema this code maintains (read by refuse_older_writers' triggers)."""
+    conn.create_function(WRITER_SCHEMA_FUNCTION, 0, lambda: SCHEMA_VERSION, deterministic=True)
+
+
+def upgraded_past_this_code(path: Path) -> int | None:
+    """The schema of the index at `path` when newer code upgraded it past this code's (a daemon
+    left running across an upgrade: its writes are refused, so it should make way), else None."""
+    if not path.is_file():
+        return None
+    conn, _ = connect(path, readonly=True)
+    try:
+        version = current_version(conn)
+    finally:
+        conn.close()
+    return version if version > SCHEMA_VERSION else None
 
 
 def _to_stderr(line: str) -> None:
@@ -157,6 +234,7 @@ def migrate(conn: Any, path: str, notify: Callable[[str], None] = _to_stderr) ->
     stderr, and run by one process at a time: another one opening the index (the daemon and an
     in-process fallback, two `ai-search` calls) says it waits, then finds them done instead of
     running them again or failing at SQLite's 30 s busy timeout."""
+    register_writer(conn)
     version = _checked_version(conn, path)
     if version == SCHEMA_VERSION:
         return
@@ -175,6 +253,8 @@ def migrate(conn: Any, path: str, notify: Callable[[str], None] = _to_stderr) ->
                         step(conn)
                     else:
                         conn.execute(step)
+                if target == SCHEMA_VERSION:
+                    refuse_older_writers(conn)
                 conn.execute(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(target),)
                 )

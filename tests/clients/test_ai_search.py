@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -181,3 +182,20 @@ def test_a_watched_repository_needs_no_git_status(daemon_home: Path, repo: Path,
     (repo / "src" / "later.py").write_text("def added_with_no_daemon():\n    return 1\n")
     hits = search(daemon_home, repo, "added_with_no_daemon", "--no-daemon", PATH=path)
     assert hits[0]["path"] == "src/later.py"
+
+
+def test_the_fallback_shows_an_index_upgrade_as_it_runs(daemon_home: Path, repo: Path) -> None:
+    """An upgrade's schema steps take minutes on a big index: the in-process fallback's user sees
+    them announced on stderr (stdout stays the JSON answer alone)."""
+    first = search(daemon_home, repo, "parse cookie header", "--no-daemon")
+    index = daemon_home / "cache" / "index.sqlite"
+    conn = sqlite3.connect(index)  # back to schema 3: as the code before term_stats left it
+    conn.execute("DROP TABLE term_stats")
+    conn.execute("DROP TABLE file_stems")
+    conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    proc = run_client("ai_search.py", "parse cookie header", "--no-daemon", home=daemon_home, cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert f"upgrading the index {index} from schema 3 to" in proc.stderr
+    assert json.loads(proc.stdout) == first
