@@ -6,8 +6,6 @@ does not parse aborts the command before anything is written.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from qmd_daemon.atomic_files import replace_file
 from qmd_daemon.errors import ConfigError
 from qmd_daemon.locks import waiting_for
 from qmd_daemon.settings import DEFAULT_MASK, EARLIER_DEFAULT_MASKS
@@ -142,12 +141,4 @@ class IndexConfig:
     def save(self) -> None:
         """Write atomically (temp file + rename) so a crash never leaves half a file."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        text = yaml.safe_dump(self.raw, sort_keys=False, allow_unicode=True)
-        fd, tmp = tempfile.mkstemp(prefix=".index.yml.", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_file(self.path, yaml.safe_dump(self.raw, sort_keys=False, allow_unicode=True))

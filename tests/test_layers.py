@@ -26,7 +26,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
 }
 # a layer's files may import only these parts of the project (besides the layer itself)
 # (text takes numpy through `numeric`, which loads it after llama.cpp's library: NLTK imports numpy)
-ONLY = {"text": ("qmd_daemon.errors", "qmd_daemon.numeric")}
+# (atomic_files: nothing of the project, the installer imports it before any dependency is there)
+ONLY = {"text": ("qmd_daemon.errors", "qmd_daemon.numeric"), "atomic_files": ()}
 DRIVERS = ("sqlite3", "pysqlite3", "sqlite_vec", "psycopg")
 
 

@@ -19,7 +19,6 @@ import os
 import re
 import secrets
 import socket
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from qmd_daemon.atomic_files import replace_file
 from qmd_daemon.daemon import LOCK_FILE, STATE_FILE
 from qmd_daemon.locks import file_lock
 
@@ -69,18 +69,7 @@ def write_state(state_dir: Path, state: DaemonState) -> Path:
     """Temp file (0600 from creation) + fsync + rename: readers see the old file or the new one."""
     ensure_private_dir(state_dir)
     target = state_path(state_dir)
-    fd, tmp = tempfile.mkstemp(prefix=".daemon-", suffix=".tmp", dir=state_dir)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            os.chmod(tmp, 0o600)
-            json.dump(state.as_dict(), handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    replace_file(target, json.dumps(state.as_dict()), durable=True)
     return target
 
 

@@ -28,9 +28,10 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from qmd_daemon.atomic_files import replace_file
 
 LISTINGS_FORMAT = 2  # raise when what a scan takes from a listing changes
 RACY_NS = 3_000_000_000  # coarser than any file system's mtime tick (FAT: 2 s)
@@ -124,12 +125,4 @@ def write_cache(path: Path, data: object) -> None:
     update never fails for it (a reader finds the old file, the new one, or none)."""
     with contextlib.suppress(OSError):
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".cache-", suffix=".tmp", dir=path.parent)  # 0600
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, separators=(",", ":"))
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        replace_file(path, json.dumps(data, separators=(",", ":")))
