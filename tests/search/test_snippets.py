@@ -1,0 +1,38 @@
+"""Where a hit's snippet starts: at the lines that match, not at the top of a chunk that opens
+with something else (a table in a comment above the definition the hit is for). Real index, real
+chunker, real search."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qmd_daemon.search.snippets import best_window
+from tests.conftest import indexed
+
+TABLE_THEN_FUNCTION = '''import sys
+
+# +--------+---------+----------------+
+# | state  | colour  | shown as       |
+# +--------+---------+----------------+
+# | ok     | green   | a tick         |
+# | failed | red     | a cross        |
+# +--------+---------+----------------+
+@staticmethod
+def render_status_rows(rows, stream=sys.stdout):
+    """Print one line per row, coloured by its state."""
+    for row in rows:
+        stream.write(f"{row.state}: {row.text}\\n")
+'''
+
+
+def test_the_snippet_starts_at_the_definition_the_hit_is_for(engine, tmp_path: Path) -> None:
+    name = indexed(engine, tmp_path / "proj", {"status.py": TABLE_THEN_FUNCTION})
+    hits = engine.search("render_status_rows", [name], limit=3)
+    hit = hits[0]
+    assert hit.path == "status.py" and hit.line <= 9 <= hit.end_line
+    assert hit.line == 9, f"the snippet starts at line {hit.line}: {hit.snippet[:80]!r}"
+    assert hit.snippet.split("\n")[:2] == ["@staticmethod", "def render_status_rows(rows, stream=sys.stdout):"]
+
+
+def test_a_window_without_hits_starts_at_the_top() -> None:
+    assert best_window("\n\nalpha\nbeta", 10, ["zzz"]) == (12, "alpha\nbeta")
