@@ -108,6 +108,14 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("empty query", 2)
     if not 1 <= args.limit <= 200:
         return _fail("--limit must be between 1 and 200", 2)
+    # the daemon's bounds (daemon/api.py), checked before a daemon is started for them; a NaN
+    # fails every comparison, so it is refused too
+    if not 0 <= args.wait <= 3600:
+        return _fail("--wait must be between 0 and 3600 seconds", 2)
+    if args.min_score is not None and not 0 <= args.min_score <= 1:
+        return _fail("--min-score must be between 0 and 1", 2)
+    if args.max_tokens is not None and not 0 <= args.max_tokens <= 1_000_000:
+        return _fail("--max-tokens must be between 0 and 1000000 (0: no limit)", 2)
     start = os.path.abspath(args.repo or os.getcwd())
     if not os.path.isdir(start):
         return _fail(f"{start} is not a folder", 2)

@@ -199,3 +199,16 @@ def test_the_fallback_shows_an_index_upgrade_as_it_runs(daemon_home: Path, repo:
     assert proc.returncode == 0, proc.stderr
     assert f"upgrading the index {index} from schema 3 to" in proc.stderr
     assert json.loads(proc.stdout) == first
+
+
+BAD_NUMBERS = [
+    ["--wait", "nan"], ["--wait", "-1"], ["--min-score", "nan"], ["--min-score", "5"], ["--max-tokens", "-3"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("bad", BAD_NUMBERS)
+def test_bad_numbers_are_one_line_and_start_no_daemon(daemon_home: Path, repo: Path, bad: list[str]) -> None:
+    proc = run_client("ai_search.py", "cookie", *bad, home=daemon_home, cwd=repo)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("ai-search: error: ") and len(proc.stderr.strip().splitlines()) == 1
+    assert state_of(daemon_home) is None, "no daemon is started for a request that cannot be sent"

@@ -31,7 +31,8 @@ def test_the_snippet_starts_at_the_definition_the_hit_is_for(engine, tmp_path: P
     hit = hits[0]
     assert hit.path == "status.py" and hit.line <= 9 <= hit.end_line
     assert hit.line == 9, f"the snippet starts at line {hit.line}: {hit.snippet[:80]!r}"
-    assert hit.snippet.split("\n")[:2] == ["@staticmethod", "def render_status_rows(rows, stream=sys.stdout):"]
+    header = ["@staticmethod", "def render_status_rows(rows, stream=sys.stdout):"]
+    assert hit.snippet.split("\n")[:2] == header
 
 
 def test_a_window_without_hits_starts_at_the_top() -> None:
