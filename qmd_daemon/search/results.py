@@ -44,7 +44,7 @@ def shape_hits(
         score = round(min(ceiling, probability(values)), 4)
         if score < min_score:
             break
-        line, snippet = best_window(chunk.text, chunk.start_line, words)
+        line, snippet = best_window(chunk.text, chunk.start_line, words, signatures=chunk.signature)
         cost = RESULT_OVERHEAD_TOKENS + len(snippet) // CHARS_PER_TOKEN
         if budget is not None and used + cost > budget and hits:
             break

@@ -37,3 +37,22 @@ def test_the_snippet_starts_at_the_definition_the_hit_is_for(engine, tmp_path: P
 
 def test_a_window_without_hits_starts_at_the_top() -> None:
     assert best_window("\n\nalpha\nbeta", 10, ["zzz"]) == (12, "alpha\nbeta")
+
+
+CALLER_THEN_DEFINITION = '''class Context:
+    def call_on_close(self, callback):
+        """Register a function to be called when the context tears down: close resources here."""
+        self.callbacks.append(callback)
+        return callback
+
+    def close(self):
+        """Invoke all close callbacks."""
+        for callback in self.callbacks:
+            callback()
+'''
+
+
+def test_of_two_definitions_the_snippet_starts_at_the_one_named() -> None:
+    signatures = "class Context:\ndef call_on_close(self, callback):\ndef close(self):"
+    line, snippet = best_window(CALLER_THEN_DEFINITION, 40, ["close"], signatures=signatures)
+    assert (line, snippet.split("\n")[0]) == (46, "    def close(self):")
