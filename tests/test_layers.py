@@ -25,8 +25,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "cli": ("qmd_daemon.store.connection", "qmd_daemon.store.index_store", "qmd_daemon.store.vectors"),
 }
 # a layer's files may import only these parts of the project (besides the layer itself)
-# (text takes numpy through `numeric`, which loads it after llama.cpp's library: NLTK imports numpy)
-ONLY = {"text": ("qmd_daemon.errors", "qmd_daemon.numeric")}
+ONLY = {"text": ("qmd_daemon.errors",)}
 DRIVERS = ("sqlite3", "pysqlite3", "sqlite_vec", "psycopg")
 
 
@@ -83,7 +82,7 @@ def test_lower_layers_never_import_upper_ones() -> None:
     assert bad == []
 
 
-def test_text_imports_nothing_of_the_project_but_errors_and_numeric() -> None:
+def test_text_imports_nothing_of_the_project_but_errors() -> None:
     for layer, allowed in ONLY.items():
         for path in _files(layer):
             project = {n for n in _imports(path) if _reaching(n, ("qmd_daemon",))}

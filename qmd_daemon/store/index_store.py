@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,12 +18,13 @@ from qmd_daemon.store.connection import (
     write_transaction,
 )
 from qmd_daemon.store.fts5_query import fts_collection_token, match_expression, quote, scoped_match
+from qmd_daemon.store.fts_tokens import query_tokens
 from qmd_daemon.store.lexical_query import LexicalQuery, Word
 from qmd_daemon.store.protocols import ChunkRow, FileState
 from qmd_daemon.store.schema import migrate
+from qmd_daemon.store.term_stats import FtsRow
 from qmd_daemon.text.analysis import fts_body, fts_path, fts_symbols
 from qmd_daemon.text.chunk_model import Chunk
-from qmd_daemon.text.tokens import index_tokens
 
 _CHUNK_SELECT = """
     SELECT c.id, c.file_id, col.name, f.path, f.kind, f.language, c.start_line, c.end_line,
@@ -81,6 +81,7 @@ class IndexStore:
         # Values derived from the data that are costly to recompute, each kept with the
         # data_state() it was computed at (see VectorIndex.pending_count).
         self.derived: dict[str, tuple[Any, Any]] = {}
+        self.term_counts = term_stats.PendingCounts(self.conn)
 
     def data_state(self) -> tuple[int, int]:
         """Changes when the data may have: PRAGMA data_version moves on other connections'
@@ -94,7 +95,17 @@ class IndexStore:
     def transaction(self) -> Iterator[None]:
         """One write transaction: everything inside lands together or not at all."""
         with write_transaction(self.conn, self.path):
-            yield
+            try:
+                yield
+                self.term_counts.apply()
+            except BaseException:
+                self.term_counts.discard()
+                raise
+
+    def _count_now_outside_a_transaction(self) -> None:
+        """A write outside transaction() lands at once, and its term counts with it."""
+        if not self.conn.in_transaction:
+            self.term_counts.apply()
 
     # -- collections ---------------------------------------------------------------------------
 
@@ -113,6 +124,7 @@ class IndexStore:
 
     def remove_collection(self, name: str) -> None:
         collection_id = self.collection_id(name)
+        self.term_counts.apply()  # what a change staged for it before, not re-added afterwards
         self.conn.execute("DELETE FROM term_stats WHERE collection_id = ?", (collection_id,))
         self.conn.execute("DELETE FROM collections WHERE name = ?", (name,))
 
@@ -165,8 +177,13 @@ class IndexStore:
     def delete_files(self, file_ids: Iterable[int]) -> None:
         ids = list(file_ids)
         for file_id in ids:
-            rows = self.conn.execute("SELECT id FROM chunks WHERE file_id = ?", (file_id,))
-            term_stats.remove_chunks(self.conn, [int(r[0]) for r in rows])
+            rows = self.conn.execute(
+                "SELECT f.collection_id, c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.id = ?",
+                (file_id,),
+            ).fetchall()
+            if rows:
+                self.term_counts.remove(int(rows[0][0]), [int(r[1]) for r in rows])
+        self._count_now_outside_a_transaction()
         self.conn.executemany("DELETE FROM files WHERE id = ?", [(i,) for i in ids])
 
     def write_file(
@@ -219,8 +236,8 @@ class IndexStore:
             ):
                 existing.setdefault(chunk_hash, []).append((int(chunk_id), tuple(derived)))
         plan = plan_chunks(existing, chunks, rederive)
-        term_stats.remove_chunks(self.conn, [chunk_id for chunk_id, _ in plan.rederived] + list(plan.stale))
-        added: term_stats.Tally = Counter()
+        self.term_counts.remove(collection_id, [chunk_id for chunk_id, _ in plan.rederived] + plan.stale)
+        added: list[FtsRow] = []
         self.conn.executemany(
             "UPDATE chunks SET seq = ?, start_line = ?, end_line = ? WHERE id = ?",
             [(seq, chunk.start_line, chunk.end_line, chunk_id) for seq, chunk_id, chunk in plan.moved],
@@ -235,12 +252,13 @@ class IndexStore:
             self._write_derived(chunk_id, collection_id, path, chunk, added)
         for seq, chunk in plan.fresh:
             self._insert_chunk(collection_id, file_id, path, seq, chunk, added)
-        term_stats.write(self.conn, added)
+        self.term_counts.add(collection_id, added)
+        self._count_now_outside_a_transaction()
         self.conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in plan.stale])
         return len(plan.fresh), len(plan.stale)
 
     def _insert_chunk(
-        self, collection_id: int, file_id: int, path: str, seq: int, chunk: Chunk, tally: term_stats.Tally
+        self, collection_id: int, file_id: int, path: str, seq: int, chunk: Chunk, added: list[FtsRow]
     ) -> None:
         cur = self.conn.execute(
             """INSERT INTO chunks
@@ -258,18 +276,18 @@ class IndexStore:
                 chunk.content_hash,
             ),
         )
-        self._write_derived(int(cur.lastrowid), collection_id, path, chunk, tally)
+        self._write_derived(int(cur.lastrowid), collection_id, path, chunk, added)
 
     def _write_derived(
-        self, chunk_id: int, collection_id: int, path: str, chunk: Chunk, tally: term_stats.Tally
+        self, chunk_id: int, collection_id: int, path: str, chunk: Chunk, added: list[FtsRow]
     ) -> None:
-        """A chunk's FTS row and definitions; its tokens are counted into TALLY."""
+        """A chunk's FTS row and definitions; the row is appended to ADDED, to be counted."""
         row = (fts_collection_token(collection_id), fts_path(path), fts_symbols(chunk), fts_body(chunk))
         self.conn.execute(
             "INSERT INTO chunks_fts (rowid, collection, path, symbols, body) VALUES (?, ?, ?, ?, ?)",
             (chunk_id, *row),
         )
-        term_stats.add_rows(tally, collection_id, [row], 1)
+        added.append(row)
         self.conn.executemany(
             "INSERT INTO definitions (chunk_id, name, kind, line) VALUES (?, ?, ?, ?)",
             [(chunk_id, d.name, d.kind, d.line) for d in chunk.definitions],
@@ -448,7 +466,7 @@ class IndexStore:
     def fts_count(self, query: LexicalQuery, collection_ids: list[int]) -> int:
         """How many chunks of the collections match (a term's document frequency). A word that is
         one token is looked up in term_stats: FTS5 would read its whole posting list."""
-        if isinstance(query, Word) and len(tokens := index_tokens(query.text)) == 1:
+        if isinstance(query, Word) and len(tokens := query_tokens(query.text)) == 1:
             return term_stats.count(self.conn, tokens[0], self._scope(collection_ids))
         with rejected_queries():
             row = self.conn.execute(

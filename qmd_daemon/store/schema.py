@@ -16,6 +16,7 @@ from qmd_daemon.store.binary_codes import CODE_TABLES, derive_codes, rescale_uni
 from qmd_daemon.store.connection import OperationalError, upgrade_lock_path, write_transaction
 from qmd_daemon.store.file_stems import FILE_STEMS_TABLE
 from qmd_daemon.store.file_stems import fill as fill_file_stems
+from qmd_daemon.store.fts_tokens import FTS_TOKENIZER
 from qmd_daemon.store.term_stats import TERM_STATS_TABLE
 from qmd_daemon.store.term_stats import fill as fill_term_stats
 
@@ -73,8 +74,8 @@ _V1 = [
         PRIMARY KEY (doc_chunk_id, code_file_id)
     )""",
     "CREATE INDEX links_by_code ON links(code_file_id)",
-    """CREATE VIRTUAL TABLE chunks_fts USING fts5(
-        collection, path, symbols, body, tokenize = "porter unicode61 tokenchars '_'"
+    f"""CREATE VIRTUAL TABLE chunks_fts USING fts5(
+        collection, path, symbols, body, tokenize = "{FTS_TOKENIZER}"
     )""",
     """CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
         DELETE FROM chunks_fts WHERE rowid = old.id;
