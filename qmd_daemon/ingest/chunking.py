@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 
-from qmd_daemon.file_types import language_of, table_key
+from qmd_daemon.file_types import language_of_text, table_key
 from qmd_daemon.ingest.chunk_code import SUPPORTED_LANGUAGES, available_languages, chunk_code
 from qmd_daemon.ingest.chunk_fallback import (
     MAX_CHARS,
@@ -66,7 +66,7 @@ def chunk_text(
         return []
     if language is None:
         try:
-            language = language_of(path or "")
+            language = language_of_text(path or "", text)
         except Exception:
             language = None
     sizes = {"max_lines": max_lines, "max_chars": max_chars, "overlap": overlap}

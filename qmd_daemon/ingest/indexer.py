@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from qmd_daemon.config import CollectionConfig
 from qmd_daemon.errors import UsageError
-from qmd_daemon.file_types import kind_of, language_of
+from qmd_daemon.file_types import kind_of, language_of, language_of_text
 from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
 from qmd_daemon.ingest.links import LinkChanges, update_links
 from qmd_daemon.ingest.listings import listings_file
@@ -176,7 +176,7 @@ def update_collection(
                 report.unchanged += 1
                 continue
             text = decode_source(data)
-            language = language_of(scanned.path)
+            language = language_of_text(scanned.path, text)
             kind = kind_of(language)
             chunks = chunk_text(scanned.path, text, language)
             track = kind == "code" and state is not None and not links.everything
