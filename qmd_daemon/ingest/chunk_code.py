@@ -289,7 +289,7 @@ _SPECS: dict[str, _Spec] = {
     "ocaml": _Spec(
         {"value_definition": "function", "type_definition": "type", "module_definition": "module",
          "module_type_definition": "interface", "class_definition": "class", "exception_definition": "type",
-         "external": "function"},
+         "external": "function", "value_specification": "function"},  # `val f : t` of .mli and sigs
         containers=frozenset({"module_definition", "module_type_definition"}),
     ),
     "perl": _Spec(
@@ -324,6 +324,8 @@ _NO_DEFS_INSIDE = frozenset(
      "signature", "data_constructors", "gadt_constructors", "deriving", "type_params", "type_patterns",
      "fundeps"}
 )
+# ... except where a language's node of that name holds definitions: OCaml's `sig ... end`.
+_DEFS_INSIDE: dict[str, frozenset[str]] = {"ocaml": frozenset({"signature"})}
 _NO_DEFS_MARKERS = ("expression", "literal", "argument", "parameter", "identifier", "annotation", "string")
 _SKIP_CACHE: dict[str, bool] = {}
 # Languages whose functions often hold nested named functions/classes worth recording; inside a
@@ -577,10 +579,11 @@ class _Collector:
         return self.add(node, name, kind, name_node, body=body, sig_body=sig_body, container=container)
 
     def ocaml_definition(self, node: Any, kind: str) -> _Def | None:
-        """`let f x = ...`, `type t = ...`, `module M = struct ... end`: the name is in the first
-        binding; a `let` without parameters or a function value is a variable, `let () =` nothing."""
+        """`let f x = ...`, `type t = ...`, `module M = struct ... end`, `val f : t` and `module M :
+        sig ... end` (interfaces): the name is in the first binding; a `let` without parameters or
+        a function value is a variable, `let () =` nothing."""
         binding = next((c for c in node.named_children if c.type.endswith(("binding", "declaration"))), None)
-        if node.type in ("module_type_definition", "external"):
+        if node.type in ("module_type_definition", "external", "value_specification"):
             binding = node
         if binding is None:
             return None
@@ -590,6 +593,8 @@ class _Collector:
         if name_node is None or name_node.type not in _OCAML_NAMES:
             return None
         body = binding.child_by_field_name("body")
+        if body is None and node.type == "module_definition":
+            body = binding.child_by_field_name("module_type")  # `module M : sig ... end` of a .mli
         if node.type == "value_definition" and not (
             any(c.type == "parameter" for c in binding.named_children)
             or (body is not None and body.type in ("function_expression", "fun_expression"))
@@ -829,7 +834,7 @@ class _Collector:
             skip = _SKIP_CACHE.get(t)
             if skip is None:
                 skip = _SKIP_CACHE[t] = t in _NO_DEFS_INSIDE or any(m in t for m in _NO_DEFS_MARKERS)
-            if skip:
+            if skip and t not in _DEFS_INSIDE.get(self.language, ()):
                 continue
             if in_func:
                 blocky = _BLOCKY_CACHE.get(t)

@@ -886,6 +886,33 @@ JULIA = textwrap.dedent(
     end
     """
 )
+# an interface (.mli): its `val` specifications are what a reader looks up (angstrom.mli holds
+# the library's documentation)
+OCAML_INTERFACE = textwrap.dedent(
+    """\
+    type +'a t
+    (** A parser for values of type ['a]. *)
+
+    val peek_char : char option t
+    (** [peek_char] accepts any char and returns it, or returns [None] if the end of input has
+        been reached. This parser does not advance the input. *)
+
+    val sep_by : _ t -> 'a t -> 'a list t
+
+    external identity : 'a -> 'a = "%identity"
+
+    module Unsafe : sig
+      val take : int -> (bigstring -> off:int -> len:int -> 'a) -> 'a t
+      (** [take n f] accepts exactly [n] characters of input into an unsafe buffer. *)
+
+      val take_while : (char -> bool) -> (bigstring -> off:int -> len:int -> 'a) -> 'a t
+      (** [take_while check f] accepts input as long as [check] returns [true]. *)
+
+      val peek : int -> (bigstring -> off:int -> len:int -> 'a) -> 'a t
+      (** [peek n ~f] like [take], but does not advance the input. *)
+    end
+    """
+)
 OCAML = textwrap.dedent(
     """\
     open Printf
@@ -1048,6 +1075,9 @@ CASES = [
     ("ocaml", "lib/shape.ml", OCAML,
      {"shape": "type", "Invalid": "type", "area": "function", "fact": "function", "default_size": "variable",
       "Stack": "module", "push": "function", "pop": "function", "ORDERED": "interface"}, "Stack", "pop"),
+    ("ocaml", "lib/angstrom.mli", OCAML_INTERFACE,
+     {"t": "type", "peek_char": "function", "sep_by": "function", "identity": "function", "Unsafe": "module",
+      "take": "function", "peek": "function"}, "Unsafe", "peek"),
     ("perl", "lib/Mojo/Cache.pm", PERL,
      {"Mojo::Cache": "module", "new": "function", "get": "function", "set": "function",
       "Mojo::Cache::Null": "module"}, None, None),
