@@ -92,8 +92,15 @@ TEST_FILES = [
     "Src/Billing/InvoiceTests.vb",
     "lib/kemal/route_spec.cr",
     "src/Counter.t.sol",
-    # ocaml (dune), r (testthat), julia: test folders
+    # ocaml: dune tests' `test_*.ml` (angstrom's `lib_test/`); r (testthat), julia: test folders
     "test/test_parser.ml",
+    "lib_test/test_angstrom.ml",
+    "src/uri_tests.ml",
+    # matlab: runtests' `test*.m` functions
+    "matlab2tikz/testHeadless.m",
+    # dart / flutter: `flutter drive` targets and integration tests
+    "example/test_driver/app.dart",
+    "integration_test/app.dart",
     "tests/testthat/test-fit.R",
     "test/runtests.jl",
     # any language: a file's test variant, and the scripts that run the tests
@@ -125,6 +132,8 @@ CODE_FILES = [
     "AFNetworking/AFSecurityPolicy.m",
     "contracts/Token.sol",
     "src/spectator.cr",
+    "lib/testable.m",  # `test*` runs only camelCase/snake_case: `testable` is a word
+    "lib/attest.ml",
 ]
 
 
