@@ -957,7 +957,11 @@ def chunk_code(
     lines = split_lines(text)
     if max(map(len, lines)) > MAX_PARSE_LINE:
         return None
-    src = "\n".join(lines).encode("utf-8", "replace")
+    joined = "\n".join(lines)
+    unparsable = _UNPARSABLE_LINES.get(language)
+    if unparsable is not None:  # blanked to as many spaces: rows and byte offsets stay
+        joined = unparsable.sub(lambda m: " " * len(m.group()), joined)
+    src = joined.encode("utf-8", "replace")
     tree = _parse(language, src, len(lines))
     if tree is None and language == "c":  # C++ in a .h file
         language = "cpp"
@@ -973,6 +977,14 @@ def chunk_code(
     partitioner = _Partitioner(spec, collector.defs, index, caps)
     pieces = partitioner.partition(list(root.named_children), 0, len(lines) - 1, "", 0)
     return pieces_to_chunks(index, pieces, collector.table, caps)
+
+
+# Lines of a language's usual code that its grammar cannot parse, blanked for the parse only:
+# Apple's bare `NS_ASSUME_NONNULL_BEGIN`/`_END` macros around nearly every Objective-C header made
+# the `@interface` between them an ERROR, so no class or method of a header was a definition.
+_UNPARSABLE_LINES: dict[str, re.Pattern[str]] = {
+    "objc": re.compile(r"^[ \t]*NS_[A-Z_]+_(?:BEGIN|END)\b(?:\([^)\n]*\))?[ \t]*$", re.M),
+}
 
 
 def _parse(language: str, src: bytes, total_lines: int) -> Any | None:

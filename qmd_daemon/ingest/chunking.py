@@ -39,9 +39,10 @@ def grammar_key(languages: list[str]) -> str:
 # key follows the languages parsed with tree-sitter here, the table key the file-type table, so
 # neither a new grammar nor a new language needs a manual bump; a change to a chunker bumps the
 # leading number (3: `.bats` files chunked at their `@test` blocks, no Fortran or Verilog
-# declarations read as definitions, C++ forward declarations `class X;` no definitions either).
+# declarations read as definitions, C++ forward declarations `class X;` no definitions either;
+# 4: MATLAB and R definition families, OCaml `val` specifications).
 CHUNKER_VERSION = (
-    f"3:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
+    f"4:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
 )
 
 

@@ -886,6 +886,37 @@ JULIA = textwrap.dedent(
     end
     """
 )
+# a header as Apple's SDK and most Objective-C libraries write them: between the bare
+# NS_ASSUME_NONNULL_BEGIN/END macros (which the grammar cannot parse)
+OBJC_HEADER = textwrap.dedent(
+    """\
+    #import <Foundation/Foundation.h>
+
+    NS_ASSUME_NONNULL_BEGIN
+
+    /**
+     `AFSecurityPolicy` evaluates server trust against pinned X.509 certificates and public keys.
+     */
+    @interface AFSecurityPolicy : NSObject <NSSecureCoding, NSCopying>
+
+    @property (readonly, nonatomic, assign) AFSSLPinningMode SSLPinningMode;
+
+    /**
+     Returns the shared default security policy, which does not allow invalid certificates.
+     */
+    + (instancetype)defaultPolicy;
+
+    /**
+     Whether or not the specified server trust should be accepted, based on the security policy.
+     */
+    - (BOOL)evaluateServerTrust:(SecTrustRef)serverTrust
+                      forDomain:(nullable NSString *)domain;
+
+    @end
+
+    NS_ASSUME_NONNULL_END
+    """
+)
 # an interface (.mli): its `val` specifications are what a reader looks up (angstrom.mli holds
 # the library's documentation)
 OCAML_INTERFACE = textwrap.dedent(
@@ -1065,6 +1096,9 @@ CASES = [
     ("objc", "Classes/Session.m", OBJC,
      {"Greeter": "interface", "greet": "method", "Session": "class", "resume": "method",
       "sharedSession": "method", "clamp": "function"}, "Session", "sharedSession"),
+    ("objc", "AFNetworking/AFSecurityPolicy.h", OBJC_HEADER,
+     {"AFSecurityPolicy": "class", "defaultPolicy": "method", "evaluateServerTrust": "method"},
+     "AFSecurityPolicy", "evaluateServerTrust"),
     ("dart", "lib/shape.dart", DART,
      {"Shape": "class", "area": "method", "draw": "method", "unit": "method", "Loud": "class",
       "Twice": "impl", "twice": "method", "Color": "enum", "Callback": "type", "main": "function"},
