@@ -504,6 +504,17 @@ class _Collector:
             decl = nxt
         return "", None
 
+    def ns_enum_name(self, node: Any) -> Any | None:
+        """`typedef NS_ENUM(NSUInteger, AFSSLPinningMode) {...}` (and NS_OPTIONS...), Apple's way
+        to declare an enum: its name is the macro's last argument, not the first constant."""
+        spec = node.child_by_field_name("type")
+        if spec is None or spec.type != "macro_type_specifier":
+            return None
+        if not self.text(spec.child_by_field_name("name"), 40).startswith("NS_"):
+            return None
+        types = spec.children_by_field_name("type")
+        return types[-1] if types else None
+
     def has_function_declarator(self, node: Any) -> bool:
         decl = node.child_by_field_name("declarator")
         for _ in range(12):
@@ -534,6 +545,8 @@ class _Collector:
         name = self.text(name_node, 160)
         if kind == "function" and ctx in _CLASSY and not (ctx == "module" and lang in _MODULE_FUNCTIONS):
             kind = "method"
+        if lang == "objc" and t == "type_definition" and (enum := self.ns_enum_name(node)) is not None:
+            return self.add(node, self.text(enum, 120), "enum", enum, body=body)
         if lang in ("c", "cpp", "objc") and t in ("function_definition", "type_definition"):
             name, name_node = self.c_name(node)
             if t == "function_definition" and ctx in _CLASSY:

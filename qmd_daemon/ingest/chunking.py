@@ -40,7 +40,7 @@ def grammar_key(languages: list[str]) -> str:
 # neither a new grammar nor a new language needs a manual bump; a change to a chunker bumps the
 # leading number (3: `.bats` files chunked at their `@test` blocks, no Fortran or Verilog
 # declarations read as definitions, C++ forward declarations `class X;` no definitions either;
-# 4: MATLAB and R definition families, OCaml `val` specifications).
+# 4: MATLAB and R definition families, OCaml `val` specifications, Objective-C headers and NS_ENUMs).
 CHUNKER_VERSION = (
     f"4:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
 )

@@ -892,6 +892,12 @@ OBJC_HEADER = textwrap.dedent(
     """\
     #import <Foundation/Foundation.h>
 
+    typedef NS_ENUM(NSUInteger, AFSSLPinningMode) {
+        AFSSLPinningModeNone,
+        AFSSLPinningModePublicKey,
+        AFSSLPinningModeCertificate,
+    };
+
     NS_ASSUME_NONNULL_BEGIN
 
     /**
@@ -1097,7 +1103,8 @@ CASES = [
      {"Greeter": "interface", "greet": "method", "Session": "class", "resume": "method",
       "sharedSession": "method", "clamp": "function"}, "Session", "sharedSession"),
     ("objc", "AFNetworking/AFSecurityPolicy.h", OBJC_HEADER,
-     {"AFSecurityPolicy": "class", "defaultPolicy": "method", "evaluateServerTrust": "method"},
+     {"AFSSLPinningMode": "enum", "AFSecurityPolicy": "class", "defaultPolicy": "method",
+      "evaluateServerTrust": "method"},
      "AFSecurityPolicy", "evaluateServerTrust"),
     ("dart", "lib/shape.dart", DART,
      {"Shape": "class", "area": "method", "draw": "method", "unit": "method", "Loud": "class",
