@@ -18,11 +18,11 @@ from qmd_daemon.store.connection import (
     write_transaction,
 )
 from qmd_daemon.store.fts5_query import fts_collection_token, match_expression, quote, scoped_match
+from qmd_daemon.store.fts_batch import FtsBatch
 from qmd_daemon.store.fts_tokens import query_tokens
 from qmd_daemon.store.lexical_query import LexicalQuery, Word
 from qmd_daemon.store.protocols import ChunkRow, FileState
 from qmd_daemon.store.schema import migrate
-from qmd_daemon.store.term_stats import FtsRow
 from qmd_daemon.text.analysis import fts_body, fts_path, fts_symbols
 from qmd_daemon.text.chunk_model import Chunk
 
@@ -81,7 +81,7 @@ class IndexStore:
         # Values derived from the data that are costly to recompute, each kept with the
         # data_state() it was computed at (see VectorIndex.pending_count).
         self.derived: dict[str, tuple[Any, Any]] = {}
-        self.term_counts = term_stats.PendingCounts(self.conn)
+        self.fts = FtsBatch(self.conn)  # chunks_fts's rows and term counts, written at commit
 
     def data_state(self) -> tuple[int, int]:
         """Changes when the data may have: PRAGMA data_version moves on other connections'
@@ -97,15 +97,15 @@ class IndexStore:
         with write_transaction(self.conn, self.path):
             try:
                 yield
-                self.term_counts.apply()
+                self.fts.flush()
             except BaseException:
-                self.term_counts.discard()
+                self.fts.discard()
                 raise
 
-    def _count_now_outside_a_transaction(self) -> None:
-        """A write outside transaction() lands at once, and its term counts with it."""
+    def _flush_outside_a_transaction(self) -> None:
+        """A write outside transaction() lands at once, its FTS rows and term counts with it."""
         if not self.conn.in_transaction:
-            self.term_counts.apply()
+            self.fts.flush()
 
     # -- collections ---------------------------------------------------------------------------
 
@@ -124,7 +124,14 @@ class IndexStore:
 
     def remove_collection(self, name: str) -> None:
         collection_id = self.collection_id(name)
-        self.term_counts.apply()  # what a change staged for it before, not re-added afterwards
+        if collection_id is None:
+            return
+        rows = self.conn.execute(
+            "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.collection_id = ?",
+            (collection_id,),
+        )
+        self.fts.delete(collection_id, [int(r[0]) for r in rows], count=False)
+        self.fts.flush()  # counts staged for it before are written now, and dropped below
         self.conn.execute("DELETE FROM term_stats WHERE collection_id = ?", (collection_id,))
         self.conn.execute("DELETE FROM collections WHERE name = ?", (name,))
 
@@ -132,6 +139,7 @@ class IndexStore:
         """The collection's update is done. When FTS5's segments have piled up past
         MAX_FTS_SEGMENTS, they are merged into one: same rows and scores, fewer reads. Asked on
         every update (0.8 ms at 25 segments), so an index built before this merges on its next."""
+        self.fts.flush()  # the segments counted below include this update's rows
         self.conn.execute(
             "UPDATE collections SET updated_at = ?, index_format = ? WHERE id = ?",
             (time.time(), index_format, collection_id),
@@ -182,9 +190,9 @@ class IndexStore:
                 (file_id,),
             ).fetchall()
             if rows:
-                self.term_counts.remove(int(rows[0][0]), [int(r[1]) for r in rows])
-        self._count_now_outside_a_transaction()
+                self.fts.delete(int(rows[0][0]), [int(r[1]) for r in rows])
         self.conn.executemany("DELETE FROM files WHERE id = ?", [(i,) for i in ids])
+        self._flush_outside_a_transaction()
 
     def write_file(
         self,
@@ -236,8 +244,7 @@ class IndexStore:
             ):
                 existing.setdefault(chunk_hash, []).append((int(chunk_id), tuple(derived)))
         plan = plan_chunks(existing, chunks, rederive)
-        self.term_counts.remove(collection_id, [chunk_id for chunk_id, _ in plan.rederived] + plan.stale)
-        added: list[FtsRow] = []
+        self.fts.delete(collection_id, [chunk_id for chunk_id, _ in plan.rederived] + plan.stale)
         self.conn.executemany(
             "UPDATE chunks SET seq = ?, start_line = ?, end_line = ? WHERE id = ?",
             [(seq, chunk.start_line, chunk.end_line, chunk_id) for seq, chunk_id, chunk in plan.moved],
@@ -247,18 +254,16 @@ class IndexStore:
                 "UPDATE chunks SET symbols = ?, signature = ?, heading = ? WHERE id = ?",
                 (" ".join(chunk.symbols), chunk.signature, chunk.heading, chunk_id),
             )
-            self.conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (chunk_id,))
             self.conn.execute("DELETE FROM definitions WHERE chunk_id = ?", (chunk_id,))
-            self._write_derived(chunk_id, collection_id, path, chunk, added)
+            self._write_derived(chunk_id, collection_id, path, chunk)
         for seq, chunk in plan.fresh:
-            self._insert_chunk(collection_id, file_id, path, seq, chunk, added)
-        self.term_counts.add(collection_id, added)
-        self._count_now_outside_a_transaction()
+            self._insert_chunk(collection_id, file_id, path, seq, chunk)
         self.conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in plan.stale])
+        self._flush_outside_a_transaction()
         return len(plan.fresh), len(plan.stale)
 
     def _insert_chunk(
-        self, collection_id: int, file_id: int, path: str, seq: int, chunk: Chunk, added: list[FtsRow]
+        self, collection_id: int, file_id: int, path: str, seq: int, chunk: Chunk
     ) -> None:
         cur = self.conn.execute(
             """INSERT INTO chunks
@@ -276,18 +281,14 @@ class IndexStore:
                 chunk.content_hash,
             ),
         )
-        self._write_derived(int(cur.lastrowid), collection_id, path, chunk, added)
+        self._write_derived(int(cur.lastrowid), collection_id, path, chunk)
 
     def _write_derived(
-        self, chunk_id: int, collection_id: int, path: str, chunk: Chunk, added: list[FtsRow]
+        self, chunk_id: int, collection_id: int, path: str, chunk: Chunk
     ) -> None:
-        """A chunk's FTS row and definitions; the row is appended to ADDED, to be counted."""
+        """A chunk's FTS row (written at commit) and definitions."""
         row = (fts_collection_token(collection_id), fts_path(path), fts_symbols(chunk), fts_body(chunk))
-        self.conn.execute(
-            "INSERT INTO chunks_fts (rowid, collection, path, symbols, body) VALUES (?, ?, ?, ?, ?)",
-            (chunk_id, *row),
-        )
-        added.append(row)
+        self.fts.insert(collection_id, chunk_id, row)
         self.conn.executemany(
             "INSERT INTO definitions (chunk_id, name, kind, line) VALUES (?, ?, ?, ?)",
             [(chunk_id, d.name, d.kind, d.line) for d in chunk.definitions],
@@ -378,6 +379,7 @@ class IndexStore:
         """Doc chunks whose text holds any of `words` as whole FTS tokens (a file name: as a
         phrase). The FTS tokenizer lowercases and stems both sides, so this finds at least every
         chunk that holds the word exactly; callers filter further."""
+        self.fts.flush()  # read inside an update: the rows it wrote first
         out: dict[int, str] = {}
         scope = f"collection : {fts_collection_token(collection_id)}"
         for batch in _batches(words):

@@ -123,6 +123,9 @@ def _codes_at_whole_range(conn: Any) -> None:
 # V3 fills them (V2 derived them itself until copies were scaled to the whole int8 range).
 # V4: each token's chunks per collection (store/term_stats.py), counted from the FTS rows.
 # V5: files by the stems of their names (store/file_stems.py).
+# V7: chunks_fts's rows are deleted by the store (store/fts_batch.py), in rowid order at commit,
+# not by a trigger as each chunk goes: an update then writes at most two FTS5 segments, not one
+# per changed file.
 # V6: definitions by name with their chunk, so the chunks defining a name are counted on the index
 # alone (IndexStore.definition_counts: `__init__`'s 9,363 chunks at 503k, 15 -> 3 ms).
 MIGRATIONS: dict[int, list[str | Callable[[Any], None]]] = {
@@ -135,6 +138,7 @@ MIGRATIONS: dict[int, list[str | Callable[[Any], None]]] = {
         "CREATE INDEX IF NOT EXISTS definitions_by_name_chunk ON definitions(name COLLATE NOCASE, chunk_id)",
         "DROP INDEX IF EXISTS definitions_by_name",
     ],
+    7: ["DROP TRIGGER IF EXISTS chunks_fts_delete"],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
