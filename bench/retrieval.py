@@ -2,6 +2,7 @@
 
     python bench/retrieval.py [--set queries,issues,broad,issues-git|all] [--scope root|whole]
                               [--corpora DIR] [--git-corpora DIR] [--home DIR] [--repos a,b]
+                              [--query-file JSONL]
                               [--methods engine,bm25-file] [--json OUT] [--backend sqlite|postgres]
 
 Sets: `queries` and `issues` (release tarballs in --corpora), `broad` and `issues-git` (git
@@ -196,8 +197,9 @@ def log(msg: str) -> None:
 # -- eval data ---------------------------------------------------------------------------------
 
 
-def load_set(set_name: str) -> list[dict]:
-    path = EVAL_DIR / SET_FILES[set_name]
+def load_set(set_name: str, path: Path | None = None) -> list[dict]:
+    """The set's queries, from `path` when given (--query-file) or from its file in EVAL_DIR."""
+    path = path or EVAL_DIR / SET_FILES[set_name]
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     for i, row in enumerate(rows):
         row["set"], row["index"] = set_name, i
@@ -422,6 +424,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="git-checkout corpora of broad and issues-git (get-dev-git-corpora.py)")
     p.add_argument("--home", type=Path, default=None,
                    help="engine state dir (default ~/.cache/qmd-eval/home-<scope>; reused across runs)")
+    p.add_argument("--query-file", type=Path, default=None,
+                   help="read the one --set's queries from this jsonl (same format) instead, e.g. "
+                        "--set broad --query-file bench/heldout/queries.jsonl --git-corpora "
+                        "~/.cache/qmd-eval/heldout-corpora")
     p.add_argument("--repos", default="", help="comma-separated repo names (default: all)")
     p.add_argument("--methods", default=f"engine,{BASELINE}",
                    help=f"comma-separated, from: {', '.join(METHODS)}")
@@ -465,7 +471,13 @@ def main(argv: list[str] | None = None) -> int:
             log(f"no corpora for {s} at {corpora}: run {FETCH_HINT[s in GIT_SETS]}")
             return 2
 
-    rows = [r for s in sets for r in load_set(s)]
+    if args.query_file and len(sets) != 1:
+        log("--query-file replaces the file of one set: give exactly one --set")
+        return 2
+    if args.query_file and not args.query_file.is_file():
+        log(f"--query-file {args.query_file}: no such file")
+        return 2
+    rows = [r for s in sets for r in load_set(s, args.query_file)]
     if args.repos:
         keep = {r.strip() for r in args.repos.split(",")}
         rows = [r for r in rows if r["repo"] in keep]

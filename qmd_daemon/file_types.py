@@ -10,11 +10,17 @@ their unambiguous extensions: `.m` Objective-C (not MATLAB, Mercury), `.pl`/`.pm
 Prolog, Raku), `.v` Verilog (not V, Coq), `.fs` F# (not GLSL, Forth), `.h` C, `.d` D; `.cl`,
 `.inc`, `.pp`, `.re`, `.es`, `.cls`, `.spec`, `.cgi` are left out. CUDA, Arduino and C++
 template/module files are C++ (one grammar). Suffixes match whatever their case (`.R`, `.F90`).
+
+Two shared suffixes are told apart by the file's own lines (`language_of_text`), as Linguist's
+heuristics do: `.m` is MATLAB/Octave when it has MATLAB's marks (`function`, `classdef`, `%`
+comments) and none of Objective-C's (`#import`, `@interface`, `@implementation`...); `.h` is
+Objective-C when it has Objective-C's marks (a C header has none of them).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import PurePosixPath
 
 # language -> its file suffixes (lower case, with the dot)
@@ -164,6 +170,19 @@ BUILD_FILE_NAMES: dict[str, str] = {
     "pkgbuild": "shell",
 }
 
+# Lines only one language writes, for the suffixes above that several share.
+_OBJC_MARKS = re.compile(
+    r"^[ \t]*(?:#import\b|@(?:interface|implementation|protocol|end|import|class)\b)", re.M
+)
+_MATLAB_MARKS = re.compile(r"^[ \t]*(?:function\b|classdef\b|%)", re.M)
+# suffix -> ((language, its marks), ...): the first language whose marks the text has wins; a file
+# with none keeps the table's language. The marks are looked for in the file's head.
+CONTENT_RULES: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
+    ".m": (("objc", _OBJC_MARKS), ("matlab", _MATLAB_MARKS)),
+    ".h": (("objc", _OBJC_MARKS),),
+}
+_CONTENT_HEAD_CHARS = 32_768
+
 DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
 
 _BY_SUFFIX = {suffix: lang for lang, suffixes in LANGUAGE_SUFFIXES.items() for suffix in suffixes}
@@ -175,10 +194,25 @@ def language_of(path: str) -> str | None:
     return BUILD_FILE_NAMES.get(name) or _BY_SUFFIX.get(PurePosixPath(name).suffix)
 
 
+def language_of_text(path: str, text: str) -> str | None:
+    """The language of a file by its name, and for a suffix several languages share (`.m`, `.h`)
+    by its content: MATLAB's `.m` files were parsed as Objective-C, Objective-C's headers as C."""
+    language = language_of(path)
+    rules = CONTENT_RULES.get(PurePosixPath(path).suffix.lower())
+    if rules and language is not None:
+        head = text[:_CONTENT_HEAD_CHARS]
+        return next((lang for lang, marks in rules if marks.search(head)), language)
+    return language
+
+
 def table_key() -> str:
     """A short key of the table (part of the chunker's version): a file whose language or kind
-    the table changes (`CMakeLists.txt` was text) is re-chunked and relabelled at the next update."""
-    table = sorted(_BY_SUFFIX.items()) + sorted(BUILD_FILE_NAMES.items())
+    the table changes (`CMakeLists.txt` was text, a MATLAB `.m` Objective-C) is re-chunked and
+    relabelled at the next update."""
+    rules = sorted(
+        (suffix, [(lang, marks.pattern) for lang, marks in pairs]) for suffix, pairs in CONTENT_RULES.items()
+    )
+    table = sorted(_BY_SUFFIX.items()) + sorted(BUILD_FILE_NAMES.items()) + rules
     return hashlib.sha1(repr(table).encode()).hexdigest()[:10]
 
 

@@ -5,8 +5,15 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.config import CollectionConfig, IndexConfig
-from qmd_daemon.file_types import BUILD_FILE_NAMES, LANGUAGE_SUFFIXES, kind_of, language_of, table_key
-from qmd_daemon.ingest.chunking import CHUNKER_VERSION
+from qmd_daemon.file_types import (
+    BUILD_FILE_NAMES,
+    LANGUAGE_SUFFIXES,
+    kind_of,
+    language_of,
+    language_of_text,
+    table_key,
+)
+from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
 from qmd_daemon.ingest.scan import compile_mask, expand_braces, fast_matcher, scan
 from qmd_daemon.settings import DEFAULT_EXCLUDES, DEFAULT_MASK, EARLIER_DEFAULT_MASKS
 from tests.conftest import write_tree
@@ -48,6 +55,49 @@ def test_the_mask_is_built_from_the_table_and_nothing_else() -> None:
 )
 def test_language_by_name_then_suffix_in_any_case(path: str, language: str | None) -> None:
     assert language_of(path) == language
+
+
+MATLAB_FUNCTION = (
+    "function mask = isInBox(data, xLim)\n% ISINBOX  points inside the limits\n"
+    "    mask = data > xLim(1);\nend\n"
+)
+OBJC_CLASS = (
+    "#import \"AFSecurityPolicy.h\"\n\n@implementation AFSecurityPolicy\n- (BOOL)evaluate {\n"
+    "    return YES;\n}\n@end\n"
+)
+OBJC_HEADER = "#import <Foundation/Foundation.h>\n@interface AFSecurityPolicy : NSObject\n@end\n"
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "language"),
+    [
+        ("src/private/isInBox.m", MATLAB_FUNCTION, "matlab"),
+        ("test/examples/example_bar_plot.m", "% a bar plot\nbar([1 2 3]);\ncleanfigure;\n", "matlab"),
+        ("src/Shape.m", "classdef Shape < handle\n    properties\n        Area\n    end\nend\n", "matlab"),
+        ("AFNetworking/AFSecurityPolicy.m", OBJC_CLASS, "objc"),
+        ("Classes/Plain.m", "int answer(void) { return 42; }\n", "objc"),  # no marks: the table's
+        ("AFNetworking/AFSecurityPolicy.h", OBJC_HEADER, "objc"),
+        ("include/list.h", "#include <stddef.h>\nstruct list { struct list *next; };\n", "c"),
+        ("src/parser.ml", "% not a MATLAB file\n", "ocaml"),
+    ],
+)
+def test_shared_suffixes_are_told_apart_by_their_lines(path: str, text: str, language: str) -> None:
+    """`.m` is MATLAB's and Objective-C's, `.h` C's and Objective-C's: MATLAB files were parsed
+    as Objective-C (names of outputs read as functions), Objective-C headers as C."""
+    assert language_of_text(path, text) == language
+
+
+def test_a_matlab_file_is_indexed_as_matlab_with_its_functions(engine, tmp_path: Path) -> None:
+    files = {"src/isInBox.m": MATLAB_FUNCTION, "src/AFSecurityPolicy.m": OBJC_CLASS}
+    repo = write_tree(tmp_path / "repo", files)
+    engine.add_collection(repo, name="repo")
+    engine.update(["repo"])
+    ids = engine.collection_ids(["repo"])
+    assert dict(engine.store.language_counts(ids)) == {"matlab": 1, "objc": 1}
+    assert engine.store.defined_names(ids[0], "src/isInBox.m") >= {"isInBox"}
+    assert "mask" not in engine.store.defined_names(ids[0], "src/isInBox.m"), "an output is no function"
+    names = {d.name for c in chunk_text("src/isInBox.m", MATLAB_FUNCTION) for d in c.definitions}
+    assert names == {"isInBox"}
 
 
 def test_the_chunker_version_follows_the_table(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,9 +25,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "cli": ("qmd_daemon.store.connection", "qmd_daemon.store.index_store", "qmd_daemon.store.vectors"),
 }
 # a layer's files may import only these parts of the project (besides the layer itself)
-# (text takes numpy through `numeric`, which loads it after llama.cpp's library: NLTK imports numpy)
 # (atomic_files: nothing of the project, the installer imports it before any dependency is there)
-ONLY = {"text": ("qmd_daemon.errors", "qmd_daemon.numeric"), "atomic_files": ()}
+ONLY = {"text": ("qmd_daemon.errors",), "atomic_files": ()}
 DRIVERS = ("sqlite3", "pysqlite3", "sqlite_vec", "psycopg")
 
 
@@ -84,7 +83,7 @@ def test_lower_layers_never_import_upper_ones() -> None:
     assert bad == []
 
 
-def test_text_imports_nothing_of_the_project_but_errors_and_numeric() -> None:
+def test_text_imports_nothing_of_the_project_but_errors() -> None:
     for layer, allowed in ONLY.items():
         for path in _files(layer):
             project = {n for n in _imports(path) if _reaching(n, ("qmd_daemon",))}

@@ -289,7 +289,7 @@ _SPECS: dict[str, _Spec] = {
     "ocaml": _Spec(
         {"value_definition": "function", "type_definition": "type", "module_definition": "module",
          "module_type_definition": "interface", "class_definition": "class", "exception_definition": "type",
-         "external": "function"},
+         "external": "function", "value_specification": "function"},  # `val f : t` of .mli and sigs
         containers=frozenset({"module_definition", "module_type_definition"}),
     ),
     "perl": _Spec(
@@ -324,6 +324,8 @@ _NO_DEFS_INSIDE = frozenset(
      "signature", "data_constructors", "gadt_constructors", "deriving", "type_params", "type_patterns",
      "fundeps"}
 )
+# ... except where a language's node of that name holds definitions: OCaml's `sig ... end`.
+_DEFS_INSIDE: dict[str, frozenset[str]] = {"ocaml": frozenset({"signature"})}
 _NO_DEFS_MARKERS = ("expression", "literal", "argument", "parameter", "identifier", "annotation", "string")
 _SKIP_CACHE: dict[str, bool] = {}
 # Languages whose functions often hold nested named functions/classes worth recording; inside a
@@ -502,6 +504,17 @@ class _Collector:
             decl = nxt
         return "", None
 
+    def ns_enum_name(self, node: Any) -> Any | None:
+        """`typedef NS_ENUM(NSUInteger, AFSSLPinningMode) {...}` (and NS_OPTIONS...), Apple's way
+        to declare an enum: its name is the macro's last argument, not the first constant."""
+        spec = node.child_by_field_name("type")
+        if spec is None or spec.type != "macro_type_specifier":
+            return None
+        if not self.text(spec.child_by_field_name("name"), 40).startswith("NS_"):
+            return None
+        types = spec.children_by_field_name("type")
+        return types[-1] if types else None
+
     def has_function_declarator(self, node: Any) -> bool:
         decl = node.child_by_field_name("declarator")
         for _ in range(12):
@@ -532,6 +545,8 @@ class _Collector:
         name = self.text(name_node, 160)
         if kind == "function" and ctx in _CLASSY and not (ctx == "module" and lang in _MODULE_FUNCTIONS):
             kind = "method"
+        if lang == "objc" and t == "type_definition" and (enum := self.ns_enum_name(node)) is not None:
+            return self.add(node, self.text(enum, 120), "enum", enum, body=body)
         if lang in ("c", "cpp", "objc") and t in ("function_definition", "type_definition"):
             name, name_node = self.c_name(node)
             if t == "function_definition" and ctx in _CLASSY:
@@ -577,10 +592,11 @@ class _Collector:
         return self.add(node, name, kind, name_node, body=body, sig_body=sig_body, container=container)
 
     def ocaml_definition(self, node: Any, kind: str) -> _Def | None:
-        """`let f x = ...`, `type t = ...`, `module M = struct ... end`: the name is in the first
-        binding; a `let` without parameters or a function value is a variable, `let () =` nothing."""
+        """`let f x = ...`, `type t = ...`, `module M = struct ... end`, `val f : t` and `module M :
+        sig ... end` (interfaces): the name is in the first binding; a `let` without parameters or
+        a function value is a variable, `let () =` nothing."""
         binding = next((c for c in node.named_children if c.type.endswith(("binding", "declaration"))), None)
-        if node.type in ("module_type_definition", "external"):
+        if node.type in ("module_type_definition", "external", "value_specification"):
             binding = node
         if binding is None:
             return None
@@ -590,6 +606,8 @@ class _Collector:
         if name_node is None or name_node.type not in _OCAML_NAMES:
             return None
         body = binding.child_by_field_name("body")
+        if body is None and node.type == "module_definition":
+            body = binding.child_by_field_name("module_type")  # `module M : sig ... end` of a .mli
         if node.type == "value_definition" and not (
             any(c.type == "parameter" for c in binding.named_children)
             or (body is not None and body.type in ("function_expression", "fun_expression"))
@@ -829,7 +847,7 @@ class _Collector:
             skip = _SKIP_CACHE.get(t)
             if skip is None:
                 skip = _SKIP_CACHE[t] = t in _NO_DEFS_INSIDE or any(m in t for m in _NO_DEFS_MARKERS)
-            if skip:
+            if skip and t not in _DEFS_INSIDE.get(self.language, ()):
                 continue
             if in_func:
                 blocky = _BLOCKY_CACHE.get(t)
@@ -952,7 +970,11 @@ def chunk_code(
     lines = split_lines(text)
     if max(map(len, lines)) > MAX_PARSE_LINE:
         return None
-    src = "\n".join(lines).encode("utf-8", "replace")
+    joined = "\n".join(lines)
+    unparsable = _UNPARSABLE_LINES.get(language)
+    if unparsable is not None:  # blanked to as many spaces: rows and byte offsets stay
+        joined = unparsable.sub(lambda m: " " * len(m.group()), joined)
+    src = joined.encode("utf-8", "replace")
     tree = _parse(language, src, len(lines))
     if tree is None and language == "c":  # C++ in a .h file
         language = "cpp"
@@ -968,6 +990,14 @@ def chunk_code(
     partitioner = _Partitioner(spec, collector.defs, index, caps)
     pieces = partitioner.partition(list(root.named_children), 0, len(lines) - 1, "", 0)
     return pieces_to_chunks(index, pieces, collector.table, caps)
+
+
+# Lines of a language's usual code that its grammar cannot parse, blanked for the parse only:
+# Apple's bare `NS_ASSUME_NONNULL_BEGIN`/`_END` macros around nearly every Objective-C header made
+# the `@interface` between them an ERROR, so no class or method of a header was a definition.
+_UNPARSABLE_LINES: dict[str, re.Pattern[str]] = {
+    "objc": re.compile(r"^[ \t]*NS_[A-Z_]+_(?:BEGIN|END)\b(?:\([^)\n]*\))?[ \t]*$", re.M),
+}
 
 
 def _parse(language: str, src: bytes, total_lines: int) -> Any | None:

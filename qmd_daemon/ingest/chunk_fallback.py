@@ -461,6 +461,24 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
         (r"@(?:interface|implementation)\s+(?P<name>\w+)", "class", False),
         (r"@protocol\s+(?P<name>\w+)(?!\s*;)", "interface", False),
     ],
+    # MATLAB/Octave: `function [a, b] = name(...)` names `name`, not its first output; methods are
+    # functions inside a classdef's `methods` block, nested functions are indented too
+    "matlab": [
+        (r"function\s+(?:\[[^\]]*\]\s*=\s*|[A-Za-z]\w*\s*=\s*)?(?P<name>[A-Za-z][\w.]*)", "function", False),
+        (r"classdef\s+(?:\([^)]*\)\s*)?(?P<name>[A-Za-z]\w*)", "class", True),
+    ],
+    # R: `name <- function(` anywhere (a local helper too), `name = function(` only at the top (inside
+    # a call it is an argument: `tryCatch(error = function(e) ...)`); S4 and R6 classes by their
+    # constructors; testthat's `test_that("...", {` blocks are tests
+    "r": [
+        (r"`?(?P<name>(?<=`)[^`]+(?=`)|[\w.]+)`?\s*(?:<<-|<-)\s*(?:function\b|\\\()", "function", False),
+        (r"`?(?P<name>(?<=`)[^`]+(?=`)|[\w.]+)`?\s*=\s*(?:function\b|\\\()", "function", True),
+        (r"(?P<name>[\w.]+)\s*(?:<-|=)\s*(?:R6::)?R6Class\(", "class", False),
+        (r"set(?:Class|RefClass)\(\s*(?:Class\s*=\s*)?[\"'](?P<name>[^\"']+)", "class", False),
+        (r"setGeneric\(\s*(?:name\s*=\s*)?[\"'](?P<name>[^\"']+)", "function", False),
+        (r"setMethod\(\s*(?:f\s*=\s*)?[\"'](?P<name>[^\"']+)", "method", False),
+        (r"test_that\(\s*[\"'](?P<name>[^\"']+)", "test", False),
+    ],
     "vb": [
         (r"(?i:(?:(?:public|private|protected|friend|shared|overrides|overridable|mustoverride|notoverridable|"
          r"overloads|static|partial|async|iterator|readonly|writeonly|default|shadows)\s+)*"
@@ -508,6 +526,8 @@ _FAMILY_OF = {
     **dict.fromkeys(("clojure", "commonlisp", "scheme", "racket", "emacslisp", "fennel"), "lisp"),
     "erlang": "erlang",
     "objc": "objc",
+    "matlab": "matlab",
+    "r": "r",
     "vb": "vb",
     "fortran": "fortran",
     "tcl": "tcl",
@@ -517,8 +537,9 @@ _FAMILY_OF = {
     **dict.fromkeys(("d", "glsl", "hlsl", "vala"), "c_like"),
 }
 # Families whose patterns above name every definition: the generic patterns would misread their
-# declarations (`integer :: i` as a Haskell signature, Verilog's `input wire clk` as a GraphQL type).
-_FAMILIES_WITHOUT_GENERIC = frozenset({"fortran", "verilog"})
+# declarations (`integer :: i` as a Haskell signature, Verilog's `input wire clk` as a GraphQL type,
+# MATLAB's `function out = f` as `out`, R's `error = function(e)` argument as a definition).
+_FAMILIES_WITHOUT_GENERIC = frozenset({"fortran", "verilog", "matlab", "r"})
 _FAMILY_RE = {
     family: [(re.compile(p), kind, top) for p, kind, top in patterns]
     for family, patterns in _FAMILY_PATTERNS.items()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 
-from qmd_daemon.file_types import language_of, table_key
+from qmd_daemon.file_types import language_of_text, table_key
 from qmd_daemon.ingest.chunk_code import SUPPORTED_LANGUAGES, available_languages, chunk_code
 from qmd_daemon.ingest.chunk_fallback import (
     MAX_CHARS,
@@ -39,9 +39,10 @@ def grammar_key(languages: list[str]) -> str:
 # key follows the languages parsed with tree-sitter here, the table key the file-type table, so
 # neither a new grammar nor a new language needs a manual bump; a change to a chunker bumps the
 # leading number (3: `.bats` files chunked at their `@test` blocks, no Fortran or Verilog
-# declarations read as definitions, C++ forward declarations `class X;` no definitions either).
+# declarations read as definitions, C++ forward declarations `class X;` no definitions either;
+# 4: MATLAB and R definition families, OCaml `val` specifications, Objective-C headers and NS_ENUMs).
 CHUNKER_VERSION = (
-    f"3:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
+    f"4:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
 )
 
 
@@ -66,7 +67,7 @@ def chunk_text(
         return []
     if language is None:
         try:
-            language = language_of(path or "")
+            language = language_of_text(path or "", text)
         except Exception:
             language = None
     sizes = {"max_lines": max_lines, "max_chars": max_chars, "overlap": overlap}

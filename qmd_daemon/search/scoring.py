@@ -245,6 +245,12 @@ def coherence_boost(cands: list[Candidate], top: float, weights: ScoringWeights)
         cand.add("coherence", weights.coherence * top * sums[key] / largest)
 
 
+# Files that declare what another file implements: TypeScript's declarations (ESM, CommonJS),
+# OCaml's interfaces (`angstrom.mli` beside `angstrom.ml`); and an Objective-C header (by its
+# content, `file_types.language_of_text`: a C header is often all there is of a C API).
+_DECLARATION_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".mli")
+
+
 def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: ScoringWeights) -> None:
     asked = {w.lower() for w in parsed.terms}
     wants_tests = asks_for_tests(parsed)
@@ -268,7 +274,7 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
         name = _name_and_parent(path)[0]
         if name in _PACKAGE_ENTRY_FILES:
             cand.scale("package_init", weights.init_penalty)
-        if name.endswith((".d.ts", ".d.mts", ".d.cts")):  # TypeScript's declarations, ESM and CommonJS
+        if name.endswith(_DECLARATION_SUFFIXES) or (name.endswith(".h") and cand.chunk.language == "objc"):
             cand.scale("type_declarations", weights.dts_penalty)
 
 

@@ -41,15 +41,18 @@ TEST_FILE_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("java", "kt", "kts", "groovy"): _JVM,  # Maven Surefire/Failsafe includes, Kotest and Spock specs
     ("scala",): ("*Spec.scala", "*Suite.scala", "*Test.scala", "*Tests.scala"),  # ScalaTest, MUnit
     ("cs", "fs", "vb"): ("*Test.{ext}", "*Tests.{ext}", "*Spec.{ext}", "*Specs.{ext}"),  # xUnit/NUnit classes
-    ("m", "mm"): ("*Tests.{ext}", "*Test.{ext}", "*Spec.{ext}"),  # XCTest targets, Kiwi/Specta specs
+    # XCTest targets, Kiwi/Specta specs; MATLAB's runtests takes `test*` files (`testHeadless.m`),
+    # camelCase or snake_case, so `testable.m` is not one
+    ("m", "mm"): ("*Tests.{ext}", "*Test.{ext}", "*Spec.{ext}", "test[A-Z_]*.{ext}"),
     ("swift",): ("*Tests.swift", "*Test.swift", "*Spec.swift"),  # XCTest, Quick
     ("hs",): ("*Spec.hs", "*Test.hs", "*Tests.hs"),  # hspec-discover, tasty
     ("dart",): ("*_test.dart",),  # package:test
     ("clj", "cljs", "cljc"): ("*_test.{ext}",),  # clojure.test
     ("erl",): ("*_SUITE.erl", "*_tests.erl"),  # Common Test, EUnit
+    ("ml",): ("test_*.ml", "*_test.ml", "*_tests.ml"),  # dune test stanzas' names (`lib_test/test_x.ml`)
     ("cr",): ("*_spec.cr",),  # crystal spec
     ("sol",): ("*.t.sol",),  # Foundry's forge test
-    # OCaml (dune), R (testthat), Julia (runtests.jl), Elm, Nim, Gleam: tests live in test folders
+    # R (testthat), Julia (runtests.jl), Elm, Nim, Gleam: tests live in test folders
 }
 _NAMES_BY_EXTENSION = {
     ext: tuple(p.format(ext=ext) for p in patterns)
@@ -58,10 +61,12 @@ _NAMES_BY_EXTENSION = {
 }
 
 # Folders that hold tests (lower-cased), in most languages, and by one's convention: Jest's
-# `__tests__`/`__mocks__`, Go's `testdata` (the go tool skips it); also .NET's `Foo.Tests/`
-# projects. Not `t/` (Perl's and git's): lower-cased, it would take Haskell's `T/` modules.
+# `__tests__`/`__mocks__`, Go's `testdata` (the go tool skips it), Flutter's `integration_test`
+# and `test_driver` (`flutter drive`; Ecto keeps its integration suite in one too); also .NET's
+# `Foo.Tests/` projects. Not `t/` (Perl's and git's): lower-cased, it would take Haskell's `T/` modules.
 TEST_FOLDERS = frozenset(
-    {"test", "tests", "testing", "spec", "specs", "__tests__", "__mocks__", "testdata"}
+    {"test", "tests", "testing", "spec", "specs", "__tests__", "__mocks__", "testdata", "integration_test",
+     "test_driver"}
 )
 TEST_PROJECT_SUFFIXES = (".test", ".tests")
 # In any language: the test variant of a file (`tsconfig.test.json`, `.scalafix.test.conf`), and

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,12 +18,13 @@ from qmd_daemon.store.connection import (
     write_transaction,
 )
 from qmd_daemon.store.fts5_query import fts_collection_token, match_expression, quote, scoped_match
+from qmd_daemon.store.fts_batch import FtsBatch
+from qmd_daemon.store.fts_tokens import query_tokens
 from qmd_daemon.store.lexical_query import LexicalQuery, Word
 from qmd_daemon.store.protocols import ChunkRow, FileState
 from qmd_daemon.store.schema import migrate, refused_to_older_code
 from qmd_daemon.text.analysis import fts_body, fts_path, fts_symbols
 from qmd_daemon.text.chunk_model import Chunk
-from qmd_daemon.text.tokens import index_tokens
 
 _CHUNK_SELECT = """
     SELECT c.id, c.file_id, col.name, f.path, f.kind, f.language, c.start_line, c.end_line,
@@ -81,6 +81,7 @@ class IndexStore:
         # Values derived from the data that are costly to recompute, each kept with the
         # data_state() it was computed at (see VectorIndex.pending_count).
         self.derived: dict[str, tuple[Any, Any]] = {}
+        self.fts = FtsBatch(self.conn)  # chunks_fts's rows and term counts, written at commit
 
     def data_state(self) -> tuple[int, int]:
         """Changes when the data may have: PRAGMA data_version moves on other connections'
@@ -94,7 +95,17 @@ class IndexStore:
     def transaction(self) -> Iterator[None]:
         """One write transaction: everything inside lands together or not at all."""
         with refused_to_older_code(self.conn, self.path), write_transaction(self.conn, self.path):
-            yield
+            try:
+                yield
+                self.fts.flush()
+            except BaseException:
+                self.fts.discard()
+                raise
+
+    def _flush_outside_a_transaction(self) -> None:
+        """A write outside transaction() lands at once, its FTS rows and term counts with it."""
+        if not self.conn.in_transaction:
+            self.fts.flush()
 
     # -- collections ---------------------------------------------------------------------------
 
@@ -113,6 +124,14 @@ class IndexStore:
 
     def remove_collection(self, name: str) -> None:
         collection_id = self.collection_id(name)
+        if collection_id is None:
+            return
+        rows = self.conn.execute(
+            "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.collection_id = ?",
+            (collection_id,),
+        )
+        self.fts.delete(collection_id, [int(r[0]) for r in rows], count=False)
+        self.fts.flush()  # counts staged for it before are written now, and dropped below
         self.conn.execute("DELETE FROM term_stats WHERE collection_id = ?", (collection_id,))
         self.conn.execute("DELETE FROM collections WHERE name = ?", (name,))
 
@@ -120,6 +139,7 @@ class IndexStore:
         """The collection's update is done. When FTS5's segments have piled up past
         MAX_FTS_SEGMENTS, they are merged into one: same rows and scores, fewer reads. Asked on
         every update (0.8 ms at 25 segments), so an index built before this merges on its next."""
+        self.fts.flush()  # the segments counted below include this update's rows
         self.conn.execute(
             "UPDATE collections SET updated_at = ?, index_format = ? WHERE id = ?",
             (time.time(), index_format, collection_id),
@@ -165,9 +185,14 @@ class IndexStore:
     def delete_files(self, file_ids: Iterable[int]) -> None:
         ids = list(file_ids)
         for file_id in ids:
-            rows = self.conn.execute("SELECT id FROM chunks WHERE file_id = ?", (file_id,))
-            term_stats.remove_chunks(self.conn, [int(r[0]) for r in rows])
+            rows = self.conn.execute(
+                "SELECT f.collection_id, c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.id = ?",
+                (file_id,),
+            ).fetchall()
+            if rows:
+                self.fts.delete(int(rows[0][0]), [int(r[1]) for r in rows])
         self.conn.executemany("DELETE FROM files WHERE id = ?", [(i,) for i in ids])
+        self._flush_outside_a_transaction()
 
     def write_file(
         self,
@@ -219,8 +244,7 @@ class IndexStore:
             ):
                 existing.setdefault(chunk_hash, []).append((int(chunk_id), tuple(derived)))
         plan = plan_chunks(existing, chunks, rederive)
-        term_stats.remove_chunks(self.conn, [chunk_id for chunk_id, _ in plan.rederived] + list(plan.stale))
-        added: term_stats.Tally = Counter()
+        self.fts.delete(collection_id, [chunk_id for chunk_id, _ in plan.rederived] + plan.stale)
         self.conn.executemany(
             "UPDATE chunks SET seq = ?, start_line = ?, end_line = ? WHERE id = ?",
             [(seq, chunk.start_line, chunk.end_line, chunk_id) for seq, chunk_id, chunk in plan.moved],
@@ -230,17 +254,16 @@ class IndexStore:
                 "UPDATE chunks SET symbols = ?, signature = ?, heading = ? WHERE id = ?",
                 (" ".join(chunk.symbols), chunk.signature, chunk.heading, chunk_id),
             )
-            self.conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (chunk_id,))
             self.conn.execute("DELETE FROM definitions WHERE chunk_id = ?", (chunk_id,))
-            self._write_derived(chunk_id, collection_id, path, chunk, added)
+            self._write_derived(chunk_id, collection_id, path, chunk)
         for seq, chunk in plan.fresh:
-            self._insert_chunk(collection_id, file_id, path, seq, chunk, added)
-        term_stats.write(self.conn, added)
+            self._insert_chunk(collection_id, file_id, path, seq, chunk)
         self.conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in plan.stale])
+        self._flush_outside_a_transaction()
         return len(plan.fresh), len(plan.stale)
 
     def _insert_chunk(
-        self, collection_id: int, file_id: int, path: str, seq: int, chunk: Chunk, tally: term_stats.Tally
+        self, collection_id: int, file_id: int, path: str, seq: int, chunk: Chunk
     ) -> None:
         cur = self.conn.execute(
             """INSERT INTO chunks
@@ -258,18 +281,14 @@ class IndexStore:
                 chunk.content_hash,
             ),
         )
-        self._write_derived(int(cur.lastrowid), collection_id, path, chunk, tally)
+        self._write_derived(int(cur.lastrowid), collection_id, path, chunk)
 
     def _write_derived(
-        self, chunk_id: int, collection_id: int, path: str, chunk: Chunk, tally: term_stats.Tally
+        self, chunk_id: int, collection_id: int, path: str, chunk: Chunk
     ) -> None:
-        """A chunk's FTS row and definitions; its tokens are counted into TALLY."""
+        """A chunk's FTS row (written at commit) and definitions."""
         row = (fts_collection_token(collection_id), fts_path(path), fts_symbols(chunk), fts_body(chunk))
-        self.conn.execute(
-            "INSERT INTO chunks_fts (rowid, collection, path, symbols, body) VALUES (?, ?, ?, ?, ?)",
-            (chunk_id, *row),
-        )
-        term_stats.add_rows(tally, collection_id, [row], 1)
+        self.fts.insert(collection_id, chunk_id, row)
         self.conn.executemany(
             "INSERT INTO definitions (chunk_id, name, kind, line) VALUES (?, ?, ?, ?)",
             [(chunk_id, d.name, d.kind, d.line) for d in chunk.definitions],
@@ -360,6 +379,7 @@ class IndexStore:
         """Doc chunks whose text holds any of `words` as whole FTS tokens (a file name: as a
         phrase). The FTS tokenizer lowercases and stems both sides, so this finds at least every
         chunk that holds the word exactly; callers filter further."""
+        self.fts.flush()  # read inside an update: the rows it wrote first
         out: dict[int, str] = {}
         scope = f"collection : {fts_collection_token(collection_id)}"
         for batch in _batches(words):
@@ -448,7 +468,7 @@ class IndexStore:
     def fts_count(self, query: LexicalQuery, collection_ids: list[int]) -> int:
         """How many chunks of the collections match (a term's document frequency). A word that is
         one token is looked up in term_stats: FTS5 would read its whole posting list."""
-        if isinstance(query, Word) and len(tokens := index_tokens(query.text)) == 1:
+        if isinstance(query, Word) and len(tokens := query_tokens(query.text)) == 1:
             return term_stats.count(self.conn, tokens[0], self._scope(collection_ids))
         with rejected_queries():
             row = self.conn.execute(

@@ -23,6 +23,7 @@ from qmd_daemon.store.connection import (
 )
 from qmd_daemon.store.file_stems import FILE_STEMS_TABLE
 from qmd_daemon.store.file_stems import fill as fill_file_stems
+from qmd_daemon.store.fts_tokens import FTS_TOKENIZER
 from qmd_daemon.store.term_stats import TERM_STATS_TABLE
 from qmd_daemon.store.term_stats import fill as fill_term_stats
 
@@ -80,8 +81,8 @@ _V1 = [
         PRIMARY KEY (doc_chunk_id, code_file_id)
     )""",
     "CREATE INDEX links_by_code ON links(code_file_id)",
-    """CREATE VIRTUAL TABLE chunks_fts USING fts5(
-        collection, path, symbols, body, tokenize = "porter unicode61 tokenchars '_'"
+    f"""CREATE VIRTUAL TABLE chunks_fts USING fts5(
+        collection, path, symbols, body, tokenize = "{FTS_TOKENIZER}"
     )""",
     """CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
         DELETE FROM chunks_fts WHERE rowid = old.id;
@@ -129,9 +130,12 @@ def _codes_at_whole_range(conn: Any) -> None:
 # V3 fills them (V2 derived them itself until copies were scaled to the whole int8 range).
 # V4: each token's chunks per collection (store/term_stats.py), counted from the FTS rows.
 # V5: files by the stems of their names (store/file_stems.py).
+# V7: chunks_fts's rows are deleted by the store (store/fts_batch.py), in rowid order at commit,
+# not by a trigger as each chunk goes: an update then writes at most two FTS5 segments, not one
+# per changed file.
 # V6: definitions by name with their chunk, so the chunks defining a name are counted on the index
 # alone (IndexStore.definition_counts: `__init__`'s 9,363 chunks at 503k, 15 -> 3 ms).
-# V7: a process whose code is older than the index's schema cannot write to it (refuse_older_writers,
+# V8: a process whose code is older than the index's schema cannot write to it (refuse_older_writers,
 # made again at every upgrade's last step), so a daemon left running across `pip install -U`
 # cannot change files without keeping up the tables it does not know of.
 MIGRATIONS: dict[int, list[str | Callable[[Any], None]]] = {
@@ -144,7 +148,8 @@ MIGRATIONS: dict[int, list[str | Callable[[Any], None]]] = {
         "CREATE INDEX IF NOT EXISTS definitions_by_name_chunk ON definitions(name COLLATE NOCASE, chunk_id)",
         "DROP INDEX IF EXISTS definitions_by_name",
     ],
-    7: [],
+    7: ["DROP TRIGGER IF EXISTS chunks_fts_delete"],
+    8: [],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -158,7 +163,7 @@ def current_version(conn: Any) -> int:
 
 
 # The SQL function each writer of this code registers (migrate), returning the schema it maintains.
-# Code from before V7 lacks it, so its first write fails ("no such function: qmd_writer_schema").
+# Code from before V8 lacks it, so its first write fails ("no such function: qmd_writer_schema").
 WRITER_SCHEMA_FUNCTION = "qmd_writer_schema"
 # Writes to `files` (one row per file, changed with every chunk write of an update or a removal);
 # not `chunks`: a trigger per chunk row would cost a full build a Python call per chunk.

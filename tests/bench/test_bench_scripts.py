@@ -152,3 +152,26 @@ def test_skip_update_refuses_an_index_built_in_another_format(tmp_path, monkeypa
     index.close()
     with pytest.raises(SystemExit, match="indexed as 'older-chunker'.*without --skip-update"):
         retrieval.main([*argv, "--skip-update"])
+
+
+def test_term_count_fill_counts_an_index_the_same_on_both_sides_and_leaves_it_as_it_was(
+    tmp_path, monkeypatch, capsys
+):
+    from bench import term_count_fill
+    from qmd_daemon.engine import Engine
+    from qmd_daemon.settings import Settings
+
+    generate_tree(tmp_path / "tree", n_files=30, seed=3)
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(tmp_path / "home"))
+    engine = Engine(Settings.from_env())
+    name = engine.add_collection(tmp_path / "tree").name
+    engine.update([name], progress=False)
+    index = engine.settings.index_path
+    engine.close()
+    before = index.read_bytes()
+    assert term_count_fill.main(["--index", str(index), "--baseline", str(term_count_fill.REPO_ROOT)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    counts = [line.split(":", 1)[1].split(",", 2)[2] for line in lines[:2]]  # rows, df total
+    assert counts[0] == counts[1] and " 0 rows" not in counts[0]
+    assert lines[2].startswith("CPU this / baseline = ")
+    assert index.read_bytes() == before

@@ -886,6 +886,70 @@ JULIA = textwrap.dedent(
     end
     """
 )
+# a header as Apple's SDK and most Objective-C libraries write them: between the bare
+# NS_ASSUME_NONNULL_BEGIN/END macros (which the grammar cannot parse)
+OBJC_HEADER = textwrap.dedent(
+    """\
+    #import <Foundation/Foundation.h>
+
+    typedef NS_ENUM(NSUInteger, AFSSLPinningMode) {
+        AFSSLPinningModeNone,
+        AFSSLPinningModePublicKey,
+        AFSSLPinningModeCertificate,
+    };
+
+    NS_ASSUME_NONNULL_BEGIN
+
+    /**
+     `AFSecurityPolicy` evaluates server trust against pinned X.509 certificates and public keys.
+     */
+    @interface AFSecurityPolicy : NSObject <NSSecureCoding, NSCopying>
+
+    @property (readonly, nonatomic, assign) AFSSLPinningMode SSLPinningMode;
+
+    /**
+     Returns the shared default security policy, which does not allow invalid certificates.
+     */
+    + (instancetype)defaultPolicy;
+
+    /**
+     Whether or not the specified server trust should be accepted, based on the security policy.
+     */
+    - (BOOL)evaluateServerTrust:(SecTrustRef)serverTrust
+                      forDomain:(nullable NSString *)domain;
+
+    @end
+
+    NS_ASSUME_NONNULL_END
+    """
+)
+# an interface (.mli): its `val` specifications are what a reader looks up (angstrom.mli holds
+# the library's documentation)
+OCAML_INTERFACE = textwrap.dedent(
+    """\
+    type +'a t
+    (** A parser for values of type ['a]. *)
+
+    val peek_char : char option t
+    (** [peek_char] accepts any char and returns it, or returns [None] if the end of input has
+        been reached. This parser does not advance the input. *)
+
+    val sep_by : _ t -> 'a t -> 'a list t
+
+    external identity : 'a -> 'a = "%identity"
+
+    module Unsafe : sig
+      val take : int -> (bigstring -> off:int -> len:int -> 'a) -> 'a t
+      (** [take n f] accepts exactly [n] characters of input into an unsafe buffer. *)
+
+      val take_while : (char -> bool) -> (bigstring -> off:int -> len:int -> 'a) -> 'a t
+      (** [take_while check f] accepts input as long as [check] returns [true]. *)
+
+      val peek : int -> (bigstring -> off:int -> len:int -> 'a) -> 'a t
+      (** [peek n ~f] like [take], but does not advance the input. *)
+    end
+    """
+)
 OCAML = textwrap.dedent(
     """\
     open Printf
@@ -1038,6 +1102,10 @@ CASES = [
     ("objc", "Classes/Session.m", OBJC,
      {"Greeter": "interface", "greet": "method", "Session": "class", "resume": "method",
       "sharedSession": "method", "clamp": "function"}, "Session", "sharedSession"),
+    ("objc", "AFNetworking/AFSecurityPolicy.h", OBJC_HEADER,
+     {"AFSSLPinningMode": "enum", "AFSecurityPolicy": "class", "defaultPolicy": "method",
+      "evaluateServerTrust": "method"},
+     "AFSecurityPolicy", "evaluateServerTrust"),
     ("dart", "lib/shape.dart", DART,
      {"Shape": "class", "area": "method", "draw": "method", "unit": "method", "Loud": "class",
       "Twice": "impl", "twice": "method", "Color": "enum", "Callback": "type", "main": "function"},
@@ -1048,6 +1116,9 @@ CASES = [
     ("ocaml", "lib/shape.ml", OCAML,
      {"shape": "type", "Invalid": "type", "area": "function", "fact": "function", "default_size": "variable",
       "Stack": "module", "push": "function", "pop": "function", "ORDERED": "interface"}, "Stack", "pop"),
+    ("ocaml", "lib/angstrom.mli", OCAML_INTERFACE,
+     {"t": "type", "peek_char": "function", "sep_by": "function", "identity": "function", "Unsafe": "module",
+      "take": "function", "peek": "function"}, "Unsafe", "peek"),
     ("perl", "lib/Mojo/Cache.pm", PERL,
      {"Mojo::Cache": "module", "new": "function", "get": "function", "set": "function",
       "Mojo::Cache::Null": "module"}, None, None),

@@ -309,6 +309,61 @@ FAMILIES = [
         }
         """),
      {"app": "module", "Point": "class", "manhattan": "function", "main": "function"}),
+    ("matlab", "src/Account.m", _src("""
+        % ACCOUNT  a bank account
+        classdef Account < handle
+            properties
+                Balance = 0
+            end
+            methods
+                function obj = Account(initial)
+                    obj.Balance = initial;
+                end
+                function [ok, left] = withdraw(obj, amount)
+                    ok = amount <= obj.Balance;
+                    left = obj.Balance - amount;
+                end
+            end
+        end
+        """),
+     {"Account": "class", "withdraw": "function"}),
+    ("matlab", "src/cleanplot.m", _src("""
+        function cleanplot(varargin)
+        % CLEANPLOT  remove points outside the axes
+            h = gca;
+            pruneOutside(h);
+        end
+
+        function mask = isInBox(data, xLim)
+            mask = data(:,1) > xLim(1) & data(:,1) < xLim(2);
+        end
+
+        function [m2t, str] = drawLine(m2t, h)
+            str = sprintf('%d', h);
+        end
+        """),
+     {"cleanplot": "function", "isInBox": "function", "drawLine": "function"}),
+    ("r", "R/summarise.R", _src("""
+        #' Summarise each group down to one row
+        #' @export
+        summarise <- function(.data, ...) {
+          UseMethod("summarise")
+        }
+
+        summarise.data.frame <- function(.data, ..., .by = NULL) {
+          cols <- summarise_cols(.data, dplyr_quosures(...))
+          out
+        }
+
+        `%||%` <- function(x, y) if (is.null(x)) y else x
+
+        Counter <- R6::R6Class("Counter", public = list(n = 0))
+
+        setClass("Person", representation(name = "character"))
+        setGeneric("greet", function(obj) standardGeneric("greet"))
+        """),
+     {"summarise": "function", "summarise.data.frame": "function", "%||%": "function",
+      "Counter": "class", "Person": "class", "greet": "function"}),
 ]
 
 
@@ -374,6 +429,20 @@ def test_ml_local_lets_are_not_definitions() -> None:
               end do
             end subroutine step
             """), ["step"]),
+        ("r", "R/mutate.R", _src("""
+            mutate_col <- function(dots, data) {
+              tryCatch(
+                chunks <- eval(dots),
+                error = function(e) abort(e),
+                warning = function(w) warn(w)
+              )
+            }
+            """), ["mutate_col"]),
+        ("matlab", "getColor.m", _src("""
+            function [m2t, xcolor] = getColor(m2t, handle, color)
+                xcolor = rgb2name(color);
+            end
+            """), ["getColor"]),
         ("verilog", "uart_tx.v", _src("""
             module uart_tx (
                 input  wire clk,
@@ -386,11 +455,13 @@ def test_ml_local_lets_are_not_definitions() -> None:
             endinterface
             """), ["uart_tx", "bus_if"]),
     ],
-    ids=["fortran", "verilog"],
+    ids=["fortran", "r", "matlab", "verilog"],
 )
 def test_declarations_are_not_definitions(language: str, path: str, text: str, expected: list[str]) -> None:
     """`integer :: i` (Fortran) and `input wire clk` (Verilog) declare variables and ports; the
-    generic patterns read them as a Haskell signature and a GraphQL `input` type."""
+    generic patterns read them as a Haskell signature and a GraphQL `input` type. R's
+    `error = function(e)` is a handler passed to tryCatch, and MATLAB's `function [m2t, xcolor] =
+    getColor(...)` defines getColor, not its outputs."""
     names = [d.name for c in chunk_fallback(path, text, language) for d in c.definitions]
     assert names == expected
 

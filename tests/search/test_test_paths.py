@@ -92,8 +92,15 @@ TEST_FILES = [
     "Src/Billing/InvoiceTests.vb",
     "lib/kemal/route_spec.cr",
     "src/Counter.t.sol",
-    # ocaml (dune), r (testthat), julia: test folders
+    # ocaml: dune tests' `test_*.ml` (angstrom's `lib_test/`); r (testthat), julia: test folders
     "test/test_parser.ml",
+    "lib_test/test_angstrom.ml",
+    "src/uri_tests.ml",
+    # matlab: runtests' `test*.m` functions
+    "matlab2tikz/testHeadless.m",
+    # dart / flutter: `flutter drive` targets and integration tests
+    "example/test_driver/app.dart",
+    "integration_test/app.dart",
     "tests/testthat/test-fit.R",
     "test/runtests.jl",
     # any language: a file's test variant, and the scripts that run the tests
@@ -125,6 +132,8 @@ CODE_FILES = [
     "AFNetworking/AFSecurityPolicy.m",
     "contracts/Token.sol",
     "src/spectator.cr",
+    "lib/testable.m",  # `test*` runs only camelCase/snake_case: `testable` is a word
+    "lib/attest.ml",
 ]
 
 
@@ -175,6 +184,26 @@ def test_declaration_files_of_every_module_kind_rank_below_the_code(engine: Engi
     hits = engine.search("interceptor manager use", [name], options=SearchOptions(per_file=0, explain=True))
     scaled = {h.path: "type_declarations" in h.explain["boosts"] for h in hits}
     assert scaled == {"index.d.cts": True, "index.d.mts": True, "lib/InterceptorManager.js": False}
+
+
+def test_interfaces_and_objc_headers_rank_below_their_implementation(engine: Engine, tmp_path: Path) -> None:
+    # angstrom.mli holds `val`s and their docs beside angstrom.ml; AFNetworking's headers declare
+    # the @implementation of the .m beside them; a C header is often all there is of a C API
+    name = indexed(engine, tmp_path / "repo", {
+        "lib/angstrom.mli": "val parse_string : consume:Consume.t -> 'a t -> string -> ('a, string) result\n",
+        "lib/angstrom.ml": "let parse_string ~consume p s =\n  let len = String.length s in\n  run p s len\n",
+        "AF/AFSecurityPolicy.h": "#import <Foundation/Foundation.h>\n@interface AFSecurityPolicy : NSObject\n"
+                                 "- (BOOL)evaluateServerTrust:(SecTrustRef)serverTrust;\n@end\n",
+        "AF/AFSecurityPolicy.m": "#import \"AFSecurityPolicy.h\"\n@implementation AFSecurityPolicy\n"
+                                 "- (BOOL)evaluateServerTrust:(SecTrustRef)serverTrust {\n"
+                                 "    return YES;\n}\n@end\n",
+        "include/trust.h": "/* evaluate server trust */\nint evaluate_server_trust(void *serverTrust);\n",
+    })
+    hits = engine.search("parse_string evaluate server trust", [name],
+                         options=SearchOptions(per_file=0, explain=True))
+    scaled = {h.path: "type_declarations" in h.explain["boosts"] for h in hits}
+    assert scaled == {"lib/angstrom.mli": True, "lib/angstrom.ml": False, "AF/AFSecurityPolicy.h": True,
+                      "AF/AFSecurityPolicy.m": False, "include/trust.h": False}
 
 
 ASKS_FOR_TESTS = [

@@ -45,3 +45,31 @@ def test_piled_up_segments_are_merged_and_search_answers_the_same(
     assert piled > 2, "each collection's update wrote its own segment"
     assert merged == 1
     assert merged_hits == hits and all(hits)
+
+
+def test_an_update_that_changes_many_files_writes_few_segments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # FTS5 writes its pending rows out as a segment whenever a write goes back in rowid order: an
+    # update that deleted and inserted each changed file's rows in turn made one segment per file
+    # (20 edited files, 14 segments); held back and sorted (store/fts_batch.py), at most two.
+    tree = tmp_path / "tree"
+    shutil.copytree(REPO / "qmd_daemon" / "search", tree)
+    monkeypatch.setattr(index_store, "MAX_FTS_SEGMENTS", 10**6)
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(tmp_path / "home"))
+    engine = Engine(Settings.from_env())
+    try:
+        engine.add_collection(tree, "search")
+        engine.update(["search"], progress=False)
+        before = engine.store.fts_segments()
+        edited = [path for path in sorted(tree.glob("*.py")) if path.name != "hit.py"][:15]
+        for i, path in enumerate(edited):
+            path.write_text(path.read_text() + f"\n\ndef appended_function_{i}():\n    return {i}\n")
+        (tree / "hit.py").unlink()
+        engine.update(["search"], progress=False)
+        assert len(edited) == 15
+        assert engine.store.fts_segments() - before <= 2
+        hits = engine.search("appended_function_7", None)
+        assert hits and hits[0].path.endswith(edited[7].name)
+    finally:
+        engine.close()

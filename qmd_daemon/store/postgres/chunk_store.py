@@ -16,6 +16,7 @@ import psycopg
 
 from qmd_daemon.errors import IndexDatabaseError
 from qmd_daemon.store.chunk_plan import StoredChunks, plan_chunks
+from qmd_daemon.store.fts_tokens import index_tokens
 from qmd_daemon.store.lexical_query import AnyOf, LexicalQuery, Phrase
 from qmd_daemon.store.postgres import lexical, ranking
 from qmd_daemon.store.postgres.connection import PostgresDatabase
@@ -23,7 +24,6 @@ from qmd_daemon.store.postgres.schema import migrate
 from qmd_daemon.store.protocols import ChunkRow, FileState
 from qmd_daemon.text.analysis import fts_body, fts_path, fts_symbols
 from qmd_daemon.text.chunk_model import Chunk
-from qmd_daemon.text.tokens import index_tokens
 
 _CHUNK_SELECT = """
     SELECT c.id, c.file_id, col.name, f.path, f.kind, f.language, c.start_line, c.end_line,

@@ -1,4 +1,4 @@
-"""LexicalQuery -> a tree of FTS5 phrases over text/tokens.py's tokens, and its tsquery.
+"""LexicalQuery -> a tree of FTS5 phrases over FTS5's own tokens (store/fts_tokens.py), and its tsquery.
 
 PostgreSQL's GIN index finds the candidate rows with the tsquery; ranking.py then decides, as FTS5
 does, which phrases occur (a phrase lies inside one column: weights A/B/C are path/symbols/body)
@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from qmd_daemon.errors import QueryRejected
+from qmd_daemon.store.fts_tokens import query_tokens
 from qmd_daemon.store.lexical_query import AllOf, LexicalQuery, Phrase, Without, Word
 from qmd_daemon.text.cjk import run_pairs, without_cjk
-from qmd_daemon.text.tokens import index_tokens
 
 COLUMN_LABELS = ("A", "B", "C")  # tsvector weights of path, symbols, body
 
@@ -39,10 +39,10 @@ def _phrase(text: str, column: str | None) -> Node | None:
     holds them, text/cjk.py), each run a phrase of its own, with the other words."""
     pairs = run_pairs(text)
     if not pairs:
-        tokens = tuple(index_tokens(text))
+        tokens = query_tokens(text)
         return Seq(tokens, column) if tokens else None
-    groups = [Seq(tuple(t for pair in run for t in index_tokens(pair)), column) for run in pairs]
-    groups += [Seq(tuple(index_tokens(w)), column) for w in without_cjk(text) if index_tokens(w)]
+    groups = [Seq(tuple(t for pair in run for t in query_tokens(pair)), column) for run in pairs]
+    groups += [Seq(query_tokens(w), column) for w in without_cjk(text) if query_tokens(w)]
     return groups[0] if len(groups) == 1 else Op("and", tuple(groups))
 
 

@@ -3,7 +3,7 @@ migration step runs in one transaction under an advisory lock, so two machines o
 database at once do not both create it. The vector table is made by PostgresVectorIndex.ensure for
 the active model's dimension (pgvector's extension is created here).
 
-Lexical search: each chunk's `fts` tsvector holds text/tokens.py's tokens of its path (weight A),
+Lexical search: each chunk's `fts` tsvector holds FTS5's tokens (store/fts_tokens.py) of its path (weight A),
 symbols (B) and body (C) at consecutive positions, so phrases and BM25 see what FTS5 sees. BM25
 needs table-wide statistics: `term_stats` (chunks holding each lexeme, per collection) and
 `collection_totals` (chunks, tokens, a version that moves on every change) are kept by statement
