@@ -548,8 +548,8 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
     falls back at once instead of waiting for a start that cannot happen."""
     state = read_state()
     if state is not None and _older_than_client(state):
-        older = f"the daemon (pid {state.get('pid')}) runs older code than this client"
-        print(f"qmd-daemon: restarting {older}", file=sys.stderr)
+        daemon = f"the daemon (pid {state.get('pid')})"
+        print(f"qmd-daemon: restarting {daemon}: it runs older code than this client", file=sys.stderr)
         try:  # noqa: SIM105 - contextlib costs an import on every call
             retire_older(state)
         except (DaemonUnavailable, DaemonError):
