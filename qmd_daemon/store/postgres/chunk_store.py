@@ -124,6 +124,10 @@ class PostgresChunkStore:
         self._sql("UPDATE collections SET updated_at = %s, index_format = %s WHERE id = %s",
                   (time.time(), index_format, collection_id))
 
+    def merge_step(self) -> bool:
+        """Nothing to merge: PostgreSQL keeps its indexes itself (autovacuum)."""
+        return False
+
     def index_format(self, collection_id: int) -> str:
         row = self._sql("SELECT index_format FROM collections WHERE id = %s", (collection_id,)).fetchone()
         return row[0] if row else ""
