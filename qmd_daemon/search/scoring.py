@@ -118,13 +118,14 @@ def _name_and_parent(path: str) -> tuple[str, str]:
     return parts[-1], parts[-2] if len(parts) > 1 else ""
 
 
-def _stem_words(path: str) -> set[str]:
+@lru_cache(maxsize=65_536)
+def _stem_words(path: str) -> frozenset[str]:
     name, parent = _name_and_parent(path)
     stem = name.split(".")[0]
     words = {stem.lower(), *split_identifier(stem)}
     if parent:
         words |= {parent.lower(), *split_identifier(parent)}
-    return {w for w in words if w}
+    return frozenset(w for w in words if w)
 
 
 def _word_matches(word: str, names: set[str]) -> bool:
@@ -135,16 +136,37 @@ def _word_matches(word: str, names: set[str]) -> bool:
     return any(n.startswith(word) or (len(n) >= 3 and word.startswith(n)) for n in names)
 
 
+class _WordsMatching:
+    """The question's words that `_word_matches` a set of names, found in the time of the names'
+    letters: a bug report's ~60 words tried against each name of ~300 candidate paths was 25k
+    prefix tests a report (a fifth of its CPU at 503k chunks). Same words as _word_matches."""
+
+    def __init__(self, words: list[str]):
+        self.words = frozenset(words)
+        self.by_prefix: dict[str, set[str]] = {}  # each prefix of 3+ letters -> the words it starts
+        for word in self.words:
+            for end in range(3, len(word) + 1):
+                self.by_prefix.setdefault(word[:end], set()).add(word)
+
+    def matched(self, names: frozenset[str]) -> set[str]:
+        found = set(self.words & names)
+        for name in names:
+            found.update(p for end in range(3, len(name) + 1) if (p := name[:end]) in self.words)
+            if len(name) >= 3:
+                found |= self.by_prefix.get(name, set())
+        return found
+
+
 def path_word_boost(cands: list[Candidate], parsed: ParsedQuery, top: float, weights: ScoringWeights) -> None:
     words = content_words(parsed)
     if not words or weights.path_words == 0:
         return
+    matching = _WordsMatching(words)
     fractions: dict[str, float] = {}
     for cand in cands:
         path = cand.chunk.path
         if path not in fractions:
-            names = _stem_words(path)
-            fractions[path] = sum(1 for w in words if _word_matches(w, names)) / len(words)
+            fractions[path] = len(matching.matched(_stem_words(path))) / len(words)
         cand.add("path_words", weights.path_words * top * fractions[path])
 
 
