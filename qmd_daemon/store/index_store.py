@@ -307,6 +307,14 @@ class IndexStore:
             ).fetchone()[0]
         )
 
+    def chunks_in(self, collection_ids: list[int]) -> int:
+        """Chunks of the collections. All of them: one count of the chunks table (4 ms at 503k
+        chunks) instead of one joined count per collection (32-38 ms for 58), which a search paid
+        after every write (lexical.chunks_in_scope keeps it until the data changes)."""
+        if self._scope(collection_ids) is None:
+            return int(self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        return sum(self.chunk_count(i) for i in collection_ids)
+
     def indexed_paths(self, collection_id: int) -> list[str]:
         rows = self.conn.execute(
             "SELECT path FROM files WHERE collection_id = ? ORDER BY path", (collection_id,)

@@ -237,6 +237,9 @@ class PostgresChunkStore:
     def chunk_count(self, collection_id: int) -> int:
         return int(self._scalar("SELECT count(*) FROM chunks WHERE collection_id = %s", (collection_id,)))
 
+    def chunks_in(self, collection_ids: list[int]) -> int:
+        return sum(self.chunk_count(i) for i in collection_ids)
+
     def indexed_paths(self, collection_id: int) -> list[str]:
         rows = self._sql("SELECT path FROM files WHERE collection_id = %s ORDER BY path COLLATE \"C\"",
                          (collection_id,))
