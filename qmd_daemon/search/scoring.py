@@ -132,7 +132,7 @@ class _WordsMatching:
     """A question's words against names: a word and a name match when they are equal, or one
     starts the other and both have 3 letters or more. Found through the prefixes of each word and
     name, in the time of their letters: a bug report's ~60 words tried against each name of ~300
-    candidate paths one pair at a time was 25k prefix tests a report (a fifth of its CPU at 503k
+    candidate paths one pair at a time was 25k prefix tests a report (5.3 of its 57 ms of CPU at 503k
     chunks), and its candidates' names against its words as many again."""
 
     def __init__(self, words: list[str]):
