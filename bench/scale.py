@@ -3,7 +3,7 @@
 1024 int8 vectors (all collections / one: p50 and recall@10), with the machine's load average.
 
     python bench/scale.py [--home DIR] [--target-chunks 240000] [--build-minutes 15] [--seed-home DIR]
-                          [--compare] [--search-only] [--knn-cache DIR | --no-knn]
+                          [--compare] [--search-only] [--knn-cache DIR | --no-knn] [--edits N]
 
 The index is built once and reused: --home (default ~/.cache/qmd-eval/home-scale) keeps the config
 and index, and copies of corpus trees live under HOME/trees (copies, never the shared corpora, are
@@ -20,7 +20,9 @@ own HOME/trees at start, so the edit step never writes to the other home's files
 KNN rows reuse bench/knn.py's 1M x 1024 int8 tier in --knn-cache (built there by `bench/knn.py
 --sizes 1000000 --cache DIR`; searched as it is, never rebuilt or rewritten here): p50 of
 `VectorIndex.search` (k=100) and recall@10 against the float top 10. The static vector tier's row
-(>= 300 chunks/s) is bench/static_tier.py's.
+(>= 300 chunks/s) is bench/static_tier.py's. --edits N: N writing updates in a row (10 files of the
+edited collection each), their wall and CPU seconds (p50, max; CPU total) and the FTS5 segments after each
+(max, last; each update's in --json): what FTS5's segment merging costs an edit's refresh over time.
 """
 
 from __future__ import annotations
@@ -133,11 +135,15 @@ def _full_relink_baseline(engine: Any, edited: str) -> dict[str, float]:
     return out
 
 
-def measure(engine: Any, repeat: int, compare: bool = False, search_only: bool = False) -> dict[str, Any]:
+def measure(
+    engine: Any, repeat: int, compare: bool = False, search_only: bool = False, edits: int = 0
+) -> dict[str, Any]:
     engine.update(progress=False)  # settle anything changed since the build
     out: dict[str, Any] = {"chunks": _chunks(engine), "collections": len(engine.collections())}
     if not search_only:
         out.update(refresh_rows(engine, repeat))
+    if edits:
+        out.update(edit_series_rows(engine, edits))
     out.update(search_rows(engine))
     if compare:
         with _pruning_off():
@@ -169,6 +175,38 @@ def refresh_rows(engine: Any, repeat: int) -> dict[str, float]:
         engine.update([name], progress=False)
     out.update(_full_relink_baseline(engine, name))
     return out
+
+
+def edit_series_rows(engine: Any, count: int) -> dict[str, float]:
+    """`count` writing updates of the edited collection, 10 files each (a new function appended
+    to each, numbered, so every update writes), then the files as they were."""
+    name, files = _edit_target(engine)
+    originals = {f: f.read_bytes() for f in files}
+    wall, cpu, segments = [], [], []
+    try:
+        for n in range(count):
+            for f in files:
+                f.write_bytes(originals[f] + f"\n\ndef scale_bench_series_{n}():\n    return {n}\n".encode())
+            c0, t0 = time.process_time(), time.perf_counter()
+            engine.update([name], progress=False)
+            wall.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+            segments.append(engine.store.fts_segments())
+    finally:
+        for f, data in originals.items():
+            f.write_bytes(data)
+        engine.update([name], progress=False)
+    return {
+        "edits": count,
+        "edits_update_p50_s": statistics.median(wall),
+        "edits_update_max_s": max(wall),
+        "edits_update_cpu_p50_s": statistics.median(cpu),
+        "edits_update_cpu_max_s": max(cpu),
+        "edits_update_cpu_total_s": sum(cpu),
+        "edits_segments_max": max(segments),
+        "edits_segments_last": segments[-1],
+        "edits_series": [[round(w, 3), round(c, 3), k] for w, c, k in zip(wall, cpu, segments, strict=True)],
+    }
 
 
 def _p50_p95(values: list[float]) -> tuple[float, float]:
@@ -259,6 +297,7 @@ DONE_WHEN = (  # issue 15: (what, result key, target, unit)
     ("1M x 1024 KNN all collections recall@10", "knn_all_recall_at_10", -0.95, ""),
     ("1M x 1024 KNN one collection recall@10", "knn_one_recall_at_10", -0.95, ""),
     ("edit 10 files + refresh (the collection)", "edit10_update_collection_s", 1.0, "s"),
+    ("the same, slowest of --edits updates", "edits_update_max_s", 1.0, "s"),
     ("no-change refresh, all collections", "no_change_update_s", 2.0, "s"),
 )
 
@@ -292,6 +331,7 @@ def main() -> int:
     ap.add_argument("--knn-cache", type=Path, default=Path("~/.cache/qmd-eval/knn-bench-knn-recall"),
                     help="bench/knn.py's --cache holding the 1M x 1024 int8 tier")
     ap.add_argument("--no-knn", action="store_true", help="skip the KNN rows")
+    ap.add_argument("--edits", type=int, default=0, help="N writing updates in a row (edits_* rows)")
     args = ap.parse_args()
     home = args.home.expanduser()
     if not home.exists() and args.seed_home.exists():
@@ -305,14 +345,15 @@ def main() -> int:
     engine = Engine(settings)
     try:
         build(engine, home, args.target_chunks, args.build_minutes)
-        result = measure(engine, args.repeat, args.compare, args.search_only)
+        result = measure(engine, args.repeat, args.compare, args.search_only, args.edits)
     finally:
         engine.close()
     if not args.no_knn:
         result.update(knn_rows(args.knn_cache.expanduser()))
         result["load_average"] = os.getloadavg()
     for key, value in result.items():
-        print(f"{key:28} {value:.3f}" if isinstance(value, float) else f"{key:28} {value}")
+        if not key.endswith("_series"):  # per update: --json only
+            print(f"{key:28} {value:.3f}" if isinstance(value, float) else f"{key:28} {value}")
     print_done_when(result)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))

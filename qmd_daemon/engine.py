@@ -235,6 +235,12 @@ class Engine:
                 reports.append(report)
         return reports
 
+    def merge_step(self) -> bool:
+        """One bounded step of the index's upkeep (store.merge_step), under the writer lock: True
+        when more may be left. The daemon's job queue runs it while idle (daemon/jobs.py)."""
+        with self.writing(), self.store.transaction():
+            return self.store.merge_step()
+
     def index_stamp(self, name: str) -> IndexStamp:
         """What identifies the index's copy of a collection: it changes when another process
         removes and re-adds the collection, or indexes it with other rules."""

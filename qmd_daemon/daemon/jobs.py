@@ -4,7 +4,9 @@ Jobs run one at a time on a dedicated writer thread with their own Engine (their
 connection), so the searcher's connection is never held by a write: WAL lets searches read the last
 committed index while a refresh transaction is open. Identical jobs that are still queued merge.
 A refresh skips the collections whose roots the watcher saw no change under since their last
-finished refresh (vouch.py).
+finished refresh (vouch.py). While no job has come for IDLE_MERGE_SECONDS, the writer thread merges
+the index's FTS5 segments one bounded step at a time (Engine.merge_step), so an update never pays a
+whole merge and a daemon's index is merged soon after its edits stop.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from qmd_daemon.errors import QmdError
 log = logging.getLogger("qmd_daemon.jobs")
 
 KINDS = ("refresh", "embed")
+# Seconds without a job before the idle merge steps begin: an agent's edits come in bursts, and a
+# step (~0.1 s at 500k chunks) holds the writer that the next refresh waits for.
+IDLE_MERGE_SECONDS = 5.0
 _ids = itertools.count(1)
 
 
@@ -95,6 +100,7 @@ class JobQueue:
         self._recent: deque[Job] = deque(maxlen=50)
         self._task: asyncio.Task[None] | None = None
         self._closing = False
+        self._merge_due = True  # the index may hold segments to merge: at start, after a refresh
 
     # -- submission ----------------------------------------------------------------------------
 
@@ -150,8 +156,7 @@ class JobQueue:
         loop = asyncio.get_running_loop()
         while not self._closing:
             if not self._queue:
-                self._wakeup.clear()
-                await self._wakeup.wait()
+                await self._idle()
                 continue
             job = self._queue.popleft()
             self._running = job
@@ -184,6 +189,8 @@ class JobQueue:
                 job.state,
                 job.finished_at - (job.started_at or job.finished_at),
             )
+            if job.kind == "refresh":
+                self._merge_due = True
             if job.state == "done" and job.kind == "refresh" and self.auto_embed:
                 touched = [r["collection"] for r in job.result.get("reports", []) if r.get("touched")]
                 if touched:
@@ -193,6 +200,32 @@ class JobQueue:
                     self.on_finished(job)
                 except Exception:  # noqa: BLE001
                     log.exception("job callback failed")
+
+    async def _idle(self) -> None:
+        """Wait for a job; once none has come for IDLE_MERGE_SECONDS, run merge steps on the
+        writer thread until nothing is left to merge or a job comes (it waits one step at most)."""
+        self._wakeup.clear()
+        if not self._merge_due:
+            await self._wakeup.wait()
+            return
+        try:
+            await asyncio.wait_for(self._wakeup.wait(), IDLE_MERGE_SECONDS)
+            return
+        except TimeoutError:
+            pass
+        loop = asyncio.get_running_loop()
+        while self._merge_due and not self._queue and not self._closing:
+            self._merge_due = await loop.run_in_executor(self._executor, self._merge_step)
+
+    def _merge_step(self) -> bool:
+        try:
+            return self.engine.merge_step()
+        except QmdError as exc:  # the writer lock given up at shutdown, an index that cannot be written
+            log.info("segments not merged: %s", exc)
+            return False
+        except Exception:  # noqa: BLE001 - upkeep must not stop the queue; the next refresh retries
+            log.exception("merging the index's segments failed")
+            return False
 
     def _run(self, job: Job, plan: RefreshPlan | None) -> dict[str, Any]:
         names = list(job.names) if job.names is not None else None

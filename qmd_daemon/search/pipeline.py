@@ -260,7 +260,7 @@ def _pending_vectors(
     (or after a model change, which re-embeds everything), else those still without one."""
     active = vectors.active_model()
     if active is None or active[0] != fingerprint:
-        return sum(store.chunk_count(i) for i in collection_ids)
+        return store.chunks_in(collection_ids)
     return vectors.pending_count(collection_ids)
 
 

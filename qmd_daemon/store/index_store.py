@@ -39,12 +39,17 @@ _CHUNK_SELECT = """
 # in ~4 ranges of 1,000 ids (48 ids on average, the 90 dev questions at 503k chunks).
 MATCH_RANGE_GAP = 1000
 
-# FTS5 segments past which a collection's update merges them into one ('optimize'). Every write
-# transaction adds a segment and FTS5's automerge (4 a level) leaves up to 3 a level: the bench
-# home at 503k chunks held 25, then 9 after a full re-chunk, and a MATCH looks each term up in
-# every segment. Merged from 9, the 90 dev questions' strict pass cost 3.9-5.2 against 9.5-9.8
-# ms; the merge takes 4-5 s of CPU there, once in some 30-60 writing updates.
+# FTS5 segments from which a merge of all of them starts. Every write transaction adds a segment
+# and FTS5's automerge (4 a level) leaves up to 3 a level: the bench home at 503k chunks held 25,
+# then 9 after a full re-chunk, and a MATCH looks each term up in every segment. Merged from 9,
+# the 90 dev questions' strict pass cost 3.9-5.2 against 9.5-9.8 ms.
 MAX_FTS_SEGMENTS = 8
+
+# Leaf pages (FTS5's pgsz, 4,050 bytes) one merge step writes at most. A merge of all segments
+# rewrites the whole index (52k pages at 503k chunks: 4-5 s of CPU as one 'optimize', which an
+# edit's refresh paid once in 30-60 writing updates); a step of 1,000 pages took 56 ms of CPU
+# there. So each writing update does one step, the daemon more while idle (daemon/jobs.py).
+FTS_MERGE_PAGES = 1000
 
 
 def id_ranges(ids: Iterable[int], gap: int) -> list[tuple[int, int]]:
@@ -82,6 +87,7 @@ class IndexStore:
         # data_state() it was computed at (see VectorIndex.pending_count).
         self.derived: dict[str, tuple[Any, Any]] = {}
         self.fts = FtsBatch(self.conn)  # chunks_fts's rows and term counts, written at commit
+        self._changes_at_begin = 0  # total_changes as the open transaction began (mark_updated)
 
     def data_state(self) -> tuple[int, int]:
         """Changes when the data may have: PRAGMA data_version moves on other connections'
@@ -95,6 +101,7 @@ class IndexStore:
     def transaction(self) -> Iterator[None]:
         """One write transaction: everything inside lands together or not at all."""
         with refused_to_older_code(self.conn, self.path), write_transaction(self.conn, self.path):
+            self._changes_at_begin = self.conn.total_changes
             try:
                 yield
                 self.fts.flush()
@@ -136,17 +143,34 @@ class IndexStore:
         self.conn.execute("DELETE FROM collections WHERE name = ?", (name,))
 
     def mark_updated(self, collection_id: int, index_format: str) -> None:
-        """The collection's update is done. When FTS5's segments have piled up past
-        MAX_FTS_SEGMENTS, they are merged into one: same rows and scores, fewer reads. Asked on
-        every update (0.8 ms at 25 segments), so an index built before this merges on its next."""
-        self.fts.flush()  # the segments counted below include this update's rows
+        """The collection's update is done. When it wrote anything, FTS5's segments get one
+        bounded merge step (merge_step): an update with nothing changed pays nothing, and none
+        pays a whole merge."""
+        self.fts.flush()  # this update's rows are in FTS5 before the merge step
+        wrote = self.conn.total_changes != self._changes_at_begin
         self.conn.execute(
             "UPDATE collections SET updated_at = ?, index_format = ? WHERE id = ?",
             (time.time(), index_format, collection_id),
         )
-        # + 1: the rows this transaction wrote, if any, which FTS5 flushes to a segment of their own
-        if self.fts_segments() + 1 > MAX_FTS_SEGMENTS:
-            self.conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
+        if wrote:
+            self.merge_step()
+
+    def merge_step(self) -> bool:
+        """One step of merging FTS5's segments, about FTS_MERGE_PAGES leaf pages written at most:
+        same rows and scores, fewer segments for a MATCH to read. A merge under way goes on
+        ('merge', +N merges only a merge begun, or a level of 'usermerge' segments); with none
+        under way and MAX_FTS_SEGMENTS or more segments, a merge of them all begins ('merge', -N
+        first puts every segment on one level, so it is never asked while a merge is under way:
+        that one would begin again from its first page). True when it wrote anything
+        (total_changes moved by 2 or more, FTS5's documented sign of work): more may be left."""
+        if self._fts_merge(FTS_MERGE_PAGES):
+            return True
+        return self.fts_segments() >= MAX_FTS_SEGMENTS and self._fts_merge(-FTS_MERGE_PAGES)
+
+    def _fts_merge(self, pages: int) -> bool:
+        before = self.conn.total_changes
+        self.conn.execute("INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('merge', ?)", (pages,))
+        return self.conn.total_changes - before >= 2
 
     def fts_segments(self) -> int:
         """The segments of the FTS5 index (each MATCH looks every term up in each)."""
@@ -301,6 +325,14 @@ class IndexStore:
                 (collection_id,),
             ).fetchone()[0]
         )
+
+    def chunks_in(self, collection_ids: list[int]) -> int:
+        """Chunks of the collections. All of them: one count of the chunks table (4 ms at 503k
+        chunks) instead of one joined count per collection (32-38 ms for 58), which a search paid
+        after every write (lexical.chunks_in_scope keeps it until the data changes)."""
+        if self._scope(collection_ids) is None:
+            return int(self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        return sum(self.chunk_count(i) for i in collection_ids)
 
     def indexed_paths(self, collection_id: int) -> list[str]:
         rows = self.conn.execute(

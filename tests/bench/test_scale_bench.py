@@ -39,3 +39,29 @@ def test_the_done_when_table_judges_each_row_against_its_target(capsys: pytest.C
     assert "NOT met" in lines["476k chunks: questions p50, CPU"]
     assert "(target >= 0.95: met)" in lines["1M x 1024 KNN all collections recall@10"]
     assert "not measured" in lines["1M x 1024 KNN one collection p50"]
+
+
+def test_the_edit_series_writes_every_update_and_puts_the_files_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from qmd_daemon.engine import Engine
+    from qmd_daemon.settings import Settings
+
+    tree = tmp_path / "trees" / "copy1" / "qmd_daemon"
+    shutil.copytree(Path(scale.REPO_ROOT) / "qmd_daemon", tree, ignore=shutil.ignore_patterns("__pycache__"))
+    before = {p: p.read_bytes() for p in tree.rglob("*.py")}
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(tmp_path / "home"))
+    engine = Engine(Settings.from_env())
+    try:
+        engine.add_collection(tree, "qmd_daemon-copy1")
+        engine.update(progress=False)
+        rows = scale.edit_series_rows(engine, 3)
+        assert engine.update(progress=False)[0].changed == 0, "the restoring update already ran"
+    finally:
+        engine.close()
+    assert rows["edits"] == 3 and len(rows["edits_series"]) == 3
+    assert rows["edits_segments_max"] >= rows["edits_segments_last"] >= 1
+    assert 0 < rows["edits_update_p50_s"] <= rows["edits_update_max_s"]
+    assert {p: p.read_bytes() for p in tree.rglob("*.py")} == before

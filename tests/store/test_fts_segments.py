@@ -1,14 +1,18 @@
-"""FTS5's segments pile up, one a write transaction; a collection's update merges them into one
-past MAX_FTS_SEGMENTS, and search answers the same, to the score. Real indexes of this
-repository's own code, built twice in temp homes."""
+"""FTS5's segments pile up, one a write transaction; they are merged a bounded step at a time (each
+writing update one, the daemon more while idle), never all at once by an edit's update, and search
+answers the same, to the score. Real indexes of this repository's own code in temp homes."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from qmd_daemon.daemon import jobs
 from qmd_daemon.engine import Engine
 from qmd_daemon.settings import Settings
 from qmd_daemon.store import index_store
@@ -18,33 +22,109 @@ PACKAGES = ("search", "store", "text")  # a fourth segment would be automerged
 QUESTIONS = ("how are bm25 weights chosen", "FTS5 segments merged", "term_stats", "chunk the text of a file")
 
 
-def _build(home: Path, trees: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, list[object]]:
-    """Index each package as its own collection (a write transaction each): the FTS5 segments
-    after the last update, and the hits of QUESTIONS."""
-    monkeypatch.setenv("QMD_DAEMON_HOME", str(home))
+@pytest.fixture
+def trees(tmp_path: Path) -> Path:
+    for package in PACKAGES:
+        shutil.copytree(REPO / "qmd_daemon" / package, tmp_path / "trees" / package)
+    return tmp_path / "trees"
+
+
+@pytest.fixture
+def piled(tmp_path: Path, trees: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
+    """An engine whose index holds one segment per package (each its own collection, so a write
+    transaction each, with merging off while they were built)."""
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(index_store, "MAX_FTS_SEGMENTS", 10**6)
     engine = Engine(Settings.from_env())
     try:
         for package in PACKAGES:
             engine.add_collection(trees / package, package)
             engine.update([package], progress=False)
-        hits = [[(h.collection, h.path, h.line, h.score) for h in engine.search(q, None)] for q in QUESTIONS]
-        return engine.store.fts_segments(), hits
+        yield engine
     finally:
         engine.close()
 
 
-def test_piled_up_segments_are_merged_and_search_answers_the_same(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _hits(engine: Engine) -> list[object]:
+    return [[(h.collection, h.path, h.line, h.score) for h in engine.search(q, None)] for q in QUESTIONS]
+
+
+def _fts_data(engine: Engine) -> list[tuple[int, bytes]]:
+    """FTS5's whole index as stored (its %_data rows): any merge work changes it."""
+    return engine.store.conn.execute("SELECT id, block FROM chunks_fts_data ORDER BY id").fetchall()  # type: ignore[attr-defined]
+
+
+def _edit(trees: Path, n: int) -> None:
+    with (trees / "search" / "lexical.py").open("a", encoding="utf-8") as f:
+        f.write(f"\n\ndef segments_test_edit_{n}():\n    return {n}\n")
+
+
+def test_an_update_merges_a_bounded_step_and_the_steps_end_in_one_segment(
+    piled: Engine, trees: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for package in PACKAGES:
-        shutil.copytree(REPO / "qmd_daemon" / package, tmp_path / "trees" / package)
-    monkeypatch.setattr(index_store, "MAX_FTS_SEGMENTS", 10**6)
-    piled, hits = _build(tmp_path / "piled", tmp_path / "trees", monkeypatch)
+    hits = _hits(piled)
+    assert piled.store.fts_segments() == len(PACKAGES), "each collection's update wrote its own segment"
     monkeypatch.setattr(index_store, "MAX_FTS_SEGMENTS", 2)
-    merged, merged_hits = _build(tmp_path / "merged", tmp_path / "trees", monkeypatch)
-    assert piled > 2, "each collection's update wrote its own segment"
-    assert merged == 1
-    assert merged_hits == hits and all(hits)
+    monkeypatch.setattr(index_store, "FTS_MERGE_PAGES", 2, raising=False)
+    _edit(trees, 1)
+    piled.update(["search"], progress=False)
+    # 'optimize' left one segment; a step of 2 pages leaves the merge under way: its output
+    # segment beside what is left of its inputs, and the update's own segment
+    assert piled.store.fts_segments() > 2
+    steps = 1
+    while piled.merge_step():
+        steps += 1
+    assert steps > 2, "the merge took more than one bounded step"
+    assert piled.store.fts_segments() == 1
+    monkeypatch.setattr(index_store, "MAX_FTS_SEGMENTS", 10)
+    _edit(trees, 2)
+    piled.update(["search"], progress=False)
+    written = piled.store.fts_segments()
+    assert 1 < written < 10
+    assert not piled.merge_step(), "below MAX_FTS_SEGMENTS no merge begins"
+    assert piled.store.fts_segments() == written
+    monkeypatch.setattr(index_store, "FTS_MERGE_PAGES", 1000)
+    shutil.copyfile(REPO / "qmd_daemon" / "search" / "lexical.py", trees / "search" / "lexical.py")
+    piled.update(["search"], progress=False)
+    assert _hits(piled) == hits and all(hits)
+
+
+def test_an_update_that_writes_nothing_does_no_merge_work(
+    piled: Engine, trees: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_store, "MAX_FTS_SEGMENTS", 2)  # 3 segments: a merge is due
+    before = _fts_data(piled)
+    reports = piled.update(progress=False)
+    assert all(r.chunks_added == r.chunks_removed == 0 for r in reports)
+    assert _fts_data(piled) == before
+
+
+async def test_the_daemon_merges_while_idle_and_again_after_a_refresh(
+    piled: Engine, trees: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_store, "MAX_FTS_SEGMENTS", 2)  # 3 segments: a merge is due
+    monkeypatch.setattr(index_store, "FTS_MERGE_PAGES", 4, raising=False)
+    monkeypatch.setattr(jobs, "IDLE_MERGE_SECONDS", 0.2, raising=False)
+    reader = Engine(piled.settings)  # its own connection: the queue's writer thread uses piled's
+
+    async def merged() -> bool:
+        deadline = time.monotonic() + 60
+        while reader.store.fts_segments() > 1 and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        return reader.store.fts_segments() == 1
+
+    queue = jobs.JobQueue(piled, auto_embed=False)
+    queue.start()
+    try:
+        assert await merged(), "merged with no job asked"
+        _edit(trees, 1)
+        job = queue.submit("refresh", ["search"])
+        assert await job.wait(30) and job.state == "done", job.error
+        assert [r["chunks_added"] for r in job.result["reports"]] == [1]
+        assert await merged()
+    finally:
+        assert await queue.close()
+        reader.close()
 
 
 def test_an_update_that_changes_many_files_writes_few_segments(

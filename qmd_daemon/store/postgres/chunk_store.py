@@ -124,6 +124,10 @@ class PostgresChunkStore:
         self._sql("UPDATE collections SET updated_at = %s, index_format = %s WHERE id = %s",
                   (time.time(), index_format, collection_id))
 
+    def merge_step(self) -> bool:
+        """Nothing to merge: PostgreSQL keeps its indexes itself (autovacuum)."""
+        return False
+
     def index_format(self, collection_id: int) -> str:
         row = self._sql("SELECT index_format FROM collections WHERE id = %s", (collection_id,)).fetchone()
         return row[0] if row else ""
@@ -232,6 +236,9 @@ class PostgresChunkStore:
 
     def chunk_count(self, collection_id: int) -> int:
         return int(self._scalar("SELECT count(*) FROM chunks WHERE collection_id = %s", (collection_id,)))
+
+    def chunks_in(self, collection_ids: list[int]) -> int:
+        return sum(self.chunk_count(i) for i in collection_ids)
 
     def indexed_paths(self, collection_id: int) -> list[str]:
         rows = self._sql("SELECT path FROM files WHERE collection_id = %s ORDER BY path COLLATE \"C\"",
