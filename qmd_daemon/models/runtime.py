@@ -97,6 +97,11 @@ class ModelHandle:
     info: GGUFInfo = field(init=False)
     _llm: Any = field(default=None, init=False, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
+    # Searches waiting for the model, and the thread holding it: background work (embedding the
+    # index) lets a waiting search go first between its steps.
+    _turns: threading.Condition = field(default_factory=threading.Condition, init=False, repr=False)
+    _urgent: int = field(default=0, init=False, repr=False)
+    _holder: int | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
@@ -133,12 +138,31 @@ class ModelHandle:
             raise ModelError(f"llama.cpp could not load {self.path.name}: {exc}") from None
 
     @contextmanager
-    def acquire(self) -> Iterator[Any]:
-        """The loaded `llama_cpp.Llama`, held under this model's lock for the `with` block."""
-        with self._lock:
-            if self._llm is None:
-                self._llm = self._load()
-            yield self._llm
+    def acquire(self, *, urgent: bool = False) -> Iterator[Any]:
+        """The loaded `llama_cpp.Llama`, held under this model's lock for the `with` block.
+        `urgent` (a search): taken before any background user waiting for it; a background
+        user (urgent False) waits while a search does, so it should hold the model for short
+        steps (Embedder embeds one decode per acquire)."""
+        me = threading.get_ident()
+        with self._turns:
+            if urgent:
+                self._urgent += 1
+            elif self._holder != me:  # a thread holding the model never waits for it
+                self._turns.wait_for(lambda: self._urgent == 0)
+        try:
+            with self._lock:
+                outer, self._holder = self._holder, me
+                try:
+                    if self._llm is None:
+                        self._llm = self._load()
+                    yield self._llm
+                finally:
+                    self._holder = outer
+        finally:
+            if urgent:
+                with self._turns:
+                    self._urgent -= 1
+                    self._turns.notify_all()
 
     def can_serve(self, other: ModelHandle) -> bool:
         """Whether this handle, its context widened to other's if need be, does other's job:
