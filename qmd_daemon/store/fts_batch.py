@@ -10,7 +10,10 @@ of CPU at 503k chunks. Held back and sorted, all deletes and then all inserts ma
 
 The rows' term counts (store/term_stats.py) are staged as they come: a removed row's tokens are
 read back from the index, so the FTS5 delete can wait. Reads of chunks_fts inside a transaction
-must call flush() first (IndexStore does); outside one nothing is held.
+must call flush() first (IndexStore does); outside one nothing is held. A first index of a big
+repository is one transaction: past MAX_HELD_BYTES of row text the batch is written out early
+(FTS5 itself writes a segment per megabyte or so of pending rows; a first index's rows come in
+rowid order, so this costs it no segment).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from typing import Any
 
 from qmd_daemon.store.term_stats import FtsRow, PendingCounts
 
+MAX_HELD_BYTES = 16 * 2**20  # row text held before an early flush
+
 
 class FtsBatch:
     def __init__(self, conn: Any):
@@ -26,10 +31,14 @@ class FtsBatch:
         self.counts = PendingCounts(conn)
         self._deletes: set[int] = set()  # rowids whose row in chunks_fts is to go
         self._inserts: dict[int, FtsRow] = {}  # rowid -> its new row, not yet in chunks_fts
+        self._held = 0  # characters of row text in _inserts (an upper bound)
 
     def insert(self, collection_id: int, chunk_id: int, row: FtsRow) -> None:
         self._inserts[chunk_id] = row
         self.counts.add(collection_id, [row])
+        self._held += sum(len(column) for column in row)
+        if self._held > MAX_HELD_BYTES:
+            self.flush()
 
     def delete(self, collection_id: int, chunk_ids: list[int], *, count: bool = True) -> None:
         """The chunks' rows go (`count`: their tokens leave the counts; a collection removed
@@ -54,10 +63,12 @@ class FtsBatch:
                 [(i, *self._inserts[i]) for i in sorted(self._inserts)],
             )
             self._inserts.clear()
+        self._held = 0
         self.counts.apply()
 
     def discard(self) -> None:
         """The transaction rolled back, and with it everything written for it."""
         self._deletes.clear()
         self._inserts.clear()
+        self._held = 0
         self.counts.discard()

@@ -153,3 +153,33 @@ def test_an_update_that_changes_many_files_writes_few_segments(
         assert hits and hits[0].path.endswith(edited[7].name)
     finally:
         engine.close()
+
+
+def test_a_big_first_index_holds_a_bounded_amount_of_row_text(
+    tmp_path: Path, trees: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # one transaction indexes a whole repository: its FTS rows are written out as the bound is
+    # passed, not all held in memory until the commit
+    from qmd_daemon.store import fts_batch
+
+    monkeypatch.setattr(fts_batch, "MAX_HELD_BYTES", 20_000)
+    held: list[int] = []
+    flush = fts_batch.FtsBatch.flush
+
+    def recording(self: fts_batch.FtsBatch) -> None:
+        held.append(sum(len(c) for row in self._inserts.values() for c in row))
+        flush(self)
+
+    monkeypatch.setattr(fts_batch.FtsBatch, "flush", recording)
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(tmp_path / "home"))
+    engine = Engine(Settings.from_env())
+    try:
+        engine.add_collection(trees / "store", "store")
+        engine.update(["store"], progress=False)
+        largest = engine.store.conn.execute(  # type: ignore[attr-defined]
+            "SELECT max(length(collection) + length(path) + length(symbols) + length(body)) FROM chunks_fts"
+        ).fetchone()[0]
+        assert len([h for h in held if h]) > 5 and max(held) <= 20_000 + largest
+        assert engine.search("FtsBatch", None)[0].path.endswith("fts_batch.py")
+    finally:
+        engine.close()
