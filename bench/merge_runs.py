@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n##### {set_name} ({len(by_method[methods[0]])} questions from {len(args.runs)} runs)\n")
         print(format_comparison(set_name, by_method, args.metric))
         lower = losses(by_method[methods[0]], by_method[methods[1]], args.metric)
-        print("\n" + format_losses(*methods, lower, args.metric))
+        print("\n" + format_losses(methods[0], methods[1], lower, args.metric))
     return 0
 
 
