@@ -1,0 +1,91 @@
+"""One table from several bench/retrieval.py --json runs, and the questions two methods disagree on.
+
+    python bench/merge_runs.py RUN.json [RUN.json ...] [--metric ndcg@10] [--methods lexical,hybrid]
+
+Why: the vectors of the broad set's 30 repositories live in more than one bench home (embedding
+them all into one takes hours on the shared cores), so a per-language figure over all of them is
+the union of several runs' questions. Each set's questions are pooled over the files (a question
+measured twice, on two homes, counts twice: pass each question once), tabled per repository,
+category and language with bench/retrieval.py's own grouping, and every question where the second
+method scores below the first is listed with both methods' first files (the per-question ranks the
+ranking notes in docs/ranking.md read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench.retrieval import format_comparison  # noqa: E402
+
+SHOWN_FILES = 3  # first files of each method printed beside a question it disagrees on
+
+
+def pooled(paths: list[Path], methods: list[str]) -> dict[str, dict[str, list[dict]]]:
+    """set -> method -> its questions over every run that has both methods for that set."""
+    out: dict[str, dict[str, list[dict]]] = {}
+    for path in paths:
+        sets = json.loads(path.read_text(encoding="utf-8"))["sets"]
+        for set_name, by_method in sets.items():
+            if not all(m in by_method for m in methods):
+                continue
+            for m in methods:
+                out.setdefault(set_name, {}).setdefault(m, []).extend(by_method[m]["queries"])
+    return out
+
+
+def losses(first: list[dict], second: list[dict], metric: str) -> list[tuple[dict, dict]]:
+    """(first's row, second's row) of each question the second method scores lower, worst first."""
+    pairs = list(zip(first, second, strict=True))
+    for a, b in pairs:
+        if (a["repo"], a["query"]) != (b["repo"], b["query"]):
+            raise SystemExit(f"merge_runs.py: the runs list questions in different orders at {a['query']!r}")
+    lower = [(a, b) for a, b in pairs if b[metric] < a[metric] - 1e-9]
+    return sorted(lower, key=lambda ab: ab[1][metric] - ab[0][metric])
+
+
+def format_losses(first: str, second: str, rows: list[tuple[dict, dict]], metric: str) -> str:
+    lines = [f"== questions {second} scores below {first} ({len(rows)}, {metric})"]
+    for a, b in rows:
+        lines.append(f"{a['repo']} {a[metric]:.3f} -> {b[metric]:.3f}  {a['query']}")
+        lines.append(f"  relevant {', '.join(a['relevant'])}")
+        lines.append(f"  {first}: {', '.join(a['files'][:SHOWN_FILES])}")
+        lines.append(f"  {second}: {', '.join(b['files'][:SHOWN_FILES])}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("runs", nargs="+", type=Path, help="bench/retrieval.py --json files")
+    p.add_argument("--metric", default="ndcg@10")
+    p.add_argument("--methods", default="lexical,hybrid",
+                   help="two methods: the reference, then the one compared")
+    args = p.parse_args(argv)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if len(methods) != 2:
+        print("merge_runs.py: --methods takes two methods, e.g. lexical,hybrid", file=sys.stderr)
+        return 2
+    missing = [str(r) for r in args.runs if not r.is_file()]
+    if missing:
+        print(f"merge_runs.py: no such run file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    sets = pooled(args.runs, methods)
+    if not sets:
+        print(f"merge_runs.py: no set in these runs has both {methods[0]} and {methods[1]}", file=sys.stderr)
+        return 2
+    for set_name, by_method in sets.items():
+        print(f"\n##### {set_name} ({len(by_method[methods[0]])} questions from {len(args.runs)} runs)\n")
+        print(format_comparison(set_name, by_method, args.metric))
+        lower = losses(by_method[methods[0]], by_method[methods[1]], args.metric)
+        print("\n" + format_losses(methods[0], methods[1], lower, args.metric))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

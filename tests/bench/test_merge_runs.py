@@ -1,0 +1,53 @@
+"""bench/merge_runs.py: one per-language table over several retrieval runs' JSON files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench import merge_runs
+
+
+def _question(repo: str, language: str, query: str, score: float, files: list[str]) -> dict:
+    return {"set": "broad", "index": 0, "repo": repo, "category": "semantic", "language": language,
+            "query": query, "relevant": [files[0]], "files": files, "ms": 1.0,
+            "ndcg@10": score, "acc@1": score, "acc@5": score, "acc@10": score, "mrr@10": score}
+
+
+def _run(path: Path, lexical: list[dict], hybrid: list[dict]) -> Path:
+    sets = {"broad": {"lexical": {"queries": lexical}, "hybrid": {"queries": hybrid}}}
+    path.write_text(json.dumps({"sets": sets}), encoding="utf-8")
+    return path
+
+
+def test_questions_of_two_homes_pool_into_one_language_figure(tmp_path: Path, capsys) -> None:
+    # Two runs (two homes), one javascript repository each: the language's figure is over both.
+    first = _run(tmp_path / "a.json",
+                 [_question("redux", "javascript", "q1", 1.0, ["a.ts", "b.ts"])],
+                 [_question("redux", "javascript", "q1", 0.5, ["b.ts", "a.ts"])])
+    second = _run(tmp_path / "b.json",
+                  [_question("axios", "javascript", "q2", 0.5, ["c.js"])],
+                  [_question("axios", "javascript", "q2", 1.0, ["c.js"])])
+    assert merge_runs.main([str(first), str(second)]) == 0
+    out = capsys.readouterr().out
+    language = next(line for line in out.splitlines() if line.startswith("lang:javascript"))
+    assert language.split()[1:] == ["0.750", "0.750"]
+    assert "questions hybrid scores below lexical (1, ndcg@10)" in out
+    assert "redux 1.000 -> 0.500  q1" in out and "  hybrid: b.ts, a.ts" in out
+    assert "axios 0.500" not in out  # the question hybrid wins is not a loss
+
+
+def test_losses_lists_the_worst_first() -> None:
+    lexical = [_question("r", "go", "small", 1.0, ["x"]), _question("r", "go", "large", 1.0, ["x"])]
+    hybrid = [_question("r", "go", "small", 0.9, ["x"]), _question("r", "go", "large", 0.2, ["x"])]
+    assert [a["query"] for a, _ in merge_runs.losses(lexical, hybrid, "ndcg@10")] == ["large", "small"]
+
+
+def test_bad_arguments_exit_2_with_one_line(tmp_path: Path, capsys) -> None:
+    same = [_question("r", "go", "q", 1.0, ["x"])]
+    run = _run(tmp_path / "a.json", same, same)
+    assert merge_runs.main([str(tmp_path / "absent.json")]) == 2
+    assert merge_runs.main([str(run), "--methods", "lexical"]) == 2
+    assert merge_runs.main([str(run), "--methods", "lexical,vector"]) == 2  # no run has vector
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and all(line.startswith("merge_runs.py: ") for line in err)
