@@ -40,7 +40,7 @@ class ScoringWeights:
     dts_penalty: float = 0.7
     saturation: float = 0.5  # each further chunk of an already-ranked file
     doc_penalty: float = 0.5  # prose (markdown, rst, txt) when the question is not about docs
-    data_file_penalty: float = 1.0  # YAML/JSON/TOML/XML when the question is not about configuration or data
+    data_file_penalty: float = 0.5  # YAML/JSON/TOML/XML unless the question is about configuration or data
     changelog_penalty: float = 0.3  # CHANGES / CHANGELOG / HISTORY / NEWS mention everything
     preamble_penalty: float = 0.5  # code chunks that are only imports / package lines / header
     frame_file: float = 1.0  # x top score, for a file a quoted stack frame names (innermost most)

@@ -100,3 +100,24 @@ def test_a_question_about_benchmarks_lifts_them(engine: Engine, tmp_path: Path) 
 
     assert lowered("how a channel send suspends") == {bench: True, source: False}
     assert lowered("benchmark of channel send throughput") == {bench: False, source: False}
+
+
+def test_data_files_rank_below_the_code_unless_configuration_is_asked_for(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # trpc's `_artifacts/domain_map.yaml` maps every feature to its files in the question's words
+    domain_map, router = "_artifacts/domain_map.yaml", "packages/server/src/router.ts"
+    name = indexed(engine, tmp_path / "trpc", {
+        domain_map: "routers:\n  description: how routers are created and merged\n"
+                    "  files: [router.ts]\n  merged routers: createRouter mergeRouters\n",
+        router: "// a router holds procedures; routers are merged into one\n"
+                "export function mergeRouters(...routers: Router[]) {\n  return createRouter(routers)\n}\n",
+    })
+
+    def lowered(query: str) -> dict[str, bool]:
+        hits = engine.search(query, [name], options=SearchOptions(per_file=0, explain=True))
+        return {h.path: "data_file" in h.explain["boosts"] for h in hits}
+
+    assert engine.search("how routers are created and merged", [name])[0].path == router
+    assert lowered("how routers are created and merged") == {domain_map: True, router: False}
+    assert lowered("yaml map of how routers are merged")[domain_map] is False
