@@ -1,8 +1,9 @@
 """What a checkout's folders hold besides the source, by layout conventions many ecosystems share
 (issue 11, the whole tree).
 
-A user's collection is the whole checkout: beside the source sit example apps, benchmarks and the
-docs site (its pages, generated API pages and code snippets; tests are test_paths.py's). Their
+A user's collection is the whole checkout: beside the source sit example apps, benchmarks, the
+docs site (its pages, generated API pages and code snippets) and the project's own scripts (tests
+are test_paths.py's). Their
 files say a question's words as the source does (an example app calls the API it shows, a docs
 snippet repeats it), so without a rule they take the source's places. Each role is
 a set of folder names used across ecosystems, never one repository's, and the words by which a
@@ -56,7 +57,15 @@ DOCS_SITE = FolderRole(
     ("*-docs", "docs-*", "*_docs", "*-documentation", "documentation-*", "*-website"),
     DOC_WORDS | {"website", "site"},
 )
-FOLDER_ROLES = (EXAMPLES, BENCHMARKS, DOCS_SITE)
+SCRIPTS = FolderRole(
+    "scripts_path",
+    # a project's build, release and maintenance scripts (npm/yarn/pnpm `scripts/`, GitHub's
+    # `script/` "scripts to rule them all"); `bin/` and `tools/` are too often the product itself
+    frozenset({"scripts", "script"}),
+    (),
+    frozenset({"script", "scripts", "build", "release", "publish", "tooling", "maintenance"}),
+)
+FOLDER_ROLES = (EXAMPLES, BENCHMARKS, DOCS_SITE, SCRIPTS)
 
 
 @lru_cache(maxsize=65_536)

@@ -33,6 +33,7 @@ class ScoringWeights:
     example_penalty: float = 0.3  # example apps, samples, demos, playgrounds
     benchmark_penalty: float = 0.3
     docs_site_penalty: float = 0.3  # the docs site's pages and code (x doc_penalty for its prose)
+    scripts_penalty: float = 0.3  # build, release and maintenance scripts
     compat_penalty: float = 0.3
     deprecated_penalty: float = 0.5  # a chunk whose definitions are all marked deprecated
     ci_penalty: float = 0.3  # CI pipeline definitions, unless the question is about CI or releases
@@ -255,6 +256,7 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
         "example_path": weights.example_penalty,
         "benchmark_path": weights.benchmark_penalty,
         "docs_site_path": weights.docs_site_penalty,
+        "scripts_path": weights.scripts_penalty,
     }
     wants_docs = asks_for_docs(parsed)
     wants_ci = bool(asked & _CI_WORDS)

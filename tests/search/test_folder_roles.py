@@ -29,11 +29,22 @@ ROLE_OF_PATH = {
     "aeson/benchmarks/bench/AesonMap.hs": "benchmark_path",
     "asv_bench/benchmarks/dataset_io.py": "benchmark_path",
     "src/jmh/java/kotlinx/coroutines/ChannelBenchmark.kt": "benchmark_path",
+    # the docs site: pages, generated API pages, the guide's programs
+    "docs/code/uvcat/main.c": "docs_site_path",
+    "www/docs/server/routers.md": "docs_site_path",
+    "documentation-website/Writerside/snippets/exposed-dsl/src/main/kotlin/App.kt": "docs_site_path",
+    "Documentation/Usage.md": "docs_site_path",
+    "api-docs/index.html": "docs_site_path",
+    # the project's own scripts
+    "scripts/mangleErrors.mts": "scripts_path",
+    "script/bootstrap": "scripts_path",
 }
 SOURCE_PATHS = [
     "src/click/core.py",
     "doc/md_docs.go",  # cobra's doc generator is a Go package named doc
     "lua/lazy/example.lua",  # a file's own name is not a folder's role
+    "bin/bats",  # `bin/` is as often the product itself
+    "src/tools/config_gen.zig",
     "lib/sinatra/base.rb",
     "src/sample.rs",
     "packages/server/src/unstable-core-do-not-import/router.ts",
