@@ -3,11 +3,10 @@
 
 A user's collection is the whole checkout: beside the source sit example apps, benchmarks, the
 docs site (its pages, generated API pages and code snippets) and the project's own scripts (tests
-are test_paths.py's). Their
-files say a question's words as the source does (an example app calls the API it shows, a docs
-snippet repeats it), so without a rule they take the source's places. Each role is
-a set of folder names used across ecosystems, never one repository's, and the words by which a
-question asks for those files themselves (as "tests for" asks for tests).
+are test_paths.py's). Their files say a question's words as the source does (an example app calls
+the API it shows, a docs snippet repeats it), so without a rule they take the source's places.
+Each role is a set of folder names used across ecosystems, never one repository's, and the words
+by which a question asks for those files themselves (as "tests for" asks for tests).
 """
 
 from __future__ import annotations
@@ -51,9 +50,10 @@ BENCHMARKS = FolderRole(
 DOCS_SITE = FolderRole(
     "docs_site_path",
     # the documentation site: `docs/` (GitHub Pages, MkDocs, Sphinx, Docusaurus), `website/` and
-    # `www/` (Docusaurus, Jekyll), `documentation/`, and `*-docs` / `docs-*` / `*-website` sites.
+    # `www/` (Docusaurus, Jekyll), `documentation/`, `*-docs` / `docs-*` / `*-website` sites, and
+    # Unix `man/` pages with what they show (xmonad's `man/xmonad.hs`, the sample config).
     # Not `doc/`: it is as often a package (Go's `go/doc`, a CLI's doc generator) or Vim help.
-    frozenset({"docs", "documentation", "website", "www"}),
+    frozenset({"docs", "documentation", "website", "www", "man"}),
     ("*-docs", "docs-*", "*_docs", "*-documentation", "documentation-*", "*-website"),
     DOC_WORDS | {"website", "site"},
 )

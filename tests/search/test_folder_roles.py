@@ -35,6 +35,7 @@ ROLE_OF_PATH = {
     "documentation-website/Writerside/snippets/exposed-dsl/src/main/kotlin/App.kt": "docs_site_path",
     "Documentation/Usage.md": "docs_site_path",
     "api-docs/index.html": "docs_site_path",
+    "man/xmonad.hs": "docs_site_path",
     # the project's own scripts
     "scripts/mangleErrors.mts": "scripts_path",
     "script/bootstrap": "scripts_path",
