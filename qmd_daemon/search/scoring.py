@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from qmd_daemon.search.candidates import Candidate
+from qmd_daemon.search.folder_roles import DOC_WORDS, folder_roles
 from qmd_daemon.search.header_chunks import is_preamble_only
 from qmd_daemon.search.query import ParsedQuery, content_words
 from qmd_daemon.search.test_paths import is_test_path
@@ -28,7 +29,11 @@ class ScoringWeights:
     name_words: float = 1.0  # x top score x share of the question a defined compound name says
     coherence: float = 0.4  # x top score x the file's share of candidate score
     test_penalty: float = 0.3
-    example_penalty: float = 0.3
+    # files of the folders beside the source (search/folder_roles.py), unless the question asks for them
+    example_penalty: float = 0.3  # example apps, samples, demos, playgrounds
+    benchmark_penalty: float = 0.3
+    docs_site_penalty: float = 0.3  # the docs site's pages and code (x doc_penalty for its prose)
+    scripts_penalty: float = 0.3  # build, release and maintenance scripts
     compat_penalty: float = 0.3
     deprecated_penalty: float = 0.5  # a chunk whose definitions are all marked deprecated
     ci_penalty: float = 0.3  # CI pipeline definitions, unless the question is about CI or releases
@@ -36,6 +41,7 @@ class ScoringWeights:
     dts_penalty: float = 0.7
     saturation: float = 0.5  # each further chunk of an already-ranked file
     doc_penalty: float = 0.5  # prose (markdown, rst, txt) when the question is not about docs
+    data_file_penalty: float = 0.5  # YAML/JSON/TOML/XML unless the question is about configuration or data
     changelog_penalty: float = 0.3  # CHANGES / CHANGELOG / HISTORY / NEWS mention everything
     preamble_penalty: float = 0.5  # code chunks that are only imports / package lines / header
     frame_file: float = 1.0  # x top score, for a file a quoted stack frame names (innermost most)
@@ -53,22 +59,7 @@ SIBLING_QUESTION_TERMS = 10  # a question's distinct terms (dev questions: 13 at
 # language's convention it is the module's own body (`foo/mod.rs` is `foo.rs`), where its traits
 # and types are defined (serde's `de/mod.rs` defines `Deserialize`).
 _PACKAGE_ENTRY_FILES = frozenset({"__init__.py", "package-info.java", "index.js", "index.ts"})
-_EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|docs_src)/")
 _CHANGELOG_NAME = re.compile(r"(^|/)(changes|changelog|history|news|release[-_]?notes)(\.\w+)?$")
-_DOC_WORDS = frozenset(
-    {
-        "doc",
-        "docs",
-        "documentation",
-        "documented",
-        "guide",
-        "tutorial",
-        "readme",
-        "example",
-        "examples",
-        "usage",
-    }
-)
 # A question asks for the tests themselves when it names them as what it is after: "tests for the
 # router", "the parser's tests", "parse cookie tests", "how is parse_args tested", "unit tests",
 # "test fixtures", "conftest". Not when "test" is the product's own noun: a test framework's
@@ -102,11 +93,18 @@ _CI_PATH = re.compile(
 )
 _CI_WORDS = frozenset({"ci", "workflow", "workflows", "pipeline", "pipelines", "github", "gitlab", "travis",
                        "circleci", "release", "releases", "publish", "publishing", "deploy", "deployment"})
+# Data and configuration files: manifests, compose files, tool settings, fixtures' records. They
+# list a project's names and topics (trpc's `_artifacts/domain_map.yaml` maps every feature to its
+# files) without the code; no dev question's answer is one.
+_DATA_LANGUAGES = frozenset({"yaml", "json", "toml", "xml"})
+_DATA_WORDS = frozenset({"config", "configuration", "configure", "configured", "configs", "settings", "yaml",
+                         "yml", "json", "toml", "xml", "manifest", "docker", "compose", "dependencies",
+                         "dependency", "package", "packages"})
 _COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|v1|single_include)/|(^|/)[^/]*compat[^/]*\.\w+$")
 
 
 def asks_for_docs(parsed: ParsedQuery) -> bool:
-    return any(t.lower() in _DOC_WORDS for t in parsed.terms)
+    return any(t.lower() in DOC_WORDS for t in parsed.terms)
 
 
 def asks_for_tests(parsed: ParsedQuery) -> bool:
@@ -280,9 +278,15 @@ _DECLARATION_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".mli")
 def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: ScoringWeights) -> None:
     asked = {w.lower() for w in parsed.terms}
     wants_tests = asks_for_tests(parsed)
-    wants_examples = bool(asked & {"example", "examples", "sample", "demo", "tutorial"})
+    role_penalties = {
+        "example_path": weights.example_penalty,
+        "benchmark_path": weights.benchmark_penalty,
+        "docs_site_path": weights.docs_site_penalty,
+        "scripts_path": weights.scripts_penalty,
+    }
     wants_docs = asks_for_docs(parsed)
     wants_ci = bool(asked & _CI_WORDS)
+    wants_data = bool(asked & _DATA_WORDS)
     for cand in cands:
         path = cand.chunk.path.lower()
         if _CHANGELOG_NAME.search(path):
@@ -291,8 +295,11 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
             cand.scale("doc_for_code_question", weights.doc_penalty)
         if not wants_tests and is_test_path(cand.chunk.path):  # with case: `FooTest.java`
             cand.scale("test_path", weights.test_penalty)
-        if not wants_examples and _EXAMPLE_PATH.search(path):
-            cand.scale("example_path", weights.example_penalty)
+        for role in folder_roles(cand.chunk.path):
+            if not asked & role.subject:
+                cand.scale(role.name, role_penalties[role.name])
+        if not wants_data and cand.chunk.language in _DATA_LANGUAGES:
+            cand.scale("data_file", weights.data_file_penalty)
         if not wants_ci and _CI_PATH.search(path):
             cand.scale("ci_path", weights.ci_penalty)
         if _COMPAT_PATH.search(path):

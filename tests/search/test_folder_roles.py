@@ -1,0 +1,135 @@
+"""folder_roles: what the folders beside a checkout's source hold (examples, benchmarks, the docs
+site, fixtures, vendored copies), and that their files rank below the source unless a question
+asks for them (issue 11, the whole tree).
+
+Paths are real ones from open-source repositories of several ecosystems."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qmd_daemon.engine import Engine
+from qmd_daemon.search.folder_roles import folder_roles
+from qmd_daemon.search.pipeline import SearchOptions
+from tests.conftest import indexed
+
+ROLE_OF_PATH = {
+    # example apps and snippets
+    "examples/next-prisma-starter/src/server/routers/_app.ts": "example_path",
+    "Example/Source/AppDelegate.swift": "example_path",
+    "Example-iOS/demos/SimpleLayoutViewController.swift": "example_path",
+    "SnapKitPlayground.playground/Contents.swift": "example_path",
+    "Doc/Samples/Linq/CreateJsonAnonymousObject.cs": "example_path",
+    "docs_src/first_steps/tutorial001.py": "example_path",
+    "packages/vite/playground/alias/index.js": "example_path",
+    # benchmarks: Cargo's `benches/`, Haskell's `bench/`, airspeed velocity's `asv_bench/`
+    "benches/bench.rs": "benchmark_path",
+    "aeson/benchmarks/bench/AesonMap.hs": "benchmark_path",
+    "asv_bench/benchmarks/dataset_io.py": "benchmark_path",
+    "src/jmh/java/kotlinx/coroutines/ChannelBenchmark.kt": "benchmark_path",
+    # the docs site: pages, generated API pages, the guide's programs
+    "docs/code/uvcat/main.c": "docs_site_path",
+    "www/docs/server/routers.md": "docs_site_path",
+    "documentation-website/Writerside/snippets/exposed-dsl/src/main/kotlin/App.kt": "docs_site_path",
+    "Documentation/Usage.md": "docs_site_path",
+    "api-docs/index.html": "docs_site_path",
+    "man/xmonad.hs": "docs_site_path",
+    # the project's own scripts
+    "scripts/mangleErrors.mts": "scripts_path",
+    "script/bootstrap": "scripts_path",
+}
+SOURCE_PATHS = [
+    "src/click/core.py",
+    "doc/md_docs.go",  # cobra's doc generator is a Go package named doc
+    "lua/lazy/example.lua",  # a file's own name is not a folder's role
+    "bin/bats",  # `bin/` is as often the product itself
+    "src/tools/config_gen.zig",
+    "lib/sinatra/base.rb",
+    "src/sample.rs",
+    "packages/server/src/unstable-core-do-not-import/router.ts",
+]
+
+
+@pytest.mark.parametrize(("path", "role"), ROLE_OF_PATH.items())
+def test_folders_by_their_ecosystems_conventions(path: str, role: str) -> None:
+    assert [r.name for r in folder_roles(path)] == [role]
+
+
+@pytest.mark.parametrize("path", SOURCE_PATHS)
+def test_source_folders_have_no_role(path: str) -> None:
+    assert folder_roles(path) == ()
+
+
+# libuv: the guide's `docs/code/*/main.c` programs call the API with every word of a question
+# about it, more densely than the implementation
+LIBUV_FILES = {
+    "src/unix/udp.c": "/* UDP sockets. */\nint uv__udp_send(uv_udp_send_t* req, uv_udp_t* handle) {\n"
+                      "  /* queue the datagram; the socket sends it when writable */\n"
+                      "  return uv__udp_sendmsg(handle);\n}\n\n"
+                      "int uv__udp_recv_start(uv_udp_t* handle, uv_udp_recv_cb recv_cb) {\n"
+                      "  /* receive datagrams on the socket */\n"
+                      "  handle->recv_cb = recv_cb;\n  return 0;\n}\n",
+    "docs/code/udp-dhcp/main.c": "/* send and receive on a UDP socket */\nint main() {\n"
+                                 "  uv_udp_init(loop, &send_socket);  /* udp socket */\n"
+                                 "  uv_udp_send(&req, &send_socket, &buf, 1, addr, on_send);  /* send */\n"
+                                 "  uv_udp_recv_start(&recv_socket, alloc_buffer, on_read);  /* receive */\n"
+                                 "  return uv_run(loop, UV_RUN_DEFAULT);\n}\n",
+}
+
+
+def test_a_docs_sites_code_ranks_below_the_source_unless_docs_are_asked_for(
+    engine: Engine, tmp_path: Path
+) -> None:
+    name = indexed(engine, tmp_path / "libuv", LIBUV_FILES)
+
+    def ranked(query: str) -> list[tuple[str, bool]]:
+        hits = engine.search(query, [name], options=SearchOptions(per_file=0, explain=True))
+        return [(h.path, "docs_site_path" in h.explain["boosts"]) for h in hits]
+
+    assert ranked("UDP socket send and receive") == [
+        ("src/unix/udp.c", False), ("docs/code/udp-dhcp/main.c", True)]
+    assert ("docs/code/udp-dhcp/main.c", False) in ranked("docs example of UDP socket send and receive")
+
+
+def test_a_question_about_benchmarks_lifts_them(engine: Engine, tmp_path: Path) -> None:
+    # kotlinx-coroutines keeps JMH benchmarks beside the code; a question that names benchmarks
+    # asks for them (they were lowered with the examples, whatever the question said)
+    bench = "benchmarks/src/jmh/kotlin/ChannelSendBenchmark.kt"
+    source = "core/src/channels/BufferedChannel.kt"
+    name = indexed(engine, tmp_path / "coroutines", {
+        bench: "class ChannelSendBenchmark {\n  // channel send throughput\n"
+               "  fun sendReceive() = runBlocking { channel.send(1); channel.receive() }\n}\n",
+        source: "class BufferedChannel<E> {\n  // send an element to the channel, suspend while it is full\n"
+                "  suspend fun send(element: E) { enqueue(element) }\n}\n",
+    })
+
+    def lowered(query: str) -> dict[str, bool]:
+        hits = engine.search(query, [name], options=SearchOptions(per_file=0, explain=True))
+        # either name: benchmarks were lowered as examples before they had their own role
+        return {h.path: bool({"benchmark_path", "example_path"} & h.explain["boosts"].keys()) for h in hits}
+
+    assert lowered("how a channel send suspends") == {bench: True, source: False}
+    assert lowered("benchmark of channel send throughput") == {bench: False, source: False}
+
+
+def test_data_files_rank_below_the_code_unless_configuration_is_asked_for(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # trpc's `_artifacts/domain_map.yaml` maps every feature to its files in the question's words
+    domain_map, router = "_artifacts/domain_map.yaml", "packages/server/src/router.ts"
+    name = indexed(engine, tmp_path / "trpc", {
+        domain_map: "routers:\n  description: how routers are created and merged\n"
+                    "  files: [router.ts]\n  merged routers: createRouter mergeRouters\n",
+        router: "// a router holds procedures; routers are merged into one\n"
+                "export function mergeRouters(...routers: Router[]) {\n  return createRouter(routers)\n}\n",
+    })
+
+    def lowered(query: str) -> dict[str, bool]:
+        hits = engine.search(query, [name], options=SearchOptions(per_file=0, explain=True))
+        return {h.path: "data_file" in h.explain["boosts"] for h in hits}
+
+    assert engine.search("how routers are created and merged", [name])[0].path == router
+    assert lowered("how routers are created and merged") == {domain_map: True, router: False}
+    assert lowered("yaml map of how routers are merged")[domain_map] is False
