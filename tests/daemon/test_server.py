@@ -506,3 +506,43 @@ async def test_a_damaged_index_is_found_at_start_and_named_with_its_fix(home: Pa
             assert (await call(http, d, "GET", "/health"))[0] == 200
     finally:
         await d.close()
+
+
+async def test_the_start_up_index_check_runs_once_a_day(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # quick_check reads the whole index (12-14 s at 503k chunks, beside the first searches): a
+    # daemon starts at every session, so a sound index is checked again only a day later
+    from qmd_daemon.daemon import server
+    from tests.store.test_index_faults import _indexed
+
+    _indexed(tmp_path)
+    checks: list[Path] = []
+    real = server.quick_check
+
+    def counted(path: Path) -> None:
+        checks.append(path)
+        real(path)
+
+    monkeypatch.setattr(server, "quick_check", counted)
+
+    async def start_and_close() -> Daemon:
+        d = Daemon(Settings.from_env(), watch=False)
+        await d.start()
+        for _ in range(40):  # a check that runs ends in well under 2 s here; one skipped never starts
+            await asyncio.sleep(0.05)
+            if d._index_check is not None and d._index_check.done():
+                break
+        await asyncio.sleep(0.1)  # the check's coroutine records it
+        await d.close()
+        return d
+
+    await start_and_close()
+    await start_and_close()
+    assert len(checks) == 1
+    record = Settings.from_env().state_dir / server.INDEX_CHECK_RECORD
+    seen = json.loads(record.read_text(encoding="utf-8"))
+    a_day_ago = seen["checked_at"] - server.INDEX_CHECK_INTERVAL_S - 1
+    record.write_text(json.dumps({**seen, "checked_at": a_day_ago}))
+    await start_and_close()
+    assert len(checks) == 2
