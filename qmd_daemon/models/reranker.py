@@ -26,6 +26,8 @@ from qmd_daemon.models.embedder import file_fingerprint
 from qmd_daemon.models.gguf_info import read_gguf_info
 from qmd_daemon.models.runtime import ModelHandle, decode_pooled, llama_module
 
+PACE_DECAY = 0.9  # Reranker.no_room
+
 JUDGE_SYSTEM = (
     'Judge whether the Document meets the requirements based on the Query and the Instruct provided. '
     'Note that the answer can only be "yes" or "no".'
@@ -79,6 +81,14 @@ class Reranker:
         self.instruction = instruction
         self.max_doc_tokens = max_doc_tokens
         self.pair_seconds: float | None = None  # running cost of one uncached pair (latency budgets)
+
+    def no_room(self) -> None:
+        """A search had no room for one pair at the measured pace. The pace drifts down (x
+        PACE_DECAY a search), so after some such searches one pair runs and measures it anew:
+        a pace taken during a load spike turned reranking off for the rest of the process, since
+        only a pair that runs updates it."""
+        if self.pair_seconds is not None:
+            self.pair_seconds *= PACE_DECAY
 
     def score(self, query: str, docs: Sequence[str]) -> list[float]:
         """P(relevant) in [0, 1] for each document, in order."""

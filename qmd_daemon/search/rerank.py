@@ -43,6 +43,8 @@ def rerank(reranker: Reranker, query: str, ranked: list[Candidate], count: int,
             # pace unknown (a fresh reranker): one pair measures it; then what fits in the room
             size = 0 if room <= 0 else 1 if pace is None else min(size, int(room / pace))
             if size < 1:
+                if not scores and room > 0:
+                    reranker.no_room()  # so a pace measured under a load spike is measured again
                 break
         batch = head[len(scores): len(scores) + size]
         docs = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,24 @@ def test_score_math() -> None:
     assert _head_score([0.7, 0.3]) == pytest.approx(0.7)  # already softmaxed by llama.cpp
     assert _head_score([2.0, 0.0]) == pytest.approx(_p_yes(2.0, 0.0))
     assert _head_score([0.0]) == pytest.approx(0.5)
+
+
+def test_a_pace_measured_under_a_load_spike_is_measured_again(reranker: Reranker) -> None:
+    # Only a pair that runs updates the pace; with one slow pair on record every search found no
+    # room for a pair and reranking stayed off for the rest of the process (seen: "0 of 23").
+    from qmd_daemon.search.candidates import Candidate
+    from qmd_daemon.search.rerank import rerank
+    from qmd_daemon.store.protocols import ChunkRow
+
+    ranked = [Candidate(ChunkRow(i, i, "c", f"m{i}.py", "code", "python", 1, 3, doc, "", "", "", ""),
+                        score=1.0 - i / 10) for i, doc in enumerate(DOCS)]
+    reranker.score("warm up the model", DOCS[:1])
+    reranker.pair_seconds = 30.0  # as if one pair had taken 30 s
+    rescored = []
+    for attempt in range(60):
+        budget = time.perf_counter() + 2.0
+        rescored.append(rerank(reranker, f"{QUERY} {attempt}", list(ranked), len(ranked), budget)[1])
+        if rescored[-1]:
+            break
+    assert rescored[0] == 0 and rescored[-1] >= 1
+    assert reranker.pair_seconds is not None and reranker.pair_seconds < 30.0
