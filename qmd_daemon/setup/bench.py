@@ -110,12 +110,14 @@ def _time_set(engine: Any, queries: list[str], collection: str, expand: bool, re
         t0, c0 = time.perf_counter(), time.process_time()
         engine.search(query, [collection], limit=options.limit, options=options, trace=trace)
         runs.append((time.perf_counter() - t0, time.process_time() - c0, trace))
+    reranked_each = [r[2].reranked for r in runs]
     runs.sort(key=lambda r: r[0])
     wall, cpu, trace = runs[len(runs) // 2]
     return {
         "seconds": round(wall, 3),
         "cpuSeconds": round(cpu, 3),
         "reranked": trace.reranked,
+        "rerankedEach": reranked_each,  # in query order: a slow pair slows the pace planned after it
         "expanded": len(trace.expanded),
         "cut": "; ".join(trace.budget_cuts),
         "budgetMs": options.budget_ms,
@@ -191,14 +193,18 @@ def measure_device(
         say("a warm-up query (every model that loaded, within the budget, as a first question)")
         first = SearchOptions(expand=True, rerank=True)
         engine.search(queries["warmup"], [COLLECTION], limit=10, options=first)
-        if loaded["rerank"] is not None:  # the pace the budget plans with from here on
-            result["rerankPairSeconds"] = loaded["rerank"].pair_seconds
+        reranker = engine.models.reranker()
+        if reranker is not None:  # the pace the budget plans with from here on
+            result["rerankPairSeconds"] = reranker.pair_seconds
         timed = queries["timed"][:3]
         sets: dict[str, dict[str, Any]] = {}
         for name, flags in ROLE_SETS.items():
             wanted = [r for r, on in flags.items() if on]
             if any(loaded[r] is None for r in wanted):
                 continue
+            minutes = result["embedMinutes"]
+            if wanted and (minutes is None or minutes > limits["maxEmbedMinutes"]):
+                break  # no embedder, no models: the other roles need not be timed
             if name == "both" and not all(_fits(sets.get(r), limits) for r in wanted):
                 continue
             say(f"{len(timed)} timed queries: vectors{''.join(' + ' + r for r in wanted)}")
@@ -216,7 +222,7 @@ def measure_device(
 
 
 def _fits(measured: dict[str, Any] | None, limits: dict[str, float]) -> bool:
-    return bool(measured) and not measured["cut"] and measured["seconds"] <= limits["maxQuerySeconds"]
+    return measured is not None and not measured["cut"] and measured["seconds"] <= limits["maxQuerySeconds"]
 
 
 def decision_line(summary: dict[str, Any]) -> str:
