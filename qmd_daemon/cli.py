@@ -400,6 +400,8 @@ def stop(timeout: float) -> None:
 @click.option("--device", "devices", multiple=True, type=click.Choice(["gpu", "cpu"]), help="Repeatable.")
 @click.option("--fixtures", type=click.Path(path_type=Path), help="Default: benchmark_fixtures/.")
 @click.option("--index-chunks", type=click.IntRange(min=1), help="Chunks to embed (default: 20,000).")
+@click.option("--repo", "repos", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Count the chunks of this repository instead (repeatable).")
 @click.option("--json", "as_json", is_flag=True)
 def bench(
     auto_mode: bool,
@@ -407,6 +409,7 @@ def bench(
     devices: tuple[str, ...],
     fixtures: Path | None,
     index_chunks: int | None,
+    repos: tuple[Path, ...],
     as_json: bool,
 ) -> None:
     """Time search per device and role set on benchmark_fixtures/ in a temporary index."""
@@ -415,7 +418,7 @@ def bench(
     if not auto_mode:
         raise click.UsageError("only `bench --auto` is built in; retrieval benchmarks live in bench/")
     summary = auto(profile, list(devices) or None, fixtures, echo=lambda s: click.echo(s, err=True),
-                   index_chunks=index_chunks)
+                   index_chunks=index_chunks, repos=list(repos) or None)
     if as_json:
         _emit_json(summary)
     else:

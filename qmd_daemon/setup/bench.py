@@ -9,7 +9,8 @@ second), 3. one untimed warm-up query, 4. three timed queries per set of roles, 
 really runs it (the pipeline's own latency budget and rerank depth, `SearchOptions()`), with the
 result cache emptied between sets: vectors, vectors + expansion, vectors + reranking, then both.
 
-The embedder is on when the index's chunks (`--index-chunks`, else an assumed 20,000) embed within
+The embedder is on when the index's chunks (those of `--repo` folders, indexed lexically into the
+temporary index to count them; else `--index-chunks`; else an assumed 20,000) embed within
 `QMD_BENCHMARK_MAX_EMBED_MINUTES` (60) at the measured rate and a vector query takes <=
 `QMD_BENCHMARK_MAX_QUERY_SECONDS` (5); expansion and reranking are each on when the budget did not
 cut them and the query stays within that time; both on only when, together, neither was cut. A
@@ -132,6 +133,7 @@ def measure_device(
     workdir: Path,
     say: Callable[[str], None] = lambda _: None,
     index_chunks: int | None = None,
+    repos: list[Path] | None = None,
 ) -> dict[str, Any]:
     """One device, in this process (the child side of `auto`); `say` gets a line per step, as the
     steps take minutes on a slow machine."""
@@ -178,6 +180,9 @@ def measure_device(
             return result
         result["device_used"] = engine.models.device
         result["warmSeconds"] = round(time.perf_counter() - t0, 3)
+        if repos:
+            result["indexChunks"] = _count_chunks(engine, repos, say)
+            result["indexChunksAssumed"] = False
         engine.add_collection(fixtures, COLLECTION)
         update = engine.update([COLLECTION], progress=False)[0]
         say(f"embedding {update.chunks_added} chunks of {update.files} files")
@@ -221,6 +226,17 @@ def measure_device(
         engine.close()
 
 
+def _count_chunks(engine: Any, repos: list[Path], say: Callable[[str], None]) -> int:
+    """The chunks the user's repositories will have, from a lexical index of them (fast: no model)."""
+    total = 0
+    for number, repo in enumerate(repos, 1):
+        say(f"counting the chunks of {repo}")
+        name = f"qmd-bench-repo-{number}"
+        engine.add_collection(repo, name)
+        total += engine.update([name], progress=False)[0].chunks_added
+    return total
+
+
 def _fits(measured: dict[str, Any] | None, limits: dict[str, float]) -> bool:
     return measured is not None and not measured["cut"] and measured["seconds"] <= limits["maxQuerySeconds"]
 
@@ -249,6 +265,7 @@ def _child(
     timeout: float,
     echo: Callable[[str], None] | None,
     index_chunks: int | None = None,
+    repos: list[Path] | None = None,
 ) -> dict[str, Any]:
     """Measure one device in a child process, echoing its step lines as they come."""
     workdir = Path(tempfile.mkdtemp(prefix="qmd-bench-"))
@@ -271,6 +288,8 @@ def _child(
         "--workdir",
         str(workdir),
     ] + (["--index-chunks", str(index_chunks)] if index_chunks else [])
+    for repo in repos or []:
+        cmd += ["--repo", str(repo)]
     expired = threading.Event()
     lines = []
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as stderr:
@@ -313,6 +332,7 @@ def auto(
     fixtures: Path | None = None,
     echo: Callable[[str], None] | None = None,
     index_chunks: int | None = None,
+    repos: list[Path] | None = None,
 ) -> dict[str, Any]:
     """Benchmark devices in order until one passes; the summary the installer reads."""
     fixtures = fixtures_dir(fixtures)
@@ -321,7 +341,7 @@ def auto(
     for device in devices or available_devices():
         if echo:
             echo(f"benchmark: {profile} models on {device} (limit {timeout:g} s)...")
-        result = _child(device, profile, fixtures, timeout, echo, index_chunks)
+        result = _child(device, profile, fixtures, timeout, echo, index_chunks, repos)
         results.append(result)
         if echo:
             echo(
@@ -360,13 +380,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", action="append", choices=["gpu", "cpu"])
     ap.add_argument("--fixtures", type=Path)
     ap.add_argument("--index-chunks", type=int, help="chunks of the index to embed (default: assume 20,000)")
+    ap.add_argument("--repo", type=Path, action="append", help="count the chunks of this repository")
     args = ap.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.child:
         try:
             out = measure_device(
                 args.child, args.profile, fixtures_dir(args.fixtures), args.workdir,
-                say=lambda line: print(line, flush=True), index_chunks=args.index_chunks,
+                say=lambda line: print(line, flush=True), index_chunks=args.index_chunks, repos=args.repo,
             )
         except Exception as exc:  # one line for the parent's summary
             out = {
@@ -380,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(out), flush=True)
         return 0
     summary = auto(args.profile, args.device, args.fixtures, echo=lambda s: print(s, file=sys.stderr),
-                   index_chunks=args.index_chunks)
+                   index_chunks=args.index_chunks, repos=args.repo)
     print(json.dumps(summary, indent=2))
     return 0 if summary["passed"] else 1
 

@@ -303,6 +303,8 @@ class Setup:
         ]
         for device in devices or []:
             cmd += ["--device", device]
+        for repo in self.opts.git_hooks:  # the repositories we know of: their size sets the embed limit
+            cmd += ["--repo", str(repo)]
         summary = envs.run_json(cmd, "the benchmark")
         for row in summary.get("devices", []):  # each row was shown as it came (bench.auto's echo)
             compact = {k: row.get(k) for k in ("device", "querySeconds", "chunksPerSecond", "embedMinutes",

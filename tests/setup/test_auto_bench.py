@@ -15,7 +15,7 @@ import yaml
 from qmd_daemon.search.pipeline import SearchOptions
 from qmd_daemon.setup import tasks
 from qmd_daemon.setup.bench import choose_roles
-from tests.conftest import MODELS_DIR
+from tests.conftest import MODELS_DIR, REPO_ROOT
 
 DEFAULTS = SearchOptions()
 LIMITS = {"maxQuerySeconds": 5.0, "maxEmbedMinutes": 60.0}
@@ -52,6 +52,15 @@ def test_auto_times_each_role_as_search_runs_it(tmp_path: Path):
         state = "on" if row["roles"][role] else "off"
         assert f"{name} {state} (" in summary["decision"]
     assert "1,000 chunks embed in" in summary["decision"]
+
+
+@pytest.mark.usefixtures("small_models")
+def test_the_users_repository_sets_the_chunks_to_embed(tmp_path: Path):
+    fixtures = REPO_ROOT / "benchmark_fixtures"  # as the repository: its chunk count is known below
+    row = _bench(tmp_path, "--repo", str(fixtures))["devices"][0]
+    assert row["indexChunksAssumed"] is False
+    assert row["indexChunks"] == row["chunks"]
+    assert f"{row['indexChunks']} chunks embed in" in row["reasons"]["embed"]
 
 
 def test_embedder_limit_is_the_index_embedding_within_the_minutes():
