@@ -456,7 +456,8 @@ class Setup:
             if summary is None or summary.get("passed"):
                 self.continue_auto("qwen3", summary)
                 return True
-            self.echo(f"Auto: {summary.get('decision', 'the Qwen3 models are not usable here')}")
+            if summary.get("decision"):  # else the reason it could not run is printed above
+                self.echo(f"Auto: {summary['decision']}")
             self.echo("Auto: the Qwen3 models did not pass; trying the small profile on CPU")
             self.ensure_small_packages()
         self.pull("small")
