@@ -308,8 +308,11 @@ def _child(
                 elif echo:
                     echo(f"  {line.rstrip()}")
             proc.wait()
-        finally:
+        finally:  # Ctrl-C included: the child first, or it writes into the folder being removed
             timer.cancel()
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
             shutil.rmtree(workdir, ignore_errors=True)
         stderr.seek(0)
         tail = (stderr.read().strip().splitlines() or ["no output"])[-1]
@@ -390,14 +393,9 @@ def main(argv: list[str] | None = None) -> int:
                 say=lambda line: print(line, flush=True), index_chunks=args.index_chunks, repos=args.repo,
             )
         except Exception as exc:  # one line for the parent's summary
-            out = {
-                "device": args.child,
-                "profile": args.profile,
-                "querySeconds": None,
-                "chunksPerSecond": None,
-                "passed": False,
-                "error": f"{type(exc).__name__}: {exc}",
-            }
+            out = _failed(args.child, args.profile, f"{type(exc).__name__}: {exc}")
+        finally:  # here too: on Ctrl-C the installer kills the parent 0.25 s later (subprocess.run)
+            shutil.rmtree(args.workdir, ignore_errors=True)
         print(json.dumps(out), flush=True)
         return 0
     summary = auto(args.profile, args.device, args.fixtures, echo=lambda s: print(s, file=sys.stderr),
