@@ -356,6 +356,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         click.echo("vectors: none yet (run `qmd-daemon embed`)")
     models = info["models"]
     click.echo(f"models: profile {models['profile']}, device {models['device']}")
+    if models.get("auto"):
+        click.echo(f"  chosen by the installer's Auto: {models['auto']}")
     for role, state in models["roles"].items():
         detail = state.get("model") or state.get("reason") or ""
         click.echo(f"  {role}: {state['state']}{'  ' + detail if detail else ''}")
@@ -397,20 +399,30 @@ def stop(timeout: float) -> None:
 @click.option("--profile", type=click.Choice(["qwen3", "small"]), default="qwen3", show_default=True)
 @click.option("--device", "devices", multiple=True, type=click.Choice(["gpu", "cpu"]), help="Repeatable.")
 @click.option("--fixtures", type=click.Path(path_type=Path), help="Default: benchmark_fixtures/.")
+@click.option("--index-chunks", type=click.IntRange(min=1), help="Chunks to embed (default: 20,000).")
+@click.option("--repo", "repos", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Count the chunks of this repository instead (repeatable).")
 @click.option("--json", "as_json", is_flag=True)
 def bench(
-    auto_mode: bool, profile: str, devices: tuple[str, ...], fixtures: Path | None, as_json: bool
+    auto_mode: bool,
+    profile: str,
+    devices: tuple[str, ...],
+    fixtures: Path | None,
+    index_chunks: int | None,
+    repos: tuple[Path, ...],
+    as_json: bool,
 ) -> None:
-    """Time the full pipeline per device on benchmark_fixtures/ in a temporary index."""
+    """Time search per device and role set on benchmark_fixtures/ in a temporary index."""
     from qmd_daemon.setup.bench import auto
 
     if not auto_mode:
         raise click.UsageError("only `bench --auto` is built in; retrieval benchmarks live in bench/")
-    summary = auto(profile, list(devices) or None, fixtures, echo=lambda s: click.echo(s, err=True))
+    summary = auto(profile, list(devices) or None, fixtures, echo=lambda s: click.echo(s, err=True),
+                   index_chunks=index_chunks, repos=list(repos) or None)
     if as_json:
         _emit_json(summary)
     else:
-        click.echo(f"passed: {summary['passed']} ({summary['device']})")
+        click.echo(f"passed: {summary['passed']}: {summary['decision']}")
     sys.exit(0 if summary["passed"] else 1)
 
 

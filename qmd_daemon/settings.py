@@ -187,8 +187,7 @@ class SetupSettings:
     fail_after: str = ""  # QMD_SETUP_FAIL_AFTER: raise right after this step (rollback tests)
     benchmark_fixtures: Path | None = None  # QMD_BENCHMARK_FIXTURES
     benchmark_max_query_seconds: float = 5.0
-    benchmark_min_chunks_per_second: float = 20.0
-    benchmark_rerank_candidates: int = 40
+    benchmark_max_embed_minutes: float = 60.0  # the index's chunks embed within this
     benchmark_device_timeout: float = 600.0
 
     @classmethod
@@ -207,7 +206,6 @@ class SetupSettings:
             fail_after=_env_text("QMD_SETUP_FAIL_AFTER"),
             benchmark_fixtures=_env_path("QMD_BENCHMARK_FIXTURES"),
             benchmark_max_query_seconds=_env_float("QMD_BENCHMARK_MAX_QUERY_SECONDS", 5.0),
-            benchmark_min_chunks_per_second=_env_float("QMD_BENCHMARK_MIN_CHUNKS_PER_SECOND", 20.0),
-            benchmark_rerank_candidates=max(1, int(_env_float("QMD_BENCHMARK_RERANK_CANDIDATES", 40))),
+            benchmark_max_embed_minutes=_env_float("QMD_BENCHMARK_MAX_EMBED_MINUTES", 60.0),
             benchmark_device_timeout=_env_float("QMD_BENCHMARK_DEVICE_TIMEOUT", 600.0),
         )

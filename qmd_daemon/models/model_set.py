@@ -101,4 +101,7 @@ class ModelSet:
                 roles[role] = {"state": "unavailable", "reason": self._errors[role]}
             else:
                 roles[role] = {"state": "not loaded yet"}
-        return {"device": self.device, "profile": self.config.get("profile", "qwen3"), "roles": roles}
+        status = {"device": self.device, "profile": self.config.get("profile", "qwen3"), "roles": roles}
+        if self.config.get("auto"):  # the installer's Auto: what it chose per role and why
+            status["auto"] = str(self.config["auto"])
+        return status

@@ -261,8 +261,14 @@ class Setup:
             self.j.on_undo("pull", lambda: _remove_paths(created))
         self.j.done(f"pull-{profile}")
 
-    def write_models_block(self, profile: str, device: str) -> None:
-        values = {"profile": profile, "device": device}
+    def write_models_block(self, profile: str, device: str, auto: dict[str, Any] | None = None) -> None:
+        """Yes: every role on (an earlier Auto's switches removed); Auto: its per-role choice and
+        the line that says why, which `qmd-daemon status` shows."""
+        values: dict[str, Any] = {"profile": profile, "device": device, "expand": None, "rerank": None,
+                                  "auto": None}
+        if auto:
+            values.update({r: "on" if auto["roles"][r] else "off" for r in ("expand", "rerank")},
+                          auto=auto["decision"])
         if not self.j.step(
             "models", f"write models: {json.dumps(values)} into {self.paths.index_yml} (other keys kept)"
         ):
@@ -297,9 +303,12 @@ class Setup:
         ]
         for device in devices or []:
             cmd += ["--device", device]
+        for repo in self.opts.git_hooks:  # the repositories we know of: their size sets the embed limit
+            cmd += ["--repo", str(repo)]
         summary = envs.run_json(cmd, "the benchmark")
         for row in summary.get("devices", []):  # each row was shown as it came (bench.auto's echo)
-            compact = {k: row.get(k) for k in ("device", "querySeconds", "chunksPerSecond", "passed")}
+            compact = {k: row.get(k) for k in ("device", "querySeconds", "chunksPerSecond", "embedMinutes",
+                                                 "roles", "passed")}
             self.summary.append({"profile": profile, **compact})
         self.j.done(f"bench-{profile}")
         return summary
@@ -376,14 +385,20 @@ class Setup:
     # -- the three answers -------------------------------------------------------------------------
 
     def run_yes(
-        self, profile: str, device: str | None = None, *, env_ready: bool = False, pulled: bool = False
+        self,
+        profile: str,
+        device: str | None = None,
+        *,
+        env_ready: bool = False,
+        pulled: bool = False,
+        auto: dict[str, Any] | None = None,
     ) -> None:
         if not env_ready:
             self.ensure_env(profile)
         device = device or self.detect_device()
         if not pulled:
             profile = self.pull_or_fall_back(profile)
-        self.write_models_block(profile, device)
+        self.write_models_block(profile, device, auto)
         self.install_integrations()
         self.save_state("yes", device, profile)
         # a daemon started before this run keeps the code and models it loaded: an upgrade left it
@@ -439,21 +454,27 @@ class Setup:
                 self.j.note(f"the Qwen3 models are not usable here: {exc}")
                 summary = {"passed": False}
             if summary is None or summary.get("passed"):
-                device = summary["device"] if summary else None
-                self.echo(
-                    f"Auto: the Qwen3 models passed on {device or 'the best device'}; continuing as Yes"
-                )
-                self.run_yes("qwen3", device, env_ready=True, pulled=True)
+                self.continue_auto("qwen3", summary)
                 return True
+            if summary.get("decision"):  # else the reason it could not run is printed above
+                self.echo(f"Auto: {summary['decision']}")
             self.echo("Auto: the Qwen3 models did not pass; trying the small profile on CPU")
             self.ensure_small_packages()
         self.pull("small")
         summary = self.bench("small", ["cpu"])
         if summary is None or summary.get("passed"):
-            self.echo("Auto: the small profile passed on cpu; continuing as Yes with it")
-            self.run_yes("small", "cpu", env_ready=True, pulled=True)
+            self.continue_auto("small", summary)
             return True
+        self.echo(f"Auto: {summary['decision']}")
         return False
+
+    def continue_auto(self, profile: str, summary: dict[str, Any] | None) -> None:
+        """Say in one line what Auto chose and why, then continue as Yes with it (recorded in the
+        models block, where `qmd-daemon status` shows it)."""
+        device = summary["device"] if summary else ("cpu" if profile == "small" else None)
+        if summary:
+            self.echo(f"Auto: {summary['decision']}; continuing as Yes with these")
+        self.run_yes(profile, device, env_ready=True, pulled=True, auto=summary)
 
     def run_no(self, *, keep_selection: bool) -> None:
         """Remove what the setup created and nothing else; with keep_selection store selection no."""

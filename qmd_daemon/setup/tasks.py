@@ -27,12 +27,15 @@ def device() -> dict[str, Any]:
 
 
 def set_models(values: dict[str, Any]) -> dict[str, Any]:
-    """Merge `values` into `models:` (other keys kept; an unparsable file aborts unwritten)."""
+    """Merge `values` into `models:` (other keys kept; a null value removes its key, e.g. Yes
+    switching back on the roles an earlier Auto turned off; an unparsable file aborts unwritten)."""
     path = Settings.from_env().config_file
     existed = path.exists()
     config = IndexConfig.load(path)
     before = config.raw.get("models")
-    config.set_models(values)
+    config.set_models({k: v for k, v in values.items() if v is not None})
+    for key in (k for k, v in values.items() if v is None):
+        config.raw["models"].pop(key, None)
     config.save()
     return {"before": before, "existed": existed, "written": config.models()}
 

@@ -70,7 +70,7 @@ def test_llama_cpp_is_imported_before_numpy(home: Path, tmp_path: Path) -> None:
 @pytest.mark.usefixtures("small_models")
 def test_auto_benchmark_child_imports_llama_cpp_before_numpy(tmp_path: Path) -> None:
     """The process that crashed on the GPU machine: `bench --auto`'s per-device child."""
-    env = dict(os.environ, QMD_MODELS_DIR=str(MODELS_DIR), QMD_BENCHMARK_RERANK_CANDIDATES="1")
+    env = dict(os.environ, QMD_MODELS_DIR=str(MODELS_DIR))
     order = _first_imports(env, "qmd_daemon.setup.bench", "--child", "cpu", "--profile", "small",
                            "--workdir", str(tmp_path / "work"))
     _assert_llama_first(order, "bench --child")
