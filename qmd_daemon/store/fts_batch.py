@@ -43,10 +43,11 @@ class FtsBatch:
     def delete(self, collection_id: int, chunk_ids: list[int], *, count: bool = True) -> None:
         """The chunks' rows go (`count`: their tokens leave the counts; a collection removed
         whole drops its counts at once)."""
-        held = [self._inserts.pop(i) for i in chunk_ids if i in self._inserts]
-        indexed = [i for i in chunk_ids if i not in self._deletes]
+        held = {i: self._inserts.pop(i) for i in chunk_ids if i in self._inserts}
+        # a held row's id has no other row in chunks_fts but one already queued for deletion
+        indexed = [i for i in chunk_ids if i not in self._deletes and i not in held]
         if count:
-            self.counts.remove_rows(collection_id, held)
+            self.counts.remove_rows(collection_id, list(held.values()))
             self.counts.remove(collection_id, indexed)
         self._deletes.update(chunk_ids)
 

@@ -106,9 +106,8 @@ def test_a_question_about_benchmarks_lifts_them(engine: Engine, tmp_path: Path) 
     })
 
     def lowered(query: str) -> dict[str, bool]:
-        hits = engine.search(query, [name], options=SearchOptions(per_file=0, explain=True))
         # either name: benchmarks were lowered as examples before they had their own role
-        return {h.path: bool({"benchmark_path", "example_path"} & h.explain["boosts"].keys()) for h in hits}
+        return _lowered_by(engine, name, query, {"benchmark_path", "example_path"})
 
     assert lowered("how a channel send suspends") == {bench: True, source: False}
     assert lowered("benchmark of channel send throughput") == {bench: False, source: False}
@@ -127,9 +126,14 @@ def test_data_files_rank_below_the_code_unless_configuration_is_asked_for(
     })
 
     def lowered(query: str) -> dict[str, bool]:
-        hits = engine.search(query, [name], options=SearchOptions(per_file=0, explain=True))
-        return {h.path: "data_file" in h.explain["boosts"] for h in hits}
+        return _lowered_by(engine, name, query, {"data_file"})
 
     assert engine.search("how routers are created and merged", [name])[0].path == router
     assert lowered("how routers are created and merged") == {domain_map: True, router: False}
     assert lowered("yaml map of how routers are merged")[domain_map] is False
+
+
+def _lowered_by(engine: Engine, collection: str, query: str, rules: set[str]) -> dict[str, bool]:
+    """Each hit's path -> whether one of RULES lowered it (the hits' --explain boosts)."""
+    hits = engine.search(query, [collection], options=SearchOptions(per_file=0, explain=True))
+    return {h.path: bool(rules & h.explain["boosts"].keys()) for h in hits}
