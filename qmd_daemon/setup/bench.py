@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -253,6 +254,23 @@ def decision_line(summary: dict[str, Any]) -> str:
     )
 
 
+CHILD_GRACE_S = 10.0
+
+
+def _stop_child(proc: subprocess.Popen[str]) -> None:
+    """Ctrl-C reached the child as well (one foreground group) and the installer kills this process
+    0.25 s later: the child removes its folder itself, so it is given time to, not killed mid-way
+    (that left the temporary index in TMPDIR whenever this process got to the kill and no further)."""
+    for ask in (None, proc.terminate, proc.kill):
+        if ask is not None:
+            ask()
+        try:
+            proc.wait(timeout=CHILD_GRACE_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def _failed(device: str, profile: str, error: str) -> dict[str, Any]:
     return {"device": device, "profile": profile, "querySeconds": None, "chunksPerSecond": None,
             "passed": False, "error": error}
@@ -310,9 +328,7 @@ def _child(
             proc.wait()
         finally:  # Ctrl-C included: the child first, or it writes into the folder being removed
             timer.cancel()
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
+            _stop_child(proc)
             shutil.rmtree(workdir, ignore_errors=True)
         stderr.seek(0)
         tail = (stderr.read().strip().splitlines() or ["no output"])[-1]
@@ -387,6 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.child:
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))  # cleans up, as Ctrl-C does
         try:
             out = measure_device(
                 args.child, args.profile, fixtures_dir(args.fixtures), args.workdir,
@@ -395,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # one line for the parent's summary
             out = _failed(args.child, args.profile, f"{type(exc).__name__}: {exc}")
         finally:  # here too: on Ctrl-C the installer kills the parent 0.25 s later (subprocess.run)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not stop the clean-up
             shutil.rmtree(args.workdir, ignore_errors=True)
         print(json.dumps(out), flush=True)
         return 0

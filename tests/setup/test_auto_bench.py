@@ -94,26 +94,53 @@ def test_yes_after_auto_switches_the_roles_back_on(tmp_path: Path, monkeypatch: 
     assert written == {"profile": "small", "device": "cpu"}
 
 
-@pytest.mark.usefixtures("small_models")
-def test_ctrl_c_mid_benchmark_leaves_no_temporary_index(tmp_path: Path):
-    """Ctrl-C in a terminal signals the whole foreground group: the installer, the benchmark and
-    its child; the installer's subprocess.run then kills the benchmark 0.25 s later. A user's
-    interrupted Auto left the temporary index in TMPDIR."""
-    env = dict(os.environ, QMD_MODELS_DIR=str(MODELS_DIR), TMPDIR=str(tmp_path))
+def _bench_until_warm_up(args: list[str], tmp_path: Path, stream: str) -> subprocess.Popen[str]:
+    """A benchmark (or its child) started in a session of its own, read until its models are at
+    work on the temporary index."""
+    env = dict(os.environ, QMD_MODELS_DIR=str(MODELS_DIR), TMPDIR=str(tmp_path), QMD_FORCE_CPU="1")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "qmd_daemon.setup.bench", "--profile", "small", "--device", "cpu"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        [sys.executable, "-m", "qmd_daemon.setup.bench", *args], env=env, text=True, start_new_session=True,
+        stdout=subprocess.PIPE if stream == "stdout" else subprocess.DEVNULL,
+        stderr=subprocess.PIPE if stream == "stderr" else subprocess.DEVNULL,
     )
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if "a warm-up query" in line:  # the models at work on the temporary index
-            os.killpg(proc.pid, signal.SIGINT)
-            # what subprocess.run does to a child still running 0.25 s after Ctrl-C; on a loaded
-            # 2-core box (the user's walk) the benchmark had not cleaned up by then
-            proc.kill()
-            break
-    proc.communicate(timeout=60)
+    lines = proc.stdout if stream == "stdout" else proc.stderr
+    assert lines is not None
+    for line in lines:
+        if "a warm-up query" in line:
+            return proc
+    raise AssertionError(f"the benchmark ended before its warm-up query (exit {proc.wait()})")
+
+
+def _no_temporary_index_within_a_minute(tmp_path: Path) -> None:
     deadline = time.monotonic() + 60
     while list(tmp_path.glob("qmd-bench-*")) and time.monotonic() < deadline:
         time.sleep(0.5)  # the orphaned child finishes its interrupted model call, then cleans up
     assert not list(tmp_path.glob("qmd-bench-*"))
+
+
+@pytest.mark.usefixtures("small_models")
+@pytest.mark.parametrize("kill_after_s", [0.0, 0.02])
+def test_ctrl_c_mid_benchmark_leaves_no_temporary_index(tmp_path: Path, kill_after_s: float):
+    """Ctrl-C in a terminal signals the whole foreground group: the installer, the benchmark and
+    its child; the installer's subprocess.run then kills the benchmark 0.25 s later. A user's
+    interrupted Auto left the temporary index in TMPDIR; later, a benchmark killed 0.02 s after
+    Ctrl-C had killed its child (4 runs in 5) and died before removing the folder itself."""
+    proc = _bench_until_warm_up(["--profile", "small", "--device", "cpu"], tmp_path, "stderr")
+    os.killpg(proc.pid, signal.SIGINT)
+    time.sleep(kill_after_s)  # on a loaded 2-core box (the user's walk) 0.25 s is no time at all
+    proc.kill()
+    proc.communicate(timeout=60)
+    _no_temporary_index_within_a_minute(tmp_path)
+
+
+@pytest.mark.usefixtures("small_models")
+def test_a_terminated_benchmark_child_removes_its_folder(tmp_path: Path):
+    """The benchmark terminates a child that outlives Ctrl-C by its grace: the child cleans up."""
+    workdir = tmp_path / "qmd-bench-child"
+    workdir.mkdir()
+    proc = _bench_until_warm_up(
+        ["--child", "cpu", "--profile", "small", "--workdir", str(workdir)], tmp_path, "stdout")
+    proc.terminate()
+    proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert not workdir.exists()
