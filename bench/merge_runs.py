@@ -1,6 +1,6 @@
 """One table from several bench/retrieval.py --json runs, and the questions two methods disagree on.
 
-    python bench/merge_runs.py RUN.json [RUN.json ...] [--metric ndcg@10] [--methods lexical,hybrid]
+    python bench/merge_runs.py RUN.json [RUN.json ...] [--metric ndcg@10] [--methods lexical,hybrid[,...]]
 
 Why: the vectors of the broad set's 30 repositories live in more than one bench home (embedding
 them all into one takes hours on the shared cores), so a per-language figure over all of them is
@@ -8,7 +8,8 @@ the union of several runs' questions. Each set's questions are pooled over the f
 measured twice, on two homes, counts twice: pass each question once), tabled per repository,
 category and language with bench/retrieval.py's own grouping, and every question where the second
 method scores below the first is listed with both methods' first files (the per-question ranks the
-ranking notes in docs/ranking.md read).
+ranking notes in docs/ranking.md read). Further methods (variants of the second, e.g.
+bench/fusion_signals.py's rules) join the table, so every variant is pooled over the same questions.
 """
 
 from __future__ import annotations
@@ -65,11 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("runs", nargs="+", type=Path, help="bench/retrieval.py --json files")
     p.add_argument("--metric", default="ndcg@10")
     p.add_argument("--methods", default="lexical,hybrid",
-                   help="two methods: the reference, then the one compared")
+                   help="the reference, the one compared, then any variants tabled beside them")
     args = p.parse_args(argv)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    if len(methods) != 2:
-        print("merge_runs.py: --methods takes two methods, e.g. lexical,hybrid", file=sys.stderr)
+    if len(methods) < 2:
+        print("merge_runs.py: --methods takes two methods or more, e.g. lexical,hybrid", file=sys.stderr)
         return 2
     missing = [str(r) for r in args.runs if not r.is_file()]
     if missing:
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sets = pooled(args.runs, methods)
     if not sets:
-        print(f"merge_runs.py: no set in these runs has both {methods[0]} and {methods[1]}", file=sys.stderr)
+        print(f"merge_runs.py: no set in these runs has all of {', '.join(methods)}", file=sys.stderr)
         return 2
     for set_name, by_method in sets.items():
         print(f"\n##### {set_name} ({len(by_method[methods[0]])} questions from {len(args.runs)} runs)\n")

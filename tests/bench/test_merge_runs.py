@@ -51,3 +51,20 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path: Path, capsys) -> None:
     assert merge_runs.main([str(run), "--methods", "lexical,vector"]) == 2  # no run has vector
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(line.startswith("merge_runs.py: ") for line in err)
+
+
+def test_variants_join_the_table_over_the_same_questions(tmp_path: Path, capsys) -> None:
+    # A third method (a fusion rule's variant of hybrid) is pooled and tabled beside the two; the
+    # losses listed stay the second method's against the first.
+    lexical = [_question("redux", "javascript", "q1", 1.0, ["a.ts", "b.ts"])]
+    hybrid = [_question("redux", "javascript", "q1", 0.5, ["b.ts", "a.ts"])]
+    variant = [_question("redux", "javascript", "q1", 0.75, ["a.ts", "b.ts"])]
+    sets = {"broad": {"lexical": {"queries": lexical}, "hybrid": {"queries": hybrid},
+                      "agree": {"queries": variant}}}
+    run = tmp_path / "a.json"
+    run.write_text(json.dumps({"sets": sets}), encoding="utf-8")
+    assert merge_runs.main([str(run), "--methods", "lexical,hybrid,agree"]) == 0
+    out = capsys.readouterr().out
+    language = next(line for line in out.splitlines() if line.startswith("lang:javascript"))
+    assert language.split()[1:] == ["1.000", "0.500", "0.750"]
+    assert "questions hybrid scores below lexical (1, ndcg@10)" in out
