@@ -29,3 +29,12 @@ def test_a_vector_first_file_without_the_questions_words_has_no_support() -> Non
     assert signals.margin() == 1.0  # a lone BM25 match
     assert fusion_signals.RULES["unsupported"](signals) == 0.5
     assert fusion_signals.RULES["signals"](signals) == 1.0
+
+
+def test_each_shape_keeps_the_vector_lists_best_at_one_and_its_floor_at_zero() -> None:
+    # with_shape hands the reshaped scores on as a list BM25's scale divides by its best: the
+    # best must stay 1 for the vector weight to mean what it means in today's fusion
+    for name, shape in fusion_signals.SHAPES.items():
+        assert shape(1.0) == 1.0, name
+        assert shape(0.0) == 0.0, name
+        assert shape(0.5) < 0.5, name  # a middling chunk counts less than today
