@@ -98,14 +98,24 @@ def private_dir(path: str) -> str:
 
 
 def log_file(name: str) -> Any:
-    """Append handle on log_dir/name, rotated once past 5 MB."""
-    path = os.path.join(private_dir(log_dir()), name)
+    """Append handle on log_dir/name, rotated once past 5 MB. Owner-only, folder and file (they
+    name the user's repositories and queries): one an earlier version or the setup left readable
+    to all is made private too."""
+    folder = private_dir(log_dir())
+    path = os.path.join(folder, name)
     try:
         if os.path.getsize(path) > LOG_MAX_BYTES:
             os.replace(path, path + ".1")
     except OSError:
         pass
-    return open(path, "ab")  # noqa: SIM115 - handed to a child process
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    if os.name == "posix":
+        try:  # noqa: SIM105 - contextlib costs an import on every call
+            os.chmod(folder, 0o700)
+            os.fchmod(fd, 0o600)
+        except OSError:
+            pass  # not ours to change (another owner): the log is written all the same
+    return os.fdopen(fd, "ab")
 
 
 # -- repository ----------------------------------------------------------------------------------
