@@ -159,14 +159,17 @@ def main(argv: list[str] | None = None) -> int:
     if pending:  # the agent reads stdout's JSON list; this says how much of the index it covers
         how = "keyword-only results" if response.get("mode") == "lexical" else "those found by keywords only"
         print(f"{PROG}: {pending} chunks still wait for vectors: {how} for now", file=sys.stderr)
+    if response.get("stale"):  # an agent reads stderr too: it must not take the answer as current
+        print(
+            f"{PROG}: the index is still catching up with recent changes: the latest edits may be missing",
+            file=sys.stderr,
+        )
     rows = shape(response, root)
     if not qc.utf8_stdout() or args.json:
         json.dump(rows, sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
     else:
         _table(rows)
-        if response.get("stale"):
-            print("(the index is still catching up with recent changes)", file=sys.stderr)
     return 0
 
 

@@ -212,3 +212,23 @@ def test_bad_numbers_are_one_line_and_start_no_daemon(daemon_home: Path, repo: P
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("ai-search: error: ") and len(proc.stderr.strip().splitlines()) == 1
     assert state_of(daemon_home) is None, "no daemon is started for a request that cannot be sent"
+
+
+def test_an_answer_from_an_index_still_catching_up_says_so_on_stderr(
+    daemon_home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an agent reads ai-search through a pipe: the note that the index lags its edits was printed
+    # only on a terminal, so a search that gave up waiting (--wait) looked current (first-hour-9)
+    from qmd_daemon.locks import file_lock, writer_lock_path
+    from qmd_daemon.settings import Settings
+
+    search(daemon_home, repo, "cookie")
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(daemon_home))
+    monkeypatch.delenv("QMD_INDEX_PATH", raising=False)
+    with file_lock(writer_lock_path(Settings.from_env().index_path)):  # the daemon's refresh cannot finish
+        (repo / "src" / "fresh.py").write_text("def brand_new_helper_function():\n    return 42\n")
+        query = ("brand_new_helper_function", "--wait", "1")
+        proc = run_client("ai_search.py", *query, home=daemon_home, cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert "ai-search: the index is still catching up with recent changes" in proc.stderr
+    assert isinstance(json.loads(proc.stdout), list)
