@@ -46,10 +46,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-n", "--limit", type=int, default=10, help="number of results (default 10)")
     p.add_argument("-c", "--collection", action="append", help="search this collection instead (repeatable)")
     p.add_argument("--repo", help="repository folder (default: the current folder)")
-    p.add_argument("--min-score", type=float, default=None)
-    p.add_argument("--max-tokens", type=int, default=None, help="stop adding results past this many tokens")
     p.add_argument(
-        "--rerank", action=argparse.BooleanOptionalAction, default=None, help="rerank with the model"
+        "--min-score", type=float, default=None, help="leave out results scoring below this (0-1, default 0)"
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="stop adding results past this many tokens (default 8000, 0: no limit)",
+    )
+    p.add_argument(
+        "--rerank",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="rerank the top results with the model (default: off)",
     )
     p.add_argument(
         "--wait", type=float, default=60.0, help="seconds to wait for a pending refresh (default 60)"

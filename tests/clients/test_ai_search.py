@@ -232,3 +232,17 @@ def test_an_answer_from_an_index_still_catching_up_says_so_on_stderr(
     assert proc.returncode == 0, proc.stderr
     assert "ai-search: the index is still catching up with recent changes" in proc.stderr
     assert isinstance(json.loads(proc.stdout), list)
+
+
+def test_every_option_in_help_says_what_it_does_and_the_defaults_it_names_are_the_searchs() -> None:
+    # `ai-search --help` showed `--min-score MIN_SCORE` with no word on it (first-hour-9)
+    from clients.ai_search import _parser
+    from qmd_daemon.search.pipeline import SearchOptions
+
+    parser = _parser()
+    assert all(action.help for action in parser._actions if action.option_strings)
+    helps = {action.dest: str(action.help) for action in parser._actions}
+    defaults = SearchOptions()
+    assert f"default {defaults.max_tokens}" in helps["max_tokens"]
+    assert f"default {defaults.min_score:g}" in helps["min_score"]
+    assert "default: off" in helps["rerank"] and defaults.rerank is False
