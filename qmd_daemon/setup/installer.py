@@ -269,9 +269,11 @@ class Setup:
         if auto:
             values.update({r: "on" if auto["roles"][r] else "off" for r in ("expand", "rerank")},
                           auto=auto["decision"])
-        if not self.j.step(
-            "models", f"write models: {json.dumps(values)} into {self.paths.index_yml} (other keys kept)"
-        ):
+        written = {key: value for key, value in values.items() if value is not None}
+        removed = [key for key, value in values.items() if value is None]  # None: the key goes
+        why = f"; every role on: an earlier Auto's {', '.join(removed)} keys go" if removed else ""
+        what = f"write models: {json.dumps(written)} into {self.paths.index_yml} (other keys kept{why})"
+        if not self.j.step("models", what):
             return
         path = self.paths.index_yml
         old = path.read_bytes() if path.exists() else None
