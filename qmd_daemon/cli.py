@@ -338,13 +338,26 @@ def pull(ctx: click.Context, profile: str | None, role: str, refresh: bool) -> N
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show the index, its collections, vectors and which models search can use."""
+    from qmd_daemon.daemon.stop import running_daemon
+
     engine = _engine(ctx)
     engine.models.embedder()
-    info = {"version": __version__, **engine.status()}
+    daemon = running_daemon(engine.settings.state_dir)
+    info = {
+        "version": __version__,
+        **engine.status(),
+        "daemon": {"running": daemon is not None, "pid": daemon.pid if daemon else None},
+    }
     if as_json:
         _emit_json(info)
         return
     click.echo(f"qmd-daemon {info['version']}\nindex:  {info['index']}\nconfig: {info['config']}")
+    # the model states below are this process's; the daemon keeps its own models loaded
+    click.echo(
+        f"daemon: running (pid {daemon.pid}, port {daemon.port})"
+        if daemon
+        else "daemon: not running (ai-search, qmd-warm or the SessionStart hook starts one)"
+    )
     vectors = info["vectors"]
     if not info["sqlite_vec"]:
         click.echo("vectors: sqlite-vec unavailable (lexical search only)")
