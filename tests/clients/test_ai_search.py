@@ -231,6 +231,8 @@ def test_an_answer_from_an_index_still_catching_up_says_so_on_stderr(
         proc = run_client("ai_search.py", *query, home=daemon_home, cwd=repo)
     assert proc.returncode == 0, proc.stderr
     assert "ai-search: the index is still catching up with recent changes" in proc.stderr
+    skill = (Path(__file__).parents[2] / "skills" / "semantic-search" / "SKILL.md").read_text()
+    assert "`the index is still catching up with recent changes`" in skill  # the agent knows it
     assert isinstance(json.loads(proc.stdout), list)
 
 
