@@ -169,7 +169,13 @@ def main(argv: list[str] | None = None) -> int:
     if pending:  # the agent reads stdout's JSON list; this says how much of the index it covers
         how = "keyword-only results" if response.get("mode") == "lexical" else "those found by keywords only"
         print(f"{PROG}: {pending} chunks still wait for vectors: {how} for now", file=sys.stderr)
-    if response.get("stale"):  # an agent reads stderr too: it must not take the answer as current
+    # an agent reads stderr too: it must not take an answer that lags the edits for current. Not
+    # `stale`: that is also true while vectors are pending, which the line above says already
+    error = response.get("refresh_error")
+    if error:
+        why = error.get("message") if isinstance(error, dict) else error
+        print(f"{PROG}: the refresh failed ({why}): results come from the index as it was", file=sys.stderr)
+    elif response.get("refreshed") is False:  # the refresh waited for did not finish within --wait
         print(
             f"{PROG}: the index is still catching up with recent changes: the latest edits may be missing",
             file=sys.stderr,

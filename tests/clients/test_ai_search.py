@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BOX_PY
+from tests.conftest import BOX_PY, MODELS_DIR
 from tests.daemon.support import (
     CLIENTS,
     env_for,
@@ -215,14 +215,21 @@ def test_bad_numbers_are_one_line_and_start_no_daemon(daemon_home: Path, repo: P
 
 
 def test_an_answer_from_an_index_still_catching_up_says_so_on_stderr(
-    daemon_home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+    daemon_home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch, small_models: dict[str, Path]
 ) -> None:
     # an agent reads ai-search through a pipe: the note that the index lags its edits was printed
     # only on a terminal, so a search that gave up waiting (--wait) looked current (first-hour-9)
     from qmd_daemon.locks import file_lock, writer_lock_path
     from qmd_daemon.settings import Settings
 
-    search(daemon_home, repo, "cookie")
+    # with vectors pending (the small profile) but the refresh done, the answer is current: the
+    # pending-vectors line says what lags, and nothing claims edits are missing
+    (daemon_home / "config").mkdir(parents=True)
+    (daemon_home / "config" / "index.yml").write_text("models: {profile: small}\n")
+    models = {"QMD_MODELS_DIR": str(MODELS_DIR)}
+    first = run_client("ai_search.py", "cookie", home=daemon_home, cwd=repo, **models)
+    assert first.returncode == 0 and "still wait for vectors" in first.stderr, first.stderr
+    assert "catching up" not in first.stderr, first.stderr
     monkeypatch.setenv("QMD_DAEMON_HOME", str(daemon_home))
     monkeypatch.delenv("QMD_INDEX_PATH", raising=False)
     with file_lock(writer_lock_path(Settings.from_env().index_path)):  # the daemon's refresh cannot finish
