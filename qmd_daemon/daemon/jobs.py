@@ -222,6 +222,12 @@ class JobQueue:
         self._queue.append(job)
         return True
 
+    def _should_pause(self) -> bool:
+        """Asked by a running embed job after each batch: stop there for a queued job, or for the
+        daemon's shutdown (`qmd-daemon stop` took 11 s on a fresh install: close() waited its 10 s
+        for the first embedding of a repository, then left it to be rolled back)."""
+        return self._closing or self._other_waiting()
+
     def _other_waiting(self) -> bool:
         """A job other than an embed one is queued. Also asked from the writer thread between
         batches: tuple() copies the deque in one step under the GIL, where iterating it could
@@ -266,7 +272,7 @@ class JobQueue:
                 reports.append(data)
             # not walked: the watcher saw nothing change under them since their last refresh
             return {"reports": reports, "vouched": plan.skipped if plan is not None else []}
-        return self.engine.embed(names, progress=False, yield_to=self._other_waiting).as_dict()
+        return self.engine.embed(names, progress=False, yield_to=self._should_pause).as_dict()
 
     async def close(self, timeout: float = 10.0) -> bool:
         """Stop taking jobs, wait up to `timeout` for the running one; True when the writer is free."""

@@ -48,3 +48,22 @@ async def test_a_refresh_queued_behind_a_long_embed_job_runs_before_that_job_end
         assert embed.result["embedded"] > 2 * BATCH
     finally:
         assert await queue.close()
+
+
+async def test_the_daemon_closing_stops_an_embed_job_after_its_batch(
+    small_engine: Engine, tmp_path: Path
+) -> None:
+    # `qmd-daemon stop` during a repository's first embedding took 11 s: close() waited its whole
+    # timeout for the job, then left the batch running to be rolled back
+    tree = tmp_path / "tree"
+    shutil.copytree(REPO / "qmd_daemon" / "search", tree)
+    small_engine.add_collection(tree, "tree")
+    small_engine.update(["tree"], progress=False)
+    queue = JobQueue(small_engine, auto_embed=False)
+    queue.start()
+    embed = queue.submit("embed", ["tree"])
+    while embed.state == "queued":
+        await asyncio.sleep(0.01)
+    assert await queue.close(timeout=300)
+    assert embed.state == "done" and embed.result["pending"] > 0, embed.result
+    assert 0 < embed.result["embedded"] < BATCH * 3  # the batch under way, not the collection
