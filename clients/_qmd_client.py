@@ -254,7 +254,9 @@ def write_stamp(root: str, signature: str | None, watched: bool = False) -> None
     try:
         private_dir(os.path.dirname(path))
         tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
+        # owner-only like every state file (it names the repository); O_TRUNC: a leftover tmp
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             stamp = {"root": root, "signature": signature, "watched": watched, "at": time.time()}
             json.dump(stamp, handle)
         os.replace(tmp, path)

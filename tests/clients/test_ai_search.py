@@ -255,3 +255,17 @@ def test_every_option_in_help_says_what_it_does_and_the_defaults_it_names_are_th
     assert f"default {defaults.max_tokens}" in helps["max_tokens"]
     assert f"default {defaults.min_score:g}" in helps["min_score"]
     assert "default: off" in helps["rerank"] and defaults.rerank is False
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX modes")
+def test_every_state_file_a_first_search_leaves_is_owner_only(daemon_home: Path, repo: Path) -> None:
+    # a fresh HOME after install + ai-search (first-hour-9): the repository stamp
+    # (state/repos/*.json) and the logs were 0644, their folder 0755
+    import stat
+
+    search(daemon_home, repo, "cookie")
+    search(daemon_home, repo, "cookie")  # the stamp is written after the first answer
+    state = daemon_home / "state"
+    assert list((state / "repos").iterdir()) and (state / "logs" / "daemon.log").exists()
+    modes = {str(p.relative_to(state)): stat.S_IMODE(p.stat().st_mode) for p in [state, *state.rglob("*")]}
+    assert {p: m for p, m in modes.items() if m not in (0o600, 0o700)} == {}
