@@ -713,6 +713,12 @@ def main(argv: list[str] | None = None) -> int:
                 setup.j.created_dirs.clear()
                 setup.j.created_files.clear()
                 setup.run_no(keep_selection=True)
+                # the run ended with nothing installed: say how to go on (it used to end at "done")
+                setup.next_steps += [
+                    "to install anyway, every role on: ./install.sh --semantic-retrieval yes --profile small",
+                    "or let Auto accept a slower machine: QMD_BENCHMARK_MAX_EMBED_MINUTES and "
+                    "QMD_BENCHMARK_MAX_QUERY_SECONDS raise the limits the Auto: line names",
+                ]
         else:
             setup.run_no(keep_selection=False)
         setup.j.commit()

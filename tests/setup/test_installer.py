@@ -285,6 +285,9 @@ def test_auto_fail_stores_no_and_installs_nothing(fake_home):
     assert proc.returncode == 0, proc.stderr
     assert "no device passed" in proc.stdout
     assert '"passed": false' in proc.stdout.split("benchmark summary:")[1]
+    # what to do next, not a bare "done" after nothing was installed (first-hour-9)
+    anyway = "next: to install anyway, every role on: ./install.sh --semantic-retrieval yes --profile small"
+    assert anyway in proc.stdout
     # each device's result once as it comes (it was printed twice in a row), then in the summary
     assert (proc.stderr + proc.stdout.split("benchmark summary:")[0]).count('"querySeconds"') == 1
     # each step as it starts: the benchmark runs minutes on a slow machine and used to say nothing
