@@ -369,3 +369,14 @@ def test_status_says_whether_the_daemon_runs(daemon_home: Path, tmp_path: Path) 
     assert run_cli("stop", env_home=daemon_home, check=True).returncode == 0
     text, data = status()
     assert "daemon: not running" in text and not data["running"]  # its state file is no daemon
+
+
+def test_search_and_context_on_an_index_with_no_collection_say_how_to_add_one(home: Path) -> None:
+    # a fresh HOME: `qmd-daemon search` printed "no results" with exit 0, as if it had searched
+    for command in ("search", "context"):
+        proc = run_cli(command, "how are flags parsed", env_home=home)
+        assert proc.returncode == 1 and proc.stdout == "", proc.stdout
+        assert _one_line_error(proc) == (
+            "qmd-daemon: error: no collections to search: add one with `qmd-daemon collection add PATH` "
+            "(ai-search registers the git repository it runs in by itself)"
+        )
