@@ -20,6 +20,7 @@ if False:  # annotations only: importing typing costs ~5 ms on every call
 STATE_FILE = "daemon.json"
 LOCK_FILE = "daemon.lock"
 SPAWN_MARKER = "spawn.marker"
+KEPT_OLDER_FILE = "older-daemon.json"  # an older daemon this client cannot replace (_keep_older)
 START_TIMEOUT_S = float(os.environ.get("QMD_START_TIMEOUT", "20"))
 # connect + the daemon's proof: a loopback daemon answers in milliseconds, so anything slower is a
 # stranger, a hung daemon or a busy one, and the user should not wait on it
@@ -98,14 +99,24 @@ def private_dir(path: str) -> str:
 
 
 def log_file(name: str) -> Any:
-    """Append handle on log_dir/name, rotated once past 5 MB."""
-    path = os.path.join(private_dir(log_dir()), name)
+    """Append handle on log_dir/name, rotated once past 5 MB. Owner-only, folder and file (they
+    name the user's repositories and queries): one an earlier version or the setup left readable
+    to all is made private too."""
+    folder = private_dir(log_dir())
+    path = os.path.join(folder, name)
     try:
         if os.path.getsize(path) > LOG_MAX_BYTES:
             os.replace(path, path + ".1")
     except OSError:
         pass
-    return open(path, "ab")  # noqa: SIM115 - handed to a child process
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    if os.name == "posix":
+        try:  # noqa: SIM105 - contextlib costs an import on every call
+            os.chmod(folder, 0o700)
+            os.fchmod(fd, 0o600)
+        except OSError:
+            pass  # not ours to change (another owner): the log is written all the same
+    return os.fdopen(fd, "ab")
 
 
 # -- repository ----------------------------------------------------------------------------------
@@ -243,7 +254,9 @@ def write_stamp(root: str, signature: str | None, watched: bool = False) -> None
     try:
         private_dir(os.path.dirname(path))
         tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
+        # owner-only like every state file (it names the repository); O_TRUNC: a leftover tmp
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             stamp = {"root": root, "signature": signature, "watched": watched, "at": time.time()}
             json.dump(stamp, handle)
         os.replace(tmp, path)
@@ -547,6 +560,9 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
     A daemon that holds its lock but does not answer is not replaced (it cannot be): the caller
     falls back at once instead of waiting for a start that cannot happen."""
     state = read_state()
+    if state is not None and _older_than_client(state) and _cannot_replace(state) and healthy(state):
+        _say_kept(state)
+        return state
     if state is not None and _older_than_client(state):
         daemon = f"the daemon (pid {state.get('pid')})"
         print(f"qmd-daemon: restarting {daemon}: it runs older code than this client", file=sys.stderr)
@@ -570,6 +586,8 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
             delay = min(delay * 1.5, 0.2)
             fresh = read_state()
             if fresh is not None and fresh != state and healthy(fresh):
+                if _older_than_client(fresh):
+                    _keep_older(fresh)
                 return fresh
     finally:
         if spawned:
@@ -580,6 +598,46 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
 def _older_than_client(state: dict[str, Any]) -> bool:
     schema = state.get("schema")
     return not isinstance(schema, int) or schema < INDEX_SCHEMA
+
+
+def _kept_path() -> str:
+    return os.path.join(state_dir(), KEPT_OLDER_FILE)
+
+
+def _keep_older(state: dict[str, Any]) -> None:
+    """The daemon this client just started runs older code (QMD_DAEMON_PYTHON, or the
+    `qmd-daemon` script found, belongs to an older install): starting it again would start the
+    same code, so it is recorded as kept, and used, until another Python would start it."""
+    record = {"pid": state.get("pid"), "python": daemon_python()[0]}
+    try:
+        fd = os.open(_kept_path(), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(record, handle)
+    except OSError:
+        pass
+    _say_kept(state)
+
+
+def _cannot_replace(state: dict[str, Any]) -> bool:
+    """This older daemon was started by the Python this client would start again (_keep_older)."""
+    try:
+        with open(_kept_path(), encoding="utf-8") as handle:
+            kept = json.load(handle)
+        return kept == {"pid": state.get("pid"), "python": daemon_python()[0]}
+    except (OSError, ValueError, DaemonUnavailable):
+        return False
+
+
+def _say_kept(state: dict[str, Any]) -> None:
+    python = daemon_python()[0]
+    setting = "QMD_DAEMON_PYTHON" if os.environ.get("QMD_DAEMON_PYTHON") else "the qmd-daemon script's Python"
+    print(
+        f"qmd-daemon: using the daemon (pid {state.get('pid')}) as it is: {python} ({setting}) runs "
+        f"older qmd-daemon code (index schema {state.get('schema', 'unknown')}, this client "
+        f"{INDEX_SCHEMA}), so restarting it would start the same code; upgrade qmd-daemon there, or "
+        "point QMD_DAEMON_PYTHON at this client's Python",
+        file=sys.stderr,
+    )
 
 
 def retire_older(state: dict[str, Any]) -> None:

@@ -46,10 +46,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-n", "--limit", type=int, default=10, help="number of results (default 10)")
     p.add_argument("-c", "--collection", action="append", help="search this collection instead (repeatable)")
     p.add_argument("--repo", help="repository folder (default: the current folder)")
-    p.add_argument("--min-score", type=float, default=None)
-    p.add_argument("--max-tokens", type=int, default=None, help="stop adding results past this many tokens")
     p.add_argument(
-        "--rerank", action=argparse.BooleanOptionalAction, default=None, help="rerank with the model"
+        "--min-score", type=float, default=None, help="leave out results scoring below this (0-1, default 0)"
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="stop adding results past this many tokens (default 8000, 0: no limit)",
+    )
+    p.add_argument(
+        "--rerank",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="rerank the top results with the model (default: off)",
     )
     p.add_argument(
         "--wait", type=float, default=60.0, help="seconds to wait for a pending refresh (default 60)"
@@ -159,14 +169,23 @@ def main(argv: list[str] | None = None) -> int:
     if pending:  # the agent reads stdout's JSON list; this says how much of the index it covers
         how = "keyword-only results" if response.get("mode") == "lexical" else "those found by keywords only"
         print(f"{PROG}: {pending} chunks still wait for vectors: {how} for now", file=sys.stderr)
+    # an agent reads stderr too: it must not take an answer that lags the edits for current. Not
+    # `stale`: that is also true while vectors are pending, which the line above says already
+    error = response.get("refresh_error")
+    if error:
+        why = error.get("message") if isinstance(error, dict) else error
+        print(f"{PROG}: the refresh failed ({why}): results come from the index as it was", file=sys.stderr)
+    elif response.get("refreshed") is False:  # the refresh waited for did not finish within --wait
+        print(
+            f"{PROG}: the index is still catching up with recent changes: the latest edits may be missing",
+            file=sys.stderr,
+        )
     rows = shape(response, root)
     if not qc.utf8_stdout() or args.json:
         json.dump(rows, sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
     else:
         _table(rows)
-        if response.get("stale"):
-            print("(the index is still catching up with recent changes)", file=sys.stderr)
     return 0
 
 

@@ -37,8 +37,10 @@ def _log(message):
         )
     )
     try:
-        os.makedirs(os.path.join(base, "logs"), exist_ok=True)
-        with open(os.path.join(base, "logs", "hooks.log"), "a", encoding="utf-8") as handle:
+        os.makedirs(os.path.join(base, "logs"), mode=0o700, exist_ok=True)
+        # owner-only, as every state file: it quotes the user's prompts' failures
+        fd = os.open(os.path.join(base, "logs", "hooks.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with open(fd, "a", encoding="utf-8") as handle:
             handle.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} auto-retrieve: {message}\n")
     except OSError:
         pass

@@ -5,6 +5,7 @@
 # the hook log; a hook never blocks or fails a session.
 QMD_WARM_DEFAULT=""  # filled in by the installer with its qmd-warm wrapper
 
+umask 077  # the log folder and hooks.log are the user's alone, like every state file
 dir=${CLAUDE_PROJECT_DIR:-$PWD}
 if [ -n "$QMD_DAEMON_HOME" ]; then
   log_dir="$QMD_DAEMON_HOME/state/logs"

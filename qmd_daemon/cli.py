@@ -38,6 +38,19 @@ def _engine(ctx: click.Context) -> Engine:
     return engine
 
 
+def _searchable(ctx: click.Context, names: tuple[str, ...]) -> Engine:
+    """The engine, once there is a collection to search: on a fresh index `search` answered
+    "no results" (exit 0), as if the words were missing from code it had never indexed. Named
+    collections are checked by the search itself (`no collection named ...`)."""
+    engine = _engine(ctx)
+    if not names and not engine.collections():
+        raise QmdError(
+            "no collections to search: add one with `qmd-daemon collection add PATH` "
+            "(ai-search registers the git repository it runs in by itself)"
+        )
+    return engine
+
+
 def _emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
@@ -190,7 +203,13 @@ def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     type=click.IntRange(0, MAX_TOKENS_CAP),
     help="Stop adding results past this many tokens (0: no limit).",
 )
-@click.option("--min-score", default=DEFAULTS.min_score, type=click.FloatRange(0, 1))
+@click.option(
+    "--min-score",
+    default=DEFAULTS.min_score,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="Leave out hits scoring below this.",
+)
 @click.option("--explain", is_flag=True, help="Show each hit's ranks and boosts.")
 @click.option("--vectors/--no-vectors", default=DEFAULTS.vectors, help="Use vector search when embedded.")
 @click.option(
@@ -235,7 +254,8 @@ def search(
         budget_ms=budget_ms or None,
     )
     trace = SearchTrace()
-    hits = _engine(ctx).search(query, list(names) or None, limit=limit, options=options, trace=trace)
+    engine = _searchable(ctx, names)
+    hits = engine.search(query, list(names) or None, limit=limit, options=options, trace=trace)
     _print_hits(query, hits, "json" if as_json else fmt, explain)
     if trace.pending_vectors:
         how = "keyword-only results" if trace.mode == "lexical" else "those found by keywords only"
@@ -261,7 +281,7 @@ def context(ctx: click.Context, query: str, names: tuple[str, ...], limit: int, 
     """Markdown for an agent's context: hits, languages and frameworks, related docs."""
     if not query.strip():
         raise click.UsageError("empty query")
-    engine = _engine(ctx)
+    engine = _searchable(ctx, names)
     scope = engine.search_scope(list(names) or None)
     hits = engine.search(query, scope, limit=limit, options=SearchOptions(max_tokens=max_tokens or None))
     languages, frameworks = detect_stack(engine.store, engine.collection_ids(scope))
@@ -338,13 +358,26 @@ def pull(ctx: click.Context, profile: str | None, role: str, refresh: bool) -> N
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show the index, its collections, vectors and which models search can use."""
+    from qmd_daemon.daemon.stop import running_daemon
+
     engine = _engine(ctx)
     engine.models.embedder()
-    info = {"version": __version__, **engine.status()}
+    daemon = running_daemon(engine.settings.state_dir)
+    info = {
+        "version": __version__,
+        **engine.status(),
+        "daemon": {"running": daemon is not None, "pid": daemon.pid if daemon else None},
+    }
     if as_json:
         _emit_json(info)
         return
     click.echo(f"qmd-daemon {info['version']}\nindex:  {info['index']}\nconfig: {info['config']}")
+    # the model states below are this process's; the daemon keeps its own models loaded
+    click.echo(
+        f"daemon: running (pid {daemon.pid}, port {daemon.port})"
+        if daemon
+        else "daemon: not running (ai-search, qmd-warm or the SessionStart hook starts one)"
+    )
     vectors = info["vectors"]
     if not info["sqlite_vec"]:
         click.echo("vectors: sqlite-vec unavailable (lexical search only)")

@@ -262,9 +262,15 @@ class Engine:
         return [i for i in (self.store.collection_id(n) for n in names) if i is not None]
 
     def embed(
-        self, names: list[str] | None = None, *, progress: bool | None = None, limit: int | None = None
+        self,
+        names: list[str] | None = None,
+        *,
+        progress: bool | None = None,
+        limit: int | None = None,
+        yield_to: Callable[[], bool] | None = None,
     ) -> EmbedReport:
-        """Give every chunk without a vector one; a no-op report when no embedding model is ready."""
+        """Give every chunk without a vector one; a no-op report when no embedding model is ready.
+        `yield_to`: stop after the batch where it says True (vectorize.embed_pending)."""
         selected = [c.name for c in self._select(names)]
         vectors, embedder = self.vectors, self.models.embedder()
         ids = self.collection_ids(selected)
@@ -272,8 +278,9 @@ class Engine:
             return EmbedReport(pending=sum(self.store.chunk_count(i) for i in ids))
         lock = self.settings.state_dir / "embed.lock"
         return embed_pending(
-            self.store, vectors, embedder, ids, lock, self.writing, progress=progress, limit=limit
-        )
+            self.store, vectors, embedder, ids, lock, self.writing,
+            progress=progress, limit=limit, yield_to=yield_to,
+        )  # fmt: skip
 
     def why_no_embedding(self) -> str:
         """Why this index and these models cannot embed, for `embed`'s one-line error."""

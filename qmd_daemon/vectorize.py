@@ -59,7 +59,10 @@ def embed_pending(
     *,
     progress: bool | None = None,
     limit: int | None = None,
+    yield_to: Callable[[], bool] | None = None,
 ) -> EmbedReport:
+    """`yield_to`: asked after each batch; True stops the run there (what is left stays pending),
+    so the daemon's refresh of a file just edited does not wait for a whole repository's vectors."""
     started = time.perf_counter()
     report = EmbedReport(model=embedder.fingerprint)
     with embed_lock(lock_path):
@@ -90,6 +93,8 @@ def embed_pending(
                 with writing():
                     report.embedded += vectors.put(rows_out)
                 bar.update(len(batch))
+                if yield_to is not None and yield_to():
+                    break
         finally:
             bar.close()
     report.pending = vectors.pending_count(collection_ids)

@@ -346,3 +346,37 @@ def test_text_output_says_when_the_best_hit_is_weak(home: Path, project: Path) -
     assert weak.splitlines()[0].startswith("no strong match: the best score is under 0.25")
     strong = run_cli("search", "parse cookie header", env_home=home, check=True).stdout
     assert "no strong match" not in strong and "client.py" in strong.splitlines()[0]
+
+
+def test_status_says_whether_the_daemon_runs(daemon_home: Path, tmp_path: Path) -> None:
+    # after a first `ai-search`, `qmd-daemon status` said nothing of the daemon it had started
+    # (and showed this process's models as "not loaded yet") (first-hour-9)
+    from tests.daemon.support import make_repo, run_client, state_of
+
+    def status() -> tuple[str, dict[str, object]]:
+        text = run_cli("status", env_home=daemon_home, check=True).stdout
+        data = json.loads(run_cli("status", "--json", env_home=daemon_home, check=True).stdout)
+        return text, data["daemon"]
+
+    text, data = status()
+    assert "daemon: not running" in text and data == {"running": False, "pid": None}
+    repo = make_repo(tmp_path / "proj")
+    assert run_client("ai_search.py", "cookie", home=daemon_home, cwd=repo).returncode == 0
+    state = state_of(daemon_home)
+    text, data = status()
+    assert f"daemon: running (pid {state['pid']}, port {state['port']})" in text
+    assert data == {"running": True, "pid": state["pid"]}
+    assert run_cli("stop", env_home=daemon_home, check=True).returncode == 0
+    text, data = status()
+    assert "daemon: not running" in text and not data["running"]  # its state file is no daemon
+
+
+def test_search_and_context_on_an_index_with_no_collection_say_how_to_add_one(home: Path) -> None:
+    # a fresh HOME: `qmd-daemon search` printed "no results" with exit 0, as if it had searched
+    for command in ("search", "context"):
+        proc = run_cli(command, "how are flags parsed", env_home=home)
+        assert proc.returncode == 1 and proc.stdout == "", proc.stdout
+        assert _one_line_error(proc) == (
+            "qmd-daemon: error: no collections to search: add one with `qmd-daemon collection add PATH` "
+            "(ai-search registers the git repository it runs in by itself)"
+        )

@@ -160,13 +160,16 @@ class JobQueue:
                 continue
             job = self._queue.popleft()
             self._running = job
-            job.state, job.started_at, job.started_mono = "running", time.time(), time.monotonic()
+            job.state, job.started_mono = "running", time.monotonic()
+            job.started_at = job.started_at or time.time()  # a yielded embed job: its first start
             plan: RefreshPlan | None = None
+            requeued = False
             try:
                 if job.kind == "refresh" and self.watches is not None:
                     plan = self._vouch.plan(self.watches(job.names))
-                job.result = await loop.run_in_executor(self._executor, self._run, job, plan)
-                job.state = "done"
+                result = await loop.run_in_executor(self._executor, self._run, job, plan)
+                requeued = self._yielded(job, result)
+                job.state = "queued" if requeued else "done"
             except QmdError as exc:
                 job.state, job.error = "failed", {"code": "job_failed", "message": str(exc)}
             except Exception as exc:  # noqa: BLE001 - a failed job must not stop the queue
@@ -178,16 +181,20 @@ class JobQueue:
             finally:
                 if plan is not None:
                     self._vouch.settle(plan, ok=job.state == "done")
-                job.finished_at = time.time()
                 self._running = None
-                self._recent.append(job)
-                job.done.set()
+                finished = time.time()
+                if not requeued:
+                    job.finished_at = finished
+                    self._recent.append(job)
+                    job.done.set()
+            if requeued:
+                continue
             log.info(
                 "%s %s %s in %.2fs",
                 job.kind,
                 job.names or "all",
                 job.state,
-                job.finished_at - (job.started_at or job.finished_at),
+                finished - (job.started_at or finished),
             )
             if job.kind == "refresh":
                 self._merge_due = True
@@ -200,6 +207,33 @@ class JobQueue:
                     self.on_finished(job)
                 except Exception:  # noqa: BLE001
                     log.exception("job callback failed")
+
+    def _yielded(self, job: Job, result: dict[str, Any]) -> bool:
+        """An embed job that stopped to let a job queued behind it run (a refresh of a file just
+        edited: 833 chunks took 4 minutes on a loaded 2-core box, and the edit was invisible that
+        long) goes back in the queue, behind it, with what it did so far; its waiters keep
+        waiting for the whole job. False: the job is finished (`result` is its result)."""
+        if job.kind == "embed" and job.result is not None:
+            for key in ("embedded", "copied", "seconds"):
+                result[key] = round(result[key] + job.result[key], 3)
+        job.result = result
+        if job.kind != "embed" or not result["pending"] or not self._other_waiting() or self._closing:
+            return False
+        self._queue.append(job)
+        return True
+
+    def _should_pause(self) -> bool:
+        """Asked by a running embed job after each batch: stop there for a queued job, or for the
+        daemon's shutdown (`qmd-daemon stop` took 11 s on a fresh install: close() waited its 10 s
+        for the first embedding of a repository, then left it to be rolled back)."""
+        return self._closing or self._other_waiting()
+
+    def _other_waiting(self) -> bool:
+        """A job other than an embed one is queued. Also asked from the writer thread between
+        batches: tuple() copies the deque in one step under the GIL, where iterating it could
+        meet an append. Not another embed job: two would hand the writer to each other batch by
+        batch."""
+        return any(queued.kind != "embed" for queued in tuple(self._queue))
 
     async def _idle(self) -> None:
         """Wait for a job; once none has come for IDLE_MERGE_SECONDS, run merge steps on the
@@ -238,7 +272,7 @@ class JobQueue:
                 reports.append(data)
             # not walked: the watcher saw nothing change under them since their last refresh
             return {"reports": reports, "vouched": plan.skipped if plan is not None else []}
-        return self.engine.embed(names, progress=False).as_dict()
+        return self.engine.embed(names, progress=False, yield_to=self._should_pause).as_dict()
 
     async def close(self, timeout: float = 10.0) -> bool:
         """Stop taking jobs, wait up to `timeout` for the running one; True when the writer is free."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from qmd_daemon.daemon.state import LifetimeLock, read_state, request_verified
+from qmd_daemon.daemon.state import DaemonState, LifetimeLock, read_state, request_verified
 from qmd_daemon.errors import QmdError
 
 
@@ -18,6 +18,12 @@ def _lock_free(state_dir: Path) -> bool:
         return False
     lock.release()
     return True
+
+
+def running_daemon(state_dir: Path) -> DaemonState | None:
+    """The state file of the daemon that holds the lifetime lock, None when none runs (a state
+    file left by a dead one is not a running daemon)."""
+    return None if _lock_free(state_dir) else read_state(state_dir)
 
 
 def stop_daemon(state_dir: Path, timeout: float = 30.0) -> int | None:

@@ -77,6 +77,28 @@ def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+
+
+def _unresolvable(endpoint: str | None) -> str | None:
+    """Why the Hub cannot be reached at all, found without a request: its host name does not
+    resolve (no network, no DNS). huggingface-hub retries a failed connection five times with
+    back-off: 23 s and ten lines of 'Retrying in 8s' before the same answer, twice in a first
+    install. None when it resolves, or when a proxy (which resolves it) is configured."""
+    if any(os.environ.get(name) for name in PROXY_VARIABLES):
+        return None
+    import socket
+
+    url = urlparse(endpoint or "https://huggingface.co")
+    if not url.hostname:
+        return None
+    try:
+        socket.getaddrinfo(url.hostname, url.port or 443, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        return f"{url.hostname} does not resolve: {getattr(exc, 'strerror', None) or exc}"
+    return None
+
+
 def _hub_download(ref: ModelRef, *, cache_dir: Path | None, force: bool, progress: bool,
                   local_only: bool) -> Path:
     """hf_hub_download with env read now (not at import) and its errors turned into one line."""
@@ -84,6 +106,10 @@ def _hub_download(ref: ModelRef, *, cache_dir: Path | None, force: bool, progres
     from huggingface_hub import errors as hf_errors
 
     endpoint = os.environ.get("HF_ENDPOINT", "").rstrip("/") or None
+    offline = local_only or _offline()
+    unreachable = None if offline else _unresolvable(endpoint)
+    if unreachable and force:
+        raise ModelError(f"{ref.uri}: cannot download it again: the Hub could not be reached ({unreachable})")
     if cache_dir is None and os.environ.get("HF_HUB_CACHE"):
         cache_dir = Path(os.environ["HF_HUB_CACHE"]).expanduser()
     elif cache_dir is None and os.environ.get("HF_HOME"):
@@ -93,10 +119,11 @@ def _hub_download(ref: ModelRef, *, cache_dir: Path | None, force: bool, progres
         with _progress_bars(progress):
             path = huggingface_hub.hf_hub_download(
                 ref.repo_id, ref.filename, revision=ref.revision, cache_dir=cache_dir,
-                endpoint=endpoint, force_download=force, local_files_only=local_only or _offline(),
+                endpoint=endpoint, force_download=force, local_files_only=offline or unreachable is not None,
             )
     except hf_errors.LocalEntryNotFoundError:
-        why = "offline (HF_HUB_OFFLINE)" if local_only or _offline() else "the Hub could not be reached"
+        why = "offline (HF_HUB_OFFLINE)" if offline else "the Hub could not be reached"
+        why += f" ({unreachable})" if unreachable else ""
         raise ModelError(f"{ref.uri} is not in the local cache and {why}; run `qmd-daemon pull`") from None
     except hf_errors.RepositoryNotFoundError:
         raise ModelError(f"{ref.uri}: repository {ref.repo_id} not found (or private)") from None

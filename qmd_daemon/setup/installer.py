@@ -269,9 +269,11 @@ class Setup:
         if auto:
             values.update({r: "on" if auto["roles"][r] else "off" for r in ("expand", "rerank")},
                           auto=auto["decision"])
-        if not self.j.step(
-            "models", f"write models: {json.dumps(values)} into {self.paths.index_yml} (other keys kept)"
-        ):
+        written = {key: value for key, value in values.items() if value is not None}
+        removed = [key for key, value in values.items() if value is None]  # None: the key goes
+        why = f"; every role on: an earlier Auto's {', '.join(removed)} keys go" if removed else ""
+        what = f"write models: {json.dumps(written)} into {self.paths.index_yml} (other keys kept{why})"
+        if not self.j.step("models", what):
             return
         path = self.paths.index_yml
         old = path.read_bytes() if path.exists() else None
@@ -711,6 +713,12 @@ def main(argv: list[str] | None = None) -> int:
                 setup.j.created_dirs.clear()
                 setup.j.created_files.clear()
                 setup.run_no(keep_selection=True)
+                # the run ended with nothing installed: say how to go on (it used to end at "done")
+                setup.next_steps += [
+                    "to install anyway, every role on: ./install.sh --semantic-retrieval yes --profile small",
+                    "or let Auto accept a slower machine: QMD_BENCHMARK_MAX_EMBED_MINUTES and "
+                    "QMD_BENCHMARK_MAX_QUERY_SECONDS raise the limits the Auto: line names",
+                ]
         else:
             setup.run_no(keep_selection=False)
         setup.j.commit()

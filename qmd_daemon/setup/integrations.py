@@ -440,6 +440,7 @@ def git_hook_block(paths: SetupPaths) -> str:
         "# Added by the qmd-daemon setup (--git-hook); `install.sh --semantic-retrieval no` takes it out.\n"
         "# Refreshes this repository's collection in the background: never blocks or fails a commit.\n"
         "(\n"
+        "  umask 077\n"
         "  root=$(git rev-parse --show-toplevel 2>/dev/null) || exit 0\n"
         "  unset $(git rev-parse --local-env-vars 2>/dev/null)\n"
         f"  mkdir -p {shlex.quote(str(logs))} 2>/dev/null\n"

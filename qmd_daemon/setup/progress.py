@@ -32,7 +32,7 @@ def run_with_progress(
     cmd: list[str], what: str, *, log: Path, echo: Callable[[str], None], interval: float = PROGRESS_SECONDS
 ) -> None:
     """Run CMD; raise SetupError (naming the log) when it fails."""
-    log.parent.mkdir(parents=True, exist_ok=True)
+    log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tail: deque[str] = deque(maxlen=12)
     lock = threading.Lock()
     last_echo = [time.monotonic()]
@@ -44,7 +44,11 @@ def run_with_progress(
 
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     start = time.monotonic()
-    with log.open("a", encoding="utf-8") as out:
+    # owner-only like every state file: pip's output names this user's folders and index
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    if os.name == "posix":
+        os.fchmod(fd, 0o600)  # one an earlier version left readable to all
+    with open(fd, "a", encoding="utf-8") as out:
         out.write(f"$ {' '.join(cmd)}\n")
         try:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

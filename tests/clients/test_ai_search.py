@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BOX_PY
+from tests.conftest import BOX_PY, MODELS_DIR
 from tests.daemon.support import (
     CLIENTS,
     env_for,
@@ -212,3 +212,60 @@ def test_bad_numbers_are_one_line_and_start_no_daemon(daemon_home: Path, repo: P
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("ai-search: error: ") and len(proc.stderr.strip().splitlines()) == 1
     assert state_of(daemon_home) is None, "no daemon is started for a request that cannot be sent"
+
+
+def test_an_answer_from_an_index_still_catching_up_says_so_on_stderr(
+    daemon_home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch, small_models: dict[str, Path]
+) -> None:
+    # an agent reads ai-search through a pipe: the note that the index lags its edits was printed
+    # only on a terminal, so a search that gave up waiting (--wait) looked current (first-hour-9)
+    from qmd_daemon.locks import file_lock, writer_lock_path
+    from qmd_daemon.settings import Settings
+
+    # with vectors pending (the small profile) but the refresh done, the answer is current: the
+    # pending-vectors line says what lags, and nothing claims edits are missing
+    (daemon_home / "config").mkdir(parents=True)
+    (daemon_home / "config" / "index.yml").write_text("models: {profile: small}\n")
+    models = {"QMD_MODELS_DIR": str(MODELS_DIR)}
+    first = run_client("ai_search.py", "cookie", home=daemon_home, cwd=repo, **models)
+    assert first.returncode == 0 and "still wait for vectors" in first.stderr, first.stderr
+    assert "catching up" not in first.stderr, first.stderr
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(daemon_home))
+    monkeypatch.delenv("QMD_INDEX_PATH", raising=False)
+    with file_lock(writer_lock_path(Settings.from_env().index_path)):  # the daemon's refresh cannot finish
+        (repo / "src" / "fresh.py").write_text("def brand_new_helper_function():\n    return 42\n")
+        query = ("brand_new_helper_function", "--wait", "1")
+        proc = run_client("ai_search.py", *query, home=daemon_home, cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert "ai-search: the index is still catching up with recent changes" in proc.stderr
+    skill = (Path(__file__).parents[2] / "skills" / "semantic-search" / "SKILL.md").read_text()
+    assert "`the index is still catching up with recent changes`" in skill  # the agent knows it
+    assert isinstance(json.loads(proc.stdout), list)
+
+
+def test_every_option_in_help_says_what_it_does_and_the_defaults_it_names_are_the_searchs() -> None:
+    # `ai-search --help` showed `--min-score MIN_SCORE` with no word on it (first-hour-9)
+    from clients.ai_search import _parser
+    from qmd_daemon.search.pipeline import SearchOptions
+
+    parser = _parser()
+    assert all(action.help for action in parser._actions if action.option_strings)
+    helps = {action.dest: str(action.help) for action in parser._actions}
+    defaults = SearchOptions()
+    assert f"default {defaults.max_tokens}" in helps["max_tokens"]
+    assert f"default {defaults.min_score:g}" in helps["min_score"]
+    assert "default: off" in helps["rerank"] and defaults.rerank is False
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX modes")
+def test_every_state_file_a_first_search_leaves_is_owner_only(daemon_home: Path, repo: Path) -> None:
+    # a fresh HOME after install + ai-search (first-hour-9): the repository stamp
+    # (state/repos/*.json) and the logs were 0644, their folder 0755
+    import stat
+
+    search(daemon_home, repo, "cookie")
+    search(daemon_home, repo, "cookie")  # the stamp is written after the first answer
+    state = daemon_home / "state"
+    assert list((state / "repos").iterdir()) and (state / "logs" / "daemon.log").exists()
+    modes = {str(p.relative_to(state)): stat.S_IMODE(p.stat().st_mode) for p in [state, *state.rglob("*")]}
+    assert {p: m for p, m in modes.items() if m not in (0o600, 0o700)} == {}

@@ -49,3 +49,40 @@ def test_a_daemon_older_than_the_client_is_replaced(daemon_home: Path, tmp_path:
         if older.poll() is None:
             older.kill()
             older.wait()
+
+
+def test_an_older_daemon_that_qmd_daemon_python_starts_is_started_once_and_kept(
+    daemon_home: Path, tmp_path: Path
+) -> None:
+    # QMD_DAEMON_PYTHON names an older install: restarting its daemon starts the same code, and
+    # the client used to stop and start it again on every call (session 8's known defect)
+    older_code = tmp_path / "older_daemon.py"
+    older_code.write_text(_OLDER_DAEMON)
+    python = tmp_path / "older-python"
+    python.write_text(
+        "#!/bin/sh\n"
+        f'[ "$*" = "-m qmd_daemon.daemon serve" ] && exec {sys.executable} {older_code}\n'
+        f'exec {sys.executable} "$@"\n'
+    )
+    python.chmod(0o755)
+    repo = make_repo(tmp_path / "proj")
+    pids, errors = [], []
+    for _ in range(3):
+        proc = run_client(
+            "ai_search.py", "parse cookie header", "--json", home=daemon_home, cwd=repo,
+            QMD_DAEMON_PYTHON=str(python),
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
+        pids.append(state_of(daemon_home)["pid"])
+        errors.append(proc.stderr)
+    assert len(set(pids)) == 1, f"restarted on every call: {errors}"
+    assert state_of(daemon_home)["schema"] == SCHEMA_VERSION - 1
+    for stderr in errors:  # each call says why, in one line
+        assert "restarting the daemon" not in stderr
+        assert f"{python} (QMD_DAEMON_PYTHON) runs older qmd-daemon code" in stderr
+
+    # pointed at this client's own Python, the next call replaces it
+    proc = run_client("ai_search.py", "parse cookie header", "--json", home=daemon_home, cwd=repo)
+    assert proc.returncode == 0 and "restarting the daemon" in proc.stderr, proc.stderr
+    assert state_of(daemon_home)["schema"] == SCHEMA_VERSION

@@ -186,3 +186,17 @@ def test_hub_errors_are_one_line(hub: FakeHub, tiny_gguf: Path) -> None:
         assert words in str(exc.value) and "\n" not in str(exc.value), str(exc.value)
     with pytest.raises(ModelError, match="pull --refresh"):  # a bad download: fetch it again
         resolve("hf:org/tiny-GGUF/page.gguf")
+
+
+def test_a_hub_whose_name_does_not_resolve_is_answered_at_once_without_retries(
+    hub: FakeHub, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # a first install with no network (first-hour-9): huggingface-hub retried the HEAD request
+    # five times with back-off (23 s, ten lines of "Retrying in 8s") before the same answer
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "https://hub.qmd-test.invalid")  # .invalid never resolves
+    with pytest.raises(ModelError) as err:
+        resolve("hf:o/r/m.gguf", download=True)
+    assert "the Hub could not be reached (hub.qmd-test.invalid does not resolve" in str(err.value)
+    assert "Retrying" not in capfd.readouterr().err

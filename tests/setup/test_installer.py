@@ -145,6 +145,10 @@ def test_dry_run_prints_steps_and_changes_nothing(fake_home):
     yes = run_install(fake_home, "--semantic-retrieval", "yes", "--profile", "small", "--dry-run").stdout
     assert "DRYRUN create the virtual environment" in yes
     assert "DRYRUN install the semantic-search skill into" in yes
+    # the models step names what it writes, not JSON nulls for the keys it takes out (first-hour-9)
+    models = next(line for line in yes.splitlines() if line.startswith("DRYRUN write models:"))
+    assert "null" not in models and '{"profile": "small", "device": "gpu|cpu"}' in models, models
+    assert "every role on: an earlier Auto's expand, rerank, auto keys go" in models
     # with something installed, No's dry run lists the removals
     assert yes_small(fake_home).returncode == 0
     installed = listing(home)
@@ -281,6 +285,9 @@ def test_auto_fail_stores_no_and_installs_nothing(fake_home):
     assert proc.returncode == 0, proc.stderr
     assert "no device passed" in proc.stdout
     assert '"passed": false' in proc.stdout.split("benchmark summary:")[1]
+    # what to do next, not a bare "done" after nothing was installed (first-hour-9)
+    anyway = "next: to install anyway, every role on: ./install.sh --semantic-retrieval yes --profile small"
+    assert anyway in proc.stdout
     # each device's result once as it comes (it was printed twice in a row), then in the summary
     assert (proc.stderr + proc.stdout.split("benchmark summary:")[0]).count('"querySeconds"') == 1
     # each step as it starts: the benchmark runs minutes on a slow machine and used to say nothing
