@@ -126,7 +126,8 @@ def repo_root(start: str) -> tuple[str, bool]:
 
 def git_executable() -> str | None:
     """git's absolute path from PATH's absolute folders only: a relative entry ('.', '') or
-    Windows' implicit current folder would run a `git` the repository itself ships."""
+    Windows' implicit current folder would run a `git` the repository itself ships. The engine's
+    scanner and the setup use it too (stdlib only, so it lives on this side)."""
     names = ("git.exe", "git") if os.name == "nt" else ("git",)
     for folder in os.environ.get("PATH", "").split(os.pathsep):
         if os.path.isabs(folder):
@@ -141,7 +142,7 @@ def git_argv(git: str, root: str, *args: str) -> list[str]:
     """Every git call of the clients: none may run a program the repository configures. Hooks and
     core.fsmonitor are switched off here; clean/smudge filters, textconv and external diff cannot
     be switched off by name (any driver name works), so the clients only run commands that never
-    read file contents through them (`ls-files`). Mirrors qmd_daemon/ingest/scan.py::git_argv."""
+    read file contents through them (`ls-files`); so does the engine's scanner (ingest/scan.py)."""
     return [
         git, "--no-pager", "-c", "core.fsmonitor=false", "-c", f"core.hooksPath={os.devnull}",
         "-C", root, *args,
