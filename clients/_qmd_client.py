@@ -25,8 +25,8 @@ START_TIMEOUT_S = float(os.environ.get("QMD_START_TIMEOUT", "20"))
 # stranger, a hung daemon or a busy one, and the user should not wait on it
 HANDSHAKE_TIMEOUT_S = float(os.environ.get("QMD_HANDSHAKE_TIMEOUT", "3"))
 LOG_MAX_BYTES = 5 * 1024 * 1024
-# The daemon's proof that it holds the token: HMAC-SHA256(token, PROOF_LABEL | port | nonce).
-# Mirrors qmd_daemon/daemon/state.py::daemon_proof; keep the two in step.
+# The daemon's proof that it holds the token: HMAC-SHA256(token, PROOF_LABEL | port | nonce), made
+# by qmd_daemon/daemon/state.py::daemon_proof, which imports these constants from here.
 PROOF_LABEL = b"qmd-daemon proof v1: daemon to client"
 MAX_HEADER_BYTES = 65536
 MAX_CHALLENGE_BYTES = 4096  # the proof is ~100 bytes of JSON: a stranger's big body is refused
