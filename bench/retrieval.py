@@ -259,7 +259,7 @@ def open_postgres_engine(home: Path, url: str) -> Any:
 
     settings = Settings.from_env()
     pg = replace(settings, config_dir=home / "postgres-config", state_dir=home / "postgres-state",
-                 log_dir=home / "postgres-state" / "logs", database_url=url)
+                 database_url=url)
     pg.config_dir.mkdir(parents=True, exist_ok=True)
     IndexConfig(pg.config_file, {**IndexConfig.load(settings.config_file).raw, "backend": "postgres"}).save()
     return Engine(pg)

@@ -26,8 +26,8 @@ START_TIMEOUT_S = float(os.environ.get("QMD_START_TIMEOUT", "20"))
 # stranger, a hung daemon or a busy one, and the user should not wait on it
 HANDSHAKE_TIMEOUT_S = float(os.environ.get("QMD_HANDSHAKE_TIMEOUT", "3"))
 LOG_MAX_BYTES = 5 * 1024 * 1024
-# The daemon's proof that it holds the token: HMAC-SHA256(token, PROOF_LABEL | port | nonce).
-# Mirrors qmd_daemon/daemon/state.py::daemon_proof; keep the two in step.
+# The daemon's proof that it holds the token: HMAC-SHA256(token, PROOF_LABEL | port | nonce), made
+# by qmd_daemon/daemon/state.py::daemon_proof, which imports these constants from here.
 PROOF_LABEL = b"qmd-daemon proof v1: daemon to client"
 MAX_HEADER_BYTES = 65536
 MAX_CHALLENGE_BYTES = 4096  # the proof is ~100 bytes of JSON: a stranger's big body is refused
@@ -137,7 +137,8 @@ def repo_root(start: str) -> tuple[str, bool]:
 
 def git_executable() -> str | None:
     """git's absolute path from PATH's absolute folders only: a relative entry ('.', '') or
-    Windows' implicit current folder would run a `git` the repository itself ships."""
+    Windows' implicit current folder would run a `git` the repository itself ships. The engine's
+    scanner and the setup use it too (stdlib only, so it lives on this side)."""
     names = ("git.exe", "git") if os.name == "nt" else ("git",)
     for folder in os.environ.get("PATH", "").split(os.pathsep):
         if os.path.isabs(folder):
@@ -152,7 +153,7 @@ def git_argv(git: str, root: str, *args: str) -> list[str]:
     """Every git call of the clients: none may run a program the repository configures. Hooks and
     core.fsmonitor are switched off here; clean/smudge filters, textconv and external diff cannot
     be switched off by name (any driver name works), so the clients only run commands that never
-    read file contents through them (`ls-files`). Mirrors qmd_daemon/ingest/scan.py::git_argv."""
+    read file contents through them (`ls-files`); so does the engine's scanner (ingest/scan.py)."""
     return [
         git, "--no-pager", "-c", "core.fsmonitor=false", "-c", f"core.hooksPath={os.devnull}",
         "-C", root, *args,

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from clients._qmd_client import utf8_stdout
 from qmd_daemon import __version__
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
@@ -480,20 +481,8 @@ def demo() -> None:
     run_demo(click.echo)
 
 
-def _utf8_stdout() -> None:
-    """Agents read the JSON and markdown through pipes: UTF-8 whatever the locale says (Windows
-    gives pipes its ANSI code page, and the first box-drawing character in a snippet would end the
-    command); a terminal keeps its encoding and shows '?' for what it cannot."""
-    if not hasattr(sys.stdout, "reconfigure"):  # none (pythonw) or replaced by the caller
-        return
-    if sys.stdout.isatty():
-        sys.stdout.reconfigure(errors="replace")
-    elif sys.stdout.encoding.lower().replace("-", "") != "utf8":
-        sys.stdout.reconfigure(encoding="utf-8")
-
-
 def main() -> None:
-    _utf8_stdout()
+    utf8_stdout()  # the clients' rule: UTF-8 to a pipe whatever the locale, a terminal its own
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

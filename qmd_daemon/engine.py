@@ -38,6 +38,10 @@ def _slug(text: str) -> str:
 
 
 class Engine:
+    """One index and its collections, opened lazily, for one thread at a time: the CLI and the MCP
+    server hold one, the daemon two (a reader for searches and a writer for jobs, each on its own
+    connection, sharing one set of models), so a search never waits behind a refresh's writes."""
+
     def __init__(self, settings: Settings | None = None):
         self.settings = settings or Settings.from_env()
         self._backend: Backend | None = None

@@ -116,7 +116,6 @@ class Settings:
     config_dir: Path
     cache_dir: Path
     state_dir: Path
-    log_dir: Path
     index_path: Path
     idle_minutes: float = 30.0
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
@@ -160,7 +159,6 @@ class Settings:
             config_dir=config,
             cache_dir=cache,
             state_dir=state,
-            log_dir=state / "logs",
             index_path=index,
             idle_minutes=_env_float("QMD_IDLE_MINUTES", 30.0),
             max_file_bytes=max_bytes,

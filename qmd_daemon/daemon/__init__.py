@@ -4,6 +4,3 @@ models) warm, runs refresh/embed jobs in the background and watches the register
 Front-end layer: imports the engine, never the other way round. Clients (`clients/`) talk to it
 over HTTP and never import this package.
 """
-
-STATE_FILE = "daemon.json"
-LOCK_FILE = "daemon.lock"

@@ -26,17 +26,17 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from clients._qmd_client import LOCK_FILE, MAX_CHALLENGE_BYTES, PROOF_LABEL, STATE_FILE
 from qmd_daemon.atomic_files import replace_file
-from qmd_daemon.daemon import LOCK_FILE, STATE_FILE
 from qmd_daemon.locks import file_lock
 
-# Mirrors clients/_qmd_client.py (PROOF_LABEL, _proof_ok); keep the two in step. The label names
-# the direction: the daemon proves itself to a client and never accepts such a proof from anyone,
-# so an answer a stranger collects is worth nothing against the daemon; the port binds it to the
-# daemon's own socket, so a stranger cannot relay a client's nonce to another daemon's port.
-PROOF_LABEL = b"qmd-daemon proof v1: daemon to client"
+# The file names, the proof's label and the challenge's size cap come from the clients' side
+# (clients/_qmd_client.py is stdlib only and cannot import these): one copy for both ends. The
+# proof is computed there by _proof_ok, here by daemon_proof. PROOF_LABEL names the direction: the
+# daemon proves itself to a client and never accepts such a proof from anyone, so an answer a
+# stranger collects is worth nothing against the daemon; the port binds it to the daemon's own
+# socket, so a stranger cannot relay a client's nonce to another daemon's port.
 NONCE = re.compile(r"[0-9a-f]{32,128}")
-MAX_CHALLENGE_BYTES = 4096  # mirrors _qmd_client.MAX_CHALLENGE_BYTES: a proof is ~100 bytes
 LOCK_RETRY_S = 0.5  # a client tests the lock with a brief shared lock (_qmd_client.daemon_lock_held)
 
 

@@ -419,10 +419,6 @@ def _parser(language: str) -> Any | None:
     return parser
 
 
-def has_grammar(language: str | None) -> bool:
-    return language in _GRAMMARS and _parser(language) is not None
-
-
 # ---------------------------------------------------------------------------------------------
 # definitions
 

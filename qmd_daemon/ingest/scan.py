@@ -29,6 +29,7 @@ from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 from pathspec.util import normalize_file
 
+from clients._qmd_client import git_argv, git_executable  # one rule for how every part runs git
 from qmd_daemon.errors import UsageError
 from qmd_daemon.ingest.listings import Listing, Listings, chain_key, folder_stamp, rules_key
 
@@ -216,30 +217,6 @@ def find_git_root(path: Path) -> Path | None:
     return None
 
 
-def git_executable() -> str | None:
-    """git's absolute path from PATH's absolute folders only: a relative entry ('.', '') or the
-    current folder Windows searches first (shutil.which too) would run a `git` a repository ships."""
-    names = ("git.exe", "git") if os.name == "nt" else ("git",)
-    for folder in os.environ.get("PATH", "").split(os.pathsep):
-        if os.path.isabs(folder):
-            for name in names:
-                candidate = os.path.join(folder, name)
-                if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-                    return candidate
-    return None
-
-
-def git_argv(git: str, root: Path, *args: str) -> list[str]:
-    """Every git call of the engine: none may run a program the repository configures. Hooks and
-    core.fsmonitor are switched off here; clean/smudge filters, textconv and external diff cannot
-    be switched off by name (any driver name works), so only `ls-files`, which never reads file
-    contents through them, is run. Mirrors clients/_qmd_client.py::git_argv (stdlib-only side)."""
-    return [
-        git, "--no-pager", "-c", "core.fsmonitor=false", "-c", f"core.hooksPath={os.devnull}",
-        "-C", str(root), *args,
-    ]  # fmt: skip
-
-
 def _git_ls_files(root: Path, *selection: str) -> list[str] | None:
     """`git ls-files` names under `root` (None outside git or when git fails)."""
     git = git_executable()
@@ -247,7 +224,7 @@ def _git_ls_files(root: Path, *selection: str) -> list[str] | None:
         return None
     try:
         proc = subprocess.run(
-            git_argv(git, root, "ls-files", "-z", *selection),
+            git_argv(git, str(root), "ls-files", "-z", *selection),
             capture_output=True,
             env=dict(os.environ, GIT_OPTIONAL_LOCKS="0"),
             stdin=subprocess.DEVNULL,

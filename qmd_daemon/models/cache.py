@@ -1,7 +1,7 @@
 """The LLM result cache interface (rerank scores, query expansions).
 
-The store provides a SQLite-backed implementation; `MemoryCache` serves tests and one-off runs.
-Keys are hex digests that already include the model fingerprint, so a model change never reads
+The index keeps the answers (store/llm_cache.py, store/postgres/llm_cache.py), so every process
+reuses them. Keys are hex digests that already include the model fingerprint, so a model change never reads
 stale results.
 """
 
@@ -17,22 +17,6 @@ class LLMCache(Protocol):
     def get(self, key: str) -> str | None: ...
 
     def put(self, key: str, value: str) -> None: ...
-
-
-class MemoryCache:
-    """A dict-backed LLMCache that also counts hits, which tests use to prove a cache was read."""
-
-    def __init__(self) -> None:
-        self.data: dict[str, str] = {}
-        self.hits = 0
-
-    def get(self, key: str) -> str | None:
-        value = self.data.get(key)
-        self.hits += value is not None
-        return value
-
-    def put(self, key: str, value: str) -> None:
-        self.data[key] = value
 
 
 def cache_key(*parts: str) -> str:

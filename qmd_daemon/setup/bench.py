@@ -149,7 +149,6 @@ def measure_device(
         config_dir=workdir / "config",
         index_path=workdir / "index.sqlite",
         state_dir=workdir / "state",
-        log_dir=workdir / "state" / "logs",
     )
     config = IndexConfig.load(settings.config_file)
     config.set_models({"profile": profile, "device": device})

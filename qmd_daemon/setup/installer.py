@@ -55,7 +55,6 @@ def parse_args(argv: list[str] | None) -> Options:
     )
     ap.add_argument(
         "--semantic-retrieval",
-        "-SemanticRetrieval",
         dest="selection",
         type=lambda s: ANSWERS.get(s.strip().lower()) or _bad(s),
         metavar="yes|no|auto",
@@ -63,7 +62,7 @@ def parse_args(argv: list[str] | None) -> Options:
         "selection, else no)",
     )
     ap.add_argument(
-        "--dry-run", "-DryRun", action="store_true", help="print every step as DRYRUN ...; change nothing"
+        "--dry-run", action="store_true", help="print every step as DRYRUN ...; change nothing"
     )
     ap.add_argument(
         "--profile",

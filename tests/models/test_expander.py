@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from qmd_daemon.models.cache import MemoryCache
 from qmd_daemon.models.expander import Expander, Expansion, parse_expansions, terms
+from tests.models.memory_cache import MemoryCache
 
 
 def test_parse_dedupe_cap_and_relevance() -> None:

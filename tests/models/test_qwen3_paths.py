@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qmd_daemon.models.cache import MemoryCache
 from qmd_daemon.models.embedder import Embedder
 from qmd_daemon.models.expander import Expander
 from qmd_daemon.models.reranker import Reranker
+from tests.models.memory_cache import MemoryCache
 
 from .tiny_qwen3 import write_tiny_qwen3
 

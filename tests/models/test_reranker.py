@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from qmd_daemon.models.cache import MemoryCache
 from qmd_daemon.models.reranker import JUDGE_SYSTEM, Reranker, _head_score, _p_yes, judge_prompt
+from tests.models.memory_cache import MemoryCache
 
 QUERY = "parse yaml config file"
 DOCS = [

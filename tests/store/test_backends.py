@@ -21,7 +21,7 @@ from tests.conftest import run_cli
 def _settings(home: Path, index_yml: str, database_url: str | None = None) -> Settings:
     (home / "config").mkdir(parents=True, exist_ok=True)
     (home / "config" / "index.yml").write_text(index_yml, encoding="utf-8")
-    return Settings(home / "config", home / "cache", home / "state", home / "logs",
+    return Settings(home / "config", home / "cache", home / "state",
                     home / "cache" / "index.sqlite", database_url=database_url)
 
 
