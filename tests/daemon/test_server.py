@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import stat
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,19 @@ def url(d: Daemon, path: str) -> str:
 
 def auth(d: Daemon) -> dict[str, str]:
     return {"Authorization": f"Bearer {d.token}"}
+
+
+@contextlib.asynccontextmanager
+async def reader_busy(d: Daemon) -> AsyncIterator[asyncio.Future[Any]]:
+    """The daemon's reader thread busy with an earlier step (a real blocking call) until the block
+    ends: a test asserts what happened meanwhile, not how long it took."""
+    free = threading.Event()
+    busy = asyncio.ensure_future(d._read(free.wait, EVENT_CEILING_S))
+    try:
+        yield busy
+    finally:
+        free.set()
+        await busy
 
 
 async def call(
@@ -467,21 +482,16 @@ async def test_deeply_nested_json_is_400(daemon: Daemon, http: aiohttp.ClientSes
 async def test_a_search_past_its_deadline_is_a_503_and_health_still_answers(home: Path) -> None:
     d = Daemon(Settings.from_env(), watch=False, search_deadline_s=0.5)
     await d.start()
-    reader_free = threading.Event()
-    # the reader thread is busy with an earlier step until the test frees it (a real blocking call)
-    busy = asyncio.ensure_future(d._read(reader_free.wait, EVENT_CEILING_S))
     try:
-        async with aiohttp.ClientSession() as http:
+        async with reader_busy(d) as busy, aiohttp.ClientSession() as http:
             search = asyncio.ensure_future(call(http, d, "POST", "/search", {"query": "anything"}))
             status, _ = await call(http, d, "GET", "/health")
             assert status == 200 and not busy.done()  # answered while the reader is busy
             status, body = await search
-        assert not busy.done(), "the search waited for the reader instead of its deadline"
+            assert not busy.done(), "the search waited for the reader instead of its deadline"
         assert status == 503 and body["error"]["code"] == "timeout", body
         assert "0.5 s" in body["error"]["message"]
     finally:
-        reader_free.set()
-        await busy
         await d.close()
 
 
