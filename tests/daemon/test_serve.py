@@ -194,7 +194,7 @@ def test_a_900k_query_neither_stalls_the_daemon_nor_stops_sigterm(daemon_home: P
     assert first["hits"]
     query = "cookie header parsing fails\n" + "a" * 900_000
     searcher = _searches_in_background(state, {"query": query, "path": str(repo)}, times=10)
-    wait_for(lambda: probe_health(state, timeout=1), timeout=5)
+    wait_for(lambda: probe_health(state, timeout=1), timeout=STALL_S)
     probes: list[float] = []  # seconds each /health took while the searches ran
     while searcher.poll() is None:
         sent = time.monotonic()
