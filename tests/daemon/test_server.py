@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import stat
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,8 @@ from qmd_daemon.daemon.server import Daemon, split_host
 from qmd_daemon.daemon.state import read_state
 from qmd_daemon.settings import Settings
 from tests.daemon.support import make_repo
+
+EVENT_CEILING_S = 60.0  # how long a test waits for an event at most; the event comes far sooner
 
 
 class FakeClock:
@@ -40,6 +44,19 @@ def url(d: Daemon, path: str) -> str:
 
 def auth(d: Daemon) -> dict[str, str]:
     return {"Authorization": f"Bearer {d.token}"}
+
+
+@contextlib.asynccontextmanager
+async def reader_busy(d: Daemon) -> AsyncIterator[asyncio.Future[Any]]:
+    """The daemon's reader thread busy with an earlier step (a real blocking call) until the block
+    ends: a test asserts what happened meanwhile, not how long it took."""
+    free = threading.Event()
+    busy = asyncio.ensure_future(d._read(free.wait, EVENT_CEILING_S))
+    try:
+        yield busy
+    finally:
+        free.set()
+        await busy
 
 
 async def call(
@@ -218,28 +235,26 @@ async def test_searches_are_served_while_a_refresh_runs(
     repo = make_repo(tmp_path / "proj")
     await call(http, daemon, "POST", "/refresh", {"path": str(repo), "wait": 30})
     (repo / "src" / "late.py").write_text("def freshly_added_function():\n    return 1\n")
-    release = threading.Event()
+    updating, release = threading.Event(), threading.Event()
     real_update = daemon.writer.update
 
-    def slow_update(*args: Any, **kwargs: Any) -> Any:
-        release.wait(10)  # the refresh holds the writer until the searches below are done
+    def held_update(*args: Any, **kwargs: Any) -> Any:
+        updating.set()
+        release.wait(EVENT_CEILING_S)  # the refresh holds the writer until the searches below are done
         return real_update(*args, **kwargs)
 
-    daemon.writer.update = slow_update  # type: ignore[method-assign]
+    daemon.writer.update = held_update  # type: ignore[method-assign]
     status, body = await call(http, daemon, "POST", "/refresh", {"collection": "repo-proj"})
     job_id = body["jobs"][0]["id"]
-    await asyncio.sleep(0.05)
-    assert daemon.jobs.get(job_id).state == "running"
-    started = time.perf_counter()
+    assert await asyncio.to_thread(updating.wait, EVENT_CEILING_S), "the refresh never started"
     results = await asyncio.gather(
         *[
             call(http, daemon, "POST", "/search", {"query": "TCPConnector", "path": str(repo)})
             for _ in range(10)
         ]
     )
-    elapsed = time.perf_counter() - started
     assert all(s == 200 and b["hits"] and b["stale"] is True for s, b in results)
-    assert elapsed < 5 and daemon.jobs.get(job_id).state == "running"
+    assert daemon.jobs.get(job_id).state == "running"  # answered while the refresh held the writer
     release.set()
     status, body = await call(
         http,
@@ -267,7 +282,7 @@ async def test_idle_exit_with_an_injected_clock(home: Path) -> None:
         await asyncio.sleep(0.1)
         assert not waiter.done() and read_state(home / "state") is not None
         clock.now += 11
-        await asyncio.wait_for(waiter, 5)
+        await asyncio.wait_for(waiter, EVENT_CEILING_S)
     finally:
         await d.close()
     assert d.stop_reason is not None and "idle" in d.stop_reason
@@ -281,7 +296,7 @@ async def test_shutdown_endpoint(home: Path) -> None:
     async with aiohttp.ClientSession() as http:
         status, body = await call(http, d, "POST", "/shutdown")
     assert status == 200 and body["ok"]
-    await asyncio.wait_for(waiter, 10)
+    await asyncio.wait_for(waiter, EVENT_CEILING_S)
     assert not (home / "state" / "daemon.json").exists()
 
 
@@ -468,22 +483,24 @@ async def test_a_search_past_its_deadline_is_a_503_and_health_still_answers(home
     d = Daemon(Settings.from_env(), watch=False, search_deadline_s=0.5)
     await d.start()
     try:
-        # the reader thread is busy with an earlier step for 3 s (a real blocking call)
-        busy = asyncio.ensure_future(d._read(time.sleep, 3.0))
-        async with aiohttp.ClientSession() as http:
-            started = time.perf_counter()
+        async with reader_busy(d) as busy, aiohttp.ClientSession() as http:
             search = asyncio.ensure_future(call(http, d, "POST", "/search", {"query": "anything"}))
-            await asyncio.sleep(0.1)
-            probe = time.perf_counter()
             status, _ = await call(http, d, "GET", "/health")
-            assert status == 200 and time.perf_counter() - probe < 0.1
+            assert status == 200 and not busy.done()  # answered while the reader is busy
             status, body = await search
-            took = time.perf_counter() - started
+            assert not busy.done(), "the search waited for the reader instead of its deadline"
         assert status == 503 and body["error"]["code"] == "timeout", body
-        assert "0.5 s" in body["error"]["message"] and took < 2.0
-        await busy
+        assert "0.5 s" in body["error"]["message"]
     finally:
         await d.close()
+
+
+async def start_up_tasks_done(d: Daemon) -> None:
+    """Wait for what start() left running in the background (the index check among them): a
+    close() meanwhile would cancel them."""
+    async with asyncio.timeout(EVENT_CEILING_S):
+        while d._background:
+            await asyncio.wait(set(d._background))
 
 
 async def test_a_damaged_index_is_found_at_start_and_named_with_its_fix(home: Path, tmp_path: Path) -> None:
@@ -495,10 +512,7 @@ async def test_a_damaged_index_is_found_at_start_and_named_with_its_fix(home: Pa
     await d.start()
     try:
         async with aiohttp.ClientSession() as http:
-            for _ in range(100):
-                if d.index_problem:
-                    break
-                await asyncio.sleep(0.05)
+            await start_up_tasks_done(d)
             status, body = await call(http, d, "POST", "/search", {"query": "handler", "collection": "repo"})
             assert status == 503 and body["error"]["code"] == "index_damaged", body
             assert "is damaged" in body["error"]["message"]
@@ -529,11 +543,7 @@ async def test_the_start_up_index_check_runs_once_a_day(
     async def start_and_close() -> Daemon:
         d = Daemon(Settings.from_env(), watch=False)
         await d.start()
-        for _ in range(40):  # a check that runs ends in well under 2 s here; one skipped never starts
-            await asyncio.sleep(0.05)
-            if d._index_check is not None and d._index_check.done():
-                break
-        await asyncio.sleep(0.1)  # the check's coroutine records it
+        await start_up_tasks_done(d)  # the check ran and recorded its finding, or was skipped
         await d.close()
         return d
 

@@ -6,7 +6,6 @@ index, a real child process holding the upgrade (tests/store/test_schema_upgrade
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import aiohttp
 from qmd_daemon.daemon.server import Daemon
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.connection import upgrade_lock_path
-from tests.daemon.test_server import call
+from tests.daemon.test_server import call, reader_busy
 from tests.store.test_schema_upgrade import schema_3_index, start_paused_upgrade
 
 
@@ -50,10 +49,8 @@ async def test_a_lock_file_left_by_a_killed_upgrade_is_not_taken_for_one(home: P
     await d.start()
     try:
         upgrade_lock_path(d.settings.index_path).write_text("12345")  # its holder died: no lock held
-        busy = asyncio.ensure_future(d._read(time.sleep, 2.0))  # the reader busy with an earlier step
-        async with aiohttp.ClientSession() as http:
+        async with reader_busy(d), aiohttp.ClientSession() as http:
             status, body = await call(http, d, "POST", "/search", {"query": "anything"})
         assert status == 503 and "computing an earlier request" in body["error"]["message"], body
-        await busy
     finally:
         await d.close()

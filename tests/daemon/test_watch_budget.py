@@ -48,7 +48,7 @@ async def test_a_root_past_the_budget_is_polled_and_its_unwatched_changes_arrive
         await watcher.sync({repo: SPEC})
         assert 0 < len(watcher.dirs) <= 4
         assert not watcher.vouches(repo) and watcher.polls(repo) and watcher.polled == (repo,)
-        await recorder.wait_for_call(2, timeout=5.0)  # no change made: the timer rescans
+        await recorder.wait_for_call(2)  # no change made: the timer rescans
         assert recorder.calls[:2] == [{repo}, {repo}]
     finally:
         await watcher.close()

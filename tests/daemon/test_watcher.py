@@ -82,7 +82,7 @@ class Recorder:
     def __call__(self, roots: set[Path]) -> None:
         self.calls.append(set(roots))
 
-    async def wait_for_call(self, count: int, timeout: float = 10.0) -> None:
+    async def wait_for_call(self, count: int, timeout: float = 60.0) -> None:  # a ceiling
         deadline = time.monotonic() + timeout
         while len(self.calls) < count and time.monotonic() < deadline:
             await asyncio.sleep(0.05)

@@ -21,10 +21,12 @@ from qmd_daemon.search.query import (
 
 
 def _seconds(text: str) -> float:
-    started = time.perf_counter()
+    """CPU seconds the analysis costs: this thread's CPU time, which a wait for a core on a loaded
+    box (wall time) does not count."""
+    started = time.thread_time()
     parse_query(text)
     condense(text)
-    return time.perf_counter() - started
+    return time.thread_time() - started
 
 
 def _report(chars: int) -> str:
@@ -59,8 +61,8 @@ def test_pathological_queries_cost_what_an_ordinary_one_does(name: str, blob: st
     ordinary = min(_seconds(_report(MAX_QUERY_CHARS)) for _ in range(3))
     short = min(_seconds("how are cookies parsed") for _ in range(3))
     took = _seconds(blob)
-    print(f"{name}: {took * 1000:.1f} ms; a {MAX_QUERY_CHARS}-character report {ordinary * 1000:.1f} ms; "
-          f"short {short * 1000:.3f} ms")
+    print(f"{name}: {took * 1000:.1f} CPU ms; a {MAX_QUERY_CHARS}-character report {ordinary * 1000:.1f} "
+          f"CPU ms; short {short * 1000:.3f} CPU ms")
     assert took < 2.0
     assert took < 20 * ordinary + 0.05  # linear: about what the analysed head costs
 

@@ -132,8 +132,12 @@ def test_a_second_process_waits_for_the_upgrade_instead_of_running_it_again(
 
     second = threading.Thread(target=open_index)
     second.start()
-    time.sleep(1.0)  # the second opener is waiting on the child's upgrade now
-    go.write_text("1")
+    said, deadline = "", time.monotonic() + 60  # a ceiling: the second opener says it waits at once
+    while "waiting for another process upgrading the index" not in said:
+        assert time.monotonic() < deadline and second.is_alive(), f"the second opener did not wait: {said}"
+        time.sleep(0.05)
+        said += capfd.readouterr().err
+    go.write_text("1")  # only once the second opener waits on the child's upgrade
     assert child.wait(timeout=60) == 0, child.stderr.read() if child.stderr else b""
     second.join(timeout=60)
     store = opened[0]
@@ -143,7 +147,6 @@ def test_a_second_process_waits_for_the_upgrade_instead_of_running_it_again(
     finally:
         store.close()
     assert counted == []  # the child's count stood; the second process did not count again
-    assert "waiting for another process upgrading the index" in capfd.readouterr().err
 
 
 def test_a_process_killed_mid_upgrade_leaves_an_index_that_opens(engine: Any, tmp_path: Path) -> None:
