@@ -67,6 +67,16 @@ def fixtures_dir(path: Path | None = None) -> Path:
     return found
 
 
+def busy_note(load: float | None, cores: int) -> str:
+    """What to tell a user whose embedder was turned off on a box busier than its cores: the rate
+    is measured over a few seconds by the clock and moves with the load (a fresh install: 9.61
+    chunks/s idle, 4.57 under load 6-10, where Auto said No). CPU time is no steadier: llama.cpp's
+    threads spin while idle, so it overstates the work on a quiet box, not on a busy one."""
+    if load is None or load <= cores:
+        return ""
+    return f"; measured on a busy box (load {load:.1f} on {cores} cores): run Auto again when it is quieter"
+
+
 def choose_roles(
     chunks_per_second: float, index_chunks: int, sets: dict[str, dict[str, Any]], limits: dict[str, float]
 ) -> tuple[dict[str, bool], dict[str, str]]:
@@ -189,6 +199,7 @@ def measure_device(
         t0 = time.perf_counter()
         report = engine.embed([COLLECTION], progress=False).as_dict()
         embed_s = time.perf_counter() - t0
+        result["loadAverage"] = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
         chunks = int(report.get("embedded") or 0) + int(report.get("copied") or 0)
         result["chunks"] = chunks
         result["files"] = update.files
@@ -215,6 +226,8 @@ def measure_device(
             say(f"{len(timed)} timed queries: vectors{''.join(' + ' + r for r in wanted)}")
             sets[name] = _time_set(engine, timed, COLLECTION, **flags)
         roles, why = choose_roles(cps, result["indexChunks"], sets, limits)
+        if not roles["embed"]:
+            why["embed"] += busy_note(result["loadAverage"], os.cpu_count() or 1)
         for role, reason in result["unloaded"].items():
             why[role] = f"did not load: {reason}"
         result.update(sets=sets, roles=roles, reasons=why, passed=roles["embed"])
