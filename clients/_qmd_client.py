@@ -57,7 +57,7 @@ class DaemonError(Exception):
 # -- output --------------------------------------------------------------------------------------
 
 
-def utf8_stdout() -> bool:
+def prepare_stdout() -> bool:
     """Make stdout safe for any snippet; True when it is a terminal. A pipe (an agent reading the
     JSON) gets UTF-8 whatever the locale says: Windows gives pipes its ANSI code page, which has
     no box-drawing or CJK characters, and the first such snippet would end the process. A terminal

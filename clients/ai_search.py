@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
     rows = shape(response, root)
-    if not qc.utf8_stdout() or args.json:
+    if not qc.prepare_stdout() or args.json:
         json.dump(rows, sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
     else:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from clients._qmd_client import utf8_stdout
+from clients._qmd_client import prepare_stdout
 from qmd_daemon import __version__
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
@@ -482,7 +482,7 @@ def demo() -> None:
 
 
 def main() -> None:
-    utf8_stdout()  # the clients' rule: UTF-8 to a pipe whatever the locale, a terminal its own
+    prepare_stdout()  # the clients' rule: UTF-8 to a pipe whatever the locale, a terminal its own
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
