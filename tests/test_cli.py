@@ -1,11 +1,17 @@
 """The command line as a user runs it: real subprocesses, one-line errors, no tracebacks."""
 
+import fcntl
 import json
 import os
+import pty
+import re
+import select
 import signal
 import sqlite3
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -162,25 +168,50 @@ def _big_tree(root: Path, version: str, files: int) -> None:
         target.write_text(f'"""module {n}"""\n' + body)
 
 
+def _wait_for_files_written(proc: subprocess.Popen[bytes], terminal: int, *, total: int) -> int:
+    """Read the update's progress bar (tqdm, drawn only on a terminal, inside the write
+    transaction) until it counts some files written but not all: the kill then lands mid-
+    transaction by that event, not by a guess at how long the update takes. 60 s is a ceiling."""
+    seen = b""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([terminal], [], [], 1.0)
+        if not ready:
+            assert proc.poll() is None, f"update exited ({proc.returncode}) before it showed progress"
+            continue
+        try:
+            seen += os.read(terminal, 4096)
+        except OSError:  # the terminal's other end closed: the update exited
+            break
+        done = [int(n) for n, of in re.findall(rb"(\d+)/(\d+)", seen) if int(of) == total]
+        if any(0 < n < total for n in done):
+            return max(done)
+    raise AssertionError(f"no progress between 0 and {total} files seen: {seen[-300:]!r}")
+
+
 def test_kill_minus_9_mid_update_leaves_previous_index_searchable(home: Path, tmp_path: Path) -> None:
     root = tmp_path / "big"
     _big_tree(root, "old", 1500)
     run_cli("collection", "add", str(root), "--name", "big", "--no-update", env_home=home, check=True)
-    started = time.monotonic()
     run_cli("update", env_home=home, check=True)
-    full_seconds = time.monotonic() - started
     _big_tree(root, "new", 1500)
     env = dict(os.environ, QMD_DAEMON_HOME=str(home))
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from qmd_daemon.cli import main; main()", "update"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    time.sleep(max(0.5, full_seconds * 0.5))
-    assert proc.poll() is None, "update finished before it could be killed; make the tree bigger"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    terminal, child_end = pty.openpty()  # stderr a terminal: the CLI draws its progress bar ...
+    fcntl.ioctl(child_end, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # ... if it has columns
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from qmd_daemon.cli import main; main()", "update"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=child_end,
+        )
+        os.close(child_end)
+        written = _wait_for_files_written(proc, terminal, total=1500)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        os.close(terminal)
+    assert proc.returncode == -signal.SIGKILL, f"update ended by itself after {written} files"
     old = json.loads(run_cli("search", "marker_old", "--json", env_home=home, check=True).stdout)
     assert old, "the previous index must stay searchable after kill -9"
     assert json.loads(run_cli("search", "marker_new", "--json", env_home=home, check=True).stdout) == []

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,10 @@ from tests.daemon.support import Stranger, make_repo, run_client, state_of, wait
 
 QUERY = "parse cookie header"
 TOKEN = "tok3n-" + "s" * 40
+# The old client held a silent port for 120 s (then 145 s in all); with QMD_HANDSHAKE_TIMEOUT=2 it
+# lets go after ~2 s. Only a hang crosses 30 s, however loaded the box: the ceiling, not the
+# expected time (each connection's 2 s plus a loaded box's scheduling used to miss a 3.5 s bound).
+STALLED_PEER_CEILING_S = 30.0
 
 
 @pytest.fixture
@@ -59,12 +62,12 @@ def test_a_silent_port_costs_seconds_not_minutes(daemon_home: Path, repo: Path) 
     stale_state_on(daemon_home, stranger.port)
     try:
         proc = run_client("ai_search.py", QUERY, home=daemon_home, cwd=repo, QMD_HANDSHAKE_TIMEOUT="2")
-        wait_for(lambda: stranger.held_s, timeout=5)
+        wait_for(lambda: stranger.held_s, timeout=60)  # a ceiling: it returns once the thread saw the close
     finally:
         stranger.close()
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
-    assert max(stranger.held_s) < 3.5  # the handshake timeout, then a fresh daemon (old code: 120 s)
+    assert sum(stranger.held_s) < STALLED_PEER_CEILING_S  # cut off by the 2 s handshake timeout
     assert_learned_nothing(stranger, repo)
 
 
@@ -76,17 +79,15 @@ def test_a_hung_daemon_means_the_in_process_search_at_once(daemon_home: Path, re
     lock = open(daemon_home / "state" / "daemon.lock", "a+")  # noqa: SIM115 - held for the test
     fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # what the hung daemon holds
     try:
-        started = time.monotonic()
         proc = run_client("ai_search.py", QUERY, home=daemon_home, cwd=repo, QMD_HANDSHAKE_TIMEOUT="2")
-        took = time.monotonic() - started
-        wait_for(lambda: stranger.held_s, timeout=5)
+        wait_for(lambda: stranger.held_s, timeout=60)  # a ceiling: it returns once the thread saw the close
     finally:
         lock.close()
         stranger.close()
     assert proc.returncode == 0, proc.stderr
     assert "but does not answer); searching in-process" in proc.stderr
     assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
-    assert max(stranger.held_s) < 3.5 and took < 60  # old code: 145 s
+    assert sum(stranger.held_s) < STALLED_PEER_CEILING_S  # cut off by the 2 s handshake timeout
     assert_learned_nothing(stranger, repo)
 
 

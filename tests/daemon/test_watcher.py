@@ -88,6 +88,18 @@ class Recorder:
             await asyncio.sleep(0.05)
 
 
+def inotify_watches() -> int:
+    """The inotify watches this process holds, as the kernel lists them (/proc/self/fdinfo)."""
+    count = 0
+    for fd in os.listdir("/proc/self/fdinfo"):
+        try:
+            with open(f"/proc/self/fdinfo/{fd}") as info:
+                count += sum(line.startswith("inotify wd:") for line in info)
+        except OSError:  # an fd closed meanwhile
+            pass
+    return count
+
+
 async def start(recorder: Recorder, repo: Path, backend: str, **kw: int) -> RootWatcher:
     watcher = RootWatcher(
         recorder,
@@ -96,8 +108,18 @@ async def start(recorder: Recorder, repo: Path, backend: str, **kw: int) -> Root
         step_ms=kw.get("step_ms", 50),
         backend=backend,
     )
+    before = inotify_watches() if LINUX else 0
     await watcher.sync({repo: SPEC})
-    await asyncio.sleep(0.3)  # watchfiles: its Rust watcher starts on a thread
+    if LINUX:
+        # watchfiles sets its watches up in a task that runs after sync() returns: a change made
+        # before then is never seen. Wait for the kernel to hold one watch a folder (both backends
+        # use inotify here); 60 s is a ceiling, not the expected time.
+        deadline = time.monotonic() + 60
+        while inotify_watches() - before < len(watcher.dirs) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert inotify_watches() - before >= len(watcher.dirs), "the watcher set up no watches"
+    else:  # no /proc to read the watches from (CI runs on Linux)
+        await asyncio.sleep(0.3)  # watchfiles: its Rust watcher starts on a thread
     return watcher
 
 

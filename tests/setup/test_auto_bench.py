@@ -43,9 +43,15 @@ def test_auto_times_each_role_as_search_runs_it(tmp_path: Path):
     for measured in row["sets"].values():
         assert measured["budgetMs"] == DEFAULTS.budget_ms
     assert row["sets"]["rerank"]["rerankCandidates"] == DEFAULTS.rerank_candidates
-    # the budget bounds the model steps: a query ends near it however slow the CPU (the retrieval
-    # before it is not budgeted; 2 s of slack for a loaded 2-core box)
-    assert row["sets"]["rerank"]["seconds"] <= DEFAULTS.budget_ms / 1000 + 2
+    # the budget bounds the model steps: reranking stops when the next pair would end past it, and
+    # the trace says so; a query then ends near the budget however slow the CPU. Here (unloaded)
+    # the median query took 2.4 s, reranking 1 of 23 at 0.73 s a pair; all 23 would take ~17 s,
+    # and the old benchmark took 61.6 s under load. The wall bound is a ceiling only a missing
+    # budget crosses: the retrieval before it and the pair running at the deadline are not
+    # budgeted, and a loaded box stretches both (2 s of slack was missed under load).
+    rerank = row["sets"]["rerank"]
+    assert rerank["cut"] == "" or rerank["cut"].startswith(f"rerank: {rerank['reranked']} of ")
+    assert rerank["seconds"] <= DEFAULTS.budget_ms / 1000 + 10
     assert set(row["roles"]) == {"embed", "expand", "rerank"}
     # 1,000 chunks embed within the hour at any rate MiniLM reaches here (>= 1 chunk/s)
     assert row["roles"]["embed"] is True and summary["passed"] is True
