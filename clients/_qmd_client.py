@@ -98,10 +98,20 @@ def private_dir(path: str) -> str:
     return path
 
 
+def open_private_append(path: str) -> int:
+    """A descriptor appending to `path`, owner-only (logs name the user's repositories and queries):
+    one an earlier version left readable to all is made private too."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    if os.name == "posix":
+        try:  # noqa: SIM105 - contextlib costs an import on every call
+            os.fchmod(fd, 0o600)
+        except OSError:
+            pass  # not ours to change (another owner): the log is written all the same
+    return fd
+
+
 def log_file(name: str) -> Any:
-    """Append handle on log_dir/name, rotated once past 5 MB. Owner-only, folder and file (they
-    name the user's repositories and queries): one an earlier version or the setup left readable
-    to all is made private too."""
+    """Append handle on log_dir/name, rotated once past 5 MB; folder and file owner-only."""
     folder = private_dir(log_dir())
     path = os.path.join(folder, name)
     try:
@@ -109,14 +119,12 @@ def log_file(name: str) -> Any:
             os.replace(path, path + ".1")
     except OSError:
         pass
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     if os.name == "posix":
         try:  # noqa: SIM105 - contextlib costs an import on every call
-            os.chmod(folder, 0o700)
-            os.fchmod(fd, 0o600)
+            os.chmod(folder, 0o700)  # one an earlier version made readable to all
         except OSError:
-            pass  # not ours to change (another owner): the log is written all the same
-    return os.fdopen(fd, "ab")
+            pass
+    return os.fdopen(open_private_append(path), "ab")
 
 
 # -- repository ----------------------------------------------------------------------------------
@@ -254,15 +262,20 @@ def write_stamp(root: str, signature: str | None, watched: bool = False) -> None
     path = _stamp_path(root)
     try:
         private_dir(os.path.dirname(path))
-        tmp = f"{path}.{os.getpid()}.tmp"
-        # owner-only like every state file (it names the repository); O_TRUNC: a leftover tmp
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            stamp = {"root": root, "signature": signature, "watched": watched, "at": time.time()}
-            json.dump(stamp, handle)
-        os.replace(tmp, path)
+        stamp = {"root": root, "signature": signature, "watched": watched, "at": time.time()}
+        _write_private_json(path, stamp)
     except OSError:
         pass
+
+
+def _write_private_json(path: str, data: Any) -> None:
+    """Owner-only like every state file (they name the user's repositories), replaced whole:
+    a reader sees the old file or the new one. O_TRUNC: a leftover tmp of a killed writer."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(data, handle)
+    os.replace(tmp, path)
 
 
 # -- HTTP ----------------------------------------------------------------------------------------
@@ -561,10 +574,10 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
     A daemon that holds its lock but does not answer is not replaced (it cannot be): the caller
     falls back at once instead of waiting for a start that cannot happen."""
     state = read_state()
-    if state is not None and _older_than_client(state) and _cannot_replace(state) and healthy(state):
-        _say_kept(state)
-        return state
     if state is not None and _older_than_client(state):
+        if _cannot_replace(state) and healthy(state):
+            _say_kept(state)
+            return state
         daemon = f"the daemon (pid {state.get('pid')})"
         print(f"qmd-daemon: restarting {daemon}: it runs older code than this client", file=sys.stderr)
         try:  # noqa: SIM105 - contextlib costs an import on every call
@@ -609,11 +622,8 @@ def _keep_older(state: dict[str, Any]) -> None:
     """The daemon this client just started runs older code (QMD_DAEMON_PYTHON, or the
     `qmd-daemon` script found, belongs to an older install): starting it again would start the
     same code, so it is recorded as kept, and used, until another Python would start it."""
-    record = {"pid": state.get("pid"), "python": daemon_python()[0]}
-    try:
-        fd = os.open(_kept_path(), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(record, handle)
+    try:  # noqa: SIM105 - contextlib costs an import on every call
+        _write_private_json(_kept_path(), {"pid": state.get("pid"), "python": daemon_python()[0]})
     except OSError:
         pass
     _say_kept(state)

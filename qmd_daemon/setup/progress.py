@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
+from clients._qmd_client import open_private_append
 from qmd_daemon.setup.journal import SetupError
 
 PROGRESS_SECONDS = 10.0
@@ -45,10 +46,7 @@ def run_with_progress(
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     start = time.monotonic()
     # owner-only like every state file: pip's output names this user's folders and index
-    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    if os.name == "posix":
-        os.fchmod(fd, 0o600)  # one an earlier version left readable to all
-    with open(fd, "a", encoding="utf-8") as out:
+    with open(open_private_append(str(log)), "a", encoding="utf-8") as out:
         out.write(f"$ {' '.join(cmd)}\n")
         try:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
