@@ -1,12 +1,8 @@
-"""Code-aware analysis for the static tier: what a chunk's static vector is a mean over.
+"""The static tier's analysis variants for bench/static_tier.py: `code[-pP][-nN][-capC][-qids]`.
 
-Why: a static table has one row per WordPiece token, and code spelled as written tokenizes badly
-(`getUserName` -> get ##user ##name, `::`, `);` and friends each a token of their own). Split
-into the words FTS indexes (qmd_daemon/text/identifiers.py), lowercased, without punctuation,
-each token is a whole word with a meaningful row. A chunk is three fields, the path and the names
-it defines (symbols, heading) carrying most of its meaning and the body a long tail: each field's
-tokens are averaged alone and the field means are summed with weights, so a 300-token body does
-not drown a 5-token path; the body keeps its first `cap` tokens at most.
+The analysis itself (code words, a chunk's three fields) is the product's,
+qmd_daemon/text/code_words.py; a variant weighs the fields' means, caps the body and may reduce
+the query to its identifiers.
 """
 
 from __future__ import annotations
@@ -14,21 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from qmd_daemon.text.identifiers import looks_like_symbol, split_identifier
-
-_WORD = re.compile(r"\w+")  # a word, identifier or number in any script; punctuation is what lies between
-
-
-def code_words(text: str) -> str:
-    """`getUserName(user_id)` -> `get user name user id`: identifiers split into their parts,
-    everything lowercased, punctuation and bare numbers dropped."""
-    out: list[str] = []
-    for match in _WORD.finditer(text):
-        word = match.group(0)
-        if word.lstrip("_")[:1].isdigit():
-            continue  # a number (42, 0x1f, 3rd): no meaning a table row carries
-        out.extend(split_identifier(word) or [word.strip("_").lower()])
-    return " ".join(w for w in out if w)
+from qmd_daemon.text.code_words import chunk_fields, code_words
+from qmd_daemon.text.identifiers import looks_like_symbol
 
 
 def query_identifiers(text: str) -> str:
@@ -76,10 +59,7 @@ class CodeAnalysis:
 
     def chunk_fields(self, path: str, symbols: str, heading: str, signature: str,
                      text: str) -> tuple[str, str, str]:
-        """The chunk's (path, names, body) as the words the table is looked up with; the
-        signature joins the body unless the text already starts with it (as embedding_text)."""
-        body = text if not signature or signature in text[: len(signature) + 200] else f"{signature}\n{text}"
-        return code_words(path), code_words(f"{symbols} {heading}"), code_words(body)
+        return chunk_fields(path, symbols, heading, signature, text)
 
     def query_text(self, query: str) -> str:
         return code_words(query_identifiers(query) if self.query_ids_only else query)

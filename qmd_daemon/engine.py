@@ -23,7 +23,9 @@ from qmd_daemon.locks import waiting_for, writer_lock_path
 from qmd_daemon.models.model_set import ModelSet
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.pipeline import SearchModels, SearchOptions, SearchTrace, run_search
+from qmd_daemon.search.static_list import StaticTier
 from qmd_daemon.settings import DEFAULT_MASK, Settings
+from qmd_daemon.static_vectorize import static_pending
 from qmd_daemon.store.backends import Backend, copy_to_postgres, open_backend
 from qmd_daemon.store.protocols import QUANTIZATIONS, ChunkStore, VectorStore
 from qmd_daemon.vectorize import EmbedReport, embed_pending
@@ -278,13 +280,36 @@ class Engine:
         selected = [c.name for c in self._select(names)]
         vectors, embedder = self.vectors, self.models.embedder()
         ids = self.collection_ids(selected)
+        static = self.embed_static(ids, progress=progress, yield_to=yield_to)
         if vectors is None or embedder is None:
-            return EmbedReport(pending=sum(self.store.chunk_count(i) for i in ids))
+            return EmbedReport(pending=sum(self.store.chunk_count(i) for i in ids), static=static)
+        if static is not None and static["pending"] and not static["busy"]:  # it yielded: so does this
+            return EmbedReport(pending=vectors.pending_count(ids), model=embedder.fingerprint, static=static)
         lock = self.settings.state_dir / "embed.lock"
-        return embed_pending(
+        report = embed_pending(
             self.store, vectors, embedder, ids, lock, self.writing,
             progress=progress, limit=limit, yield_to=yield_to,
         )  # fmt: skip
+        report.static = static
+        return report
+
+    def static_tier(self) -> StaticTier | None:
+        """The static tier when this index keeps it and the embedder has one (None otherwise)."""
+        store, model = self.backend.static, self.models.static()
+        return None if store is None or model is None else StaticTier(model, store)
+
+    def embed_static(
+        self, ids: list[int], *, progress: bool | None = None, yield_to: Callable[[], bool] | None = None
+    ) -> dict[str, Any] | None:
+        """The static pass over the collections, before the deep one (static_vectorize.py): every
+        chunk gets a vector in minutes. None when the tier is unavailable (static_tier)."""
+        tier = self.static_tier()
+        if tier is None:
+            return None
+        lock = self.settings.state_dir / "static.lock"
+        report = static_pending(self.store, tier.vectors, tier.model, ids, lock, self.writing,
+                                progress=progress, yield_to=yield_to)
+        return report.as_dict()
 
     def why_no_embedding(self) -> str:
         """Why this index and these models cannot embed, for `embed`'s one-line error."""
@@ -292,10 +317,27 @@ class Engine:
             return "sqlite-vec could not be loaded by this Python's SQLite"
         return str(self.models.status()["roles"]["embed"].get("reason", "no embedding model configured"))
 
+    def static_status(self) -> dict[str, Any]:
+        """The static tier's coverage (chunks with a vector of their current text, of all), or
+        why it is unavailable."""
+        store = self.backend.static
+        if store is None:
+            return {"available": False, "reason": "not kept by the PostgreSQL backend yet"}
+        if not self.models.enabled("static"):
+            return {"available": False, "reason": "switched off (models: {static: off})"}
+        if self.models.embedder() is None:
+            return {"available": False, "reason": "no embedding model (the tier is distilled from it)"}
+        covered, chunks = store.coverage()
+        return {"available": True, "model": store.active_model(), "vectors": covered, "chunks": chunks}
+
     def status(self) -> dict[str, Any]:
         vectors = self.vectors
         active = vectors.active_model() if vectors else None
         skipped = read_skipped(self.settings.state_dir)
+        static = self.backend.static
+        stats = self.store.collection_stats()
+        chunks = sum(row["chunks"] for row in stats)
+        pending = vectors.pending_count() if vectors and active else None
         return {
             "index": self.backend.location,
             "config": str(self.settings.config_file),
@@ -303,8 +345,11 @@ class Engine:
             "vectors": {
                 "model": active[0] if active else None,
                 "dim": active[1] if active else None,
-                "pending": vectors.pending_count() if vectors and active else None,
+                "pending": pending,
+                "embedded": chunks - pending if pending is not None else 0,
+                "chunks": chunks,
             },
+            "static_vectors": self.static_status(),
             "models": self.models.status(),
             # rerank scores and expansions answered before: the same question and chunk are not
             # asked of the model again, even when the model itself is not loaded in this process
@@ -319,8 +364,11 @@ class Engine:
                     "pending_vectors": vectors.pending_count(self.collection_ids([row["name"]]))
                     if vectors and active
                     else None,
+                    "static_vectors": static.coverage(self.collection_ids([row["name"]]))[0]
+                    if static is not None
+                    else None,
                 }
-                for row in self.store.collection_stats()
+                for row in stats
             ],
         }
 
@@ -360,5 +408,6 @@ class Engine:
             embedder=self.models.embedder() if options.vectors else None,
             expander=self.models.expander() if options.expand else None,
             reranker=self.models.reranker() if options.rerank else None,
+            static=self.static_tier() if options.vectors else None,
         )
         return run_search(self.store, query, ids, options, models, trace)

@@ -34,6 +34,7 @@ class EmbedReport:
     reset: bool = False
     seconds: float = 0.0
     model: str = ""
+    static: dict[str, Any] | None = None  # the static pass run first (static_vectorize.StaticReport)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

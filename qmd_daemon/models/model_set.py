@@ -19,6 +19,7 @@ from qmd_daemon.models.expander import Expander
 from qmd_daemon.models.profiles import resolve_role
 from qmd_daemon.models.reranker import Reranker
 from qmd_daemon.models.runtime import select_device
+from qmd_daemon.models.static_table import StaticModel
 
 RETRY_SECONDS = 30.0
 _FACTORIES = {"embed": Embedder, "rerank": Reranker, "expand": Expander}
@@ -34,6 +35,7 @@ class ModelSet:
         self._errors: dict[str, str] = {}
         self._failed_at: dict[str, float] = {}
         self._lock = threading.Lock()
+        self._static: StaticModel | None = None
 
     def enabled(self, role: str) -> bool:
         """`models: {rerank: off}` (or false/none) switches a role off."""
@@ -81,6 +83,19 @@ class ModelSet:
 
     def expander(self) -> Expander | None:
         return self.get("expand")
+
+    def static(self) -> StaticModel | None:
+        """The embedder's static tier (models/static_table.py): None when there is no embedder
+        (its tokenizer and rows are the tier's) or `models: {static: off}`."""
+        if not self.enabled("static"):
+            return None
+        embedder = self.embedder()
+        if embedder is None:
+            return None
+        with self._lock:
+            if self._static is None or self._static.source is not embedder:
+                self._static = StaticModel(embedder, self.models_dir)
+            return self._static
 
     def unload(self) -> None:
         for model in self._built.values():

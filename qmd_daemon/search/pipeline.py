@@ -40,6 +40,7 @@ from qmd_daemon.search.scoring import (
     saturate,
     sibling_terms_boost,
 )
+from qmd_daemon.search.static_list import StaticTier, static_list
 from qmd_daemon.search.vector import VECTOR_CANDIDATES, vector_search
 from qmd_daemon.store.lexical_query import Phrase
 from qmd_daemon.store.protocols import ChunkStore, VectorStore
@@ -62,6 +63,7 @@ class SearchModels:
     embedder: Any = None  # models.embedder.Embedder
     expander: Any = None  # models.expander.Expander
     reranker: Any = None  # models.reranker.Reranker
+    static: StaticTier | None = None  # the static tier: counts where chunks lack deep vectors
 
 
 @dataclass
@@ -321,9 +323,19 @@ def _retrieve(
         trace.pending_vectors = _pending_vectors(store, vectors, models.embedder.fingerprint, collection_ids)
         trace.stale = trace.pending_vectors > 0
         clock.lap("vector")
+    if options.vectors and models.static is not None and lexical and (
+        vectors is None or models.embedder is None or trace.pending_vectors > 0
+    ):
+        # the scope has chunks the deep list cannot find yet: their static vectors count
+        weight = options.vector_weight * (options.symbol_vector_weight if parsed.is_symbol_query else 1.0)
+        ranked = static_list(models.static, parsed.model_text, [h.chunk_id for h in lexical], weight)
+        if ranked is not None:
+            lists.append(ranked)
+        clock.lap("static")
     trace.lists = {r.name: len(r.chunk_ids) for r in lists}
     found = {r.name.split(":")[0] for r in lists if r.chunk_ids}
-    trace.mode = "hybrid" if found >= {"bm25", "vec"} else "vector" if "vec" in found else "lexical"
+    vector_lists = found & {"vec", "static"}
+    trace.mode = "hybrid" if "bm25" in found and vector_lists else "vector" if vector_lists else "lexical"
     return lists, bm25, similarity
 
 

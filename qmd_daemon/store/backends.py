@@ -20,19 +20,22 @@ from qmd_daemon.settings import Settings
 from qmd_daemon.store.connection import user_error
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.llm_cache import SqliteLLMCache
-from qmd_daemon.store.protocols import ChunkStore, StoredLLMCache, VectorStore
+from qmd_daemon.store.protocols import ChunkStore, StaticVectorStore, StoredLLMCache, VectorStore
+from qmd_daemon.store.static_vectors import StaticVectors
 from qmd_daemon.store.vectors import VectorIndex
 
 
 @dataclass
 class Backend:
     """One open index. `vectors(quantization)` gives its vector store (None: this index cannot
-    hold vectors, e.g. a SQLite build that cannot load sqlite-vec)."""
+    hold vectors, e.g. a SQLite build that cannot load sqlite-vec); `static` the static tier's
+    vectors (None: not kept by this backend, PostgreSQL for now)."""
 
     chunks: ChunkStore
     vectors: Callable[[str], VectorStore] | None
     llm_cache: StoredLLMCache
     location: str  # where the index lives, for `status` (a file; a server and database, no password)
+    static: StaticVectorStore | None = None
 
     def close(self) -> None:
         self.chunks.close()
@@ -45,7 +48,8 @@ def open_sqlite(settings: Settings) -> Backend:
         return VectorIndex(store, quantization=quantization)
 
     return Backend(
-        store, vectors if store.supports_vectors else None, SqliteLLMCache(store), str(settings.index_path)
+        store, vectors if store.supports_vectors else None, SqliteLLMCache(store), str(settings.index_path),
+        StaticVectors(store),
     )
 
 

@@ -210,6 +210,27 @@ class VectorStore(Protocol):
     def warm(self) -> int: ...
 
 
+class StaticVectorStore(Protocol):
+    """The static tier's chunk vectors (store/static_vectors.py): one per chunk, of its current
+    text, and the token counts its IDF weights come from."""
+
+    def active_model(self) -> str | None: ...
+
+    def ensure(self, fingerprint: str) -> bool: ...
+
+    def pending(
+        self, collection_ids: list[int] | None = None, limit: int | None = None
+    ) -> list[tuple[int, str]]: ...
+
+    def coverage(self, collection_ids: list[int] | None = None) -> tuple[int, int]: ...
+
+    def token_df(self, tokens: Iterable[int]) -> tuple[int, dict[int, int]]: ...
+
+    def put(self, rows: Sequence[tuple[int, str, Any, Iterable[int]]]) -> int: ...
+
+    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, Any]: ...
+
+
 class StoredLLMCache(Protocol):
     """models.cache.LLMCache kept in the index (store/ may not import models/), plus its size."""
 

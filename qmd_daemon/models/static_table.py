@@ -1,0 +1,191 @@
+"""The static vector tier's model: token rows distilled from the configured embedder (model2vec).
+
+Why: the deep embedder runs a transformer per chunk (MiniLM ~9 chunks/s on 2 cores, 500k chunks
+~16 h; Qwen3 far slower). Each vocabulary token embedded alone through llama.cpp with the
+embedder's own framing and pooling gives one row; a chunk's static vector is then a weighted mean
+of its tokens' rows (thousands of chunks a second), so every chunk has a vector minutes after
+install while the deep model catches up (Tulkens & van Dongen 2024; docs/scale.md).
+
+Rows are distilled LAZILY: only the tokens the indexed chunks use, when a chunk first uses them
+(MiniLM's whole 30k vocabulary takes 78-174 s here, Qwen3's 151k far longer), and kept in a
+file under the models folder keyed by the embedder's fingerprint. The rows are the embedder's
+own output space (no PCA fitted on anything): a stored chunk vector stays valid however the
+index grows. Text is tokenized by a vocabulary-only llama.cpp instance of the same file, so a
+search's query vector is a tokenizer call and a table lookup, never a decode, and never waits
+for the model lock a background embedding holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tqdm import tqdm
+
+from qmd_daemon.models.embedder import Embedder
+from qmd_daemon.models.runtime import decode_pooled, llama_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # numpy on first use, after llama.cpp (why: qmd_daemon/numeric.py)
+    from qmd_daemon.numeric import np
+
+DISTILL_BATCH = 64  # token sequences per decode (3 tokens each)
+STATIC_DIR = "static"
+
+
+def rows_path(models_dir: Path, fingerprint: str) -> Path:
+    """Where an embedder's distilled token rows live: next to the models, named by its fingerprint."""
+    digest = hashlib.sha256(fingerprint.encode("utf-8")).hexdigest()[:16]
+    return models_dir / STATIC_DIR / f"{digest}-rows.npz"
+
+
+def _frame(llm: Any, encoder: bool) -> tuple[list[int], list[int]]:
+    """The tokens the embedder puts around any input: [CLS] .. [SEP] for encoders (what the
+    tokenizer adds to an empty text), BOS .. EOS for decoders (the EOS its last-token pooling reads)."""
+    empty = llm.tokenize(b"", add_bos=True, special=False)
+    if encoder:
+        return empty[:1], empty[1:]
+    return empty, [llm.token_eos()]
+
+
+def embed_vocabulary(embedder: Embedder, progress: bool | None = None,
+                     tokens: Sequence[int] | None = None) -> np.ndarray:
+    """The pooled output of each vocabulary token alone (all of them, or `tokens`), one float32
+    row each, DISTILL_BATCH sequences per llama.cpp decode."""
+    with embedder.handle.acquire() as llm:
+        ids = list(range(llm.n_vocab())) if tokens is None else list(tokens)
+        dim = embedder.dim or llm.n_embd()
+        from llama_cpp._internals import LlamaBatch
+
+        batch = LlamaBatch(n_tokens=embedder.handle.n_ctx, embd=0, n_seq_max=1, verbose=False)
+        head, tail = _frame(llm, embedder.encoder)
+        rows = np.zeros((len(ids), dim), dtype=np.float32)
+        show = sys.stderr.isatty() if progress is None else progress
+        bar = tqdm(total=len(ids), desc="distilling", unit="token", disable=not show, file=sys.stderr)
+        try:
+            for start in range(0, len(ids), DISTILL_BATCH):
+                seqs = [[*head, t, *tail] for t in ids[start : start + DISTILL_BATCH]]
+                pooled = decode_pooled(llm, batch, seqs, embedder.handle.n_ctx, dim, DISTILL_BATCH)
+                rows[start : start + len(seqs)] = np.asarray(pooled, dtype=np.float32)
+                bar.update(len(seqs))
+        finally:
+            bar.close()
+    return rows
+
+
+class TokenRows:
+    """The rows distilled so far (float16, the tokens' ids beside them), read from and saved to
+    one file. A file that cannot be read as rows of this width is set aside with a one-line
+    warning and the rows are distilled again as needed: it is a cache, never the only copy."""
+
+    def __init__(self, path: Path, n_vocab: int, dim: int) -> None:
+        self.path, self.n_vocab, self.dim = path, n_vocab, dim
+        self.ids = np.zeros(0, dtype=np.int32)
+        self.rows = np.zeros((0, dim), dtype=np.float16)
+        self.slot = np.full(n_vocab, -1, dtype=np.int64)  # token id -> its row, -1: not distilled
+        self._load()
+
+    def _load(self) -> None:
+        if not self.path.is_file():
+            return
+        try:
+            with np.load(self.path) as data:
+                ids, rows = np.asarray(data["ids"], dtype=np.int64), np.asarray(data["rows"])
+            in_vocab = not len(ids) or 0 <= ids.min() <= ids.max() < self.n_vocab
+            if rows.shape != (len(ids), self.dim) or not in_vocab:
+                raise ValueError(f"rows of shape {rows.shape}, expected (n, {self.dim})")
+        except Exception as exc:  # noqa: BLE001 - any unreadable cache (zip, pickle, shape) is rebuilt
+            print(f"qmd-daemon: the static tier's token rows {self.path} are unreadable ({exc}); "
+                  "distilling them again", file=sys.stderr)
+            self.path.unlink(missing_ok=True)
+            return
+        self.add(ids, rows)
+
+    def missing(self, tokens: Any) -> list[int]:
+        """The distinct tokens among `tokens` without a row yet."""
+        unique = np.unique(np.asarray(tokens, dtype=np.int64))
+        return [int(t) for t in unique[self.slot[unique] < 0]]
+
+    def add(self, ids: Any, rows: Any) -> None:
+        """New rows, visible to readers in one step (the arrays are replaced, never changed in place)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        slot = self.slot.copy()
+        slot[ids] = np.arange(len(self.ids), len(self.ids) + len(ids))
+        self.ids = np.concatenate([self.ids, ids.astype(np.int32)])
+        self.rows = np.concatenate([self.rows, np.asarray(rows, dtype=np.float16)])
+        self.slot = slot
+
+    def save(self) -> None:
+        """Written whole to a temporary file, then moved over the old one (a kill leaves either)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_name(f"{self.path.stem}.{os.getpid()}.partial.npz")  # one a process
+        np.savez(partial, ids=self.ids, rows=self.rows)
+        partial.replace(self.path)
+
+    def gather(self, tokens: Any) -> np.ndarray:
+        """The tokens' rows as float32; a token never distilled (only a query can name one) is zero."""
+        ids = np.asarray(tokens, dtype=np.int64)
+        slot, rows = self.slot[ids], self.rows
+        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        known = slot >= 0
+        out[known] = rows[slot[known]]
+        return out
+
+
+class StaticModel:
+    """An embedder's static tier: its tokenizer (vocabulary only) and its distilled rows. Pooling
+    weights come from the caller (the index's token statistics), so this object knows no corpus."""
+
+    def __init__(self, embedder: Embedder, models_dir: Path) -> None:
+        self.source = embedder
+        self.fingerprint = f"static:{embedder.fingerprint}"
+        path = str(embedder.handle.path)
+        self._vocab = llama_module().Llama(model_path=path, vocab_only=True, verbose=False)
+        self.dim = embedder.dim or int(self._vocab.n_embd())
+        self._tokenize_lock = threading.Lock()
+        self._distil_lock = threading.Lock()
+        n_vocab = int(self._vocab.n_vocab())
+        self.rows = TokenRows(rows_path(models_dir, embedder.fingerprint), n_vocab, self.dim)
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's tokens by the embedder's own tokenizer, without [CLS]/[SEP] or BOS."""
+        with self._tokenize_lock:
+            return [self._vocab.tokenize(t.encode("utf-8", "replace"), add_bos=False, special=False)
+                    for t in texts]
+
+    def distil(self, tokens: Any, progress: bool | None = None) -> int:
+        """Rows for those of `tokens` that have none yet (a decode each, 64 a batch), saved; how
+        many were distilled."""
+        with self._distil_lock:
+            missing = self.rows.missing(tokens)
+            if missing:
+                self.rows.add(missing, embed_vocabulary(self.source, progress, missing))
+                self.rows.save()
+            return len(missing)
+
+    def idf(self, docs: int, df: dict[int, int]) -> np.ndarray:
+        """IDF over the vocabulary, log((docs + 1) / (df + 1)), from the index's counts: chunks
+        weighted by it gained 0.01-0.05 over model2vec's Zipf-rank weights (docs/scale.md)."""
+        counts = np.zeros(self.rows.n_vocab, dtype=np.float64)
+        if df:
+            counts[np.fromiter(df, dtype=np.int64)] = np.fromiter(df.values(), dtype=np.float64)
+        return np.log((docs + 1) / (counts + 1)).astype(np.float32)
+
+    def pool(self, fields: Sequence[Sequence[Sequence[int]]], weights: Any) -> np.ndarray:
+        """One unit vector per chunk (a row of `fields`: its fields' tokens): the sum over fields of
+        the mean of weight x row over the field's tokens. `weights`: token id -> weight, an array
+        over the vocabulary. A chunk with no token is a zero row."""
+        out = np.zeros((len(fields), self.dim), dtype=np.float32)
+        for i, chunk in enumerate(fields):
+            for tokens in chunk:
+                if tokens:
+                    ids = np.asarray(tokens, dtype=np.int64)
+                    out[i] += (self.rows.gather(ids) * weights[ids][:, None]).mean(axis=0)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)

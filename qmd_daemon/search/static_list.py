@@ -1,0 +1,51 @@
+"""The static tier's list: lexical's candidates re-scored by the cosine of their static vectors
+to the question's (models/static_table.py, store/static_vectors.py).
+
+Why re-scoring and no new candidates: a static vector is a weighted bag of the chunk's words, so
+the chunks it alone brings in were, on the broad set, more often wrong than right; re-ordering
+what BM25 found by a smoothed, IDF-weighted similarity was the best fusion measured (+0.014 on
+the dev queries and on broad, docs/scale.md "A table learned from the deep vectors", run 4).
+The question's vector is a tokenizer call and a table lookup: no model runs on the search path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from qmd_daemon.models.static_table import StaticModel
+from qmd_daemon.search.fusion import RankedList
+from qmd_daemon.search.vector import VECTOR_CANDIDATES
+from qmd_daemon.store.protocols import StaticVectorStore
+from qmd_daemon.text.code_words import code_words
+
+
+@dataclass
+class StaticTier:
+    """What a search needs of the tier: the model (tokenizer, rows) and the index's vectors."""
+
+    model: StaticModel
+    vectors: StaticVectorStore
+
+
+def static_list(tier: StaticTier, text: str, candidate_ids: list[int], weight: float) -> RankedList | None:
+    """The best VECTOR_CANDIDATES of `candidate_ids` by static cosine to `text`, as a list of
+    `weight`; None when the question has no word the table knows or no candidate has a vector."""
+    from qmd_daemon.numeric import np
+
+    if not candidate_ids or tier.vectors.active_model() != tier.model.fingerprint:
+        return None  # no static vector yet, or only another model's (the next pass replaces them)
+    tokens = tier.model.tokenize([code_words(text)])[0]
+    if not tokens:
+        return None
+    docs, df = tier.vectors.token_df(tokens)
+    query = tier.model.pool([[tokens]], tier.model.idf(docs, df))[0]
+    stored: dict[int, Any] = tier.vectors.vectors_of(candidate_ids)
+    ids = [cid for cid in candidate_ids if cid in stored]
+    if not ids or not query.any():
+        return None
+    matrix = np.stack([stored[cid] for cid in ids])
+    norms = np.linalg.norm(matrix, axis=1)
+    sims = np.divide(matrix @ query, norms, out=np.zeros(len(ids), dtype=np.float32), where=norms > 0)
+    best = np.argsort(-sims, kind="stable")[:VECTOR_CANDIDATES]
+    return RankedList("static", [ids[i] for i in best], [float(sims[i]) for i in best], "cosine", weight)

@@ -1,0 +1,107 @@
+"""The static pass: chunks without a static vector (of their current text) get one.
+
+Why a pass of its own before the deep one: it pools distilled token rows (models/static_table.py)
+at ~1,000 chunks/s where the deep model does ~9, so search has a vector for every chunk minutes
+after install. Resumable like vectorize.py (pending is "chunks without a current static vector"),
+committed a batch at a time under the writer lock, one run at a time (a lock file). The token rows
+a batch needs are distilled first (lazily: only tokens some chunk uses), and the batch's own token
+counts join the index's before its IDF is taken, so the first batch of a new index is weighted by
+a thousand chunks' statistics, not none.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from qmd_daemon.locks import LockBusy, held_or_busy
+from qmd_daemon.models.static_table import StaticModel
+from qmd_daemon.store.protocols import ChunkStore, StaticVectorStore
+from qmd_daemon.text.code_words import chunk_fields
+
+BATCH = 1000
+
+
+class StaticBusy(LockBusy):
+    """Another process is running the static pass right now; it pools every pending chunk."""
+
+
+@dataclass
+class StaticReport:
+    embedded: int = 0
+    distilled: int = 0  # token rows distilled by this run
+    pending: int = 0
+    seconds: float = 0.0
+    model: str = ""
+    busy: bool = False  # another process was running the pass: it does the work
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def static_pending(
+    store: ChunkStore,
+    vectors: StaticVectorStore,
+    model: StaticModel,
+    collection_ids: list[int] | None,
+    lock_path: Path,
+    writing: Callable[[], AbstractContextManager[None]],
+    *,
+    progress: bool | None = None,
+    yield_to: Callable[[], bool] | None = None,
+) -> StaticReport:
+    """Pool a static vector for every pending chunk of the collections; `yield_to` as in
+    vectorize.embed_pending. A second run while one holds the lock returns `busy`."""
+    started = time.perf_counter()
+    report = StaticReport(model=model.fingerprint)
+    try:
+        with held_or_busy(lock_path, StaticBusy("another static pass is running on this index")):
+            _run(store, vectors, model, collection_ids, writing, report, progress, yield_to)
+    except StaticBusy:
+        report.busy = True
+    report.pending = len(vectors.pending(collection_ids))
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _run(store: ChunkStore, vectors: StaticVectorStore, model: StaticModel, collection_ids: list[int] | None,
+         writing: Callable[[], AbstractContextManager[None]], report: StaticReport,
+         progress: bool | None, yield_to: Callable[[], bool] | None) -> None:
+    with writing():
+        vectors.ensure(model.fingerprint)
+        todo = vectors.pending(collection_ids)
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = tqdm(total=len(todo), desc="static vectors", unit="chunk", disable=not show, file=sys.stderr)
+    try:
+        for start in range(0, len(todo), BATCH):
+            batch = todo[start : start + BATCH]
+            rows = store.chunks_by_ids([chunk_id for chunk_id, _h in batch])
+            present = [(cid, rows[cid].hash) for cid, _h in batch if cid in rows]
+            fields = [chunk_fields(rows[cid].path, rows[cid].symbols, rows[cid].heading,
+                                   rows[cid].signature, rows[cid].text) for cid, _h in present]
+            flat = model.tokenize([text for three in fields for text in three])
+            tokens = [flat[3 * i : 3 * i + 3] for i in range(len(present))]
+            distinct = [set(chain.from_iterable(three)) for three in tokens]
+            used = set(chain.from_iterable(distinct))
+            report.distilled += model.distil(sorted(used), progress=show)
+            docs, df = vectors.token_df(used)
+            for chunk_tokens in distinct:
+                for token in chunk_tokens:
+                    df[token] = df.get(token, 0) + 1
+            pooled = model.pool(tokens, model.idf(docs + len(present), df))
+            out = [(cid, chash, pooled[i], distinct[i]) for i, (cid, chash) in enumerate(present)]
+            with writing():
+                report.embedded += vectors.put(out)
+            bar.update(len(batch))
+            if yield_to is not None and yield_to():
+                break
+    finally:
+        bar.close()
