@@ -167,6 +167,38 @@ def engine_method(postgres: bool = False, **option_fields: Any) -> Callable[[Con
     return factory
 
 
+def hybrid_static_method(ctx: Context) -> MethodFn:
+    """The product's search with the static tier and no deep vector (what a fresh install has
+    minutes after `embed` starts): refused on a home whose collections hold deep vectors."""
+    engine = ctx.engine
+    if engine is None or engine.static_tier() is None:
+        raise SystemExit("hybrid-static: needs the engine, --profile and the static tier (run with --static)")
+    vectors = engine.vectors
+    if vectors is not None and vectors.active_model() is not None:
+        ids = engine.collection_ids(list(ctx.targets))
+        if vectors.pending_count(ids) < engine.store.chunks_in(ids):
+            raise SystemExit("hybrid-static: this home holds deep vectors; copy a lexical home")
+    return engine_method(max_tokens=None)(ctx)
+
+
+def static_pass(engine: Any, targets: list[Target]) -> list[dict]:
+    """The product's static pass over each target (Engine.embed_static), with its chunks/s."""
+    reports = []
+    for t in targets:
+        start, cpu = time.perf_counter(), time.process_time()
+        report = engine.embed_static(engine.collection_ids([t.name]), progress=True)
+        secs, cpu = time.perf_counter() - start, time.process_time() - cpu
+        rate = report["embedded"] / secs if secs else 0.0
+        log(f"[static] {t.name}: {report['embedded']} chunks, {report['distilled']} token rows distilled, "
+            f"{secs:.1f}s ({cpu:.1f}s CPU), {rate:.0f} chunks/s, load {os.getloadavg()[0]:.1f}")
+        reports.append({"collection": t.name, "seconds": round(secs, 3), "cpu": round(cpu, 3), **report})
+    total = sum(r["embedded"] for r in reports)
+    secs = sum(r["seconds"] for r in reports)
+    log(f"[static] all: {total} chunks in {secs:.1f}s: {total / secs if secs else 0:.0f} chunks/s "
+        f"(distillation of {sum(r['distilled'] for r in reports)} token rows included)")
+    return reports
+
+
 def bm25_method(variant: str) -> Callable[[Context], MethodFn]:
     def factory(ctx: Context) -> MethodFn:
         return lambda query, collection: ctx.bm25(collection, variant).search(query, limit=10)
@@ -186,6 +218,7 @@ METHODS: dict[str, Callable[[Context], MethodFn]] = {
     **{name + POSTGRES_SUFFIX: engine_method(postgres=True, **opts)
        for name, opts in ENGINE_VARIANTS.items()},
     **BASELINES,
+    "hybrid-static": hybrid_static_method,
 }
 ENGINE_FREE = set(BASELINES)
 
@@ -436,6 +469,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--skip-update", action="store_true", help="search the index as it is")
     p.add_argument("--profile", choices=["small", "qwen3"], default=None,
                    help="model profile: stored in the bench home's index.yml, and chunks are embedded")
+    p.add_argument("--static", action="store_true",
+                   help="with --profile: the static pass (Engine.embed_static), not the deep embedding")
     p.add_argument("--json", type=Path, default=None, help="write per-query results and aggregates here")
     p.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite",
                    help="postgres: also index into PostgreSQL, run engine methods there (METHOD@postgres)")
@@ -506,7 +541,10 @@ def main(argv: list[str] | None = None) -> int:
     server = None
     try:
         if ctx.engine is not None:
-            index_reports = ensure_collections(ctx.engine, unique, args.skip_update, bool(args.profile))
+            deep = bool(args.profile) and not args.static
+            index_reports = ensure_collections(ctx.engine, unique, args.skip_update, deep)
+            if args.static:
+                index_reports += [{"static": static_pass(ctx.engine, unique)}]
             if args.backend == "postgres":
                 url = args.database_url
                 if url is None:

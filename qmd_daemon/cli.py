@@ -302,6 +302,12 @@ def embed(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     if as_json:
         _emit_json(report)
     else:
+        static = report["static"]
+        if static is not None:
+            click.echo(
+                f"static vectors: {static['embedded']} pooled ({static['distilled']} token rows distilled) "
+                f"in {static['seconds']:.1f}s; {static['pending']} pending"
+            )
         click.echo(
             f"embedded {report['embedded']} chunks (+{report['copied']} identical copied) in "
             f"{report['seconds']:.1f}s; {report['pending']} pending; model {report['model']}"
@@ -379,15 +385,21 @@ def status(ctx: click.Context, as_json: bool) -> None:
         if daemon
         else "daemon: not running (ai-search, qmd-warm or the SessionStart hook starts one)"
     )
-    vectors = info["vectors"]
+    vectors, static = info["vectors"], info["static_vectors"]
     if not info["sqlite_vec"]:
-        click.echo("vectors: sqlite-vec unavailable (lexical search only)")
+        click.echo("deep vectors: sqlite-vec unavailable")
     elif vectors["model"]:
         click.echo(
-            f"vectors: {vectors['model']} ({vectors['dim']} dims), {vectors['pending']} chunks pending"
+            f"deep vectors: {vectors['embedded']}/{vectors['chunks']} chunks, "
+            f"{vectors['model']} ({vectors['dim']} dims)"
         )
     else:
-        click.echo("vectors: none yet (run `qmd-daemon embed`)")
+        click.echo("deep vectors: none yet (run `qmd-daemon embed`)")
+    if static["available"]:
+        click.echo(f"static vectors: {static['vectors']}/{static['chunks']} chunks (lexical's candidates "
+                   "re-scored where chunks lack deep vectors)")
+    else:
+        click.echo(f"static vectors: unavailable, {static['reason']}")
     models = info["models"]
     click.echo(f"models: profile {models['profile']}, device {models['device']}")
     if models.get("auto"):

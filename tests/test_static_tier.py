@@ -1,0 +1,197 @@
+"""The static vector tier end to end: the small profile's real MiniLM through llama.cpp (token rows
+distilled lazily), real SQLite, the engine's search and the real CLI in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from qmd_daemon.config import IndexConfig
+from qmd_daemon.engine import Engine
+from qmd_daemon.models.static_table import rows_path
+from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
+from qmd_daemon.settings import Settings
+from tests.conftest import REPO_ROOT, run_cli, write_tree
+
+FILES = {
+    "net/retry.py": 'def backoff_delays(attempts):\n    """Sleep longer after each failed attempt."""\n'
+    "    return [2 ** n for n in range(attempts)]\n",
+    "ui/colors.py": 'def paint(text, color):\n    """Wrap text in a terminal color code."""\n'
+    '    return f"\\x1b[{color}m{text}\\x1b[0m"\n',
+    "text/slug.py": 'def slugify(title):\n    """Lowercase the title and join its words with dashes."""\n'
+    "    return '-'.join(title.lower().split())\n",
+    "net/pool.py": 'class ConnectionPool:\n    """Keep open network connections to reuse them."""\n'
+    "    def acquire(self):\n        return self._idle.pop()\n",
+}
+
+
+def _paths(engine: Engine, query: str, name: str, **options: bool) -> list[str]:
+    return [h.path for h in engine.search(query, [name], options=SearchOptions(**options))]
+
+
+def _indexed(engine: Engine, root: Path, files: dict[str, str]) -> str:
+    name = engine.add_collection(write_tree(root, files)).name
+    engine.update([name])
+    return name
+
+
+def test_static_pass_fills_coverage_and_search_reorders_by_meaning(
+    small_engine: Engine, tmp_path: Path
+) -> None:
+    name = _indexed(small_engine, tmp_path / "p", FILES)
+    before = small_engine.status()["static_vectors"]
+    assert before["available"] and before["vectors"] == 0 and before["chunks"] == 4
+    report = small_engine.embed_static(small_engine.collection_ids([name]), progress=False)
+    assert report is not None and report["embedded"] == 4 and report["pending"] == 0
+    status = small_engine.status()
+    assert (status["static_vectors"]["vectors"], status["static_vectors"]["chunks"]) == (4, 4)
+    assert status["vectors"]["embedded"] == 0 and status["vectors"]["chunks"] == 4  # no deep vector yet
+    assert [c["static_vectors"] for c in status["collections"]] == [4]
+    # "red" is in no file: BM25 ranks the file whose path says "text" first; the static vectors
+    # know red is a colour, and re-score lexical's candidates: the colour code wins
+    lexical = _paths(small_engine, "print text in red", name, vectors=False)
+    trace = SearchTrace()
+    hybrid = [h.path for h in small_engine.search("print text in red", [name], trace=trace)]
+    assert lexical[:2] == ["text/slug.py", "ui/colors.py"]
+    assert hybrid[:2] == ["ui/colors.py", "text/slug.py"]
+    assert set(trace.lists) == {"bm25", "static"} and trace.mode == "hybrid"
+    assert sorted(hybrid) == sorted(lexical), "the static list brings no new candidate"
+
+
+def test_fully_deep_embedded_scope_ranks_exactly_as_without_the_tier(
+    small_engine: Engine, tmp_path: Path
+) -> None:
+    name = _indexed(small_engine, tmp_path / "p", FILES)
+    report = small_engine.embed([name])
+    assert report.embedded == 4 and report.pending == 0
+    assert report.static is not None and report.static["embedded"] == 4
+    queries = ["print text in red", "wait between retries", "ConnectionPool", "url friendly title"]
+    trace = SearchTrace()
+    with_tier = [[(h.path, h.score) for h in small_engine.search(q, [name], trace=trace)] for q in queries]
+    assert "static" not in trace.lists and "vec" in trace.lists
+    config = IndexConfig.load(small_engine.settings.config_file)
+    config.set_models({"profile": "small", "static": "off"})
+    config.save()
+    assert small_engine.static_tier() is None
+    without = [[(h.path, h.score) for h in small_engine.search(q, [name])] for q in queries]
+    assert with_tier == without
+
+
+def test_an_edited_chunk_gets_its_static_vector_again(small_engine: Engine, tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    name = _indexed(small_engine, root, FILES)
+    ids = small_engine.collection_ids([name])
+    small_engine.embed_static(ids, progress=False)
+    store = small_engine.backend.static
+    assert store is not None
+    chunk_id = small_engine.store.chunks_of_files_named(["colors"], ids)[0]
+    old = store.vectors_of([chunk_id])[chunk_id]
+    (root / "ui" / "colors.py").write_text('def stop_server(port):\n    """Close the listening socket."""\n')
+    small_engine.update([name])
+    edited = small_engine.store.chunks_of_files_named(["colors"], ids)
+    assert store.vectors_of(edited) == {}, "an edited chunk is never scored with its old vector"
+    assert store.coverage(ids) == (3, 4)
+    again = small_engine.embed_static(ids, progress=False)
+    assert again is not None and again["embedded"] == 1
+    new = store.vectors_of(edited)
+    assert len(new) == 1 and not (next(iter(new.values())) == old).all()
+    assert store.coverage(ids) == (4, 4)
+
+
+# The child stops (blocks) right after its first batch is committed; the parent kills it there.
+_KILLED_PASS = """
+import sys, threading
+from pathlib import Path
+from qmd_daemon import static_vectorize
+from qmd_daemon.engine import Engine
+from qmd_daemon.settings import Settings
+
+static_vectorize.BATCH = 5
+engine = Engine(Settings.from_env())
+
+def stop_here():
+    Path(sys.argv[1]).write_text("one batch committed")
+    threading.Event().wait()  # until killed
+    return True
+
+engine.embed_static(engine.collection_ids(list(engine.collections())), progress=False, yield_to=stop_here)
+"""
+
+
+def test_a_killed_pass_leaves_the_index_searchable_and_resumes(small_engine: Engine, tmp_path: Path) -> None:
+    files = {f"m{i}.py": f"def function_{i}(value):\n    return value * {i}\n" for i in range(12)}
+    name = _indexed(small_engine, tmp_path / "p", files)
+    marker = tmp_path / "marker"
+    command = [sys.executable, "-c", _KILLED_PASS, str(marker)]
+    proc = subprocess.Popen(command, cwd=REPO_ROOT, env=dict(os.environ))
+    try:
+        deadline = time.monotonic() + 60  # a ceiling only: the child says when its batch is in
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), "the pass did not commit a batch"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    ids = small_engine.collection_ids([name])
+    store = small_engine.backend.static
+    assert store is not None and store.coverage(ids) == (5, 12)
+    assert _paths(small_engine, "function_7", name)[0] == "m7.py"
+    report = small_engine.embed_static(ids, progress=False)
+    assert report is not None and report["embedded"] == 7 and report["pending"] == 0
+    assert store.coverage(ids) == (12, 12)
+
+
+@pytest.fixture
+def own_models(tmp_path: Path, small_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A models folder of this test's own (MiniLM linked in), so its token rows can be damaged."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / small_models["embed"].name).symlink_to(small_models["embed"])
+    monkeypatch.setenv("QMD_MODELS_DIR", str(folder))
+    return folder
+
+
+def test_status_shows_both_tiers_and_damaged_rows_are_rebuilt(
+    home: Path, own_models: Path, tmp_path: Path
+) -> None:
+    write_tree(tmp_path / "p", FILES)
+    settings = Settings.from_env()
+    config = IndexConfig.load(settings.config_file)
+    config.set_models({"profile": "small"})
+    config.save()
+    run_cli("collection", "add", str(tmp_path / "p"), "--name", "p", env_home=home, check=True)
+    run_cli("update", env_home=home, check=True)
+    first = run_cli("embed", "--json", env_home=home, check=True)
+    assert json.loads(first.stdout)["static"]["embedded"] == 4
+    rows = next((own_models / "static").glob("*-rows.npz"))
+    rows.write_bytes(b"not a numpy archive")
+    # a new chunk needs rows again: the damaged file is reported in one line and distilled anew
+    (tmp_path / "p" / "extra.py").write_text("def extra_helper():\n    return 42\n")
+    run_cli("update", env_home=home, check=True)
+    again = run_cli("embed", env_home=home)
+    assert again.returncode == 0 and "Traceback" not in again.stderr
+    warnings = [line for line in again.stderr.splitlines() if "unreadable" in line]
+    assert len(warnings) == 1 and "distilling them again" in warnings[0]
+    assert "static vectors: 1 pooled" in again.stdout
+    assert rows.is_file() and rows == rows_path(own_models, _fingerprint(home))
+    text = run_cli("status", env_home=home, check=True).stdout
+    assert "deep vectors: 5/5 chunks" in text and "static vectors: 5/5 chunks" in text
+    status = json.loads(run_cli("status", "--json", env_home=home, check=True).stdout)
+    assert status["static_vectors"]["vectors"] == 5 and status["vectors"]["embedded"] == 5
+
+
+def _fingerprint(home: Path) -> str:
+    engine = Engine(Settings.from_env())
+    try:
+        embedder = engine.models.embedder()
+        assert embedder is not None
+        return embedder.fingerprint
+    finally:
+        engine.close()
