@@ -167,9 +167,10 @@ def engine_method(postgres: bool = False, **option_fields: Any) -> Callable[[Con
     return factory
 
 
-def hybrid_static_method(ctx: Context) -> MethodFn:
+def hybrid_static_method(ctx: Context, **option_fields: Any) -> MethodFn:
     """The product's search with the static tier and no deep vector (what a fresh install has
-    minutes after `embed` starts): refused on a home whose collections hold deep vectors."""
+    minutes after `embed` starts): refused on a home whose collections hold deep vectors.
+    `hybrid-static-wW`: the static list at weight W (vector_weight) instead of the default."""
     engine = ctx.engine
     if engine is None or engine.static_tier() is None:
         raise SystemExit("hybrid-static: needs the engine, --profile and the static tier (run with --static)")
@@ -178,7 +179,7 @@ def hybrid_static_method(ctx: Context) -> MethodFn:
         ids = engine.collection_ids(list(ctx.targets))
         if vectors.pending_count(ids) < engine.store.chunks_in(ids):
             raise SystemExit("hybrid-static: this home holds deep vectors; copy a lexical home")
-    return engine_method(max_tokens=None)(ctx)
+    return engine_method(max_tokens=None, **option_fields)(ctx)
 
 
 def static_pass(engine: Any, targets: list[Target]) -> list[dict]:
@@ -219,6 +220,8 @@ METHODS: dict[str, Callable[[Context], MethodFn]] = {
        for name, opts in ENGINE_VARIANTS.items()},
     **BASELINES,
     "hybrid-static": hybrid_static_method,
+    **{f"hybrid-static-w{w:g}": (lambda ctx, w=w: hybrid_static_method(ctx, vector_weight=w))
+       for w in (0.25, 0.75, 1.0)},
 }
 ENGINE_FREE = set(BASELINES)
 

@@ -1,4 +1,7 @@
-"""Static token vectors distilled from the configured embedder (the model2vec method).
+"""Static token vectors distilled from the configured embedder (the model2vec method): the bench's
+variants (PCA, Zipf weights, a whole-vocabulary table). The product's tier, which distils only the
+tokens its chunks use, is qmd_daemon/models/static_table.py; the distillation itself is its
+`embed_vocabulary`, imported here.
 
 Why: the deep embedder runs a transformer per chunk (MiniLM ~9 chunks/s on 2 cores, 500k chunks
 ~16 h). Distilled once, a table of one vector per vocabulary token turns a chunk's vector into a
@@ -15,15 +18,12 @@ The table is saved as a .npy keyed by the embedder's fingerprint; same model, sa
 from __future__ import annotations
 
 import hashlib
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from tqdm import tqdm
+from typing import TYPE_CHECKING
 
 from qmd_daemon.models.embedder import Embedder
-from qmd_daemon.models.runtime import decode_pooled
+from qmd_daemon.models.static_table import embed_vocabulary
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,7 +32,6 @@ else:  # numpy on first use, after llama.cpp (why: qmd_daemon/numeric.py)
 
 STATIC_DIMS = 256
 SIF_COEFFICIENT = 1e-4  # model2vec's default
-DISTILL_BATCH = 64  # token sequences per decode (3 tokens each)
 STATIC_DIR = "static"
 
 
@@ -40,40 +39,6 @@ def table_path(models_dir: Path, fingerprint: str, dims: int = STATIC_DIMS) -> P
     """Where the table of an embedder lives: next to the models, named by its fingerprint."""
     digest = hashlib.sha256(fingerprint.encode("utf-8")).hexdigest()[:16]
     return models_dir / STATIC_DIR / f"{digest}-{dims}.npy"
-
-
-def _frame(llm: Any, encoder: bool) -> tuple[list[int], list[int]]:
-    """The tokens the embedder puts around any input: [CLS] .. [SEP] for encoders (what the
-    tokenizer adds to an empty text), BOS .. EOS for decoders (the EOS its last-token pooling reads)."""
-    empty = llm.tokenize(b"", add_bos=True, special=False)
-    if encoder:
-        return empty[:1], empty[1:]
-    return empty, [llm.token_eos()]
-
-
-def embed_vocabulary(embedder: Embedder, progress: bool | None = None,
-                     tokens: Sequence[int] | None = None) -> np.ndarray:
-    """The pooled output of each vocabulary token alone (all of them, or `tokens`), one float32
-    row each, DISTILL_BATCH sequences per llama.cpp decode."""
-    with embedder.handle.acquire() as llm:
-        ids = list(range(llm.n_vocab())) if tokens is None else list(tokens)
-        dim = embedder.dim or llm.n_embd()
-        from llama_cpp._internals import LlamaBatch
-
-        batch = LlamaBatch(n_tokens=embedder.handle.n_ctx, embd=0, n_seq_max=1, verbose=False)
-        head, tail = _frame(llm, embedder.encoder)
-        rows = np.zeros((len(ids), dim), dtype=np.float32)
-        show = sys.stderr.isatty() if progress is None else progress
-        bar = tqdm(total=len(ids), desc="distilling", unit="token", disable=not show, file=sys.stderr)
-        try:
-            for start in range(0, len(ids), DISTILL_BATCH):
-                seqs = [[*head, t, *tail] for t in ids[start : start + DISTILL_BATCH]]
-                pooled = decode_pooled(llm, batch, seqs, embedder.handle.n_ctx, dim, DISTILL_BATCH)
-                rows[start : start + len(seqs)] = np.asarray(pooled, dtype=np.float32)
-                bar.update(len(seqs))
-        finally:
-            bar.close()
-    return rows
 
 
 def principal_components(rows: np.ndarray, dims: int = STATIC_DIMS) -> np.ndarray:

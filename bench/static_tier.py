@@ -44,10 +44,10 @@ from bench.static_code import CodeAnalysis  # noqa: E402
 from bench.static_embedder import (  # noqa: E402
     STATIC_DIMS,
     StaticEmbedder,
-    embed_vocabulary,
     principal_components,
     zipf_weights,
 )
+from qmd_daemon.models.static_table import embed_vocabulary  # noqa: E402
 from qmd_daemon.text.chunk_model import embedding_text  # noqa: E402
 from qmd_daemon.text.identifiers import identifier_parts_text  # noqa: E402
 

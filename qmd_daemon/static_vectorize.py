@@ -83,21 +83,21 @@ def _run(store: ChunkStore, vectors: StaticVectorStore, model: StaticModel, coll
     try:
         for start in range(0, len(todo), BATCH):
             batch = todo[start : start + BATCH]
-            rows = store.chunks_by_ids([chunk_id for chunk_id, _h in batch])
-            present = [(cid, rows[cid].hash) for cid, _h in batch if cid in rows]
+            rows = store.chunks_by_ids([chunk_id for chunk_id, _c, _h in batch])
+            present = [(cid, col) for cid, col, _h in batch if cid in rows]
             fields = [chunk_fields(rows[cid].path, rows[cid].symbols, rows[cid].heading,
-                                   rows[cid].signature, rows[cid].text) for cid, _h in present]
+                                   rows[cid].signature, rows[cid].text) for cid, _col in present]
             flat = model.tokenize([text for three in fields for text in three])
             tokens = [flat[3 * i : 3 * i + 3] for i in range(len(present))]
             distinct = [set(chain.from_iterable(three)) for three in tokens]
-            used = set(chain.from_iterable(distinct))
-            report.distilled += model.distil(sorted(used), progress=show)
-            docs, df = vectors.token_df(used)
-            for chunk_tokens in distinct:
-                for token in chunk_tokens:
-                    df[token] = df.get(token, 0) + 1
-            pooled = model.pool(tokens, model.idf(docs + len(present), df))
-            out = [(cid, chash, pooled[i], distinct[i]) for i, (cid, chash) in enumerate(present)]
+            report.distilled += model.distil(sorted(set().union(*distinct)), progress=show)
+            out: list[tuple[int, int, str, Any, set[int]]] = []
+            for collection_id in dict.fromkeys(col for _cid, col in present):
+                mine = [i for i, (_cid, col) in enumerate(present) if col == collection_id]
+                pooled = model.pool([tokens[i] for i in mine], _idf(vectors, model, collection_id,
+                                                                    [distinct[i] for i in mine]))
+                out += [(present[i][0], collection_id, rows[present[i][0]].hash, pooled[j], distinct[i])
+                        for j, i in enumerate(mine)]
             with writing():
                 report.embedded += vectors.put(out)
             bar.update(len(batch))
@@ -105,3 +105,12 @@ def _run(store: ChunkStore, vectors: StaticVectorStore, model: StaticModel, coll
                 break
     finally:
         bar.close()
+
+
+def _idf(vectors: StaticVectorStore, model: StaticModel, collection_id: int, batch: list[set[int]]) -> Any:
+    """IDF over the collection's chunks pooled so far and this batch's."""
+    docs, df = vectors.token_df(collection_id, set().union(*batch))
+    for chunk_tokens in batch:
+        for token in chunk_tokens:
+            df[token] = df.get(token, 0) + 1
+    return model.idf(docs + len(batch), df)

@@ -9,15 +9,17 @@ PACKAGE = REPOSITORY / "qmd_daemon"
 CLIENTS = REPOSITORY / "clients"
 
 _FRONT_ENDS = ("qmd_daemon.daemon", "qmd_daemon.cli", "qmd_daemon.mcp_server", "qmd_daemon.setup")
-_ABOVE_SEARCH = ("qmd_daemon.search", "qmd_daemon.engine", "qmd_daemon.vectorize", *_FRONT_ENDS)
+_PASSES = ("qmd_daemon.vectorize", "qmd_daemon.static_vectorize")
+_ABOVE_SEARCH = ("qmd_daemon.search", "qmd_daemon.engine", *_PASSES, *_FRONT_ENDS)
 
 # layer (a package or a top-level module of qmd_daemon) -> what it must never import
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "store": ("qmd_daemon.ingest", "qmd_daemon.models", *_ABOVE_SEARCH),
     "ingest": ("qmd_daemon.models", *_ABOVE_SEARCH),
     "models": ("qmd_daemon.ingest", "qmd_daemon.store", *_ABOVE_SEARCH),
-    "search": ("qmd_daemon.engine", "qmd_daemon.vectorize", *_FRONT_ENDS),
+    "search": ("qmd_daemon.engine", *_PASSES, *_FRONT_ENDS),
     "vectorize": ("qmd_daemon.ingest", "qmd_daemon.search", "qmd_daemon.engine", *_FRONT_ENDS),
+    "static_vectorize": ("qmd_daemon.ingest", "qmd_daemon.search", "qmd_daemon.engine", *_FRONT_ENDS),
     "engine": _FRONT_ENDS,
     "daemon": ("qmd_daemon.cli", "qmd_daemon.mcp_server", "qmd_daemon.setup"),
     "mcp_server": ("qmd_daemon.daemon", "qmd_daemon.cli", "qmd_daemon.setup"),

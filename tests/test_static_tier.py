@@ -92,7 +92,7 @@ def test_an_edited_chunk_gets_its_static_vector_again(small_engine: Engine, tmp_
     store = small_engine.backend.static
     assert store is not None
     chunk_id = small_engine.store.chunks_of_files_named(["colors"], ids)[0]
-    old = store.vectors_of([chunk_id])[chunk_id]
+    old = store.vectors_of([chunk_id])[chunk_id][1]
     (root / "ui" / "colors.py").write_text('def stop_server(port):\n    """Close the listening socket."""\n')
     small_engine.update([name])
     edited = small_engine.store.chunks_of_files_named(["colors"], ids)
@@ -101,7 +101,7 @@ def test_an_edited_chunk_gets_its_static_vector_again(small_engine: Engine, tmp_
     again = small_engine.embed_static(ids, progress=False)
     assert again is not None and again["embedded"] == 1
     new = store.vectors_of(edited)
-    assert len(new) == 1 and not (next(iter(new.values())) == old).all()
+    assert len(new) == 1 and not (next(iter(new.values()))[1] == old).all()
     assert store.coverage(ids) == (4, 4)
 
 

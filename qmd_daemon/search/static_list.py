@@ -5,6 +5,7 @@ Why re-scoring and no new candidates: a static vector is a weighted bag of the c
 the chunks it alone brings in were, on the broad set, more often wrong than right; re-ordering
 what BM25 found by a smoothed, IDF-weighted similarity was the best fusion measured (+0.014 on
 the dev queries and on broad, docs/scale.md "A table learned from the deep vectors", run 4).
+A candidate is compared with the question weighted by its own collection's IDF, as it was.
 The question's vector is a tokenizer call and a table lookup: no model runs on the search path.
 """
 
@@ -38,14 +39,17 @@ def static_list(tier: StaticTier, text: str, candidate_ids: list[int], weight: f
     tokens = tier.model.tokenize([code_words(text)])[0]
     if not tokens:
         return None
-    docs, df = tier.vectors.token_df(tokens)
-    query = tier.model.pool([[tokens]], tier.model.idf(docs, df))[0]
-    stored: dict[int, Any] = tier.vectors.vectors_of(candidate_ids)
+    stored: dict[int, tuple[int, Any]] = tier.vectors.vectors_of(candidate_ids)
     ids = [cid for cid in candidate_ids if cid in stored]
-    if not ids or not query.any():
+    if not ids:
         return None
-    matrix = np.stack([stored[cid] for cid in ids])
+    queries: dict[int, Any] = {}  # collection id -> the question weighted by its IDF
+    for collection_id in dict.fromkeys(stored[cid][0] for cid in ids):
+        docs, df = tier.vectors.token_df(collection_id, tokens)
+        queries[collection_id] = tier.model.pool([[tokens]], tier.model.idf(docs, df))[0]
+    matrix = np.stack([stored[cid][1] for cid in ids])
     norms = np.linalg.norm(matrix, axis=1)
-    sims = np.divide(matrix @ query, norms, out=np.zeros(len(ids), dtype=np.float32), where=norms > 0)
+    dots = np.einsum("ij,ij->i", matrix, np.stack([queries[stored[cid][0]] for cid in ids]))
+    sims = np.divide(dots, norms, out=np.zeros(len(ids), dtype=np.float32), where=norms > 0)
     best = np.argsort(-sims, kind="stable")[:VECTOR_CANDIDATES]
     return RankedList("static", [ids[i] for i in best], [float(sims[i]) for i in best], "cosine", weight)

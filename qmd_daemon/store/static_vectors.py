@@ -3,10 +3,11 @@
 One int8 row per chunk (`static_vectors`: 384 bytes for MiniLM's 384 dims, scaled so the largest
 component is 127; a cosine ignores the scale), with the content hash of the text it was pooled
 from, so an edited chunk (same id, new hash) is pending again and never scored with its old
-vector. `static_token_df` counts the chunks each token occurs in over every chunk ever pooled
-(`static_docs` in `meta` their number): the IDF a chunk and a query are weighted with. It only
-grows, so a stored vector stays as it was pooled; IDF is a smoothing weight, and chunks pooled
-early or late differ by a few percent at most in any token's weight. A different embedder drops
+vector. `static_token_df` counts, per collection, the chunks each token occurs in over every chunk
+of it ever pooled (token -1: their number): the IDF a chunk and a question are weighted with in
+that collection. Per collection, so a repository's vectors do not move when another one is added;
+the counts only grow, so a stored vector stays as it was pooled (IDF is a smoothing weight: chunks
+pooled early or late differ by a few percent in a token's weight). A different embedder drops
 both (`ensure`). Plain SQLite blobs: sqlite-vec is not needed, and a search reads only the vectors
 of lexical's candidates (a primary-key lookup each).
 """
@@ -30,13 +31,19 @@ STATIC_TABLES = [
         vector BLOB NOT NULL
     )""",
     """CREATE TABLE IF NOT EXISTS static_token_df (
-        token INTEGER PRIMARY KEY,
-        df INTEGER NOT NULL
-    )""",
+        collection_id INTEGER NOT NULL,
+        token INTEGER NOT NULL,
+        df INTEGER NOT NULL,
+        PRIMARY KEY (collection_id, token)
+    ) WITHOUT ROWID""",
     """CREATE TRIGGER IF NOT EXISTS static_vectors_delete AFTER DELETE ON chunks BEGIN
         DELETE FROM static_vectors WHERE chunk_id = old.id;
     END""",
+    """CREATE TRIGGER IF NOT EXISTS static_token_df_delete AFTER DELETE ON collections BEGIN
+        DELETE FROM static_token_df WHERE collection_id = old.id;
+    END""",
 ]
+DOCS = -1  # the token whose count is the collection's chunks pooled
 _ID_BATCH = 500  # ids in one `IN (...)`: under SQLite's variable limit everywhere
 
 
@@ -81,20 +88,20 @@ class StaticVectors:
             self.conn.execute("DELETE FROM static_vectors")
             self.conn.execute("DELETE FROM static_token_df")
             self._set_meta("static_model", fingerprint)
-            self._set_meta("static_docs", "0")
         return current is not None
 
     def pending(
         self, collection_ids: list[int] | None = None, limit: int | None = None
-    ) -> list[tuple[int, str]]:
-        """(chunk id, content hash) of the chunks with no static vector of their current text."""
+    ) -> list[tuple[int, int, str]]:
+        """(chunk id, collection id, content hash) of the chunks with no static vector of their
+        current text."""
         where, params = _scope(collection_ids)
-        sql = f"""SELECT c.id, c.hash FROM chunks c JOIN files f ON f.id = c.file_id
+        sql = f"""SELECT c.id, f.collection_id, c.hash FROM chunks c JOIN files f ON f.id = c.file_id
                   LEFT JOIN static_vectors s ON s.chunk_id = c.id
                   WHERE (s.chunk_id IS NULL OR s.hash != c.hash) {where} ORDER BY c.id"""
         if limit:
             sql += f" LIMIT {int(limit)}"
-        return [(int(r[0]), str(r[1])) for r in self.conn.execute(sql, params)]
+        return [(int(r[0]), int(r[1]), str(r[2])) for r in self.conn.execute(sql, params)]
 
     def coverage(self, collection_ids: list[int] | None = None) -> tuple[int, int]:
         """(chunks with a current static vector, chunks) in the collections (all: None)."""
@@ -107,27 +114,28 @@ class StaticVectors:
         ).fetchone()
         return int(row[0]), int(row[1])
 
-    def token_df(self, tokens: Iterable[int]) -> tuple[int, dict[int, int]]:
-        """(chunks counted, token -> chunks holding it) for the given tokens."""
-        docs = int(self._meta("static_docs") or 0)
-        ids = sorted({int(t) for t in tokens})
+    def token_df(self, collection_id: int, tokens: Iterable[int]) -> tuple[int, dict[int, int]]:
+        """(chunks of the collection counted, token -> those holding it) for the given tokens."""
+        ids = sorted({int(t) for t in tokens} | {DOCS})
         counts: dict[int, int] = {}
         for start in range(0, len(ids), _ID_BATCH):
             part = ids[start : start + _ID_BATCH]
             rows = self.conn.execute(
-                f"SELECT token, df FROM static_token_df WHERE token IN ({','.join('?' * len(part))})", part
+                f"""SELECT token, df FROM static_token_df
+                    WHERE collection_id = ? AND token IN ({','.join('?' * len(part))})""",
+                [collection_id, *part],
             )
             counts.update((int(t), int(df)) for t, df in rows)
-        return docs, counts
+        return counts.pop(DOCS, 0), counts
 
-    def put(self, rows: Sequence[tuple[int, str, Any, Iterable[int]]]) -> int:
-        """Store (chunk id, content hash, unit vector, its distinct tokens) in one transaction and
-        count the tokens; a chunk deleted or changed since it was read (its id reused, another
-        hash) is skipped. Returns the vectors written."""
+    def put(self, rows: Sequence[tuple[int, int, str, Any, Iterable[int]]]) -> int:
+        """Store (chunk id, collection id, content hash, unit vector, its distinct tokens) in one
+        transaction and count the tokens; a chunk deleted or changed since it was read (its id
+        reused, another hash) is skipped. Returns the vectors written."""
         written = 0
-        added: dict[int, int] = {}
+        added: dict[tuple[int, int], int] = {}
         with self.store.transaction():
-            for chunk_id, content_hash, vector, tokens in rows:
+            for chunk_id, collection_id, content_hash, vector, tokens in rows:
                 if not self.conn.execute("SELECT 1 FROM chunks WHERE id = ? AND hash = ?",
                                          (chunk_id, content_hash)).fetchone():
                     continue
@@ -135,31 +143,30 @@ class StaticVectors:
                     "INSERT OR REPLACE INTO static_vectors (chunk_id, hash, vector) VALUES (?, ?, ?)",
                     (chunk_id, content_hash, int8_blob(vector)),
                 )
-                for token in tokens:
-                    added[token] = added.get(token, 0) + 1
+                for token in (*tokens, DOCS):
+                    added[collection_id, token] = added.get((collection_id, token), 0) + 1
                 written += 1
             self.conn.executemany(
-                "INSERT INTO static_token_df (token, df) VALUES (?, ?) "
-                "ON CONFLICT (token) DO UPDATE SET df = df + excluded.df",
-                sorted(added.items()),
+                "INSERT INTO static_token_df (collection_id, token, df) VALUES (?, ?, ?) "
+                "ON CONFLICT (collection_id, token) DO UPDATE SET df = df + excluded.df",
+                [(col, token, n) for (col, token), n in sorted(added.items())],
             )
-            docs = int(self._meta("static_docs") or 0) + written
-            self._set_meta("static_docs", str(docs))
         return written
 
-    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, Any]:
-        """chunk id -> its static vector (float32, not normalised), for the chunks whose vector is
-        of their current text."""
-        out: dict[int, Any] = {}
+    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, tuple[int, Any]]:
+        """chunk id -> (its collection id, its static vector: float32, not normalised), for the
+        chunks whose vector is of their current text."""
+        out: dict[int, tuple[int, Any]] = {}
         ids = list(chunk_ids)
         for start in range(0, len(ids), _ID_BATCH):
             part = ids[start : start + _ID_BATCH]
             rows = self.conn.execute(
-                f"""SELECT s.chunk_id, s.vector FROM static_vectors s JOIN chunks c
-                    ON c.id = s.chunk_id AND c.hash = s.hash
+                f"""SELECT s.chunk_id, f.collection_id, s.vector FROM static_vectors s
+                    JOIN chunks c ON c.id = s.chunk_id AND c.hash = s.hash JOIN files f ON f.id = c.file_id
                     WHERE s.chunk_id IN ({','.join('?' * len(part))})""",
                 part,
             )
-            for chunk_id, blob in rows:
-                out[int(chunk_id)] = np.frombuffer(blob, dtype=np.int8).astype(np.float32)
+            for chunk_id, collection_id, blob in rows:
+                vector = np.frombuffer(blob, dtype=np.int8).astype(np.float32)
+                out[int(chunk_id)] = (int(collection_id), vector)
         return out

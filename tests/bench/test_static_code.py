@@ -1,8 +1,10 @@
-"""bench/static_code.py: the words a static table is looked up with, and the variant names."""
+"""The words a static table is looked up with (qmd_daemon/text/code_words.py), and the variants
+of bench/static_code.py."""
 
 from __future__ import annotations
 
-from bench.static_code import CodeAnalysis, FieldWeights, code_words, query_identifiers
+from bench.static_code import CodeAnalysis, FieldWeights, query_identifiers
+from qmd_daemon.text.code_words import code_words
 
 
 def test_identifiers_split_lowercased_without_punctuation_or_numbers() -> None:

@@ -11,11 +11,11 @@ import pytest
 from bench.static_embedder import (
     STATIC_DIMS,
     StaticEmbedder,
-    embed_vocabulary,
     load_or_distill,
     table_path,
 )
 from qmd_daemon.models.embedder import Embedder
+from qmd_daemon.models.static_table import embed_vocabulary
 from tests.conftest import MODELS_DIR, indexed
 
 
