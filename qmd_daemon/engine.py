@@ -283,7 +283,8 @@ class Engine:
         static = self.embed_static(ids, progress=progress, yield_to=yield_to)
         if vectors is None or embedder is None:
             return EmbedReport(pending=sum(self.store.chunk_count(i) for i in ids), static=static)
-        if static is not None and static["pending"] and not static["busy"]:  # it yielded: so does this
+        if static is not None and static["pending"] and yield_to is not None and yield_to():
+            # the static pass stopped for a queued job: the deep one waits behind it too
             return EmbedReport(pending=vectors.pending_count(ids), model=embedder.fingerprint, static=static)
         lock = self.settings.state_dir / "embed.lock"
         report = embed_pending(

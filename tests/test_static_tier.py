@@ -31,6 +31,28 @@ FILES = {
     "    def acquire(self):\n        return self._idle.pop()\n",
 }
 
+# More files beside FILES, so that a question meets several near ties in BM25
+NEIGHBOURS = {
+    "ui/theme.py": "def palette(name):\n"
+    '    """The theme\'s colors for the text: red, green and blue shades."""\n    return THEMES[name]\n',
+    "ui/banner.py": "def banner(text):\n"
+    '    """Draw a box of dashes around the text."""\n    return box(text)\n',
+    "http/request.py": "def build_request(url, headers):\n"
+    '    """Build the request for the url: the request line, the request headers and the request body."""\n'
+    "    return Request(url, headers)\n",
+    "config/settings.py": "class Settings:\n"
+    '    """Settings of the client: how many times to try a request."""\n'
+    "    max_attempts = 3\n    verbose = False\n",
+    "docs/notes.md": "# Notes\n\n"
+    "The client tries a request again after a failure. Each attempt is logged.\n",
+    "log/output.py": "def write_line(stream, message):\n"
+    '    """Write one message and a newline to the stream."""\n    stream.write(message + "\\n")\n',
+    "net/download.py": "def download_file(url, path):\n"
+    '    """Save the file at the url to a local path."""\n    urlretrieve(url, path)\n',
+    "net/fetch.py": "def fetch_with_backoff(url):\n"
+    '    """On a network error sleep, then start the download over."""\n    return get(url)\n',
+}
+
 
 def _paths(engine: Engine, query: str, name: str, **options: bool) -> list[str]:
     return [h.path for h in engine.search(query, [name], options=SearchOptions(**options))]
@@ -45,22 +67,22 @@ def _indexed(engine: Engine, root: Path, files: dict[str, str]) -> str:
 def test_static_pass_fills_coverage_and_search_reorders_by_meaning(
     small_engine: Engine, tmp_path: Path
 ) -> None:
-    name = _indexed(small_engine, tmp_path / "p", FILES)
+    name = _indexed(small_engine, tmp_path / "p", {**FILES, **NEIGHBOURS})
     before = small_engine.status()["static_vectors"]
-    assert before["available"] and before["vectors"] == 0 and before["chunks"] == 4
+    assert before["available"] and before["vectors"] == 0 and before["chunks"] == 12
     report = small_engine.embed_static(small_engine.collection_ids([name]), progress=False)
-    assert report is not None and report["embedded"] == 4 and report["pending"] == 0
+    assert report is not None and report["embedded"] == 12 and report["pending"] == 0
     status = small_engine.status()
-    assert (status["static_vectors"]["vectors"], status["static_vectors"]["chunks"]) == (4, 4)
-    assert status["vectors"]["embedded"] == 0 and status["vectors"]["chunks"] == 4  # no deep vector yet
-    assert [c["static_vectors"] for c in status["collections"]] == [4]
-    # "red" is in no file: BM25 ranks the file whose path says "text" first; the static vectors
-    # know red is a colour, and re-score lexical's candidates: the colour code wins
+    assert (status["static_vectors"]["vectors"], status["static_vectors"]["chunks"]) == (12, 12)
+    assert status["vectors"]["embedded"] == 0 and status["vectors"]["chunks"] == 12  # no deep vector yet
+    assert [c["static_vectors"] for c in status["collections"]] == [12]
+    # The colour code never says "red" and ties in BM25 with the box of dashes on "text"; the
+    # static vectors know red is a colour and put it above the box (no new candidate comes in)
     lexical = _paths(small_engine, "print text in red", name, vectors=False)
     trace = SearchTrace()
     hybrid = [h.path for h in small_engine.search("print text in red", [name], trace=trace)]
-    assert lexical[:2] == ["text/slug.py", "ui/colors.py"]
-    assert hybrid[:2] == ["ui/colors.py", "text/slug.py"]
+    assert lexical.index("ui/colors.py") > lexical.index("ui/banner.py")
+    assert hybrid.index("ui/colors.py") < hybrid.index("ui/banner.py")
     assert set(trace.lists) == {"bm25", "static"} and trace.mode == "hybrid"
     assert sorted(hybrid) == sorted(lexical), "the static list brings no new candidate"
 

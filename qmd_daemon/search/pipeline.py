@@ -87,6 +87,9 @@ class SearchOptions:
     lexical_weight: float = 1.0
     vector_weight: float = 0.5  # chosen on the broad set, checked on queries (docs/ranking.md "Fusion")
     symbol_vector_weight: float = 0.6  # identifier queries lean lexical (semble: 0.3 vs 0.5)
+    # The static list's (search/static_list.py), while chunks lack deep vectors: 0.25 was the one
+    # weight at or above lexical on the dev queries, broad and the held-out set (docs/ranking.md)
+    static_weight: float = 0.25
     bm25_weights: tuple[float, float, float] = DEFAULT_WEIGHTS
     weights: ScoringWeights = field(default_factory=ScoringWeights)
 
@@ -327,7 +330,7 @@ def _retrieve(
         vectors is None or models.embedder is None or trace.pending_vectors > 0
     ):
         # the scope has chunks the deep list cannot find yet: their static vectors count
-        weight = options.vector_weight * (options.symbol_vector_weight if parsed.is_symbol_query else 1.0)
+        weight = options.static_weight * (options.symbol_vector_weight if parsed.is_symbol_query else 1.0)
         ranked = static_list(models.static, parsed.model_text, [h.chunk_id for h in lexical], weight)
         if ranked is not None:
             lists.append(ranked)
