@@ -44,6 +44,9 @@ async def test_a_refresh_queued_behind_a_long_embed_job_runs_before_that_job_end
 
         assert await embed.wait(600) and embed.state == "done", embed.error
         assert embed.result["pending"] == 0 == small_engine.status()["vectors"]["pending"]
+        # the job's static pass (before the deep one, every slice) left no chunk without a static vector
+        static = small_engine.status()["static_vectors"]
+        assert embed.result["static"]["pending"] == 0 and static["vectors"] == static["chunks"] > 0
         # the result counts every slice of the job, not the last one only
         assert embed.result["embedded"] > 2 * BATCH
     finally:
