@@ -328,6 +328,8 @@ class Engine:
             return {"available": False, "reason": "switched off (models: {static: off})"}
         if self.models.embedder() is None:
             return {"available": False, "reason": "no embedding model (the tier is distilled from it)"}
+        if self.models.static() is None:
+            return {"available": False, "reason": self.models.static_error() or "not built"}
         covered, chunks = store.coverage()
         return {"available": True, "model": store.active_model(), "vectors": covered, "chunks": chunks}
 

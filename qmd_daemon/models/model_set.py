@@ -94,8 +94,16 @@ class ModelSet:
             return None
         with self._lock:
             if self._static is None or self._static.source is not embedder:
-                self._static = StaticModel(embedder, self.models_dir)
+                try:
+                    self._static = StaticModel(embedder, self.models_dir)
+                except ModelError as exc:
+                    self._errors["static"] = str(exc)
+                    return None
             return self._static
+
+    def static_error(self) -> str | None:
+        """Why the static tier could not be built, when it could not."""
+        return self._errors.get("static")
 
     def unload(self) -> None:
         for model in self._built.values():

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
+from qmd_daemon.models import ModelError
 from qmd_daemon.models.embedder import Embedder
 from qmd_daemon.models.runtime import decode_pooled, llama_module
 
@@ -113,7 +114,8 @@ class TokenRows:
         return [int(t) for t in unique[self.slot[unique] < 0]]
 
     def add(self, ids: Any, rows: Any) -> None:
-        """New rows, visible to readers in one step (the arrays are replaced, never changed in place)."""
+        """New rows for a search on another thread to see whole: the arrays are replaced, never
+        changed in place, `rows` before `slot` (gather reads `slot` first, and old slots stay valid)."""
         ids = np.asarray(ids, dtype=np.int64)
         slot = self.slot.copy()
         slot[ids] = np.arange(len(self.ids), len(self.ids) + len(ids))
@@ -146,7 +148,11 @@ class StaticModel:
         self.source = embedder
         self.fingerprint = f"static:{embedder.fingerprint}"
         path = str(embedder.handle.path)
-        self._vocab = llama_module().Llama(model_path=path, vocab_only=True, verbose=False)
+        try:
+            self._vocab = llama_module().Llama(model_path=path, vocab_only=True, verbose=False)
+        except (ValueError, RuntimeError, OSError) as exc:
+            name = embedder.handle.path.name
+            raise ModelError(f"llama.cpp could not read the vocabulary of {name}: {exc}") from None
         self.dim = embedder.dim or int(self._vocab.n_embd())
         self._tokenize_lock = threading.Lock()
         self._distil_lock = threading.Lock()
