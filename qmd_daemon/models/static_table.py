@@ -58,25 +58,27 @@ def _frame(llm: Any, encoder: bool) -> tuple[list[int], list[int]]:
 def embed_vocabulary(embedder: Embedder, progress: bool | None = None,
                      tokens: Sequence[int] | None = None) -> np.ndarray:
     """The pooled output of each vocabulary token alone (all of them, or `tokens`), one float32
-    row each, DISTILL_BATCH sequences per llama.cpp decode."""
+    row each, DISTILL_BATCH sequences per llama.cpp decode. The model is taken for one decode at
+    a time, so a search's question waits for one decode, not for a whole distillation."""
     with embedder.handle.acquire() as llm:
         ids = list(range(llm.n_vocab())) if tokens is None else list(tokens)
         dim = embedder.dim or llm.n_embd()
-        from llama_cpp._internals import LlamaBatch
-
-        batch = LlamaBatch(n_tokens=embedder.handle.n_ctx, embd=0, n_seq_max=1, verbose=False)
         head, tail = _frame(llm, embedder.encoder)
-        rows = np.zeros((len(ids), dim), dtype=np.float32)
-        show = sys.stderr.isatty() if progress is None else progress
-        bar = tqdm(total=len(ids), desc="distilling", unit="token", disable=not show, file=sys.stderr)
-        try:
-            for start in range(0, len(ids), DISTILL_BATCH):
-                seqs = [[*head, t, *tail] for t in ids[start : start + DISTILL_BATCH]]
+    from llama_cpp._internals import LlamaBatch
+
+    batch = LlamaBatch(n_tokens=embedder.handle.n_ctx, embd=0, n_seq_max=1, verbose=False)
+    rows = np.zeros((len(ids), dim), dtype=np.float32)
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = tqdm(total=len(ids), desc="distilling", unit="token", disable=not show, file=sys.stderr)
+    try:
+        for start in range(0, len(ids), DISTILL_BATCH):
+            seqs = [[*head, t, *tail] for t in ids[start : start + DISTILL_BATCH]]
+            with embedder.handle.acquire() as llm:
                 pooled = decode_pooled(llm, batch, seqs, embedder.handle.n_ctx, dim, DISTILL_BATCH)
-                rows[start : start + len(seqs)] = np.asarray(pooled, dtype=np.float32)
-                bar.update(len(seqs))
-        finally:
-            bar.close()
+            rows[start : start + len(seqs)] = np.asarray(pooled, dtype=np.float32)
+            bar.update(len(seqs))
+    finally:
+        bar.close()
     return rows
 
 
