@@ -25,8 +25,9 @@ from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.pipeline import SearchModels, SearchOptions, SearchTrace, run_search
 from qmd_daemon.settings import DEFAULT_MASK, Settings
 from qmd_daemon.store.backends import Backend, copy_to_postgres, open_backend
+from qmd_daemon.store.pending_order import EmbedPriority
 from qmd_daemon.store.protocols import QUANTIZATIONS, ChunkStore, VectorStore
-from qmd_daemon.vectorize import EmbedReport, embed_pending
+from qmd_daemon.vectorize import EmbedHint, EmbedReport, embed_pending
 
 IndexStamp = tuple[int | None, str]  # (collection id, index format): see Engine.index_stamp
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -272,9 +273,11 @@ class Engine:
         progress: bool | None = None,
         limit: int | None = None,
         yield_to: Callable[[], bool] | None = None,
+        hint: Callable[[], EmbedHint] | None = None,
     ) -> EmbedReport:
         """Give every chunk without a vector one; a no-op report when no embedding model is ready.
-        `yield_to`: stop after the batch where it says True (vectorize.embed_pending)."""
+        `yield_to`: stop after the batch where it says True (vectorize.embed_pending). `hint`: asked
+        as the run goes, which collection and files to embed first (recent edits go first anyway)."""
         selected = [c.name for c in self._select(names)]
         vectors, embedder = self.vectors, self.models.embedder()
         ids = self.collection_ids(selected)
@@ -284,7 +287,19 @@ class Engine:
         return embed_pending(
             self.store, vectors, embedder, ids, lock, self.writing,
             progress=progress, limit=limit, yield_to=yield_to,
+            priority=lambda: self._embed_priority(hint() if hint is not None else EmbedHint()),
         )  # fmt: skip
+
+    def _embed_priority(self, hint: EmbedHint) -> EmbedPriority:
+        """The hint's names as the index's ids (a collection removed since is left out)."""
+        ids = {name: self.store.collection_id(name) for name in {hint.current, *hint.returned} if name}
+        returned = {
+            (collection_id, path): count
+            for name, counts in hint.returned.items()
+            if (collection_id := ids.get(name)) is not None
+            for path, count in counts.items()
+        }
+        return EmbedPriority.now(ids.get(hint.current) if hint.current else None, returned)
 
     def why_no_embedding(self) -> str:
         """Why this index and these models cannot embed, for `embed`'s one-line error."""
