@@ -311,6 +311,10 @@ class Engine:
         vectors = self.vectors
         active = vectors.active_model() if vectors else None
         skipped = read_skipped(self.settings.state_dir)
+
+        def pending(name: str) -> int | None:
+            return vectors.pending_count(self.collection_ids([name])) if vectors and active else None
+
         return {
             "index": self.backend.location,
             "config": str(self.settings.config_file),
@@ -331,9 +335,9 @@ class Engine:
                     "index_current": row["index_format"] == INDEX_FORMAT,
                     # files the last walk left out, by reason (too_large, binary, unreadable, ...)
                     "skipped": skipped.get(row["name"], {}),
-                    "pending_vectors": vectors.pending_count(self.collection_ids([row["name"]]))
-                    if vectors and active
-                    else None,
+                    "pending_vectors": (waiting := pending(row["name"])),
+                    # the deep model's coverage: the current repository's climbs first (pending_order)
+                    "with_vectors": row["chunks"] - waiting if waiting is not None else None,
                 }
                 for row in self.store.collection_stats()
             ],

@@ -8,13 +8,16 @@ Real SQLite and sqlite-vec, real MiniLM through llama.cpp (small profile); one b
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 from qmd_daemon.engine import Engine
 from qmd_daemon.vectorize import BATCH, EmbedHint
-from tests.conftest import write_tree
+from tests.conftest import MODELS_DIR, write_tree
 
 FILES = 40  # one chunk each: more than two batches
 
@@ -93,3 +96,24 @@ def test_the_current_collection_goes_before_the_others(small_engine: Engine, tmp
 
     embedded = _with_vectors(small_engine)
     assert first not in embedded and len(embedded[current]) == BATCH
+
+
+def test_status_says_how_much_of_the_current_repository_has_vectors(
+    small_engine: Engine, tmp_path: Path, home: Path
+) -> None:
+    root = tmp_path / "repo"
+    name = _indexed(small_engine, root, "mod")
+    other = _indexed(small_engine, tmp_path / "other", "other")
+    small_engine.embed([name], limit=BATCH)
+    env = dict(os.environ, QMD_DAEMON_HOME=str(home), QMD_MODELS_DIR=str(MODELS_DIR))
+    command = [sys.executable, "-c", "from qmd_daemon.cli import main; main()", "status"]
+
+    shown = subprocess.run([*command, "--json"], cwd=root / "pkg", env=env, capture_output=True, text=True,
+                           timeout=120, check=True)  # fmt: skip
+    info = json.loads(shown.stdout)
+    rows = {row["name"]: row for row in info["collections"]}
+    assert info["current_collection"] == name
+    assert (rows[name]["with_vectors"], rows[other]["with_vectors"]) == (BATCH, 0)
+    text = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=120, check=True)
+    line = f"  {name} (this repository): {FILES} files, {FILES} chunks, {BATCH} with vectors (40%), "
+    assert line + f"{FILES - BATCH} waiting for vectors" in text.stdout.splitlines()

@@ -475,6 +475,7 @@ class Daemon:
             "watch_error": self.watcher.error if self.watcher else None,
         }
         info["jobs"] = self.jobs.snapshot()
+        info["current_collection"] = self._current  # its chunks are embedded first
         return web.json_response(info)
 
     async def shutdown(self, request: web.Request) -> web.Response:
