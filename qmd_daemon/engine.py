@@ -287,10 +287,10 @@ class Engine:
         return embed_pending(
             self.store, vectors, embedder, ids, lock, self.writing,
             progress=progress, limit=limit, yield_to=yield_to,
-            priority=lambda: self._embed_priority(hint() if hint is not None else EmbedHint()),
+            priority=lambda: self.embed_priority(hint() if hint is not None else EmbedHint()),
         )  # fmt: skip
 
-    def _embed_priority(self, hint: EmbedHint) -> EmbedPriority:
+    def embed_priority(self, hint: EmbedHint) -> EmbedPriority:
         """The hint's names as the index's ids (a collection removed since is left out)."""
         ids = {name: self.store.collection_id(name) for name in {hint.current, *hint.returned} if name}
         returned = {
