@@ -9,10 +9,14 @@ import os
 import stat
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from qmd_daemon.daemon import hit_counts
 from qmd_daemon.daemon.hit_counts import FILE_NAME, HitCounts
+from qmd_daemon.daemon.server import Daemon
+from qmd_daemon.settings import Settings
+from tests.daemon.support import make_repo
 
 
 def _hits(*paths: str, collection: str = "repo") -> list[dict[str, str]]:
@@ -57,3 +61,29 @@ def test_counts_stay_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     for _ in range(5):  # the 50th search halves every count and drops those at 1
         counts.record(_hits("hot.py"))
     assert counts.returned() == {"repo": {"hot.py": 5}}
+
+
+async def test_the_daemon_counts_what_searches_return_and_hints_the_embed_job(
+    home: Path, tmp_path: Path
+) -> None:
+    """A real daemon in-process (no models: lexical search), real HTTP on 127.0.0.1."""
+    repo = make_repo(tmp_path / "proj")
+    d = Daemon(Settings.from_env(), watch=False, idle_minutes=30)
+    await d.start()
+    try:
+        headers = {"Authorization": f"Bearer {d.token}"}
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{d.port}", headers=headers) as http:
+            for query in ("parse cookie header", "cookie"):
+                async with http.post("/search", json={"query": query, "path": str(repo)}) as resp:
+                    body = await resp.json()
+                    assert resp.status == 200 and body["hits"], body
+            async with http.get("/status") as resp:
+                assert (await resp.json())["current_collection"] == "repo-proj"
+        assert d.jobs.embed_hint is not None
+        hint = d.jobs.embed_hint()
+        assert hint.current == "repo-proj" and hint.returned["repo-proj"]["src/client.py"] == 2
+    finally:
+        await d.close()
+    saved = HitCounts(d.settings.state_dir)  # saved at close, owner-only
+    assert saved.returned()["repo-proj"]["src/client.py"] == 2
+    assert stat.S_IMODE(os.stat(d.settings.state_dir / FILE_NAME).st_mode) == 0o600
