@@ -15,7 +15,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from qmd_daemon.config import IndexConfig
 from qmd_daemon.engine import Engine
+from qmd_daemon.settings import Settings
 from qmd_daemon.vectorize import BATCH, EmbedHint
 from tests.conftest import MODELS_DIR, write_tree
 
@@ -36,15 +40,30 @@ def _aged_tree(root: Path, prefix: str) -> Path:
 
 
 def _with_vectors(engine: Engine) -> dict[str, set[str]]:
-    """Collection -> paths of the files that have at least one chunk with a vector."""
-    rows = engine.store.conn.execute(
-        """SELECT DISTINCT o.name, f.path FROM chunk_codes k JOIN chunks c ON c.id = k.chunk_id
-           JOIN files f ON f.id = c.file_id JOIN collections o ON o.id = f.collection_id"""
-    ).fetchall()
-    found: dict[str, set[str]] = {}
-    for name, path in rows:
-        found.setdefault(name, set()).add(path)
-    return found
+    """Collection -> paths of its files whose chunk has a vector (one chunk a file here), read
+    through the store interfaces, so the same check runs on both backends."""
+    vectors = engine.vectors
+    assert vectors is not None
+    waiting = engine.store.chunks_by_ids([chunk_id for chunk_id, _c, _h in vectors.pending()])
+    pending_paths = {row.path for row in waiting.values()}
+    found = {name: set(engine.indexed_paths(name)) - pending_paths for name in engine.collections()}
+    return {name: paths for name, paths in found.items() if paths}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def prioritized(request: pytest.FixtureRequest, small_engine: Engine, home: Path) -> Engine:
+    """The small-profile engine on SQLite, or on PostgreSQL (both sort by pending_order.ORDER_BY)."""
+    if request.param == "sqlite":
+        return small_engine
+    url = request.getfixturevalue("postgres_url")
+    request.getfixturevalue("monkeypatch").setenv("QMD_DATABASE_URL", url)
+    config = IndexConfig.load(small_engine.settings.config_file)
+    config.raw["backend"] = "postgres"
+    config.save()
+    engine = Engine(Settings.from_env())
+    request.addfinalizer(engine.close)
+    assert engine.backend.location.startswith("postgres"), engine.backend.location
+    return engine
 
 
 def _indexed(engine: Engine, root: Path, prefix: str) -> str:
@@ -53,48 +72,48 @@ def _indexed(engine: Engine, root: Path, prefix: str) -> str:
     return name
 
 
-def test_a_file_just_edited_is_embedded_in_the_first_batch(small_engine: Engine, tmp_path: Path) -> None:
+def test_a_file_just_edited_is_embedded_in_the_first_batch(prioritized: Engine, tmp_path: Path) -> None:
     root = tmp_path / "repo"
-    name = _indexed(small_engine, root, "mod")
+    name = _indexed(prioritized, root, "mod")
     (root / "pkg/mod_05.py").write_text("def mod_task_5(value):\n    return value - 5  # edited now\n")
-    small_engine.update([name], progress=False)
+    prioritized.update([name], progress=False)
 
-    report = small_engine.embed([name], limit=BATCH)
+    report = prioritized.embed([name], limit=BATCH)
 
     assert report.embedded == BATCH and report.pending == FILES - BATCH
-    assert "pkg/mod_05.py" in _with_vectors(small_engine)[name], "the edited file waited behind old ones"
+    assert "pkg/mod_05.py" in _with_vectors(prioritized)[name], "the edited file waited behind old ones"
 
 
-def test_a_file_searches_return_goes_before_untouched_ones(small_engine: Engine, tmp_path: Path) -> None:
-    name = _indexed(small_engine, tmp_path / "repo", "mod")
+def test_a_file_searches_return_goes_before_untouched_ones(prioritized: Engine, tmp_path: Path) -> None:
+    name = _indexed(prioritized, tmp_path / "repo", "mod")
     returned = {name: {"pkg/mod_37.py": 3, "pkg/mod_38.py": 1}}
 
-    small_engine.embed([name], limit=BATCH, hint=lambda: EmbedHint(returned=returned))
+    prioritized.embed([name], limit=BATCH, hint=lambda: EmbedHint(returned=returned))
 
-    embedded = _with_vectors(small_engine)[name]
+    embedded = _with_vectors(prioritized)[name]
     assert {"pkg/mod_37.py", "pkg/mod_38.py"} <= embedded and len(embedded) == BATCH
 
 
-def test_an_edit_goes_before_a_file_searches_return(small_engine: Engine, tmp_path: Path) -> None:
+def test_an_edit_goes_before_a_file_searches_return(prioritized: Engine, tmp_path: Path) -> None:
     root = tmp_path / "repo"
-    name = _indexed(small_engine, root, "mod")
+    name = _indexed(prioritized, root, "mod")
     (root / "pkg/mod_05.py").write_text("def mod_task_5(value):\n    return value - 5  # edited now\n")
-    small_engine.update([name], progress=False)
+    prioritized.update([name], progress=False)
     returned = {name: {f"pkg/mod_{i:02d}.py": 2 for i in range(20, 40)}}  # more than a batch
 
-    small_engine.embed([name], limit=BATCH, hint=lambda: EmbedHint(returned=returned))
+    prioritized.embed([name], limit=BATCH, hint=lambda: EmbedHint(returned=returned))
 
-    embedded = _with_vectors(small_engine)[name]
+    embedded = _with_vectors(prioritized)[name]
     assert "pkg/mod_05.py" in embedded and len(embedded - set(returned[name])) == 1
 
 
-def test_the_current_collection_goes_before_the_others(small_engine: Engine, tmp_path: Path) -> None:
-    first = _indexed(small_engine, tmp_path / "first", "alpha")  # the lower chunk ids
-    current = _indexed(small_engine, tmp_path / "current", "beta")
+def test_the_current_collection_goes_before_the_others(prioritized: Engine, tmp_path: Path) -> None:
+    first = _indexed(prioritized, tmp_path / "first", "alpha")  # the lower chunk ids
+    current = _indexed(prioritized, tmp_path / "current", "beta")
 
-    small_engine.embed(None, limit=BATCH, hint=lambda: EmbedHint(current=current))
+    prioritized.embed(None, limit=BATCH, hint=lambda: EmbedHint(current=current))
 
-    embedded = _with_vectors(small_engine)
+    embedded = _with_vectors(prioritized)
     assert first not in embedded and len(embedded[current]) == BATCH
 
 
