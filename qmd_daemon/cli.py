@@ -294,9 +294,16 @@ def context(ctx: click.Context, query: str, names: tuple[str, ...], limit: int, 
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def embed(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
-    """Embed every chunk that has no vector yet (resumable; one run at a time)."""
+    """Embed every chunk that has no vector yet (resumable; one run at a time). The working
+    folder's collection first, then recent edits and the files the daemon's searches return."""
+    from qmd_daemon.daemon.api import resolve_path
+    from qmd_daemon.daemon.hit_counts import HitCounts
+    from qmd_daemon.vectorize import EmbedHint
+
     engine = _engine(ctx)
-    report = engine.embed(list(names) or None).as_dict()
+    here, _created = resolve_path(engine, Path.cwd(), create=False)
+    hint = EmbedHint(here.name if here is not None else None, HitCounts(engine.settings.state_dir).returned())
+    report = engine.embed(list(names) or None, hint=lambda: hint).as_dict()
     if not report["model"]:
         raise QmdError(f"cannot embed: {engine.why_no_embedding()}")
     if as_json:

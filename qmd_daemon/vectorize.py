@@ -91,18 +91,22 @@ def embed_pending(
         show = sys.stderr.isatty() if progress is None else progress
         total = left if limit is None else min(left, limit)
         bar = tqdm(total=total, desc="embedding", unit="chunk", disable=not show, file=sys.stderr)
-        taken: set[tuple[int, str]] = set()  # (chunk id, hash) met: a window never repeats one
+        taken = 0
+        # (chunk id, hash) of the last window: each got its vector or changed since, so one still
+        # pending unchanged would be taken again and again; the run stops when only such are left
+        last: set[tuple[int, str]] = set()
         try:
-            while limit is None or len(taken) < limit:
-                size = WINDOW if limit is None else min(WINDOW, limit - len(taken))
+            while limit is None or taken < limit:
+                size = WINDOW if limit is None else min(WINDOW, limit - taken)
                 order = priority() if priority is not None else None
                 with writing():  # each write waits its turn; the model runs outside, updates go between
                     found = vectors.pending(collection_ids, size, order)
-                    window = [p for p in found if (p[0], p[2]) not in taken]
+                    window = [p for p in found if (p[0], p[2]) not in last]
                     todo = vectors.copy_identical(window)
                 if not window:
                     break
-                taken.update((chunk_id, content_hash) for chunk_id, _c, content_hash in window)
+                last = {(chunk_id, content_hash) for chunk_id, _c, content_hash in window}
+                taken += len(window)
                 report.copied += len(window) - len(todo)
                 bar.update(len(window) - len(todo))
                 if not _embed_batches(store, vectors, embedder, todo, writing, report, bar, yield_to):
