@@ -17,6 +17,7 @@ from qmd_daemon.daemon.jobs import JobQueue
 from qmd_daemon.engine import Engine
 from qmd_daemon.vectorize import EmbedHint
 from tests.conftest import write_tree
+from tests.daemon.support import running_embed
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,11 +48,8 @@ async def test_the_current_repository_is_embedded_before_the_rest_of_a_running_j
         return EmbedHint(current=current[0])
 
     queue = JobQueue(small_engine, embed_hint=hint)
-    queue.start()
     try:
-        embed = queue.submit("embed", ["big"])
-        while embed.state == "queued":
-            await asyncio.sleep(0.01)
+        embed = await running_embed(queue, ["big"])
         current[0] = "small"  # a request from the small repository, with an edit
         (small / "m0.py").write_text("def small_zero_edited():\n    return 0\n")
         refresh = queue.submit("refresh", ["small"])
