@@ -66,6 +66,13 @@ def prioritized(request: pytest.FixtureRequest, small_engine: Engine, home: Path
     return engine
 
 
+def _cli(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a subprocess, run from `cwd` (its working folder names the repository)."""
+    env = dict(os.environ, QMD_DAEMON_HOME=str(home), QMD_MODELS_DIR=str(MODELS_DIR))
+    command = [sys.executable, "-c", "from qmd_daemon.cli import main; main()", *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
 def _indexed(engine: Engine, root: Path, prefix: str) -> str:
     name = engine.add_collection(_aged_tree(root, prefix), prefix).name
     engine.update([name], progress=False)
@@ -124,15 +131,33 @@ def test_status_says_how_much_of_the_current_repository_has_vectors(
     name = _indexed(small_engine, root, "mod")
     other = _indexed(small_engine, tmp_path / "other", "other")
     small_engine.embed([name], limit=BATCH)
-    env = dict(os.environ, QMD_DAEMON_HOME=str(home), QMD_MODELS_DIR=str(MODELS_DIR))
-    command = [sys.executable, "-c", "from qmd_daemon.cli import main; main()", "status"]
 
-    shown = subprocess.run([*command, "--json"], cwd=root / "pkg", env=env, capture_output=True, text=True,
-                           timeout=120, check=True)  # fmt: skip
+    shown = _cli(home, root / "pkg", "status", "--json")
+    assert shown.returncode == 0, shown.stderr
     info = json.loads(shown.stdout)
     rows = {row["name"]: row for row in info["collections"]}
     assert info["current_collection"] == name
     assert (rows[name]["with_vectors"], rows[other]["with_vectors"]) == (BATCH, 0)
-    text = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=120, check=True)
+    text = _cli(home, root, "status")
     line = f"  {name} (this repository): {FILES} files, {FILES} chunks, {BATCH} with vectors (40%), "
     assert line + f"{FILES - BATCH} waiting for vectors" in text.stdout.splitlines()
+
+
+def test_the_cli_embeds_with_a_corrupt_counts_file_and_says_it_ignored_it(
+    small_engine: Engine, tmp_path: Path, home: Path
+) -> None:
+    root = tmp_path / "repo"
+    name = _indexed(small_engine, root, "mod")
+    counts = small_engine.settings.state_dir / "hit_counts.json"
+    counts.parent.mkdir(parents=True, exist_ok=True)
+    counts.write_text('{"files": [["repo"]], "searches": "x"}')
+
+    done = _cli(home, root, "embed", "--json")
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["pending"] == 0
+    assert [line for line in done.stderr.splitlines() if "hit_counts.json" in line] == [
+        f"ignoring {counts} (not enough values to unpack (expected 3, got 1)): search hit counts start afresh"
+    ]
+    (row,) = small_engine.status()["collections"]
+    assert (row["name"], row["with_vectors"]) == (name, FILES)
