@@ -40,7 +40,7 @@ class EmbedPriority:
         return [(collection_id, path, count) for (collection_id, path), count in self.returned.items()]
 
 
-# The sort keys, shared by both backends' `pending` (f: files, h: the returned-files rows, joined
-# on collection and path; the three parameters: first collection, recent_since_ns).
+# The sort keys, shared by both backends' `pending` (c: chunks, f: their files, h: the returned
+# files' (file id, hits), left-joined; the two placeholders: first_collection, recent_since_ns).
 ORDER_BY = """ORDER BY (f.collection_id = {first}) DESC, (f.mtime_ns >= {since}) DESC,
                        coalesce(h.hits, 0) DESC, f.mtime_ns DESC, c.id"""
