@@ -294,9 +294,16 @@ def context(ctx: click.Context, query: str, names: tuple[str, ...], limit: int, 
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def embed(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
-    """Embed every chunk that has no vector yet (resumable; one run at a time)."""
+    """Embed every chunk that has no vector yet (resumable; one run at a time). The working
+    folder's collection first, then recent edits and the files the daemon's searches return."""
+    from qmd_daemon.daemon.api import resolve_path
+    from qmd_daemon.daemon.hit_counts import HitCounts
+    from qmd_daemon.vectorize import EmbedHint
+
     engine = _engine(ctx)
-    report = engine.embed(list(names) or None).as_dict()
+    here, _created = resolve_path(engine, Path.cwd(), create=False)
+    hint = EmbedHint(here.name if here is not None else None, HitCounts(engine.settings.state_dir).returned())
+    report = engine.embed(list(names) or None, hint=lambda: hint).as_dict()
     if not report["model"]:
         raise QmdError(f"cannot embed: {engine.why_no_embedding()}")
     if as_json:
@@ -365,14 +372,18 @@ def pull(ctx: click.Context, profile: str | None, role: str, refresh: bool) -> N
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show the index, its collections, vectors and which models search can use."""
+    from qmd_daemon.daemon.api import resolve_path
     from qmd_daemon.daemon.stop import running_daemon
 
     engine = _engine(ctx)
     engine.models.embedder()
     daemon = running_daemon(engine.settings.state_dir)
+    here, _created = resolve_path(engine, Path.cwd(), create=False)
     info = {
         "version": __version__,
         **engine.status(),
+        # the collection covering the working folder: the daemon embeds its chunks first
+        "current_collection": here.name if here is not None else None,
         "daemon": {"running": daemon is not None, "pid": daemon.pid if daemon else None},
     }
     if as_json:
@@ -411,7 +422,13 @@ def status(ctx: click.Context, as_json: bool) -> None:
     for row in info["collections"]:
         pending = f", {row['pending_vectors']} waiting for vectors" if row["pending_vectors"] else ""
         older = "" if row["index_current"] else "; indexed by another version: the next update re-reads it"
-        click.echo(f"  {row['name']}: {row['files']} files, {row['chunks']} chunks{pending}{older}")
+        name = row["name"]
+        if name == info["current_collection"]:
+            name += " (this repository)"
+            if row["with_vectors"] is not None and row["chunks"]:
+                share = 100 * row["with_vectors"] // row["chunks"]
+                pending = f", {row['with_vectors']} with vectors ({share}%){pending}"
+        click.echo(f"  {name}: {row['files']} files, {row['chunks']} chunks{pending}{older}")
         if row["skipped"]:
             reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(row["skipped"].items()))
             total = sum(row["skipped"].values())

@@ -27,8 +27,9 @@ from qmd_daemon.search.static_list import StaticTier
 from qmd_daemon.settings import DEFAULT_MASK, Settings
 from qmd_daemon.static_vectorize import static_pending
 from qmd_daemon.store.backends import Backend, copy_to_postgres, open_backend
+from qmd_daemon.store.pending_order import EmbedPriority
 from qmd_daemon.store.protocols import QUANTIZATIONS, ChunkStore, VectorStore
-from qmd_daemon.vectorize import EmbedReport, embed_pending
+from qmd_daemon.vectorize import EmbedHint, EmbedReport, embed_pending
 
 IndexStamp = tuple[int | None, str]  # (collection id, index format): see Engine.index_stamp
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -274,9 +275,11 @@ class Engine:
         progress: bool | None = None,
         limit: int | None = None,
         yield_to: Callable[[], bool] | None = None,
+        hint: Callable[[], EmbedHint] | None = None,
     ) -> EmbedReport:
         """Give every chunk without a vector one; a no-op report when no embedding model is ready.
-        `yield_to`: stop after the batch where it says True (vectorize.embed_pending)."""
+        `yield_to`: stop after the batch where it says True (vectorize.embed_pending). `hint`: asked
+        as the run goes, which collection and files to embed first (recent edits go first anyway)."""
         selected = [c.name for c in self._select(names)]
         vectors, embedder = self.vectors, self.models.embedder()
         ids = self.collection_ids(selected)
@@ -290,6 +293,7 @@ class Engine:
         report = embed_pending(
             self.store, vectors, embedder, ids, lock, self.writing,
             progress=progress, limit=limit, yield_to=yield_to,
+            priority=lambda: self.embed_priority(hint() if hint is not None else EmbedHint()),
         )  # fmt: skip
         report.static = static
         return report
@@ -311,6 +315,17 @@ class Engine:
         report = static_pending(self.store, tier.vectors, tier.model, ids, lock, self.writing,
                                 progress=progress, yield_to=yield_to)
         return report.as_dict()
+
+    def embed_priority(self, hint: EmbedHint) -> EmbedPriority:
+        """The hint's names as the index's ids (a collection removed since is left out)."""
+        ids = {name: self.store.collection_id(name) for name in {hint.current, *hint.returned} if name}
+        returned = {
+            (collection_id, path): count
+            for name, counts in hint.returned.items()
+            if (collection_id := ids.get(name)) is not None
+            for path, count in counts.items()
+        }
+        return EmbedPriority.now(ids.get(hint.current) if hint.current else None, returned)
 
     def why_no_embedding(self) -> str:
         """Why this index and these models cannot embed, for `embed`'s one-line error."""
@@ -340,7 +355,11 @@ class Engine:
         static = self.backend.static
         stats = self.store.collection_stats()
         chunks = sum(row["chunks"] for row in stats)
-        pending = vectors.pending_count() if vectors and active else None
+        everywhere = vectors.pending_count() if vectors and active else None
+
+        def pending(name: str) -> int | None:
+            return vectors.pending_count(self.collection_ids([name])) if vectors and active else None
+
         return {
             "index": self.backend.location,
             "config": str(self.settings.config_file),
@@ -348,8 +367,8 @@ class Engine:
             "vectors": {
                 "model": active[0] if active else None,
                 "dim": active[1] if active else None,
-                "pending": pending,
-                "embedded": chunks - pending if pending is not None else 0,
+                "pending": everywhere,
+                "embedded": chunks - everywhere if everywhere is not None else 0,
                 "chunks": chunks,
             },
             "static_vectors": self.static_status(),
@@ -364,9 +383,9 @@ class Engine:
                     "index_current": row["index_format"] == INDEX_FORMAT,
                     # files the last walk left out, by reason (too_large, binary, unreadable, ...)
                     "skipped": skipped.get(row["name"], {}),
-                    "pending_vectors": vectors.pending_count(self.collection_ids([row["name"]]))
-                    if vectors and active
-                    else None,
+                    "pending_vectors": (waiting := pending(row["name"])),
+                    # the deep model's coverage: the current repository's climbs first (pending_order)
+                    "with_vectors": row["chunks"] - waiting if waiting is not None else None,
                     "static_vectors": static.coverage(self.collection_ids([row["name"]]))[0]
                     if static is not None
                     else None,

@@ -24,6 +24,7 @@ from typing import Any
 from qmd_daemon.daemon.vouch import RefreshPlan, RefreshVouch, Watch
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
+from qmd_daemon.vectorize import EmbedHint
 
 log = logging.getLogger("qmd_daemon.jobs")
 
@@ -85,10 +86,13 @@ class JobQueue:
         auto_embed: bool = True,
         on_finished: Callable[[Job], None] | None = None,
         watches: Callable[[tuple[str, ...] | None], dict[str, Watch]] | None = None,
+        embed_hint: Callable[[], EmbedHint] | None = None,
     ):
         """`watches(names)`: called on the loop as a refresh starts, the watcher's standing for
-        those collections' roots (None: no watcher, every refresh walks)."""
+        those collections' roots (None: no watcher, every refresh walks). `embed_hint`: asked from
+        the writer thread as an embed job goes, which collection and files to embed first."""
         self.engine = engine
+        self.embed_hint = embed_hint
         self.auto_embed = auto_embed
         self.on_finished = on_finished
         self.watches = watches
@@ -110,6 +114,11 @@ class JobQueue:
         key = tuple(sorted(set(names))) if names else None
         for job in self._queue:
             if job.kind == kind and job.names == key:
+                return job
+            if kind == "embed" == job.kind:
+                # one embed job for every collection waiting: its order (the most recent request's
+                # collection first, engine.embed's hint) then decides, not the order jobs came in
+                job.names = None if key is None or job.names is None else tuple(sorted({*job.names, *key}))
                 return job
         job = Job(kind=kind, names=key)
         self._queue.append(job)
@@ -272,7 +281,8 @@ class JobQueue:
                 reports.append(data)
             # not walked: the watcher saw nothing change under them since their last refresh
             return {"reports": reports, "vouched": plan.skipped if plan is not None else []}
-        return self.engine.embed(names, progress=False, yield_to=self._should_pause).as_dict()
+        embedded = self.engine.embed(names, progress=False, yield_to=self._should_pause, hint=self.embed_hint)
+        return embedded.as_dict()
 
     async def close(self, timeout: float = 10.0) -> bool:
         """Stop taking jobs, wait up to `timeout` for the running one; True when the writer is free."""

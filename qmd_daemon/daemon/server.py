@@ -29,6 +29,7 @@ from aiohttp import web
 from qmd_daemon import __version__
 from qmd_daemon.atomic_files import replace_file
 from qmd_daemon.daemon import api
+from qmd_daemon.daemon.hit_counts import HitCounts
 from qmd_daemon.daemon.jobs import Job, JobQueue
 from qmd_daemon.daemon.state import (
     NONCE,
@@ -49,6 +50,7 @@ from qmd_daemon.search.pipeline import SearchTrace
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.connection import index_error, quick_check, upgrade_lock_path
 from qmd_daemon.store.schema import SCHEMA_VERSION, upgraded_past_this_code
+from qmd_daemon.vectorize import EmbedHint
 
 log = logging.getLogger("qmd_daemon.server")
 
@@ -144,11 +146,14 @@ class Daemon:
         self.writer = Engine(settings)
         self._reader_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qmd-reader")
         self.watcher = RootWatcher(self._on_files_changed, settings.excludes) if watch else None
+        self.hit_counts = HitCounts(settings.state_dir)
+        self._current: str | None = None  # the collection of the most recent request: embedded first
         self.jobs = JobQueue(
             self.writer,
             auto_embed=auto_embed,
             on_finished=self._job_finished,
             watches=self._watches if watch else None,
+            embed_hint=lambda: EmbedHint(self._current, self.hit_counts.returned()),
         )
         self._root_names: dict[Path, list[str]] = {}  # watched root -> its collections
         self._refreshed: dict[str, float] = {}  # collection -> monotonic start of its last good refresh
@@ -355,6 +360,7 @@ class Daemon:
             return home, created, scope, spec
 
         home, created, scope, spec = await self._read_for_request(prepare)
+        self._current = home.name if home is not None else scope[0] if len(scope) == 1 else self._current
         if created:
             await self._registered(home)
         refreshed: bool | None = None
@@ -378,6 +384,7 @@ class Daemon:
             return hits, took, api.roots_of(self.reader, scope)
 
         hits, search_ms, roots = await self._read_for_request(run)
+        self.hit_counts.record(hits)
         stale = bool(trace.stale) or any(self.jobs.busy_for(n) for n in scope)
         body: dict[str, Any] = {
             "hits": hits,
@@ -412,6 +419,8 @@ class Daemon:
         home, created = await self._read(self._locate, path, None if path is not None else names, create)
         if home is not None:
             names = [home.name]
+        if names and len(names) == 1:
+            self._current = names[0]
         if created:
             await self._registered(home)
         jobs = [self.jobs.submit(kind, names) for kind in kinds]
@@ -466,6 +475,7 @@ class Daemon:
             "watch_error": self.watcher.error if self.watcher else None,
         }
         info["jobs"] = self.jobs.snapshot()
+        info["current_collection"] = self._current  # its chunks are embedded first
         return web.json_response(info)
 
     async def shutdown(self, request: web.Request) -> web.Response:
@@ -557,6 +567,7 @@ class Daemon:
 
     async def _idle_loop(self) -> None:
         while not self._stop.is_set():
+            self.hit_counts.save()  # a few KB when searches came since the last look
             remaining = self.idle_remaining()
             if remaining <= 0:
                 if self._inflight == 0 and self.jobs.idle:
@@ -675,6 +686,7 @@ class Daemon:
         if self._runner is not None:
             await self._runner.cleanup()  # stops listening, lets in-flight requests finish
         writer_free = await self.jobs.close(timeout=10.0)
+        self.hit_counts.save()
         self.writer_abandoned = not writer_free
         for task in list(self._background):
             task.cancel()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from qmd_daemon.store.lexical_query import LexicalQuery
+from qmd_daemon.store.pending_order import EmbedPriority
 from qmd_daemon.text.chunk_model import Chunk
 
 
@@ -190,8 +191,13 @@ class VectorStore(Protocol):
         ...
 
     def pending(
-        self, collection_ids: list[int] | None = None, limit: int | None = None
-    ) -> list[tuple[int, int, str]]: ...
+        self,
+        collection_ids: list[int] | None = None,
+        limit: int | None = None,
+        priority: EmbedPriority | None = None,
+    ) -> list[tuple[int, int, str]]:
+        """(chunk id, collection id, content hash) of chunks without a vector, in embedding order."""
+        ...
 
     def pending_count(self, collection_ids: list[int] | None = None) -> int: ...
 

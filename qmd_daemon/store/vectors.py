@@ -13,6 +13,7 @@ hash already has a vector copies it.
 
 from __future__ import annotations
 
+import json
 import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ from qmd_daemon.store.binary_codes import (
     unit_int8_values,
 )
 from qmd_daemon.store.index_store import IndexStore
+from qmd_daemon.store.pending_order import ORDER_BY, EmbedPriority
 from qmd_daemon.store.protocols import QUANTIZATIONS
 
 if TYPE_CHECKING:
@@ -109,18 +111,30 @@ class VectorIndex:
         return "vec_quantize_int8(?, 'unit')" if (quantization or self.quantization) == "int8" else "?"
 
     def pending(
-        self, collection_ids: list[int] | None = None, limit: int | None = None
+        self,
+        collection_ids: list[int] | None = None,
+        limit: int | None = None,
+        priority: EmbedPriority | None = None,
     ) -> list[tuple[int, int, str]]:
-        """(chunk id, collection id, content hash) of chunks that have no vector yet."""
+        """(chunk id, collection id, content hash) of chunks that have no vector yet, in embedding
+        order (store/pending_order.py). One query: the returned files arrive as a JSON array, joined
+        on (collection, path) through the files table's unique index."""
         if self.active_model() is None:
             return []
+        priority = priority or EmbedPriority()
         where = ""
-        params: list[Any] = []
+        params: list[Any] = [json.dumps(priority.returned_rows())]
         if collection_ids:
             where = f"AND f.collection_id IN ({','.join('?' * len(collection_ids))})"
             params.extend(collection_ids)
-        sql = f"""SELECT c.id, f.collection_id, c.hash FROM chunks c JOIN files f ON f.id = c.file_id
-                  WHERE c.id NOT IN (SELECT rowid FROM chunk_vectors) {where} ORDER BY c.id"""
+        params.extend((priority.first_collection, priority.recent_since_ns))
+        sql = f"""WITH h(file_id, hits) AS MATERIALIZED (
+                      SELECT r.id, j.value ->> 2 FROM json_each(?) j
+                      JOIN files r ON r.collection_id = j.value ->> 0 AND r.path = j.value ->> 1)
+                  SELECT c.id, f.collection_id, c.hash FROM chunks c JOIN files f ON f.id = c.file_id
+                  LEFT JOIN h ON h.file_id = f.id
+                  WHERE c.id NOT IN (SELECT rowid FROM chunk_vectors) {where}
+                  {ORDER_BY.format(first="?", since="?")}"""
         if limit:
             sql += f" LIMIT {int(limit)}"
         return [(int(r[0]), int(r[1]), r[2]) for r in self.conn.execute(sql, params)]

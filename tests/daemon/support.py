@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from qmd_daemon.daemon.jobs import Job, JobQueue
 from qmd_daemon.setup.installer import process_alive
 from tests.conftest import SAMPLE_GO, SAMPLE_MD, SAMPLE_PY, write_tree
 
@@ -166,3 +168,13 @@ class Stranger:
 
     def close(self) -> None:
         self._server.close()
+
+
+async def running_embed(queue: JobQueue, names: list[str]) -> Job:
+    """Start `queue` and an embed job of `names` on it; returned once the job runs (an event, not
+    a sleep: its state changes on the loop)."""
+    queue.start()
+    embed = queue.submit("embed", names)
+    while embed.state == "queued":
+        await asyncio.sleep(0.01)
+    return embed

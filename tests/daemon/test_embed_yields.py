@@ -8,13 +8,13 @@ without the edit. Real engine, real MiniLM (small profile), real job queue.
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from pathlib import Path
 
 from qmd_daemon.daemon.jobs import JobQueue
 from qmd_daemon.engine import Engine
 from qmd_daemon.vectorize import BATCH
+from tests.daemon.support import running_embed
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,11 +30,8 @@ async def test_a_refresh_queued_behind_a_long_embed_job_runs_before_that_job_end
     assert total > 100
 
     queue = JobQueue(small_engine, auto_embed=False)
-    queue.start()
     try:
-        embed = queue.submit("embed", ["tree"])
-        while embed.state == "queued":
-            await asyncio.sleep(0.01)
+        embed = await running_embed(queue, ["tree"])
         (tree / "scoring.py").write_text("def zebraquokka_validator():\n    return 2\n")
         refresh = queue.submit("refresh", ["tree"])
 
@@ -63,10 +60,7 @@ async def test_the_daemon_closing_stops_an_embed_job_after_its_batch(
     small_engine.add_collection(tree, "tree")
     small_engine.update(["tree"], progress=False)
     queue = JobQueue(small_engine, auto_embed=False)
-    queue.start()
-    embed = queue.submit("embed", ["tree"])
-    while embed.state == "queued":
-        await asyncio.sleep(0.01)
+    embed = await running_embed(queue, ["tree"])
     assert await queue.close(timeout=300)
     assert embed.state == "done" and embed.result["pending"] > 0, embed.result
     assert 0 < embed.result["embedded"] < BATCH * 3  # the batch under way, not the collection

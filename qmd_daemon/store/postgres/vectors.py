@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from qmd_daemon.store.pending_order import ORDER_BY, EmbedPriority
 from qmd_daemon.store.postgres.connection import PostgresDatabase
 from qmd_daemon.store.postgres.schema import meta_value, set_meta
 
@@ -109,18 +110,32 @@ class PostgresVectorIndex:
         return _COLUMN_TYPE[active[2] if active else self.quantization]
 
     def pending(
-        self, collection_ids: list[int] | None = None, limit: int | None = None
+        self,
+        collection_ids: list[int] | None = None,
+        limit: int | None = None,
+        priority: EmbedPriority | None = None,
     ) -> list[tuple[int, int, str]]:
-        """(chunk id, collection id, content hash) of chunks that have no vector yet."""
+        """(chunk id, collection id, content hash) of chunks that have no vector yet, in embedding
+        order (store/pending_order.py)."""
         if self.active_model() is None:
             return []
-        sql = f"""SELECT c.id, f.collection_id, c.hash FROM chunks c JOIN files f ON f.id = c.file_id
+        priority = priority or EmbedPriority()
+        returned = priority.returned_rows()
+        params: list[Any] = [[r[0] for r in returned], [r[1] for r in returned], [r[2] for r in returned]]
+        if collection_ids:
+            params.append(list(collection_ids))
+        params.extend((priority.first_collection, priority.recent_since_ns))
+        sql = f"""WITH h AS (SELECT r.id AS file_id, p.hits
+                      FROM unnest(%s::bigint[], %s::text[], %s::bigint[]) AS p(collection_id, path, hits)
+                      JOIN files r ON r.collection_id = p.collection_id AND r.path = p.path)
+                  SELECT c.id, f.collection_id, c.hash FROM chunks c JOIN files f ON f.id = c.file_id
+                  LEFT JOIN h ON h.file_id = f.id
                   WHERE NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.chunk_id = c.id)
-                  {"AND f.collection_id = ANY(%s)" if collection_ids else ""} ORDER BY c.id"""
+                  {"AND f.collection_id = ANY(%s)" if collection_ids else ""}
+                  {ORDER_BY.format(first="%s::bigint", since="%s::bigint")}"""
         if limit:
             sql += f" LIMIT {int(limit)}"
-        rows = self.db.execute(sql, (list(collection_ids),) if collection_ids else ())
-        return [(int(r[0]), int(r[1]), r[2]) for r in rows]
+        return [(int(r[0]), int(r[1]), r[2]) for r in self.db.execute(sql, params)]
 
     def pending_count(self, collection_ids: list[int] | None = None) -> int:
         """Chunks without a vector, kept until the data changes (every search asks, for `stale`)."""
