@@ -105,6 +105,7 @@ def _run(store: ChunkStore, vectors: StaticVectorStore, model: StaticModel, coll
                 break
     finally:
         bar.close()
+        model.save_rows()
 
 
 def _idf(vectors: StaticVectorStore, model: StaticModel, collection_id: int, batch: list[set[int]]) -> Any:

@@ -37,6 +37,10 @@ else:  # numpy on first use, after llama.cpp (why: qmd_daemon/numeric.py)
     from qmd_daemon.numeric import np
 
 DISTILL_BATCH = 64  # token sequences per decode (3 tokens each)
+# Rows distilled but not yet written, past which `distil` writes the file: the whole file is
+# rewritten each time (15 MB for MiniLM's rows, ~80 MB for Qwen3's), so not after every batch of
+# chunks; a kill loses at most these (distilled again, identically, by the next pass).
+SAVE_EVERY = 4096
 STATIC_DIR = "static"
 
 
@@ -92,6 +96,7 @@ class TokenRows:
         self.ids = np.zeros(0, dtype=np.int32)
         self.rows = np.zeros((0, dim), dtype=np.float16)
         self.slot = np.full(n_vocab, -1, dtype=np.int64)  # token id -> its row, -1: not distilled
+        self.unsaved = 0  # rows added since the file was written
         self._load()
 
     def _load(self) -> None:
@@ -109,6 +114,7 @@ class TokenRows:
             self.path.unlink(missing_ok=True)
             return
         self.add(ids, rows)
+        self.unsaved = 0
 
     def missing(self, tokens: Any) -> list[int]:
         """The distinct tokens among `tokens` without a row yet."""
@@ -124,6 +130,7 @@ class TokenRows:
         self.ids = np.concatenate([self.ids, ids.astype(np.int32)])
         self.rows = np.concatenate([self.rows, np.asarray(rows, dtype=np.float16)])
         self.slot = slot
+        self.unsaved += len(ids)
 
     def save(self) -> None:
         """Written whole to a temporary file, then moved over the old one (a kill leaves either)."""
@@ -131,6 +138,7 @@ class TokenRows:
         partial = self.path.with_name(f"{self.path.stem}.{os.getpid()}.partial.npz")  # one a process
         np.savez(partial, ids=self.ids, rows=self.rows)
         partial.replace(self.path)
+        self.unsaved = 0
 
     def gather(self, tokens: Any) -> np.ndarray:
         """The tokens' rows as float32; a token never distilled (only a query can name one) is zero."""
@@ -168,14 +176,21 @@ class StaticModel:
                     for t in texts]
 
     def distil(self, tokens: Any, progress: bool | None = None) -> int:
-        """Rows for those of `tokens` that have none yet (a decode each, 64 a batch), saved; how
-        many were distilled."""
+        """Rows for those of `tokens` that have none yet (a decode each, 64 a batch); how many
+        were distilled. Written to the file once SAVE_EVERY are unsaved (`save_rows`: the rest)."""
         with self._distil_lock:
             missing = self.rows.missing(tokens)
             if missing:
                 self.rows.add(missing, embed_vocabulary(self.source, progress, missing))
-                self.rows.save()
+                if self.rows.unsaved >= SAVE_EVERY:
+                    self.rows.save()
             return len(missing)
+
+    def save_rows(self) -> None:
+        """Write the rows distilled since the file was last written, if any (a pass's end)."""
+        with self._distil_lock:
+            if self.rows.unsaved:
+                self.rows.save()
 
     def idf(self, docs: int, df: dict[int, int]) -> np.ndarray:
         """IDF over the vocabulary, log((docs + 1) / (df + 1)), from the index's counts: chunks
