@@ -14,8 +14,8 @@ of lexical's candidates (a primary-key lookup each).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,6 +53,48 @@ def int8_blob(vector: Any) -> bytes:
     top = float(np.abs(values).max()) if values.size else 0.0
     scaled = values * (127.0 / top) if top > 0 else values
     return np.rint(scaled).astype(np.int8).tobytes()
+
+
+def token_counts(chunks: Iterable[tuple[int, Iterable[int]]]) -> list[tuple[int, int, int]]:
+    """(collection id, token, chunks holding it) for CHUNKS given as (collection id, distinct
+    tokens), DOCS counting the chunks, sorted (two writers lock the counts in one order)."""
+    added: dict[tuple[int, int], int] = {}
+    for collection_id, tokens in chunks:
+        for token in (*tokens, DOCS):
+            added[collection_id, token] = added.get((collection_id, token), 0) + 1
+    return [(col, token, n) for (col, token), n in sorted(added.items())]
+
+
+def int8_vector(blob: bytes) -> Any:
+    """A stored int8 vector as float32 (not normalised: a cosine ignores the scale)."""
+    return np.frombuffer(blob, dtype=np.int8).astype(np.float32)
+
+
+class DerivedValues(Protocol):
+    """What keeps values derived from the data: IndexStore, PostgresDatabase."""
+
+    derived: dict[str, tuple[Any, Any]]
+
+    def data_state(self) -> Any: ...
+
+
+Coverage = tuple[int, int]  # (chunks with a current static vector, chunks)
+
+
+def kept_coverage(
+    owner: DerivedValues, collection_ids: list[int] | None, count: Callable[[list[int] | None], Coverage]
+) -> Coverage:
+    """COUNT's coverage of the collections, kept in OWNER.derived until its data_state() moves."""
+    state = owner.data_state()
+    kept = owner.derived.get("static_coverage")
+    if kept is None or kept[0] != state:
+        kept = (state, {})
+        owner.derived["static_coverage"] = kept
+    key = tuple(collection_ids or ())
+    if key not in kept[1]:
+        kept[1][key] = count(collection_ids)
+    result: Coverage = kept[1][key]
+    return result
 
 
 def _scope(collection_ids: list[int] | None) -> tuple[str, list[Any]]:
@@ -106,15 +148,7 @@ class StaticVectors:
     def coverage(self, collection_ids: list[int] | None = None) -> tuple[int, int]:
         """(chunks with a current static vector, chunks) in the collections (all: None). A count
         reads every chunk (~1 s at 225k chunks, cold), so counts are kept until the data changes."""
-        state = self.store.data_state()
-        kept = self.store.derived.get("static_coverage")
-        if kept is None or kept[0] != state:
-            kept = (state, {})
-            self.store.derived["static_coverage"] = kept
-        key = tuple(collection_ids or ())
-        if key not in kept[1]:
-            kept[1][key] = self._count(collection_ids)
-        return kept[1][key]
+        return kept_coverage(self.store, collection_ids, self._count)
 
     def _count(self, collection_ids: list[int] | None) -> tuple[int, int]:
         where, params = _scope(collection_ids)
@@ -144,8 +178,7 @@ class StaticVectors:
         """Store (chunk id, collection id, content hash, unit vector, its distinct tokens) in one
         transaction and count the tokens; a chunk deleted or changed since it was read (its id
         reused, another hash) is skipped. Returns the vectors written."""
-        written = 0
-        added: dict[tuple[int, int], int] = {}
+        written: list[tuple[int, Iterable[int]]] = []
         with self.store.transaction():
             for chunk_id, collection_id, content_hash, vector, tokens in rows:
                 if not self.conn.execute("SELECT 1 FROM chunks WHERE id = ? AND hash = ?",
@@ -155,15 +188,13 @@ class StaticVectors:
                     "INSERT OR REPLACE INTO static_vectors (chunk_id, hash, vector) VALUES (?, ?, ?)",
                     (chunk_id, content_hash, int8_blob(vector)),
                 )
-                for token in (*tokens, DOCS):
-                    added[collection_id, token] = added.get((collection_id, token), 0) + 1
-                written += 1
+                written.append((collection_id, tokens))
             self.conn.executemany(
                 "INSERT INTO static_token_df (collection_id, token, df) VALUES (?, ?, ?) "
                 "ON CONFLICT (collection_id, token) DO UPDATE SET df = df + excluded.df",
-                [(col, token, n) for (col, token), n in sorted(added.items())],
+                token_counts(written),
             )
-        return written
+        return len(written)
 
     def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, tuple[int, Any]]:
         """chunk id -> (its collection id, its static vector: float32, not normalised), for the
@@ -179,6 +210,5 @@ class StaticVectors:
                 part,
             )
             for chunk_id, collection_id, blob in rows:
-                vector = np.frombuffer(blob, dtype=np.int8).astype(np.float32)
-                out[int(chunk_id)] = (int(collection_id), vector)
+                out[int(chunk_id)] = (int(collection_id), int8_vector(blob))
         return out
