@@ -270,9 +270,13 @@ def test_migrate_carries_the_static_tier_or_the_next_pass_rebuilds_it(
         migrate(db)
         PostgresStaticVectors(db).ensure("another-model")
         db.close()
-    report = json.loads(run_cli("migrate", "--to", "postgres", "--database-url", postgres_url, "--json",
-                                env_home=home, check=True).stdout)  # fmt: skip
+    to_postgres = ("migrate", "--to", "postgres", "--database-url", postgres_url)
+    report = json.loads(run_cli(*to_postgres, "--json", env_home=home, check=True).stdout)
     assert report["copied"] == [name] and report["chunks"] == 12
+    said = run_cli(*to_postgres, env_home=home, check=True).stdout  # run again: nothing is copied twice
+    assert ("static vectors not copied: the server's static vectors are of another model" in said) == (
+        server_holds != "nothing"
+    )
     config = IndexConfig.load(small_engine.settings.config_file)
     config.raw["backend"] = "postgres"
     config.save()
