@@ -14,7 +14,7 @@ of lexical's candidates (a primary-key lookup each).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -81,29 +81,61 @@ class DerivedValues(Protocol):
 Coverage = tuple[int, int]  # (chunks with a current static vector, chunks)
 
 
-def kept_coverage(
-    owner: DerivedValues, collection_ids: list[int] | None, count: Callable[[list[int] | None], Coverage]
-) -> Coverage:
-    """COUNT's coverage of the collections, kept in OWNER.derived until its data_state() moves."""
-    state = owner.data_state()
-    kept = owner.derived.get("static_coverage")
-    if kept is None or kept[0] != state:
-        kept = (state, {})
-        owner.derived["static_coverage"] = kept
-    key = tuple(collection_ids or ())
-    if key not in kept[1]:
-        kept[1][key] = count(collection_ids)
-    result: Coverage = kept[1][key]
-    return result
+class SharedStaticQueries:
+    """`pending` and `coverage` of the static tier: the same statements on every backend, which
+    gives its statement runner, its collection filter on `f.collection_id` and what keeps its
+    derived values."""
+
+    def _execute(self, sql: str, params: list[Any]) -> Any:
+        raise NotImplementedError
+
+    def _where(self, collection_ids: list[int]) -> tuple[str, list[Any]]:
+        """`AND f.collection_id` in the collections, and its parameters."""
+        raise NotImplementedError
+
+    def _derived(self) -> DerivedValues:
+        raise NotImplementedError
+
+    def pending(
+        self, collection_ids: list[int] | None = None, limit: int | None = None
+    ) -> list[tuple[int, int, str]]:
+        """(chunk id, collection id, content hash) of the chunks with no static vector of their
+        current text."""
+        where, params = self._where(collection_ids) if collection_ids else ("", [])
+        sql = f"""SELECT c.id, f.collection_id, c.hash FROM chunks c JOIN files f ON f.id = c.file_id
+                  LEFT JOIN static_vectors s ON s.chunk_id = c.id
+                  WHERE (s.chunk_id IS NULL OR s.hash <> c.hash) {where} ORDER BY c.id"""
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return [(int(r[0]), int(r[1]), str(r[2])) for r in self._execute(sql, params)]
+
+    def coverage(self, collection_ids: list[int] | None = None) -> Coverage:
+        """(chunks with a current static vector, chunks) in the collections (all: None). A count
+        reads every chunk (~1 s at 225k chunks, cold), so counts are kept until the data changes."""
+        owner = self._derived()
+        state = owner.data_state()
+        kept = owner.derived.get("static_coverage")
+        if kept is None or kept[0] != state:
+            kept = (state, {})
+            owner.derived["static_coverage"] = kept
+        key = tuple(collection_ids or ())
+        if key not in kept[1]:
+            kept[1][key] = self._count(collection_ids)
+        result: Coverage = kept[1][key]
+        return result
+
+    def _count(self, collection_ids: list[int] | None) -> Coverage:
+        where, params = self._where(collection_ids) if collection_ids else ("", [])
+        row = self._execute(
+            f"""SELECT count(s.chunk_id), count(*) FROM chunks c JOIN files f ON f.id = c.file_id
+                LEFT JOIN static_vectors s ON s.chunk_id = c.id AND s.hash = c.hash
+                WHERE 1 = 1 {where}""",
+            params,
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
-def _scope(collection_ids: list[int] | None) -> tuple[str, list[Any]]:
-    if not collection_ids:
-        return "", []
-    return f"AND f.collection_id IN ({','.join('?' * len(collection_ids))})", list(collection_ids)
-
-
-class StaticVectors:
+class StaticVectors(SharedStaticQueries):
     """The static tier's vectors and token counts inside one SQLite index."""
 
     def __init__(self, store: IndexStore) -> None:
@@ -132,33 +164,14 @@ class StaticVectors:
             self._set_meta("static_model", fingerprint)
         return current is not None
 
-    def pending(
-        self, collection_ids: list[int] | None = None, limit: int | None = None
-    ) -> list[tuple[int, int, str]]:
-        """(chunk id, collection id, content hash) of the chunks with no static vector of their
-        current text."""
-        where, params = _scope(collection_ids)
-        sql = f"""SELECT c.id, f.collection_id, c.hash FROM chunks c JOIN files f ON f.id = c.file_id
-                  LEFT JOIN static_vectors s ON s.chunk_id = c.id
-                  WHERE (s.chunk_id IS NULL OR s.hash != c.hash) {where} ORDER BY c.id"""
-        if limit:
-            sql += f" LIMIT {int(limit)}"
-        return [(int(r[0]), int(r[1]), str(r[2])) for r in self.conn.execute(sql, params)]
+    def _execute(self, sql: str, params: list[Any]) -> Any:
+        return self.conn.execute(sql, params)
 
-    def coverage(self, collection_ids: list[int] | None = None) -> tuple[int, int]:
-        """(chunks with a current static vector, chunks) in the collections (all: None). A count
-        reads every chunk (~1 s at 225k chunks, cold), so counts are kept until the data changes."""
-        return kept_coverage(self.store, collection_ids, self._count)
+    def _where(self, collection_ids: list[int]) -> tuple[str, list[Any]]:
+        return f"AND f.collection_id IN ({','.join('?' * len(collection_ids))})", list(collection_ids)
 
-    def _count(self, collection_ids: list[int] | None) -> tuple[int, int]:
-        where, params = _scope(collection_ids)
-        row = self.conn.execute(
-            f"""SELECT count(s.chunk_id), count(*) FROM chunks c JOIN files f ON f.id = c.file_id
-                LEFT JOIN static_vectors s ON s.chunk_id = c.id AND s.hash = c.hash
-                WHERE 1 {where}""",
-            params,
-        ).fetchone()
-        return int(row[0]), int(row[1])
+    def _derived(self) -> DerivedValues:
+        return self.store
 
     def token_df(self, collection_id: int, tokens: Iterable[int]) -> tuple[int, dict[int, int]]:
         """(chunks of the collection counted, token -> those holding it) for the given tokens."""

@@ -17,16 +17,19 @@ from typing import Any
 
 from qmd_daemon.store.postgres.connection import PostgresDatabase
 from qmd_daemon.store.postgres.schema import meta_value, set_meta
-from qmd_daemon.store.static_vectors import DOCS, int8_blob, int8_vector, kept_coverage, token_counts
+from qmd_daemon.store.static_vectors import (
+    DOCS,
+    DerivedValues,
+    SharedStaticQueries,
+    int8_blob,
+    int8_vector,
+    token_counts,
+)
 
 STATIC_LOCK = 0x716D6402  # advisory lock key of a static model change (vectors.py's is ...01)
 
 
-def _scope(collection_ids: list[int] | None) -> tuple[str, list[Any]]:
-    return ("AND c.collection_id = ANY(%s)", [list(collection_ids)]) if collection_ids else ("", [])
-
-
-class PostgresStaticVectors:
+class PostgresStaticVectors(SharedStaticQueries):
     """The static tier's vectors and token counts in one PostgreSQL index."""
 
     def __init__(self, db: PostgresDatabase) -> None:
@@ -50,33 +53,14 @@ class PostgresStaticVectors:
             set_meta(self.db, "static_model", fingerprint)
         return current is not None
 
-    def pending(
-        self, collection_ids: list[int] | None = None, limit: int | None = None
-    ) -> list[tuple[int, int, str]]:
-        """(chunk id, collection id, content hash) of the chunks with no static vector of their
-        current text."""
-        where, params = _scope(collection_ids)
-        sql = f"""SELECT c.id, c.collection_id, c.hash FROM chunks c
-                  LEFT JOIN static_vectors s ON s.chunk_id = c.id
-                  WHERE (s.chunk_id IS NULL OR s.hash <> c.hash) {where} ORDER BY c.id"""
-        if limit:
-            sql += f" LIMIT {int(limit)}"
-        return [(int(r[0]), int(r[1]), str(r[2])) for r in self.db.execute(sql, params)]
+    def _execute(self, sql: str, params: list[Any]) -> Any:
+        return self.db.execute(sql, params)
 
-    def coverage(self, collection_ids: list[int] | None = None) -> tuple[int, int]:
-        """(chunks with a current static vector, chunks) in the collections (all: None), kept
-        until the data changes."""
-        return kept_coverage(self.db, collection_ids, self._count)
+    def _where(self, collection_ids: list[int]) -> tuple[str, list[Any]]:
+        return "AND f.collection_id = ANY(%s)", [list(collection_ids)]
 
-    def _count(self, collection_ids: list[int] | None) -> tuple[int, int]:
-        where, params = _scope(collection_ids)
-        row = self.db.execute(
-            f"""SELECT count(s.chunk_id), count(*) FROM chunks c
-                LEFT JOIN static_vectors s ON s.chunk_id = c.id AND s.hash = c.hash
-                WHERE true {where}""",
-            params,
-        ).fetchone()
-        return (int(row[0]), int(row[1])) if row else (0, 0)
+    def _derived(self) -> DerivedValues:
+        return self.db
 
     def token_df(self, collection_id: int, tokens: Iterable[int]) -> tuple[int, dict[int, int]]:
         """(chunks of the collection counted, token -> those holding it) for the given tokens."""
