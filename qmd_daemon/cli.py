@@ -337,11 +337,13 @@ def migrate(ctx: click.Context, target: str, database_url: str, as_json: bool) -
         return
     click.echo(
         f"copied {len(report['copied'])} collections ({report['chunks']} chunks, {report['vectors']} "
-        f"vectors, {report['cache_entries']} cached results) to {target}; "
-        f"{len(report['skipped'])} already there"
+        f"vectors, {report['static_vectors']} static vectors, {report['cache_entries']} cached results) "
+        f"to {target}; {len(report['skipped'])} already there"
     )
     if report["vectors_left"]:
         click.echo(f"vectors not copied: {report['vectors_left']}")
+    if report["static_left"]:
+        click.echo(f"static vectors not copied: {report['static_left']}")
 
 
 @cli.command()

@@ -338,7 +338,7 @@ class Engine:
         why it is unavailable."""
         store = self.backend.static
         if store is None:
-            return {"available": False, "reason": "not kept by the PostgreSQL backend yet"}
+            return {"available": False, "reason": "not kept by this index"}
         if not self.models.enabled("static"):
             return {"available": False, "reason": "switched off (models: {static: off})"}
         if self.models.embedder() is None:

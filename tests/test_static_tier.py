@@ -1,5 +1,6 @@
 """The static vector tier end to end: the small profile's real MiniLM through llama.cpp (token rows
-distilled lazily), real SQLite, the engine's search and the real CLI in subprocesses."""
+distilled lazily), real SQLite and a real PostgreSQL (tests/postgres_server.py), the engine's
+search and the real CLI in subprocesses. The engine tests run on both backends (`tier_engine`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,8 +20,9 @@ from qmd_daemon.config import IndexConfig
 from qmd_daemon.engine import Engine
 from qmd_daemon.models.static_table import rows_path
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
+from qmd_daemon.search.static_list import static_list
 from qmd_daemon.settings import Settings
-from tests.conftest import REPO_ROOT, run_cli, write_tree
+from tests.conftest import MODELS_DIR, REPO_ROOT, run_cli, write_tree
 
 FILES = {
     "net/retry.py": 'def backoff_delays(attempts):\n    """Sleep longer after each failed attempt."""\n'
@@ -54,6 +58,24 @@ NEIGHBOURS = {
 }
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def tier_engine(
+    request: pytest.FixtureRequest, home: Path, monkeypatch: pytest.MonkeyPatch, small_models: dict[str, Path]
+) -> Iterator[Engine]:
+    """An Engine with `models: {profile: small}` on SQLite, then on a fresh PostgreSQL database."""
+    monkeypatch.setenv("QMD_MODELS_DIR", str(MODELS_DIR))
+    if request.param == "postgres":
+        monkeypatch.setenv("QMD_DATABASE_URL", request.getfixturevalue("postgres_url"))
+    settings = Settings.from_env()
+    config = IndexConfig.load(settings.config_file)
+    config.set_models({"profile": "small"})
+    config.raw["backend"] = request.param
+    config.save()
+    engine = Engine(settings)
+    yield engine
+    engine.close()
+
+
 def _paths(engine: Engine, query: str, name: str, **options: bool) -> list[str]:
     return [h.path for h in engine.search(query, [name], options=SearchOptions(**options))]
 
@@ -65,22 +87,22 @@ def _indexed(engine: Engine, root: Path, files: dict[str, str]) -> str:
 
 
 def test_static_pass_fills_coverage_and_search_reorders_by_meaning(
-    small_engine: Engine, tmp_path: Path
+    tier_engine: Engine, tmp_path: Path
 ) -> None:
-    name = _indexed(small_engine, tmp_path / "p", {**FILES, **NEIGHBOURS})
-    before = small_engine.status()["static_vectors"]
+    name = _indexed(tier_engine, tmp_path / "p", {**FILES, **NEIGHBOURS})
+    before = tier_engine.status()["static_vectors"]
     assert before["available"] and before["vectors"] == 0 and before["chunks"] == 12
-    report = small_engine.embed_static(small_engine.collection_ids([name]), progress=False)
+    report = tier_engine.embed_static(tier_engine.collection_ids([name]), progress=False)
     assert report is not None and report["embedded"] == 12 and report["pending"] == 0
-    status = small_engine.status()
+    status = tier_engine.status()
     assert (status["static_vectors"]["vectors"], status["static_vectors"]["chunks"]) == (12, 12)
     assert status["vectors"]["embedded"] == 0 and status["vectors"]["chunks"] == 12  # no deep vector yet
     assert [c["static_vectors"] for c in status["collections"]] == [12]
     # The colour code never says "red" and ties in BM25 with the box of dashes on "text"; the
     # static vectors know red is a colour and put it above the box (no new candidate comes in)
-    lexical = _paths(small_engine, "print text in red", name, vectors=False)
+    lexical = _paths(tier_engine, "print text in red", name, vectors=False)
     trace = SearchTrace()
-    hybrid = [h.path for h in small_engine.search("print text in red", [name], trace=trace)]
+    hybrid = [h.path for h in tier_engine.search("print text in red", [name], trace=trace)]
     assert lexical.index("ui/colors.py") > lexical.index("ui/banner.py")
     assert hybrid.index("ui/colors.py") < hybrid.index("ui/banner.py")
     assert set(trace.lists) == {"bm25", "static"} and trace.mode == "hybrid"
@@ -106,21 +128,21 @@ def test_fully_deep_embedded_scope_ranks_exactly_as_without_the_tier(
     assert with_tier == without
 
 
-def test_an_edited_chunk_gets_its_static_vector_again(small_engine: Engine, tmp_path: Path) -> None:
+def test_an_edited_chunk_gets_its_static_vector_again(tier_engine: Engine, tmp_path: Path) -> None:
     root = tmp_path / "p"
-    name = _indexed(small_engine, root, FILES)
-    ids = small_engine.collection_ids([name])
-    small_engine.embed_static(ids, progress=False)
-    store = small_engine.backend.static
+    name = _indexed(tier_engine, root, FILES)
+    ids = tier_engine.collection_ids([name])
+    tier_engine.embed_static(ids, progress=False)
+    store = tier_engine.backend.static
     assert store is not None
-    chunk_id = small_engine.store.chunks_of_files_named(["colors"], ids)[0]
+    chunk_id = tier_engine.store.chunks_of_files_named(["colors"], ids)[0]
     old = store.vectors_of([chunk_id])[chunk_id][1]
     (root / "ui" / "colors.py").write_text('def stop_server(port):\n    """Close the listening socket."""\n')
-    small_engine.update([name])
-    edited = small_engine.store.chunks_of_files_named(["colors"], ids)
+    tier_engine.update([name])
+    edited = tier_engine.store.chunks_of_files_named(["colors"], ids)
     assert store.vectors_of(edited) == {}, "an edited chunk is never scored with its old vector"
     assert store.coverage(ids) == (3, 4)
-    again = small_engine.embed_static(ids, progress=False)
+    again = tier_engine.embed_static(ids, progress=False)
     assert again is not None and again["embedded"] == 1
     new = store.vectors_of(edited)
     assert len(new) == 1 and not (next(iter(new.values()))[1] == old).all()
@@ -147,9 +169,9 @@ engine.embed_static(engine.collection_ids(list(engine.collections())), progress=
 """
 
 
-def test_a_killed_pass_leaves_the_index_searchable_and_resumes(small_engine: Engine, tmp_path: Path) -> None:
+def test_a_killed_pass_leaves_the_index_searchable_and_resumes(tier_engine: Engine, tmp_path: Path) -> None:
     files = {f"m{i}.py": f"def function_{i}(value):\n    return value * {i}\n" for i in range(12)}
-    name = _indexed(small_engine, tmp_path / "p", files)
+    name = _indexed(tier_engine, tmp_path / "p", files)
     marker = tmp_path / "marker"
     command = [sys.executable, "-c", _KILLED_PASS, str(marker)]
     proc = subprocess.Popen(command, cwd=REPO_ROOT, env=dict(os.environ))
@@ -161,11 +183,11 @@ def test_a_killed_pass_leaves_the_index_searchable_and_resumes(small_engine: Eng
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    ids = small_engine.collection_ids([name])
-    store = small_engine.backend.static
+    ids = tier_engine.collection_ids([name])
+    store = tier_engine.backend.static
     assert store is not None and store.coverage(ids) == (5, 12)
-    assert _paths(small_engine, "function_7", name)[0] == "m7.py"
-    report = small_engine.embed_static(ids, progress=False)
+    assert _paths(tier_engine, "function_7", name)[0] == "m7.py"
+    report = tier_engine.embed_static(ids, progress=False)
     assert report is not None and report["embedded"] == 7 and report["pending"] == 0
     assert store.coverage(ids) == (12, 12)
 
@@ -217,3 +239,63 @@ def _fingerprint(home: Path) -> str:
         return embedder.fingerprint
     finally:
         engine.close()
+
+
+def _static_ranking(engine: Engine, name: str, question: str) -> list[tuple[str, float]]:
+    """(path, static cosine) of every chunk of the collection, by the static list, best first."""
+    tier = engine.static_tier()
+    assert tier is not None
+    ids = engine.collection_ids([name])
+    chunk_ids = engine.store.chunks_of_files_named([Path(p).stem for p in {**FILES, **NEIGHBOURS}], ids)
+    ranked = static_list(tier, question, chunk_ids, 1.0)
+    assert ranked is not None
+    rows = engine.store.chunks_by_ids(ranked.chunk_ids)
+    return [(rows[cid].path, score) for cid, score in zip(ranked.chunk_ids, ranked.scores, strict=True)]
+
+
+@pytest.mark.parametrize("server_holds", ["nothing", "another model's static vectors"])
+def test_migrate_carries_the_static_tier_or_the_next_pass_rebuilds_it(
+    small_engine: Engine, home: Path, tmp_path: Path, postgres_url: str, server_holds: str
+) -> None:
+    from qmd_daemon.store.postgres.connection import PostgresDatabase
+    from qmd_daemon.store.postgres.schema import migrate
+    from qmd_daemon.store.postgres.static_vectors import PostgresStaticVectors
+
+    name = _indexed(small_engine, tmp_path / "p", {**FILES, **NEIGHBOURS})
+    small_engine.embed_static(small_engine.collection_ids([name]), progress=False)
+    local = _static_ranking(small_engine, name, "print text in red")
+    assert [p for p, _s in local].index("ui/colors.py") < [p for p, _s in local].index("ui/banner.py")
+    if server_holds != "nothing":
+        db = PostgresDatabase(postgres_url)
+        migrate(db)
+        PostgresStaticVectors(db).ensure("another-model")
+        db.close()
+    to_postgres = ("migrate", "--to", "postgres", "--database-url", postgres_url)
+    report = json.loads(run_cli(*to_postgres, "--json", env_home=home, check=True).stdout)
+    assert report["copied"] == [name] and report["chunks"] == 12
+    said = run_cli(*to_postgres, env_home=home, check=True).stdout  # run again: nothing is copied twice
+    assert ("static vectors not copied: the server's static vectors are of another model" in said) == (
+        server_holds != "nothing"
+    )
+    config = IndexConfig.load(small_engine.settings.config_file)
+    config.raw["backend"] = "postgres"
+    config.save()
+    remote = Engine(replace(small_engine.settings, database_url=postgres_url))
+    try:
+        ids = remote.collection_ids([name])
+        if server_holds == "nothing":
+            assert report["static_vectors"] == 12 and report["static_left"] == ""
+        else:
+            assert report["static_vectors"] == 0 and "another model" in report["static_left"]
+            assert remote.status()["static_vectors"]["vectors"] == 0
+        rebuilt = remote.embed_static(ids, progress=False)
+        assert rebuilt is not None and rebuilt["embedded"] == (0 if server_holds == "nothing" else 12)
+        status = remote.status()["static_vectors"]
+        assert status["available"] and (status["vectors"], status["chunks"]) == (12, 12)
+        assert status["model"] == small_engine.static_tier().model.fingerprint  # type: ignore[union-attr]
+        # the same vectors and IDF counts, carried or pooled again: the same ranking, the same scores
+        ranking = _static_ranking(remote, name, "print text in red")
+        assert [p for p, _s in ranking] == [p for p, _s in local]
+        assert [s for _p, s in ranking] == pytest.approx([s for _p, s in local], abs=1e-6)
+    finally:
+        remote.close()

@@ -29,7 +29,7 @@ from qmd_daemon.store.vectors import VectorIndex
 class Backend:
     """One open index. `vectors(quantization)` gives its vector store (None: this index cannot
     hold vectors, e.g. a SQLite build that cannot load sqlite-vec); `static` the static tier's
-    vectors (None: not kept by this backend, PostgreSQL for now)."""
+    vectors (None: not kept by this index)."""
 
     chunks: ChunkStore
     vectors: Callable[[str], VectorStore] | None

@@ -15,7 +15,7 @@ of lexical's candidates (a primary-key lookup each).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,13 +55,87 @@ def int8_blob(vector: Any) -> bytes:
     return np.rint(scaled).astype(np.int8).tobytes()
 
 
-def _scope(collection_ids: list[int] | None) -> tuple[str, list[Any]]:
-    if not collection_ids:
-        return "", []
-    return f"AND f.collection_id IN ({','.join('?' * len(collection_ids))})", list(collection_ids)
+def token_counts(chunks: Iterable[tuple[int, Iterable[int]]]) -> list[tuple[int, int, int]]:
+    """(collection id, token, chunks holding it) for CHUNKS given as (collection id, distinct
+    tokens), DOCS counting the chunks, sorted (two writers lock the counts in one order)."""
+    added: dict[tuple[int, int], int] = {}
+    for collection_id, tokens in chunks:
+        for token in (*tokens, DOCS):
+            added[collection_id, token] = added.get((collection_id, token), 0) + 1
+    return [(col, token, n) for (col, token), n in sorted(added.items())]
 
 
-class StaticVectors:
+def int8_vector(blob: bytes) -> Any:
+    """A stored int8 vector as float32 (not normalised: a cosine ignores the scale)."""
+    return np.frombuffer(blob, dtype=np.int8).astype(np.float32)
+
+
+class DerivedValues(Protocol):
+    """What keeps values derived from the data: IndexStore, PostgresDatabase."""
+
+    derived: dict[str, tuple[Any, Any]]
+
+    def data_state(self) -> Any: ...
+
+
+Coverage = tuple[int, int]  # (chunks with a current static vector, chunks)
+
+
+class SharedStaticQueries:
+    """`pending` and `coverage` of the static tier: the same statements on every backend, which
+    gives its statement runner, its collection filter on `f.collection_id` and what keeps its
+    derived values."""
+
+    def _execute(self, sql: str, params: list[Any]) -> Any:
+        raise NotImplementedError
+
+    def _where(self, collection_ids: list[int]) -> tuple[str, list[Any]]:
+        """`AND f.collection_id` in the collections, and its parameters."""
+        raise NotImplementedError
+
+    def _derived(self) -> DerivedValues:
+        raise NotImplementedError
+
+    def pending(
+        self, collection_ids: list[int] | None = None, limit: int | None = None
+    ) -> list[tuple[int, int, str]]:
+        """(chunk id, collection id, content hash) of the chunks with no static vector of their
+        current text."""
+        where, params = self._where(collection_ids) if collection_ids else ("", [])
+        sql = f"""SELECT c.id, f.collection_id, c.hash FROM chunks c JOIN files f ON f.id = c.file_id
+                  LEFT JOIN static_vectors s ON s.chunk_id = c.id
+                  WHERE (s.chunk_id IS NULL OR s.hash <> c.hash) {where} ORDER BY c.id"""
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return [(int(r[0]), int(r[1]), str(r[2])) for r in self._execute(sql, params)]
+
+    def coverage(self, collection_ids: list[int] | None = None) -> Coverage:
+        """(chunks with a current static vector, chunks) in the collections (all: None). A count
+        reads every chunk (~1 s at 225k chunks, cold), so counts are kept until the data changes."""
+        owner = self._derived()
+        state = owner.data_state()
+        kept = owner.derived.get("static_coverage")
+        if kept is None or kept[0] != state:
+            kept = (state, {})
+            owner.derived["static_coverage"] = kept
+        key = tuple(collection_ids or ())
+        if key not in kept[1]:
+            kept[1][key] = self._count(collection_ids)
+        result: Coverage = kept[1][key]
+        return result
+
+    def _count(self, collection_ids: list[int] | None) -> Coverage:
+        where, params = self._where(collection_ids) if collection_ids else ("", [])
+        row = self._execute(
+            f"""SELECT count(s.chunk_id), count(*) FROM chunks c JOIN files f ON f.id = c.file_id
+                LEFT JOIN static_vectors s ON s.chunk_id = c.id AND s.hash = c.hash
+                WHERE 1 = 1 {where}""",
+            params,
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+class StaticVectors(SharedStaticQueries):
     """The static tier's vectors and token counts inside one SQLite index."""
 
     def __init__(self, store: IndexStore) -> None:
@@ -90,41 +164,14 @@ class StaticVectors:
             self._set_meta("static_model", fingerprint)
         return current is not None
 
-    def pending(
-        self, collection_ids: list[int] | None = None, limit: int | None = None
-    ) -> list[tuple[int, int, str]]:
-        """(chunk id, collection id, content hash) of the chunks with no static vector of their
-        current text."""
-        where, params = _scope(collection_ids)
-        sql = f"""SELECT c.id, f.collection_id, c.hash FROM chunks c JOIN files f ON f.id = c.file_id
-                  LEFT JOIN static_vectors s ON s.chunk_id = c.id
-                  WHERE (s.chunk_id IS NULL OR s.hash != c.hash) {where} ORDER BY c.id"""
-        if limit:
-            sql += f" LIMIT {int(limit)}"
-        return [(int(r[0]), int(r[1]), str(r[2])) for r in self.conn.execute(sql, params)]
+    def _execute(self, sql: str, params: list[Any]) -> Any:
+        return self.conn.execute(sql, params)
 
-    def coverage(self, collection_ids: list[int] | None = None) -> tuple[int, int]:
-        """(chunks with a current static vector, chunks) in the collections (all: None). A count
-        reads every chunk (~1 s at 225k chunks, cold), so counts are kept until the data changes."""
-        state = self.store.data_state()
-        kept = self.store.derived.get("static_coverage")
-        if kept is None or kept[0] != state:
-            kept = (state, {})
-            self.store.derived["static_coverage"] = kept
-        key = tuple(collection_ids or ())
-        if key not in kept[1]:
-            kept[1][key] = self._count(collection_ids)
-        return kept[1][key]
+    def _where(self, collection_ids: list[int]) -> tuple[str, list[Any]]:
+        return f"AND f.collection_id IN ({','.join('?' * len(collection_ids))})", list(collection_ids)
 
-    def _count(self, collection_ids: list[int] | None) -> tuple[int, int]:
-        where, params = _scope(collection_ids)
-        row = self.conn.execute(
-            f"""SELECT count(s.chunk_id), count(*) FROM chunks c JOIN files f ON f.id = c.file_id
-                LEFT JOIN static_vectors s ON s.chunk_id = c.id AND s.hash = c.hash
-                WHERE 1 {where}""",
-            params,
-        ).fetchone()
-        return int(row[0]), int(row[1])
+    def _derived(self) -> DerivedValues:
+        return self.store
 
     def token_df(self, collection_id: int, tokens: Iterable[int]) -> tuple[int, dict[int, int]]:
         """(chunks of the collection counted, token -> those holding it) for the given tokens."""
@@ -144,8 +191,7 @@ class StaticVectors:
         """Store (chunk id, collection id, content hash, unit vector, its distinct tokens) in one
         transaction and count the tokens; a chunk deleted or changed since it was read (its id
         reused, another hash) is skipped. Returns the vectors written."""
-        written = 0
-        added: dict[tuple[int, int], int] = {}
+        written: list[tuple[int, Iterable[int]]] = []
         with self.store.transaction():
             for chunk_id, collection_id, content_hash, vector, tokens in rows:
                 if not self.conn.execute("SELECT 1 FROM chunks WHERE id = ? AND hash = ?",
@@ -155,15 +201,13 @@ class StaticVectors:
                     "INSERT OR REPLACE INTO static_vectors (chunk_id, hash, vector) VALUES (?, ?, ?)",
                     (chunk_id, content_hash, int8_blob(vector)),
                 )
-                for token in (*tokens, DOCS):
-                    added[collection_id, token] = added.get((collection_id, token), 0) + 1
-                written += 1
+                written.append((collection_id, tokens))
             self.conn.executemany(
                 "INSERT INTO static_token_df (collection_id, token, df) VALUES (?, ?, ?) "
                 "ON CONFLICT (collection_id, token) DO UPDATE SET df = df + excluded.df",
-                [(col, token, n) for (col, token), n in sorted(added.items())],
+                token_counts(written),
             )
-        return written
+        return len(written)
 
     def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, tuple[int, Any]]:
         """chunk id -> (its collection id, its static vector: float32, not normalised), for the
@@ -179,6 +223,5 @@ class StaticVectors:
                 part,
             )
             for chunk_id, collection_id, blob in rows:
-                vector = np.frombuffer(blob, dtype=np.int8).astype(np.float32)
-                out[int(chunk_id)] = (int(collection_id), vector)
+                out[int(chunk_id)] = (int(collection_id), int8_vector(blob))
         return out

@@ -1,6 +1,7 @@
 """The PostgreSQL backend: a team's shared index on a server the user names (docs/postgres.md).
-Chunks and keyword search (chunk_store.py), vectors in pgvector (vectors.py) and the LLM cache
-(llm_cache.py) share one connection (connection.py) and one versioned schema (schema.py)."""
+Chunks and keyword search (chunk_store.py), vectors in pgvector (vectors.py), the static tier's
+vectors (static_vectors.py) and the LLM cache (llm_cache.py) share one connection (connection.py)
+and one versioned schema (schema.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from qmd_daemon.store.postgres.chunk_store import PostgresChunkStore
 from qmd_daemon.store.postgres.connection import PostgresDatabase
 from qmd_daemon.store.postgres.llm_cache import PostgresLLMCache
 from qmd_daemon.store.postgres.migrate import copy_sqlite_index
+from qmd_daemon.store.postgres.static_vectors import PostgresStaticVectors
 from qmd_daemon.store.postgres.vectors import PostgresVectorIndex
 from qmd_daemon.store.protocols import VectorStore
 
@@ -29,4 +31,4 @@ def open_backend(database_url: str, settings: Settings) -> Backend:
     def vectors(quantization: str) -> VectorStore:
         return PostgresVectorIndex(db, quantization=quantization)
 
-    return Backend(chunks, vectors, PostgresLLMCache(db), db.where)
+    return Backend(chunks, vectors, PostgresLLMCache(db), db.where, PostgresStaticVectors(db))

@@ -1,6 +1,6 @@
 """Copy a local SQLite index into PostgreSQL (`qmd-daemon migrate --to postgres`), so nobody
-re-embeds: collections, files, chunks, definitions, links, the active model's vectors and the
-LLM cache.
+re-embeds: collections, files, chunks, definitions, links, the active model's vectors, the static
+tier's vectors and token counts, and the LLM cache.
 
 Each collection is copied in one transaction (all or nothing) under an advisory lock on its name;
 a collection the server already holds is skipped, so a run that was interrupted is resumed by
@@ -22,7 +22,9 @@ from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.postgres.chunk_store import analysed, lock_collection
 from qmd_daemon.store.postgres.connection import PostgresDatabase
 from qmd_daemon.store.postgres.schema import migrate
+from qmd_daemon.store.postgres.static_vectors import PostgresStaticVectors
 from qmd_daemon.store.postgres.vectors import PostgresVectorIndex, vector_literal
+from qmd_daemon.store.static_vectors import StaticVectors
 from qmd_daemon.store.vectors import VectorIndex
 from qmd_daemon.text.chunk_model import Chunk, Definition
 
@@ -35,6 +37,8 @@ class MigrationReport:
     vectors: int = 0
     cache_entries: int = 0
     vectors_left: str = ""  # why vectors were not copied, when they were not
+    static_vectors: int = 0
+    static_left: str = ""  # why static vectors were not copied (the next static pass pools them)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -65,6 +69,7 @@ class _Copier:
     def __init__(self, source: IndexStore, db: PostgresDatabase, report: MigrationReport):
         self.source, self.db, self.report = source, db, report
         self.vector_kind = self._vector_plan()
+        self.static = self._static_plan()
 
     def _vector_plan(self) -> str | None:
         """The stored form of the source's vectors ('float' / 'int8') when the server can take
@@ -84,6 +89,23 @@ class _Copier:
             return None
         PostgresVectorIndex(self.db, quantization=target[2] if target else stored).ensure(fingerprint, dim)
         return stored
+
+    def _static_plan(self) -> bool:
+        """Whether the source's static vectors can be copied: the server holds none yet or the
+        same static model's (another model's would be dropped by the next pass anyway)."""
+        fingerprint = StaticVectors(self.source).active_model()
+        if fingerprint is None:
+            return False
+        target = PostgresStaticVectors(self.db)
+        current = target.active_model()
+        if current is not None and current != fingerprint:
+            self.report.static_left = (
+                f"the server's static vectors are of another model ({current}); "
+                "the next `qmd-daemon embed` there pools these collections"
+            )
+            return False
+        target.ensure(fingerprint)
+        return True
 
     def collection(self, row: tuple[Any, ...], bar: Any) -> None:
         old_id, name, root, updated_at, index_format = row
@@ -133,6 +155,8 @@ class _Copier:
                     "chunk_id, collection_id, embedding",
                     self._vectors(chunk_ids, new_id),
                 )
+            if self.static:
+                self._static(old_id, new_id, chunk_ids)
             bar.update(len(chunk_ids))
         self.report.copied.append(name)
 
@@ -165,6 +189,23 @@ class _Copier:
             "doc_chunk_id, code_file_id, via",
             ((chunk_ids[doc], file_ids[code], via) for doc, code, via in links if code in file_ids),
         )
+
+    def _static(self, old_id: int, new_id: int, chunk_ids: dict[int, int]) -> None:
+        """The collection's static vectors of their chunks' current text, and its token counts."""
+        conn = self.source.conn
+        vectors = conn.execute(
+            """SELECT s.chunk_id, s.hash, s.vector FROM static_vectors s
+               JOIN chunks c ON c.id = s.chunk_id AND c.hash = s.hash JOIN files f ON f.id = c.file_id
+               WHERE f.collection_id = ?""",
+            (old_id,),
+        )
+        self.report.static_vectors += _copy_rows(
+            self.db, "static_vectors", "chunk_id, hash, vector",
+            ((chunk_ids[chunk_id], content_hash, blob) for chunk_id, content_hash, blob in vectors),
+        )  # fmt: skip
+        counts = conn.execute("SELECT token, df FROM static_token_df WHERE collection_id = ?", (old_id,))
+        _copy_rows(self.db, "static_token_df", "collection_id, token, df",
+                   ((new_id, token, df) for token, df in counts))  # fmt: skip
 
     def _vectors(self, chunk_ids: dict[int, int], collection_id: int) -> Iterable[tuple[int, int, str]]:
         decode = _decoder(self.vector_kind or "float")
