@@ -116,7 +116,7 @@ def test_both_tiers_on_and_neither():
     qwen3 = StaticRates(chunks=23, seconds=30.0, distilled=700, distill_seconds=28.0, n_vocab=151_669)
     roles, why = choose_roles(qwen3, 0.5, 20_000, vectors, LIMITS)
     assert (roles["static"], roles["deep"], roles["expand"], roles["rerank"]) == (False,) * 4
-    assert why["static"].startswith("20,000 chunks would take 2.2 h at 3/s") and "(limit 10 min)" in why["static"]
+    assert why["static"] == "20,000 chunks would take 2.2 h at 3/s, distillation included (limit 10 min)"
     assert why["expand"] == why["rerank"] == "not measured (no vector tier)"
     unavailable = choose_roles(None, 0.5, 20_000, vectors, LIMITS)[0]  # the tier could not be built
     assert unavailable["static"] is False
