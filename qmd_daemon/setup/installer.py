@@ -273,8 +273,9 @@ class Setup:
                           deep=None if auto["roles"]["deep"] else "off", auto=auto["decision"])
         written = {key: value for key, value in values.items() if value is not None}
         removed = [key for key, value in values.items() if value is None]  # None: the key goes
-        lead = "" if auto else "every role on: "
-        why = f"; {lead}an earlier Auto's {', '.join(removed)} keys go" if removed else ""
+        why = f"; every role on: an earlier Auto's {', '.join(removed)} keys go" if removed else ""
+        if auto and removed:  # Auto decides every key but this one: the deep pass passed
+            why = "; the deep pass passed: a deep: off from before goes"
         what = f"write models: {json.dumps(written)} into {self.paths.index_yml} (other keys kept{why})"
         if not self.j.step("models", what):
             return
