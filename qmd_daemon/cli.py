@@ -412,8 +412,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
     else:
         click.echo("deep vectors: none yet (run `qmd-daemon embed`)")
     if static["available"]:
+        where = "" if vectors["off"] else " where chunks lack deep vectors"
         click.echo(f"static vectors: {static['vectors']}/{static['chunks']} chunks (lexical's candidates "
-                   "re-scored where chunks lack deep vectors)")
+                   f"re-scored{where})")
     else:
         click.echo(f"static vectors: unavailable, {static['reason']}")
     models = info["models"]

@@ -61,6 +61,7 @@ def test_cli_and_ai_search_say_the_static_vectors_stand_in(daemon_home: Path, tm
     assert "embedded" not in embed.stdout
     status = run_cli("status", env_home=daemon_home, check=True, **models).stdout
     assert f"deep vectors: {SWITCH}: the static tier stands in" in status
+    assert "static vectors: 12/12 chunks (lexical's candidates re-scored)" in status
     assert "waiting for vectors" not in status
     again = run_client("ai_search.py", *query, "--no-daemon", home=daemon_home, cwd=repo, **models)
     line = f"ai-search: deep vectors are {SWITCH}: keyword hits re-ranked by static vectors"

@@ -370,7 +370,7 @@ def models_without_rows(models_dir: Path, workdir: Path) -> Path:
     view = workdir / "models"
     try:
         view.mkdir()
-        for entry in models_dir.iterdir() if models_dir.is_dir() else ():
+        for entry in models_dir.resolve().iterdir() if models_dir.is_dir() else ():  # links from elsewhere
             if entry.name != STATIC_DIR:
                 (view / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
     except OSError:

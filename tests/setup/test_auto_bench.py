@@ -17,7 +17,7 @@ import yaml
 
 from qmd_daemon.search.pipeline import SearchOptions
 from qmd_daemon.setup import tasks
-from qmd_daemon.setup.bench import StaticRates, busy_note, choose_roles
+from qmd_daemon.setup.bench import StaticRates, busy_note, choose_roles, models_without_rows
 from tests.conftest import MODELS_DIR, REPO_ROOT
 
 DEFAULTS = SearchOptions()
@@ -81,6 +81,24 @@ def test_the_users_repository_sets_the_chunks_to_embed(tmp_path: Path):
     assert row["indexChunks"] == row["chunks"]
     assert f"{row['indexChunks']} chunks in" in row["reasons"]["deep"]
     assert row["loadAverage"] is None or row["loadAverage"] >= 0  # beside the rate it moved
+
+
+def test_the_child_sees_the_models_without_their_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """So the static rate it measures includes the distillation, and writes no rows of its own into
+    the user's folder. QMD_MODELS_DIR may be relative (the documented command): the links must not be."""
+    models = tmp_path / "models"
+    (models / "static").mkdir(parents=True)
+    (models / "static" / "rows.npz").write_bytes(b"rows")
+    (models / "downloads").mkdir()
+    (models / "embed.gguf").write_bytes(b"gguf")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    monkeypatch.chdir(tmp_path)
+    view = models_without_rows(Path("models"), workdir)
+    assert sorted(p.name for p in view.iterdir()) == ["downloads", "embed.gguf"]
+    assert (view / "embed.gguf").read_bytes() == b"gguf" and (view / "downloads").is_dir()
+    monkeypatch.chdir(workdir)  # the child runs elsewhere
+    assert (view / "embed.gguf").read_bytes() == b"gguf"
 
 
 def test_deep_limit_is_the_index_embedding_within_the_minutes():
