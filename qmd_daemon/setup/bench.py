@@ -21,7 +21,8 @@ decided: each on when the budget did not cut it and the query stays within that 
 only when, together, neither was cut. A device passes when a vector tier is on: the static tier
 alone gives hybrid search minutes after install; without either Auto installs nothing. Every
 query is bounded by the budget, so a slow CPU ends in seconds per query, not minutes.
-Output (`--json`): `{"profile", "passed", "device", "roles", "decision", "devices": [{device,
+Output (`--json`): `{"profile", "passed", "device", "roles", "decision", "rows" (each device's
+ROW_KEYS, what the installer prints), "devices": [{device,
 querySeconds, staticChunksPerSecond, staticMinutes, chunksPerSecond, embedMinutes, roles: {static,
 deep, expand, rerank}, sets, reasons, passed, ...}]}`.
 """
@@ -50,8 +51,9 @@ COLLECTION = "qmd-bench-fixtures"
 
 
 ASSUMED_INDEX_CHUNKS = 20_000  # a mid-size repository, when the caller does not say
-# per device, beside its query time: what the installer's summary and the echo show
-RATE_KEYS = ("staticChunksPerSecond", "staticMinutes", "chunksPerSecond", "embedMinutes")
+# per device: what the echo and the installer's summary show (`rows` in the summary)
+ROW_KEYS = ("device", "querySeconds", "staticChunksPerSecond", "staticMinutes", "chunksPerSecond",
+            "embedMinutes", "roles", "passed")
 ROLE_SETS: dict[str, dict[str, bool]] = {  # measured in this order; "both" only when each passed
     "vectors": {"expand": False, "rerank": False},  # with the deep tier on: its query time counts
     "static": {"expand": False, "rerank": False},  # with the deep tier off, when it was decided off
@@ -514,16 +516,8 @@ def auto(
         result = _child(device, profile, fixtures, timeout, echo, index_chunks, repos)
         results.append(result)
         if echo:
-            echo(
-                "  "
-                + json.dumps(
-                    {
-                        k: result.get(k)
-                        for k in ("device", "querySeconds", *RATE_KEYS, "roles", "passed", "error")
-                        if k != "error" or result.get(k)
-                    }
-                )
-            )
+            error = {"error": result["error"]} if result.get("error") else {}
+            echo("  " + json.dumps({**_row(result), **error}))
         if result["passed"]:
             break
     passing = next((r for r in results if r["passed"]), None)
@@ -533,10 +527,15 @@ def auto(
         "device": passing["device"] if passing else None,
         "roles": passing["roles"] if passing else None,
         "devices": results,
+        "rows": [_row(r) for r in results],
         "thresholds": thresholds(),
     }
     summary["decision"] = decision_line(summary)
     return summary
+
+
+def _row(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: result.get(k) for k in ROW_KEYS}
 
 
 def main(argv: list[str] | None = None) -> int:

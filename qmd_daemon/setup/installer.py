@@ -22,7 +22,6 @@ from typing import Any
 from clients import _qmd_client as qc
 from qmd_daemon.setup import envs
 from qmd_daemon.setup import integrations as integ
-from qmd_daemon.setup.bench import RATE_KEYS
 from qmd_daemon.setup.journal import Journal, SetupError
 from qmd_daemon.setup.paths import REPO_ROOT, SetupPaths
 from qmd_daemon.setup.state import InstallState, dump_state, load_state, write_atomic
@@ -312,9 +311,8 @@ class Setup:
         for repo in self.opts.git_hooks:  # the repositories we know of: their size sets the embed limit
             cmd += ["--repo", str(repo)]
         summary = envs.run_json(cmd, "the benchmark")
-        for row in summary.get("devices", []):  # each row was shown as it came (bench.auto's echo)
-            compact = {k: row.get(k) for k in ("device", "querySeconds", *RATE_KEYS, "roles", "passed")}
-            self.summary.append({"profile": profile, **compact})
+        for row in summary.get("rows", []):  # each row was shown as it came (bench.auto's echo)
+            self.summary.append({"profile": profile, **row})
         self.j.done(f"bench-{profile}")
         return summary
 
