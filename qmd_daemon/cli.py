@@ -259,7 +259,8 @@ def search(
     hits = engine.search(query, list(names) or None, limit=limit, options=options, trace=trace)
     _print_hits(query, hits, "json" if as_json else fmt, explain)
     if trace.pending_vectors:
-        how = "keyword-only results" if trace.mode == "lexical" else "those found by keywords only"
+        how = ("keyword hits re-ranked by static vectors" if "static" in trace.lists
+               else "keyword-only results" if trace.mode == "lexical" else "those found by keywords only")
         click.echo(f"{trace.pending_vectors} chunks still wait for vectors: {how} for now", err=True)
     if explain:
         steps = {"mode": trace.mode, "pending_vectors": trace.pending_vectors,

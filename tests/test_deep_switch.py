@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from qmd_daemon.config import IndexConfig
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.pipeline import SearchTrace
+from qmd_daemon.settings import Settings
 from tests.conftest import MODELS_DIR, run_cli
 from tests.daemon.support import make_repo, run_client
 from tests.test_static_tier import FILES, NEIGHBOURS, _indexed
@@ -69,3 +72,30 @@ def test_cli_and_ai_search_say_the_static_vectors_stand_in(daemon_home: Path, tm
     served = run_client("ai_search.py", *query, home=daemon_home, cwd=repo, **models)  # the daemon's body
     assert served.returncode == 0 and line in served.stderr.splitlines(), served.stderr
     assert json.loads(served.stdout)[0]["path"] == json.loads(again.stdout)[0]["path"]
+
+
+def test_chunks_waiting_for_deep_vectors_are_said_to_be_re_scored_by_static_ones(
+    daemon_home: Path, tmp_path: Path, small_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deep pass on but not run yet, static pass done: the waiting line said "those found by
+    keywords only", where the static vectors re-scored them."""
+    repo = make_repo(tmp_path / "repo", {**FILES, **NEIGHBOURS})
+    config = IndexConfig.load(daemon_home / "config" / "index.yml")
+    config.set_models({"profile": "small"})
+    config.save()
+    models = {"QMD_MODELS_DIR": str(MODELS_DIR)}
+    query = ("print text in red", "--json", "--no-daemon")
+    first = run_client("ai_search.py", *query, home=daemon_home, cwd=repo, **models)
+    assert "ai-search: 12 chunks still wait for vectors: keyword-only results for now" in first.stderr
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(daemon_home))
+    monkeypatch.setenv("QMD_MODELS_DIR", str(MODELS_DIR))
+    for var in ("QMD_CONFIG_DIR", "QMD_INDEX_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    engine = Engine(Settings.from_env())
+    try:  # the static pass alone, as the daemon's embed job runs it first
+        assert engine.embed_static(engine.collection_ids(list(engine.collections())), progress=False)
+    finally:
+        engine.close()
+    again = run_client("ai_search.py", *query, home=daemon_home, cwd=repo, **models)
+    line = "ai-search: 12 chunks still wait for vectors: keyword hits re-ranked by static vectors for now"
+    assert line in again.stderr.splitlines(), again.stderr
