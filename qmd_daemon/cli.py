@@ -305,7 +305,11 @@ def embed(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     here, _created = resolve_path(engine, Path.cwd(), create=False)
     hint = EmbedHint(here.name if here is not None else None, HitCounts(engine.settings.state_dir).returned())
     report = engine.embed(list(names) or None, hint=lambda: hint).as_dict()
-    if not report["model"] and not (report["deep_off"] and report["static"]):
+    if report["deep_off"] and report["static"] is None:
+        why = engine.static_status().get("reason", "not built")
+        raise QmdError(f"cannot embed: deep vectors {report['deep_off']} and static vectors unavailable "
+                       f"({why})")
+    if not report["model"] and not report["deep_off"]:
         raise QmdError(f"cannot embed: {engine.why_no_embedding()}")
     if as_json:
         _emit_json(report)

@@ -45,6 +45,18 @@ def test_deep_off_runs_only_the_static_pass_and_search_rescores(small_engine: En
     assert (trace.pending_vectors, trace.stale, trace.deep_off) == (0, False, SWITCH)
 
 
+def test_embed_with_both_tiers_off_says_why_in_one_line(home: Path, small_models: dict[str, Path]) -> None:
+    config = IndexConfig.load(home / "config" / "index.yml")
+    config.set_models({"profile": "small", "deep": "off", "static": "off"})
+    config.save()
+    proc = run_cli("embed", env_home=home, QMD_MODELS_DIR=str(MODELS_DIR))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"qmd-daemon: error: cannot embed: deep vectors {SWITCH} and static vectors unavailable "
+        "(switched off (models: {static: off}))"
+    ), proc.stderr
+
+
 def test_cli_and_ai_search_say_the_static_vectors_stand_in(daemon_home: Path, tmp_path: Path,
                                                           small_models: dict[str, Path]) -> None:
     """With the deep pass off, no line may count chunks that "still wait for vectors": none will
