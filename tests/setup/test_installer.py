@@ -148,7 +148,7 @@ def test_dry_run_prints_steps_and_changes_nothing(fake_home):
     # the models step names what it writes, not JSON nulls for the keys it takes out (first-hour-9)
     models = next(line for line in yes.splitlines() if line.startswith("DRYRUN write models:"))
     assert "null" not in models and '{"profile": "small", "device": "gpu|cpu"}' in models, models
-    assert "every role on: an earlier Auto's expand, rerank, auto keys go" in models
+    assert "every role on: an earlier Auto's expand, rerank, deep, auto keys go" in models
     # with something installed, No's dry run lists the removals
     assert yes_small(fake_home).returncode == 0
     installed = listing(home)
