@@ -165,10 +165,14 @@ def main(argv: list[str] | None = None) -> int:
         timing = {k: response.get(k) for k in keys}
         timing["sent_refresh"] = refresh
         print(json.dumps({"qmd_timing": timing}), file=sys.stderr)
+    lexical = "keyword-only results" if response.get("mode") == "lexical" else "those found by keywords only"
+    how = "keyword hits re-ranked by static vectors" if response.get("static_rescored") else lexical
     pending = response.get("pending_vectors") or 0
     if pending:  # the agent reads stdout's JSON list; this says how much of the index it covers
-        how = "keyword-only results" if response.get("mode") == "lexical" else "those found by keywords only"
         print(f"{PROG}: {pending} chunks still wait for vectors: {how} for now", file=sys.stderr)
+    deep_off = response.get("deep_off")
+    if deep_off:  # no pass will ever bring deep vectors: say what the search used instead
+        print(f"{PROG}: deep vectors are {deep_off}: {how}", file=sys.stderr)
     # an agent reads stderr too: it must not take an answer that lags the edits for current. Not
     # `stale`: that is also true while vectors are pending, which the line above says already
     error = response.get("refresh_error")

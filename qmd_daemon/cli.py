@@ -259,7 +259,8 @@ def search(
     hits = engine.search(query, list(names) or None, limit=limit, options=options, trace=trace)
     _print_hits(query, hits, "json" if as_json else fmt, explain)
     if trace.pending_vectors:
-        how = "keyword-only results" if trace.mode == "lexical" else "those found by keywords only"
+        how = ("keyword hits re-ranked by static vectors" if "static" in trace.lists
+               else "keyword-only results" if trace.mode == "lexical" else "those found by keywords only")
         click.echo(f"{trace.pending_vectors} chunks still wait for vectors: {how} for now", err=True)
     if explain:
         steps = {"mode": trace.mode, "pending_vectors": trace.pending_vectors,
@@ -304,7 +305,11 @@ def embed(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     here, _created = resolve_path(engine, Path.cwd(), create=False)
     hint = EmbedHint(here.name if here is not None else None, HitCounts(engine.settings.state_dir).returned())
     report = engine.embed(list(names) or None, hint=lambda: hint).as_dict()
-    if not report["model"]:
+    if report["deep_off"] and report["static"] is None:
+        why = engine.static_status().get("reason", "not built")
+        raise QmdError(f"cannot embed: deep vectors {report['deep_off']} and static vectors unavailable "
+                       f"({why})")
+    if not report["model"] and not report["deep_off"]:
         raise QmdError(f"cannot embed: {engine.why_no_embedding()}")
     if as_json:
         _emit_json(report)
@@ -315,6 +320,9 @@ def embed(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
                 f"static vectors: {static['embedded']} pooled ({static['distilled']} token rows distilled) "
                 f"in {static['seconds']:.1f}s; {static['pending']} pending"
             )
+        if report["deep_off"]:
+            click.echo(f"deep vectors: {report['deep_off']}; search uses the static vectors")
+            return
         click.echo(
             f"embedded {report['embedded']} chunks (+{report['copied']} identical copied) in "
             f"{report['seconds']:.1f}s; {report['pending']} pending; model {report['model']}"
@@ -399,7 +407,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
         else "daemon: not running (ai-search, qmd-warm or the SessionStart hook starts one)"
     )
     vectors, static = info["vectors"], info["static_vectors"]
-    if not info["sqlite_vec"]:
+    if vectors["off"]:
+        click.echo(f"deep vectors: {vectors['off']}: the static tier stands in")
+    elif not info["sqlite_vec"]:
         click.echo("deep vectors: sqlite-vec unavailable")
     elif vectors["model"]:
         click.echo(
@@ -409,8 +419,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
     else:
         click.echo("deep vectors: none yet (run `qmd-daemon embed`)")
     if static["available"]:
+        where = "" if vectors["off"] else " where chunks lack deep vectors"
         click.echo(f"static vectors: {static['vectors']}/{static['chunks']} chunks (lexical's candidates "
-                   "re-scored where chunks lack deep vectors)")
+                   f"re-scored{where})")
     else:
         click.echo(f"static vectors: unavailable, {static['reason']}")
     models = info["models"]
@@ -460,7 +471,10 @@ def stop(timeout: float) -> None:
 
 
 @cli.command()
-@click.option("--auto", "auto_mode", is_flag=True, help="The install-time speed check (docs/install.md).")
+@click.option("--auto", "auto_mode", is_flag=True,
+              help="The install-time speed check (docs/install.md); its limits: "
+              "QMD_BENCHMARK_MAX_STATIC_MINUTES (10), QMD_BENCHMARK_MAX_EMBED_MINUTES (60, the deep "
+              "pass), QMD_BENCHMARK_MAX_QUERY_SECONDS (5).")
 @click.option("--profile", type=click.Choice(["qwen3", "small"]), default="qwen3", show_default=True)
 @click.option("--device", "devices", multiple=True, type=click.Choice(["gpu", "cpu"]), help="Repeatable.")
 @click.option("--fixtures", type=click.Path(path_type=Path), help="Default: benchmark_fixtures/.")

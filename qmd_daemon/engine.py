@@ -277,13 +277,17 @@ class Engine:
         yield_to: Callable[[], bool] | None = None,
         hint: Callable[[], EmbedHint] | None = None,
     ) -> EmbedReport:
-        """Give every chunk without a vector one; a no-op report when no embedding model is ready.
+        """Give every chunk without a vector one; a no-op report when no embedding model is ready,
+        the static pass alone with `models: {deep: off}`.
         `yield_to`: stop after the batch where it says True (vectorize.embed_pending). `hint`: asked
         as the run goes, which collection and files to embed first (recent edits go first anyway)."""
         selected = [c.name for c in self._select(names)]
         vectors, embedder = self.vectors, self.models.embedder()
         ids = self.collection_ids(selected)
         static = self.embed_static(ids, progress=progress, yield_to=yield_to)
+        deep_off = self.models.deep_off()
+        if deep_off is not None and embedder is not None:  # nothing waits for a pass that never runs
+            return EmbedReport(static=static, deep_off=deep_off)
         if vectors is None or embedder is None:
             return EmbedReport(pending=sum(self.store.chunk_count(i) for i in ids), static=static)
         if static is not None and static["pending"] and yield_to is not None and yield_to():
@@ -355,10 +359,12 @@ class Engine:
         static = self.backend.static
         stats = self.store.collection_stats()
         chunks = sum(row["chunks"] for row in stats)
-        everywhere = vectors.pending_count() if vectors and active else None
+        deep_off = self.models.deep_off()
+        counted = vectors is not None and active is not None and deep_off is None  # else none will come
+        everywhere = vectors.pending_count() if vectors and counted else None
 
         def pending(name: str) -> int | None:
-            return vectors.pending_count(self.collection_ids([name])) if vectors and active else None
+            return vectors.pending_count(self.collection_ids([name])) if vectors and counted else None
 
         return {
             "index": self.backend.location,
@@ -370,6 +376,7 @@ class Engine:
                 "pending": everywhere,
                 "embedded": chunks - everywhere if everywhere is not None else 0,
                 "chunks": chunks,
+                "off": deep_off,  # why the deep pass never runs; None when it does
             },
             "static_vectors": self.static_status(),
             "models": self.models.status(),
@@ -425,9 +432,13 @@ class Engine:
     ) -> list[Hit]:
         options = replace(options or SearchOptions(), limit=limit)
         ids = self.collection_ids(self.search_scope(collections))
+        deep_off = self.models.deep_off()
+        if deep_off is not None and trace is not None:
+            trace.deep_off = deep_off
+        deep = options.vectors and deep_off is None  # off: the static list stands in (pipeline)
         models = SearchModels(
-            vectors=self.vectors if options.vectors else None,
-            embedder=self.models.embedder() if options.vectors else None,
+            vectors=self.vectors if deep else None,
+            embedder=self.models.embedder() if deep else None,
             expander=self.models.expander() if options.expand else None,
             reranker=self.models.reranker() if options.rerank else None,
             static=self.static_tier() if options.vectors else None,

@@ -185,7 +185,8 @@ class SetupSettings:
     fail_after: str = ""  # QMD_SETUP_FAIL_AFTER: raise right after this step (rollback tests)
     benchmark_fixtures: Path | None = None  # QMD_BENCHMARK_FIXTURES
     benchmark_max_query_seconds: float = 5.0
-    benchmark_max_embed_minutes: float = 60.0  # the index's chunks embed within this
+    benchmark_max_embed_minutes: float = 60.0  # the index's chunks embed (deep pass) within this
+    benchmark_max_static_minutes: float = 10.0  # the index's chunks get static vectors within this
     benchmark_device_timeout: float = 600.0
 
     @classmethod
@@ -205,5 +206,6 @@ class SetupSettings:
             benchmark_fixtures=_env_path("QMD_BENCHMARK_FIXTURES"),
             benchmark_max_query_seconds=_env_float("QMD_BENCHMARK_MAX_QUERY_SECONDS", 5.0),
             benchmark_max_embed_minutes=_env_float("QMD_BENCHMARK_MAX_EMBED_MINUTES", 60.0),
+            benchmark_max_static_minutes=_env_float("QMD_BENCHMARK_MAX_STATIC_MINUTES", 10.0),
             benchmark_device_timeout=_env_float("QMD_BENCHMARK_DEVICE_TIMEOUT", 600.0),
         )

@@ -38,6 +38,7 @@ class StaticBusy(LockBusy):
 class StaticReport:
     embedded: int = 0
     distilled: int = 0  # token rows distilled by this run
+    distill_seconds: float = 0.0  # of `seconds`: once per token, ever (Auto splits the two)
     pending: int = 0
     seconds: float = 0.0
     model: str = ""
@@ -69,6 +70,7 @@ def static_pending(
         report.busy = True
     report.pending = len(vectors.pending(collection_ids))
     report.seconds = round(time.perf_counter() - started, 3)
+    report.distill_seconds = round(report.distill_seconds, 3)
     return report
 
 
@@ -90,7 +92,9 @@ def _run(store: ChunkStore, vectors: StaticVectorStore, model: StaticModel, coll
             flat = model.tokenize([text for three in fields for text in three])
             tokens = [flat[3 * i : 3 * i + 3] for i in range(len(present))]
             distinct = [set(chain.from_iterable(three)) for three in tokens]
+            distilling = time.perf_counter()
             report.distilled += model.distil(sorted(set().union(*distinct)), progress=show)
+            report.distill_seconds += time.perf_counter() - distilling
             out: list[tuple[int, int, str, Any, set[int]]] = []
             for collection_id in dict.fromkeys(col for _cid, col in present):
                 mine = [i for i, (_cid, col) in enumerate(present) if col == collection_id]

@@ -39,6 +39,7 @@ class EmbedReport:
     seconds: float = 0.0
     model: str = ""
     static: dict[str, Any] | None = None  # the static pass run first (static_vectorize.StaticReport)
+    deep_off: str | None = None  # why the deep pass did not run (models: {deep: off})
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

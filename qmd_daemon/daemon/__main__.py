@@ -48,6 +48,8 @@ def _search(raw: str) -> int:
                 "stale": bool(trace.stale),
                 "mode": trace.mode,
                 "pending_vectors": trace.pending_vectors,
+                "deep_off": trace.deep_off or None,  # models: {deep: off}: the static vectors stand in
+                "static_rescored": "static" in trace.lists,  # lexical's hits re-scored by static vectors
                 "collection": home.name if home is not None else None,
                 "collections": scope,
                 "roots": api.roots_of(engine, scope),

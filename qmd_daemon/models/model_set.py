@@ -42,6 +42,12 @@ class ModelSet:
         value = self.config.get(role, True)
         return str(value).strip().lower() not in ("off", "false", "none", "no", "0")
 
+    def deep_off(self) -> str | None:
+        """Why no chunk goes through the embedder itself, when `models: {deep: off}` says so (on a
+        CPU where the deep pass would take hours): the embedder still loads, as its tokenizer and
+        token rows are the static tier's, and search uses the static vectors. None: the deep pass runs."""
+        return None if self.enabled("deep") else "switched off (models: {deep: off})"
+
     def get(self, role: str) -> Any | None:
         if not self.enabled(role):
             return None

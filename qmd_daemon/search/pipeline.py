@@ -106,6 +106,7 @@ class SearchTrace:
     stale: bool = False
     mode: str = "lexical"  # the retrievers that found candidates: lexical, vector or hybrid
     pending_vectors: int = 0  # chunks in scope that vectors cannot find yet (embedding pending)
+    deep_off: str = ""  # why deep vectors are not searched at all (models: {deep: off}); "" when they are
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 

@@ -1,23 +1,30 @@
-"""`qmd-daemon bench --auto`: which local models can this machine run, role by role?
+"""`qmd-daemon bench --auto`: which local models can this machine run, tier by tier and role by role?
 
 Per device (GPU first when llama.cpp can offload, then CPU), in a child process with a time limit
 (`QMD_BENCHMARK_DEVICE_TIMEOUT`, 600 s; a timeout fails that device), on `benchmark_fixtures/` in a
 temporary index removed afterwards:
 
-1. load (warm) the models; a role that will not load is off, 2. embed every chunk (chunks per
-second), 3. one untimed warm-up query, 4. three timed queries per set of roles, each as search
-really runs it (the pipeline's own latency budget and rerank depth, `SearchOptions()`), with the
-result cache emptied between sets: vectors, vectors + expansion, vectors + reranking, then both.
+1. load (warm) the models; a role that will not load is off, 2. the static pass over every chunk,
+token rows distilled as it goes (the models folder is seen without earlier rows, so the rate is a
+fresh install's), 3. the deep pass over every chunk, 4. one untimed warm-up query, 5. three timed
+queries per set of roles, each as search really runs it (the pipeline's own latency budget and
+rerank depth, `SearchOptions()`), with the result cache emptied between sets: vectors (deep on),
+then, with the deep tier as decided, vectors + expansion, vectors + reranking, then both.
 
-The embedder is on when the index's chunks (those of `--repo` folders, indexed lexically into the
-temporary index to count them; else `--index-chunks`; else an assumed 20,000) embed within
-`QMD_BENCHMARK_MAX_EMBED_MINUTES` (60) at the measured rate and a vector query takes <=
-`QMD_BENCHMARK_MAX_QUERY_SECONDS` (5); expansion and reranking are each on when the budget did not
-cut them and the query stays within that time; both on only when, together, neither was cut. A
-device passes when the embedder is on (without it Auto installs nothing). Every query is bounded
-by the budget, so a slow CPU ends in seconds per query, not minutes.
-Output (`--json`): `{"profile", "passed", "device", "roles", "decision", "devices": [{device,
-querySeconds, chunksPerSecond, embedMinutes, roles, sets, reasons, passed, ...}]}`.
+Per tier, at the measured rates, for the index's chunks (those of `--repo` folders, indexed
+lexically into the temporary index to count them; else `--index-chunks`; else an assumed 20,000):
+the static tier is on when they get static vectors within `QMD_BENCHMARK_MAX_STATIC_MINUTES` (10);
+the deep pass when they embed within `QMD_BENCHMARK_MAX_EMBED_MINUTES` (60) and a vector query takes
+<= `QMD_BENCHMARK_MAX_QUERY_SECONDS` (5). Expansion and reranking need neither tier (they work on
+lexical's candidates too) but are measured only on a device that passes, with the deep tier as
+decided: each on when the budget did not cut it and the query stays within that time; both on
+only when, together, neither was cut. A device passes when a vector tier is on: the static tier
+alone gives hybrid search minutes after install; without either Auto installs nothing. Every
+query is bounded by the budget, so a slow CPU ends in seconds per query, not minutes.
+Output (`--json`): `{"profile", "passed", "device", "roles", "decision", "rows" (each device's
+ROW_KEYS, what the installer prints), "devices": [{device,
+querySeconds, staticChunksPerSecond, staticMinutes, chunksPerSecond, embedMinutes, roles: {static,
+deep, expand, rerank}, sets, reasons, passed, ...}]}`.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +51,12 @@ COLLECTION = "qmd-bench-fixtures"
 
 
 ASSUMED_INDEX_CHUNKS = 20_000  # a mid-size repository, when the caller does not say
+# per device: what the echo and the installer's summary show (`rows` in the summary)
+ROW_KEYS = ("device", "querySeconds", "staticChunksPerSecond", "staticMinutes", "chunksPerSecond",
+            "embedMinutes", "roles", "passed")
 ROLE_SETS: dict[str, dict[str, bool]] = {  # measured in this order; "both" only when each passed
-    "vectors": {"expand": False, "rerank": False},
+    "vectors": {"expand": False, "rerank": False},  # with the deep tier on: its query time counts
+    "static": {"expand": False, "rerank": False},  # with the deep tier off, when it was decided off
     "expand": {"expand": True, "rerank": False},
     "rerank": {"expand": False, "rerank": True},
     "both": {"expand": True, "rerank": True},
@@ -57,6 +68,7 @@ def thresholds() -> dict[str, float]:
     return {
         "maxQuerySeconds": knobs.benchmark_max_query_seconds,
         "maxEmbedMinutes": knobs.benchmark_max_embed_minutes,
+        "maxStaticMinutes": knobs.benchmark_max_static_minutes,
     }
 
 
@@ -77,24 +89,77 @@ def busy_note(load: float | None, cores: int) -> str:
     return f"; measured on a busy box (load {load:.1f} on {cores} cores): run Auto again when it is quieter"
 
 
+def _duration(minutes: float) -> str:
+    """Minutes as a person reads them: seconds, minutes, hours or days."""
+    if minutes == float("inf"):
+        return "forever"
+    if minutes < 1:
+        return f"{minutes * 60:.0f} s"
+    if minutes < 120:
+        return f"{minutes:.0f} min"
+    hours = minutes / 60
+    return f"{hours:.1f} h" if hours < 10 else f"{hours:.0f} h" if hours < 48 else f"{hours / 24:,.0f} days"
+
+
+@dataclass(frozen=True)
+class StaticRates:
+    """The static pass as measured on the fixtures, split in its two costs: distilling a token row
+    (once per token, ever, so bounded by the vocabulary) and pooling a chunk (per chunk). A rate
+    per chunk over 23 chunks would be mostly distillation (558 rows) and say 24 chunks/s, where
+    a large index pools at hundreds a second once its tokens have rows."""
+
+    chunks: int
+    seconds: float
+    distilled: int
+    distill_seconds: float
+    n_vocab: int
+
+    def minutes(self, index_chunks: int) -> float:
+        """An upper bound for the index: as many new rows per chunk as the fixtures needed, for
+        every chunk, capped at the whole vocabulary; plus the pooling of every chunk."""
+        if self.chunks <= 0:
+            return float("inf")
+        rows = min(float(self.n_vocab), self.distilled / self.chunks * index_chunks)
+        per_row = self.distill_seconds / self.distilled if self.distilled else 0.0
+        per_chunk = max(self.seconds - self.distill_seconds, 0.0) / self.chunks
+        return (rows * per_row + index_chunks * per_chunk) / 60
+
+
+def _tier(minutes: float, index_chunks: int, limit: float, rate: str) -> tuple[bool, str]:
+    """Whether the index's chunks get this tier's vectors within `limit` minutes, and why."""
+    if minutes <= limit:
+        return True, f"{index_chunks:,} chunks in {_duration(minutes)} at {rate}"
+    return False, f"{index_chunks:,} chunks would take {_duration(minutes)} at {rate} (limit {limit:g} min)"
+
+
+def _per_second(chunks: int, minutes: float) -> str:
+    return f"{chunks / (minutes * 60):,.0f}/s" if 0 < minutes < float("inf") else "0/s"
+
+
 def choose_roles(
-    chunks_per_second: float, index_chunks: int, sets: dict[str, dict[str, Any]], limits: dict[str, float]
+    static: StaticRates | None,
+    deep_rate: float,
+    index_chunks: int,
+    sets: dict[str, dict[str, Any]],
+    limits: dict[str, float],
 ) -> tuple[dict[str, bool], dict[str, str]]:
-    """Per role on/off and the reason, from the measured rate and the timed sets (see the module)."""
+    """Per tier and role on/off and the reason, from the measured rates (`static` None: the tier
+    could not be built) and the timed sets (see the module)."""
     max_q = limits["maxQuerySeconds"]
-    minutes = index_chunks / chunks_per_second / 60 if chunks_per_second > 0 else float("inf")
-    vectors = sets.get("vectors") or {}
-    embed = minutes <= limits["maxEmbedMinutes"] and vectors.get("seconds", float("inf")) <= max_q
-    reasons = {
-        "embed": f"{index_chunks:,} chunks embed in {minutes:,.0f} min at {chunks_per_second:g} chunks/s "
-        f"(limit {limits['maxEmbedMinutes']:g} min); a vector query {vectors.get('seconds')} s "
-        f"(limit {max_q:g} s)"
-    }
-    roles = {"embed": embed, "expand": False, "rerank": False}
+    static_minutes = static.minutes(index_chunks) if static is not None else float("inf")
+    static_on, static_why = _tier(static_minutes, index_chunks, limits["maxStaticMinutes"],
+                                  f"{_per_second(index_chunks, static_minutes)}, distillation included")
+    deep_minutes = index_chunks / deep_rate / 60 if deep_rate > 0 else float("inf")
+    deep, deep_why = _tier(deep_minutes, index_chunks, limits["maxEmbedMinutes"], f"{deep_rate:g}/s")
+    query = (sets.get("vectors") or {}).get("seconds")
+    if deep and (query is None or query > max_q):
+        deep, deep_why = False, f"{deep_why}, but a vector query took {query} s (limit {max_q:g} s)"
+    roles = {"static": static_on, "deep": deep, "expand": False, "rerank": False}
+    reasons = {"static": static_why, "deep": deep_why}
     for role in ("expand", "rerank"):
         measured = sets.get(role)
-        if not embed or not measured:
-            reasons[role] = "not measured (no embedder)" if not embed else "the model did not load"
+        if not (static_on or deep) or not measured:
+            reasons[role] = "the model did not load" if static_on or deep else "not measured (no vector tier)"
             continue
         roles[role] = not measured["cut"] and measured["seconds"] <= max_q
         cut = measured["cut"]
@@ -150,7 +215,6 @@ def measure_device(
     steps take minutes on a slow machine."""
     from qmd_daemon.config import IndexConfig
     from qmd_daemon.engine import Engine
-    from qmd_daemon.search.pipeline import SearchOptions
 
     queries = json.loads((fixtures / "queries.json").read_text(encoding="utf-8"))
     limits = thresholds()
@@ -176,11 +240,7 @@ def measure_device(
     try:
         say("loading the models")
         t0 = time.perf_counter()
-        loaded = {"embed": engine.models.embedder(), "rerank": engine.models.reranker(),
-                  "expand": engine.models.expander()}
-        for handle in (m.handle for m in loaded.values() if m is not None):
-            with handle.acquire():
-                pass
+        loaded = _load_models(engine)
         reasons = engine.models.status()["roles"]
         result["unloaded"] = {
             r: reasons[r].get("reason", "unavailable") for r, m in loaded.items() if m is None
@@ -195,48 +255,129 @@ def measure_device(
             result["indexChunksAssumed"] = False
         engine.add_collection(fixtures, COLLECTION)
         update = engine.update([COLLECTION], progress=False)[0]
-        say(f"embedding {update.chunks_added} chunks of {update.files} files")
+        result["files"] = update.files
+        say(f"static vectors for {update.chunks_added} chunks of {update.files} files (token rows distilled)")
+        static = engine.embed_static(engine.collection_ids([COLLECTION]), progress=False)
+        rates = _static_rates(engine, static)
+        minutes = rates.minutes(result["indexChunks"]) if rates is not None else float("inf")
+        if rates is not None and 0 < minutes < float("inf"):
+            result.update(
+                staticChunksPerSecond=round(result["indexChunks"] / (minutes * 60), 1),
+                staticMinutes=round(minutes, 2),
+                staticFixturesChunksPerSecond=_rate(rates.chunks, rates.seconds),
+                staticDistilled=rates.distilled,
+                staticDistillSeconds=rates.distill_seconds,
+            )
+        say(f"embedding {update.chunks_added} chunks (the deep pass)")
         t0 = time.perf_counter()
-        report = engine.embed([COLLECTION], progress=False).as_dict()
+        report = engine.embed([COLLECTION], progress=False).as_dict()  # the static pass is done
         embed_s = time.perf_counter() - t0
         result["loadAverage"] = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
         chunks = int(report.get("embedded") or 0) + int(report.get("copied") or 0)
         result["chunks"] = chunks
-        result["files"] = update.files
-        cps = round(chunks / embed_s, 2) if embed_s > 0 and chunks else 0.0
+        cps = _rate(chunks, embed_s)
         result["chunksPerSecond"] = cps
         result["embedMinutes"] = round(result["indexChunks"] / cps / 60, 1) if cps else None
-        say("a warm-up query (every model that loaded, within the budget, as a first question)")
-        first = SearchOptions(expand=True, rerank=True)
-        engine.search(queries["warmup"], [COLLECTION], limit=10, options=first)
-        reranker = engine.models.reranker()
-        if reranker is not None:  # the pace the budget plans with from here on
-            result["rerankPairSeconds"] = reranker.pair_seconds
         timed = queries["timed"][:3]
         sets: dict[str, dict[str, Any]] = {}
+        tiers = choose_roles(rates, cps, result["indexChunks"], {"vectors": {"seconds": 0.0}}, limits)[0]
+        if tiers["deep"]:  # by its rate; a vector query must be quick too
+            say("a warm-up query (every model that loaded, within the budget, as a first question)")
+            _warm_up(engine, queries["warmup"])
+            say(f"{len(timed)} timed queries: vectors")
+            sets["vectors"] = _time_set(engine, timed, COLLECTION, **ROLE_SETS["vectors"])
+            tiers = choose_roles(rates, cps, result["indexChunks"], sets, limits)[0]
+        if tiers["static"] and not tiers["deep"]:  # the other sets as search will run here
+            _switch_deep_off(settings.config_file)
+            say("deep vectors off: the models loaded again, then a warm-up query as search will run")
+            loaded = _load_models(engine)  # the set was built again with the switch: no timed step loads
+            _warm_up(engine, queries["warmup"])
+            say(f"{len(timed)} timed queries: static vectors")
+            sets["static"] = _time_set(engine, timed, COLLECTION, **ROLE_SETS["static"])
         for name, flags in ROLE_SETS.items():
             wanted = [r for r, on in flags.items() if on]
-            if any(loaded[r] is None for r in wanted):
-                continue
-            minutes = result["embedMinutes"]
-            if wanted and (minutes is None or minutes > limits["maxEmbedMinutes"]):
-                break  # no embedder, no models: the other roles need not be timed
+            if not wanted or any(loaded[r] is None for r in wanted) or not (tiers["static"] or tiers["deep"]):
+                continue  # a device that fails installs nothing: its other roles need not be timed
             if name == "both" and not all(_fits(sets.get(r), limits) for r in wanted):
                 continue
             say(f"{len(timed)} timed queries: vectors{''.join(' + ' + r for r in wanted)}")
             sets[name] = _time_set(engine, timed, COLLECTION, **flags)
-        roles, why = choose_roles(cps, result["indexChunks"], sets, limits)
-        if not roles["embed"]:
-            why["embed"] += busy_note(result["loadAverage"], os.cpu_count() or 1)
+        reranker = engine.models.reranker()
+        if reranker is not None:  # the pace the budget planned with (from the last warm-up on)
+            result["rerankPairSeconds"] = reranker.pair_seconds
+        roles, why = choose_roles(rates, cps, result["indexChunks"], sets, limits)
+        cores = os.cpu_count() or 1
+        for tier in ("static", "deep"):
+            if not roles[tier]:
+                why[tier] += busy_note(result["loadAverage"], cores)
+        if static is None:
+            why["static"] = f"unavailable: {engine.static_status().get('reason', 'not built')}"
         for role, reason in result["unloaded"].items():
             why[role] = f"did not load: {reason}"
-        result.update(sets=sets, roles=roles, reasons=why, passed=roles["embed"])
+        result.update(sets=sets, roles=roles, reasons=why, passed=roles["static"] or roles["deep"])
         chosen = "both" if roles["expand"] and roles["rerank"] else next(
-            (r for r in ("rerank", "expand") if roles[r]), "vectors")
+            (r for r in ("rerank", "expand") if roles[r]), "vectors" if roles["deep"] else "static")
         result["querySeconds"] = sets.get(chosen, {}).get("seconds")
         return result
     finally:
         engine.close()
+
+
+def _static_rates(engine: Any, report: dict[str, Any] | None) -> StaticRates | None:
+    model = engine.models.static()
+    if report is None or model is None:
+        return None
+    return StaticRates(chunks=report["embedded"], seconds=report["seconds"], distilled=report["distilled"],
+                       distill_seconds=report["distill_seconds"], n_vocab=model.rows.n_vocab)
+
+
+def _rate(chunks: int, seconds: float) -> float:
+    return round(chunks / seconds, 2) if seconds > 0 and chunks else 0.0
+
+
+def _load_models(engine: Any) -> dict[str, Any]:
+    """Each role's model, loaded now (None: it will not load), so no timed step pays for a load."""
+    loaded = {"embed": engine.models.embedder(), "rerank": engine.models.reranker(),
+              "expand": engine.models.expander()}
+    for handle in (m.handle for m in loaded.values() if m is not None):
+        with handle.acquire():
+            pass
+    return loaded
+
+
+def _warm_up(engine: Any, query: str) -> None:
+    """One untimed query with every model that loaded, within the budget, as a user's first."""
+    from qmd_daemon.search.pipeline import SearchOptions
+
+    engine.search(query, [COLLECTION], limit=10, options=SearchOptions(expand=True, rerank=True))
+
+
+def _switch_deep_off(config_file: Path) -> None:
+    """`models: {deep: off}` in the temporary index, as the installer writes it when the deep
+    pass fails: the next search builds the model set again with it (engine.models)."""
+    from qmd_daemon.config import IndexConfig
+
+    config = IndexConfig.load(config_file)
+    config.set_models({"deep": "off"})
+    config.save()
+
+
+def models_without_rows(models_dir: Path, workdir: Path) -> Path:
+    """The models folder as the benchmark's child sees it: each entry linked, except the static
+    tier's distilled rows (models/static_table.py), so the static rate measured includes the
+    distillation a fresh install pays and the throwaway index writes no rows into the user's
+    folder. Where links cannot be made (Windows without the privilege): the folder itself."""
+    from qmd_daemon.models.static_table import STATIC_DIR
+
+    view = workdir / "models"
+    try:
+        view.mkdir()
+        for entry in models_dir.resolve().iterdir() if models_dir.is_dir() else ():  # links from elsewhere
+            if entry.name != STATIC_DIR:
+                (view / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+    except OSError:
+        return models_dir
+    return view
 
 
 def _count_chunks(engine: Any, repos: list[Path], say: Callable[[str], None]) -> int:
@@ -260,7 +401,7 @@ def decision_line(summary: dict[str, Any]) -> str:
     row = next((r for r in rows if r["passed"]), rows[-1] if rows else {})
     if not row.get("roles"):
         return f"no device could run the {summary['profile']} embedder ({row.get('error', 'no device')})"
-    names = {"embed": "embedder", "expand": "expansion", "rerank": "reranker"}
+    names = {"static": "static vectors", "deep": "deep vectors", "expand": "expansion", "rerank": "reranker"}
     return f"{summary['profile']} on {row['device']}: " + "; ".join(
         f"{names[r]} {'on' if row['roles'][r] else 'off'} ({row['reasons'][r]})" for r in names
     )
@@ -299,7 +440,7 @@ def _child(
 ) -> dict[str, Any]:
     """Measure one device in a child process, echoing its step lines as they come."""
     workdir = Path(tempfile.mkdtemp(prefix="qmd-bench-"))
-    env = dict(os.environ)
+    env = dict(os.environ, QMD_MODELS_DIR=str(models_without_rows(Settings.from_env().models_dir, workdir)))
     if device == "cpu":
         env["QMD_FORCE_CPU"] = "1"
     else:
@@ -375,17 +516,8 @@ def auto(
         result = _child(device, profile, fixtures, timeout, echo, index_chunks, repos)
         results.append(result)
         if echo:
-            echo(
-                "  "
-                + json.dumps(
-                    {
-                        k: result.get(k)
-                        for k in ("device", "querySeconds", "chunksPerSecond", "embedMinutes", "roles",
-                                  "passed", "error")
-                        if k != "error" or result.get(k)
-                    }
-                )
-            )
+            error = {"error": result["error"]} if result.get("error") else {}
+            echo("  " + json.dumps({**_row(result), **error}))
         if result["passed"]:
             break
     passing = next((r for r in results if r["passed"]), None)
@@ -395,10 +527,15 @@ def auto(
         "device": passing["device"] if passing else None,
         "roles": passing["roles"] if passing else None,
         "devices": results,
+        "rows": [_row(r) for r in results],
         "thresholds": thresholds(),
     }
     summary["decision"] = decision_line(summary)
     return summary
+
+
+def _row(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: result.get(k) for k in ROW_KEYS}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -261,16 +261,20 @@ class Setup:
         self.j.done(f"pull-{profile}")
 
     def write_models_block(self, profile: str, device: str, auto: dict[str, Any] | None = None) -> None:
-        """Yes: every role on (an earlier Auto's switches removed); Auto: its per-role choice and
-        the line that says why, which `qmd-daemon status` shows."""
+        """Yes: every role on (an earlier Auto's switches removed); Auto: its per-role choice, the
+        deep pass off when only the static tier passed (`deep: off`: the embedder stays, its
+        tokenizer and rows are the static tier's), and the line that says why, which `qmd-daemon
+        status` shows."""
         values: dict[str, Any] = {"profile": profile, "device": device, "expand": None, "rerank": None,
-                                  "auto": None}
+                                  "deep": None, "auto": None}
         if auto:
             values.update({r: "on" if auto["roles"][r] else "off" for r in ("expand", "rerank")},
-                          auto=auto["decision"])
+                          deep=None if auto["roles"]["deep"] else "off", auto=auto["decision"])
         written = {key: value for key, value in values.items() if value is not None}
         removed = [key for key, value in values.items() if value is None]  # None: the key goes
         why = f"; every role on: an earlier Auto's {', '.join(removed)} keys go" if removed else ""
+        if auto and removed:  # Auto decides every key but this one: the deep pass passed
+            why = "; the deep pass passed: a deep: off from before goes"
         what = f"write models: {json.dumps(written)} into {self.paths.index_yml} (other keys kept{why})"
         if not self.j.step("models", what):
             return
@@ -307,10 +311,8 @@ class Setup:
         for repo in self.opts.git_hooks:  # the repositories we know of: their size sets the embed limit
             cmd += ["--repo", str(repo)]
         summary = envs.run_json(cmd, "the benchmark")
-        for row in summary.get("devices", []):  # each row was shown as it came (bench.auto's echo)
-            compact = {k: row.get(k) for k in ("device", "querySeconds", "chunksPerSecond", "embedMinutes",
-                                                 "roles", "passed")}
-            self.summary.append({"profile": profile, **compact})
+        for row in summary.get("rows", []):  # each row was shown as it came (bench.auto's echo)
+            self.summary.append({"profile": profile, **row})
         self.j.done(f"bench-{profile}")
         return summary
 
@@ -715,8 +717,9 @@ def main(argv: list[str] | None = None) -> int:
                 # the run ended with nothing installed: say how to go on (it used to end at "done")
                 setup.next_steps += [
                     "to install anyway, every role on: ./install.sh --semantic-retrieval yes --profile small",
-                    "or let Auto accept a slower machine: QMD_BENCHMARK_MAX_EMBED_MINUTES and "
-                    "QMD_BENCHMARK_MAX_QUERY_SECONDS raise the limits the Auto: line names",
+                    "or let Auto accept a slower machine: QMD_BENCHMARK_MAX_STATIC_MINUTES, "
+                    "QMD_BENCHMARK_MAX_EMBED_MINUTES and QMD_BENCHMARK_MAX_QUERY_SECONDS raise the limits "
+                    "the Auto: line names",
                 ]
         else:
             setup.run_no(keep_selection=False)

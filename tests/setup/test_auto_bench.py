@@ -1,5 +1,6 @@
 """The Auto benchmark with the real small profile: it times search as search runs (the pipeline's
-latency budget and rerank depth), decides per role, and states the embedding limit in minutes."""
+latency budget and rerank depth), decides per vector tier and per role, and states each tier's
+limit in minutes."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ import yaml
 
 from qmd_daemon.search.pipeline import SearchOptions
 from qmd_daemon.setup import tasks
-from qmd_daemon.setup.bench import busy_note, choose_roles
+from qmd_daemon.setup.bench import StaticRates, busy_note, choose_roles, models_without_rows
 from tests.conftest import MODELS_DIR, REPO_ROOT
 
 DEFAULTS = SearchOptions()
-LIMITS = {"maxQuerySeconds": 5.0, "maxEmbedMinutes": 60.0}
+LIMITS = {"maxQuerySeconds": 5.0, "maxEmbedMinutes": 60.0, "maxStaticMinutes": 10.0}
+# MiniLM's static pass over the 23 fixture chunks here: 558 token rows distilled in 0.95 of 0.98 s
+MINILM_STATIC = StaticRates(chunks=23, seconds=0.98, distilled=558, distill_seconds=0.95, n_vocab=30522)
 
 
 def _bench(tmp_path: Path, *extra: str) -> dict:
@@ -52,14 +55,22 @@ def test_auto_times_each_role_as_search_runs_it(tmp_path: Path):
     rerank = row["sets"]["rerank"]
     assert rerank["cut"] == "" or rerank["cut"].startswith(f"rerank: {rerank['reranked']} of ")
     assert rerank["seconds"] <= DEFAULTS.budget_ms / 1000 + 10
-    assert set(row["roles"]) == {"embed", "expand", "rerank"}
+    assert set(row["roles"]) == {"static", "deep", "expand", "rerank"}
     # 1,000 chunks embed within the hour at any rate MiniLM reaches here (>= 1 chunk/s)
-    assert row["roles"]["embed"] is True and summary["passed"] is True
+    assert row["roles"]["deep"] is True and summary["passed"] is True
     assert row["embedMinutes"] == pytest.approx(1000 / row["chunksPerSecond"] / 60, abs=0.1)
-    for role, name in (("embed", "embedder"), ("expand", "expansion"), ("rerank", "reranker")):
+    names = (("static", "static vectors"), ("deep", "deep vectors"), ("expand", "expansion"),
+             ("rerank", "reranker"))
+    for role, name in names:
         state = "on" if row["roles"][role] else "off"
         assert f"{name} {state} (" in summary["decision"]
-    assert "1,000 chunks embed in" in summary["decision"]
+    assert "1,000 chunks in" in summary["decision"]
+    # the static pass was measured, its token rows distilled on the way (the models folder is seen
+    # without the rows an earlier run left in it), and the tier's minutes are reported for the index
+    assert row["staticDistilled"] > 0 and row["staticDistillSeconds"] > 0
+    assert row["staticFixturesChunksPerSecond"] > 0 and row["staticChunksPerSecond"] > 0
+    assert row["staticMinutes"] == pytest.approx(1000 / row["staticChunksPerSecond"] / 60, rel=0.05)
+    assert "distillation included" in row["reasons"]["static"]
 
 
 @pytest.mark.usefixtures("small_models")
@@ -68,16 +79,72 @@ def test_the_users_repository_sets_the_chunks_to_embed(tmp_path: Path):
     row = _bench(tmp_path, "--repo", str(fixtures))["devices"][0]
     assert row["indexChunksAssumed"] is False
     assert row["indexChunks"] == row["chunks"]
-    assert f"{row['indexChunks']} chunks embed in" in row["reasons"]["embed"]
+    assert f"{row['indexChunks']} chunks in" in row["reasons"]["deep"]
     assert row["loadAverage"] is None or row["loadAverage"] >= 0  # beside the rate it moved
 
 
-def test_embedder_limit_is_the_index_embedding_within_the_minutes():
+def test_the_child_sees_the_models_without_their_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """So the static rate it measures includes the distillation, and writes no rows of its own into
+    the user's folder. QMD_MODELS_DIR may be relative (the documented command): the links must not be."""
+    models = tmp_path / "models"
+    (models / "static").mkdir(parents=True)
+    (models / "static" / "rows.npz").write_bytes(b"rows")
+    (models / "downloads").mkdir()
+    (models / "embed.gguf").write_bytes(b"gguf")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    monkeypatch.chdir(tmp_path)
+    view = models_without_rows(Path("models"), workdir)
+    assert sorted(p.name for p in view.iterdir()) == ["downloads", "embed.gguf"]
+    assert (view / "embed.gguf").read_bytes() == b"gguf" and (view / "downloads").is_dir()
+    monkeypatch.chdir(workdir)  # the child runs elsewhere
+    assert (view / "embed.gguf").read_bytes() == b"gguf"
+
+
+def test_deep_limit_is_the_index_embedding_within_the_minutes():
     vectors = {"vectors": {"seconds": 0.02, "cut": ""}}
-    on, why = choose_roles(9.0, 20_000, vectors, LIMITS)  # 37 min: MiniLM on this CPU
-    assert on["embed"] is True and "20,000 chunks embed in 37 min" in why["embed"]
-    off, why = choose_roles(9.0, 100_000, vectors, LIMITS)  # 185 min
-    assert off["embed"] is False and "185 min" in why["embed"]
+    on, why = choose_roles(MINILM_STATIC, 9.0, 20_000, vectors, LIMITS)  # 37 min: MiniLM on this CPU
+    assert on["deep"] is True and "20,000 chunks in 37 min at 9/s" in why["deep"]
+    off, why = choose_roles(MINILM_STATIC, 9.0, 100_000, vectors, LIMITS)  # 185 min
+    assert off["deep"] is False and "100,000 chunks would take 3.1 h at 9/s (limit 60 min)" in why["deep"]
+    slow = {"vectors": {"seconds": 6.0, "cut": ""}}
+    off, why = choose_roles(MINILM_STATIC, 9.0, 20_000, slow, LIMITS)
+    assert off["deep"] is False and "a vector query took 6.0 s (limit 5 s)" in why["deep"]
+
+
+def test_the_static_tier_alone_passes_a_device_the_deep_pass_fails():
+    """The old benchmark asked 20,000 chunks of the deep model within the hour or installed
+    nothing: a CPU at 9 chunks/s lost the static tier too, which covers them in about a minute."""
+    vectors = {"vectors": {"seconds": 0.02, "cut": ""}}
+    roles, why = choose_roles(MINILM_STATIC, 2.0, 20_000, vectors, LIMITS)  # deep: 167 min
+    assert (roles["static"], roles["deep"]) == (True, False)
+    # every token of the vocabulary distilled at the fixtures' pace, then 20,000 chunks pooled
+    minutes = (30522 * 0.95 / 558 + 20_000 * 0.03 / 23) / 60
+    assert MINILM_STATIC.minutes(20_000) == pytest.approx(minutes)
+    assert why["static"].startswith(f"20,000 chunks in {minutes:.0f} min at ")
+    assert "distillation included" in why["static"]
+    assert why["deep"] == "20,000 chunks would take 2.8 h at 2/s (limit 60 min)"
+
+
+def test_both_tiers_on_and_neither():
+    vectors = {"vectors": {"seconds": 0.02, "cut": ""}}
+    both = choose_roles(MINILM_STATIC, 50.0, 20_000, vectors, LIMITS)[0]
+    assert (both["static"], both["deep"]) == (True, True)
+    # a 0.6B embedder on a slow CPU: 40 ms a token row over a 151k vocabulary, 0.5 chunks/s
+    qwen3 = StaticRates(chunks=23, seconds=30.0, distilled=700, distill_seconds=28.0, n_vocab=151_669)
+    roles, why = choose_roles(qwen3, 0.5, 20_000, vectors, LIMITS)
+    assert (roles["static"], roles["deep"], roles["expand"], roles["rerank"]) == (False,) * 4
+    assert why["static"] == "20,000 chunks would take 2.2 h at 3/s, distillation included (limit 10 min)"
+    assert why["expand"] == why["rerank"] == "not measured (no vector tier)"
+    unavailable = choose_roles(None, 0.5, 20_000, vectors, LIMITS)[0]  # the tier could not be built
+    assert unavailable["static"] is False
+
+
+def test_the_static_estimate_distils_each_token_once():
+    """Rows are distilled once per token: past the vocabulary only the pooling grows."""
+    per_chunk = (0.98 - 0.95) / 23
+    at_vocab = MINILM_STATIC.minutes(10**6) - MINILM_STATIC.minutes(10**5)
+    assert at_vocab == pytest.approx(9 * 10**5 * per_chunk / 60)
 
 
 def test_an_embedder_off_on_a_busy_box_says_so():
@@ -91,20 +158,22 @@ def test_an_embedder_off_on_a_busy_box_says_so():
 def test_roles_are_chosen_one_by_one_and_together():
     fast, cut = {"seconds": 0.4, "cut": ""}, {"seconds": 1.5, "cut": "rerank: 3 of 40"}
     sets = {"vectors": {"seconds": 0.02, "cut": ""}, "expand": fast, "rerank": cut}
-    roles, why = choose_roles(50.0, 1000, sets, LIMITS)
-    assert roles == {"embed": True, "expand": True, "rerank": False}
+    roles, why = choose_roles(MINILM_STATIC, 50.0, 1000, sets, LIMITS)
+    assert roles == {"static": True, "deep": True, "expand": True, "rerank": False}
     assert "rerank: 3 of 40" in why["rerank"]
     sets.update(rerank=fast, both={"seconds": 1.5, "cut": "rerank: 20 of 40"})
-    roles, why = choose_roles(50.0, 1000, sets, LIMITS)
-    assert roles == {"embed": True, "expand": False, "rerank": True}  # together they miss the budget
+    roles, why = choose_roles(MINILM_STATIC, 50.0, 1000, sets, LIMITS)
+    assert roles == {"static": True, "deep": True, "expand": False, "rerank": True}  # together they miss
     sets["both"] = {"seconds": 0.9, "cut": ""}
-    assert choose_roles(50.0, 1000, sets, LIMITS)[0] == {"embed": True, "expand": True, "rerank": True}
+    assert choose_roles(MINILM_STATIC, 50.0, 1000, sets, LIMITS)[0] == dict.fromkeys(roles, True)
 
 
 def test_yes_after_auto_switches_the_roles_back_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("QMD_DAEMON_HOME", str(tmp_path))
-    tasks.set_models({"profile": "small", "device": "cpu", "rerank": "off", "expand": "off", "auto": "why"})
-    tasks.set_models({"profile": "small", "device": "cpu", "rerank": None, "expand": None, "auto": None})
+    tasks.set_models({"profile": "small", "device": "cpu", "rerank": "off", "expand": "off", "deep": "off",
+                      "auto": "why"})
+    tasks.set_models({"profile": "small", "device": "cpu", "rerank": None, "expand": None, "deep": None,
+                      "auto": None})
     written = yaml.safe_load((tmp_path / "config" / "index.yml").read_text())["models"]
     assert written == {"profile": "small", "device": "cpu"}
 

@@ -148,7 +148,7 @@ def test_dry_run_prints_steps_and_changes_nothing(fake_home):
     # the models step names what it writes, not JSON nulls for the keys it takes out (first-hour-9)
     models = next(line for line in yes.splitlines() if line.startswith("DRYRUN write models:"))
     assert "null" not in models and '{"profile": "small", "device": "gpu|cpu"}' in models, models
-    assert "every role on: an earlier Auto's expand, rerank, auto keys go" in models
+    assert "every role on: an earlier Auto's expand, rerank, deep, auto keys go" in models
     # with something installed, No's dry run lists the removals
     assert yes_small(fake_home).returncode == 0
     installed = listing(home)
@@ -263,10 +263,12 @@ def test_auto_pass_continues_as_yes(fake_home):
     state = _state(fake_home)
     assert (state["selection"], state["profile"], state["device"]) == ("yes", "small", "cpu")
     # the choice per role, and why, in one line; recorded in the models block that status shows
-    decision = [ln for ln in proc.stdout.splitlines() if ln.startswith("Auto: small on cpu: embedder on")]
+    decision = [ln for ln in proc.stdout.splitlines() if ln.startswith("Auto: small on cpu: static vectors ")]
     assert len(decision) == 1 and "continuing as Yes" in decision[0], proc.stdout
+    assert "; deep vectors on (20,000 chunks in " in decision[0]
     models = yaml.safe_load((_home(fake_home) / ".qmd/config/index.yml").read_text())["models"]
     assert {models["rerank"], models["expand"]} <= {"on", "off"} and models["auto"].startswith("small on cpu")
+    assert "deep" not in models  # the deep pass passed: no switch
     client = str(Path(fake_home["QMD_PYTHON"]).parent / "qmd-daemon")
     status = subprocess.run([client, "status"], env=env,
                             capture_output=True, text=True, timeout=60)
@@ -275,10 +277,41 @@ def test_auto_pass_continues_as_yes(fake_home):
     assert not list(Path(fake_home["TMPDIR"]).glob("qmd-bench-*"))  # temporary index removed
 
 
+def test_auto_static_tier_alone_continues_as_yes_with_the_deep_pass_off(fake_home):
+    """The old Auto asked the deep model to embed the index within the hour or installed nothing:
+    a CPU at 9 chunks/s lost the static tier too. Now that CPU gets it, and the switch."""
+    env = dict(fake_home, QMD_BENCHMARK_MAX_EMBED_MINUTES="0.001",  # no CPU embeds 20,000 chunks in 0.06 s
+               QMD_BENCHMARK_MAX_STATIC_MINUTES="100000")  # the static tier passes however loaded the box
+    proc = run_install(
+        env, "--semantic-retrieval", "auto", "--profile", "small", "--python-env", fake_home["QMD_PYTHON"]
+    )
+    assert proc.returncode == 0, proc.stderr
+    auto_lines = proc.stdout.splitlines()
+    decision = [ln for ln in auto_lines if ln.startswith("Auto: small on cpu: static vectors on ")]
+    assert len(decision) == 1 and "continuing as Yes" in decision[0], proc.stdout
+    assert "; deep vectors off (20,000 chunks would take " in decision[0]
+    assert "no device passed" not in proc.stdout
+    assert _state(fake_home)["selection"] == "yes"
+    models = yaml.safe_load((_home(fake_home) / ".qmd/config/index.yml").read_text())["models"]
+    assert models["deep"] == "off" and models["auto"] == decision[0][len("Auto: "):].split("; continuing")[0]
+    assert "write models: {" in proc.stdout and '"deep": "off"' in proc.stdout
+    assert (_home(fake_home) / ".claude/skills/semantic-search/SKILL.md").exists()
+    client = str(Path(fake_home["QMD_PYTHON"]).parent / "qmd-daemon")
+    status = subprocess.run([client, "status"], env=env, capture_output=True, text=True, timeout=60)
+    assert "deep vectors: switched off (models: {deep: off})" in status.stdout, status.stderr
+    # Yes later switches the deep pass back on: the key goes with Auto's others
+    again = run_install(env, "--semantic-retrieval", "yes", "--profile", "small",
+                        "--python-env", fake_home["QMD_PYTHON"])
+    assert again.returncode == 0, again.stderr
+    models = yaml.safe_load((_home(fake_home) / ".qmd/config/index.yml").read_text())["models"]
+    assert "deep" not in models and "auto" not in models
+
+
 def test_auto_fail_stores_no_and_installs_nothing(fake_home):
     home = _home(fake_home)
     before = listing(home)
-    env = dict(fake_home, QMD_BENCHMARK_MAX_EMBED_MINUTES="0.001")  # no CPU embeds 20,000 chunks in 0.06 s
+    env = dict(fake_home, QMD_BENCHMARK_MAX_EMBED_MINUTES="0.001",  # no CPU embeds 20,000 chunks in 0.06 s
+               QMD_BENCHMARK_MAX_STATIC_MINUTES="0.001")  # nor pools them
     proc = run_install(
         env, "--semantic-retrieval", "auto", "--profile", "small", "--python-env", fake_home["QMD_PYTHON"]
     )
@@ -292,8 +325,9 @@ def test_auto_fail_stores_no_and_installs_nothing(fake_home):
     assert (proc.stderr + proc.stdout.split("benchmark summary:")[0]).count('"querySeconds"') == 1
     # each step as it starts: the benchmark runs minutes on a slow machine and used to say nothing
     steps = proc.stderr.split("benchmark: small models on cpu")[1].split('"querySeconds"')[0]
-    for step in ("loading the models", "embedding", "a warm-up query", "3 timed queries: vectors"):
+    for step in ("loading the models", "static vectors for", "embedding"):
         assert step in steps, proc.stderr
+    assert "timed queries" not in steps  # a device that installs nothing needs no query timed
     assert _state(fake_home)["selection"] == "no"
     after = listing(home)
     assert set(after) - set(before) == {".qmd", ".qmd/config", ".qmd/config/install.json"}
