@@ -237,7 +237,8 @@ METHODS: dict[str, Callable[[Context], MethodFn]] = {
     "hybrid-static": hybrid_static_method,
     **{f"hybrid-static-w{w:g}": (lambda ctx, w=w: hybrid_static_method(ctx, static_weight=w))
        for w in (0.25, 0.5, 0.75, 1.0)},
-    **{f"hybrid+static-w{w:g}": (lambda ctx, w=w: hybrid_plus_static_method(ctx, w)) for w in (0.25, 0.5)},
+    **{f"hybrid+static-w{w:g}": (lambda ctx, w=w: hybrid_plus_static_method(ctx, w))
+       for w in (0.1, 0.25, 0.5)},
 }
 ENGINE_FREE = set(BASELINES)
 
