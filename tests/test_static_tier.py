@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -215,6 +216,8 @@ def test_status_shows_both_tiers_and_damaged_rows_are_rebuilt(
     first = run_cli("embed", "--json", env_home=home, check=True)
     assert json.loads(first.stdout)["static"]["embedded"] == 4
     rows = next((own_models / "static").glob("*-rows.npz"))
+    # owner-only: the tokens that have rows are the words of the indexed code
+    assert (stat.S_IMODE(rows.stat().st_mode), stat.S_IMODE(rows.parent.stat().st_mode)) == (0o600, 0o700)
     rows.write_bytes(b"not a numpy archive")
     # a new chunk needs rows again: the damaged file is reported in one line and distilled anew
     (tmp_path / "p" / "extra.py").write_text("def extra_helper():\n    return 42\n")

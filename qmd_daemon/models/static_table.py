@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -133,11 +134,19 @@ class TokenRows:
         self.unsaved += len(ids)
 
     def save(self) -> None:
-        """Written whole to a temporary file, then moved over the old one (a kill leaves either)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_name(f"{self.path.stem}.{os.getpid()}.partial.npz")  # one a process
-        np.savez(partial, ids=self.ids, rows=self.rows)
-        partial.replace(self.path)
+        """Written whole to a temporary file, then moved over the old one (a kill leaves either).
+        Owner-only (0600 from creation, folder 0700), unlike the downloaded model files: which
+        tokens have rows tells which words the indexed, possibly private, code uses."""
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder = self.path.parent
+        fd, partial = tempfile.mkstemp(prefix=f".{self.path.stem}.", suffix=".partial.npz", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                np.savez(handle, ids=self.ids, rows=self.rows)
+            os.replace(partial, self.path)
+        except BaseException:
+            Path(partial).unlink(missing_ok=True)
+            raise
         self.unsaved = 0
 
     def gather(self, tokens: Any) -> np.ndarray:
