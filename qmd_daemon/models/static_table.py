@@ -117,12 +117,12 @@ class TokenRows:
         self.add(ids, rows)
         self.unsaved = 0
 
-    def missing(self, tokens: Any) -> list[int]:
+    def missing(self, tokens: Sequence[int]) -> list[int]:
         """The distinct tokens among `tokens` without a row yet."""
         unique = np.unique(np.asarray(tokens, dtype=np.int64))
         return [int(t) for t in unique[self.slot[unique] < 0]]
 
-    def add(self, ids: Any, rows: Any) -> None:
+    def add(self, ids: Sequence[int] | np.ndarray, rows: np.ndarray) -> None:
         """New rows for a search on another thread to see whole: the arrays are replaced, never
         changed in place, `rows` before `slot` (gather reads `slot` first, and old slots stay valid)."""
         ids = np.asarray(ids, dtype=np.int64)
@@ -149,7 +149,7 @@ class TokenRows:
             raise
         self.unsaved = 0
 
-    def gather(self, tokens: Any) -> np.ndarray:
+    def gather(self, tokens: Sequence[int] | np.ndarray) -> np.ndarray:
         """The tokens' rows as float32; a token never distilled (only a query can name one) is zero."""
         ids = np.asarray(tokens, dtype=np.int64)
         slot, rows = self.slot[ids], self.rows
@@ -184,7 +184,7 @@ class StaticModel:
             return [self._vocab.tokenize(t.encode("utf-8", "replace"), add_bos=False, special=False)
                     for t in texts]
 
-    def distil(self, tokens: Any, progress: bool | None = None) -> int:
+    def distil(self, tokens: Sequence[int], progress: bool | None = None) -> int:
         """Rows for those of `tokens` that have none yet (a decode each, 64 a batch); how many
         were distilled. Written to the file once SAVE_EVERY are unsaved (`save_rows`: the rest)."""
         with self._distil_lock:
@@ -209,7 +209,7 @@ class StaticModel:
             counts[np.fromiter(df, dtype=np.int64)] = np.fromiter(df.values(), dtype=np.float64)
         return np.log((docs + 1) / (counts + 1)).astype(np.float32)
 
-    def pool(self, fields: Sequence[Sequence[Sequence[int]]], weights: Any) -> np.ndarray:
+    def pool(self, fields: Sequence[Sequence[Sequence[int]]], weights: np.ndarray) -> np.ndarray:
         """One unit vector per chunk (a row of `fields`: its fields' tokens): the sum over fields of
         the mean of weight x row over the field's tokens. `weights`: token id -> weight, an array
         over the vocabulary. A chunk with no token is a zero row."""
