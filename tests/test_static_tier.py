@@ -14,12 +14,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from qmd_daemon.config import IndexConfig
 from qmd_daemon.engine import Engine
-from qmd_daemon.models.static_table import rows_path
+from qmd_daemon.models.static_table import TokenRows, rows_path
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from qmd_daemon.search.static_list import static_list
 from qmd_daemon.settings import Settings
@@ -232,6 +233,27 @@ def test_status_shows_both_tiers_and_damaged_rows_are_rebuilt(
     assert "deep vectors: 5/5 chunks" in text and "static vectors: 5/5 chunks" in text
     status = json.loads(run_cli("status", "--json", env_home=home, check=True).stdout)
     assert status["static_vectors"]["vectors"] == 5 and status["vectors"]["embedded"] == 5
+
+
+@pytest.mark.parametrize("damage", [
+    {"ids": [1, 2], "rows": [["a", "b", "c", "d"]] * 2},  # rows of the right shape but not numbers
+    {"ids": [[1], [2]], "rows": [[0.5] * 4] * 2},  # ids of the wrong shape
+])
+def test_token_rows_of_the_wrong_kind_are_set_aside_in_one_line(
+    tmp_path: Path, damage: dict[str, list[Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the shape was checked: text rows or 2-D ids passed it and failed in `add`, outside the
+    handler, so the tier (and `embed`) ended in a traceback instead of distilling the rows again."""
+    import numpy as np
+
+    path = tmp_path / "static" / "x-rows.npz"
+    path.parent.mkdir()
+    np.savez(path, **{key: np.asarray(value) for key, value in damage.items()})
+    rows = TokenRows(path, n_vocab=10, dim=4)
+    assert (len(rows.ids), rows.missing([1, 2])) == (0, [1, 2]) and not path.exists()
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"qmd-daemon: the static tier's token rows {path} are unreadable (")
+    assert line.endswith("); distilling them again")
 
 
 def _fingerprint(home: Path) -> str:

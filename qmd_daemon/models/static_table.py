@@ -104,12 +104,13 @@ class TokenRows:
         if not self.path.is_file():
             return
         try:
-            with np.load(self.path) as data:
-                ids, rows = np.asarray(data["ids"], dtype=np.int64), np.asarray(data["rows"])
-            in_vocab = not len(ids) or 0 <= ids.min() <= ids.max() < self.n_vocab
-            if rows.shape != (len(ids), self.dim) or not in_vocab:
-                raise ValueError(f"rows of shape {rows.shape}, expected (n, {self.dim})")
-        except Exception as exc:  # noqa: BLE001 - any unreadable cache (zip, pickle, shape) is rebuilt
+            with np.load(self.path) as data:  # allow_pickle stays False: no object is ever built
+                ids = np.asarray(data["ids"], dtype=np.int64)
+                rows = np.asarray(data["rows"], dtype=np.float16)
+            in_vocab = not ids.size or 0 <= ids.min() <= ids.max() < self.n_vocab
+            if ids.ndim != 1 or rows.shape != (len(ids), self.dim) or not in_vocab:
+                raise ValueError(f"ids {ids.shape}, rows {rows.shape}: expected (n,) and (n, {self.dim})")
+        except Exception as exc:  # noqa: BLE001 - any unreadable cache (zip, pickle, shape, dtype) is rebuilt
             print(f"qmd-daemon: the static tier's token rows {self.path} are unreadable ({exc}); "
                   "distilling them again", file=sys.stderr)
             self.path.unlink(missing_ok=True)
