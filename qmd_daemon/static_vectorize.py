@@ -71,7 +71,8 @@ def static_pending(
             _run(store, vectors, model, collection_ids, writing, report, progress, yield_to)
     except StaticBusy:
         report.busy = True
-    report.pending = len(vectors.pending(collection_ids))
+    covered, chunks = vectors.coverage(collection_ids)  # a count, not the pending rows themselves
+    report.pending = chunks - covered
     report.seconds = round(time.perf_counter() - started, 3)
     report.distill_seconds = round(report.distill_seconds, 3)
     return report

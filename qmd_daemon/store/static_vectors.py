@@ -96,17 +96,13 @@ class SharedStaticQueries:
     def _derived(self) -> DerivedValues:
         raise NotImplementedError
 
-    def pending(
-        self, collection_ids: list[int] | None = None, limit: int | None = None
-    ) -> list[tuple[int, int, str]]:
+    def pending(self, collection_ids: list[int] | None = None) -> list[tuple[int, int, str]]:
         """(chunk id, collection id, content hash) of the chunks with no static vector of their
         current text."""
         where, params = self._where(collection_ids) if collection_ids else ("", [])
         sql = f"""SELECT c.id, f.collection_id, c.hash FROM chunks c JOIN files f ON f.id = c.file_id
                   LEFT JOIN static_vectors s ON s.chunk_id = c.id
                   WHERE (s.chunk_id IS NULL OR s.hash <> c.hash) {where} ORDER BY c.id"""
-        if limit:
-            sql += f" LIMIT {int(limit)}"
         return [(int(r[0]), int(r[1]), str(r[2])) for r in self._execute(sql, params)]
 
     def coverage(self, collection_ids: list[int] | None = None) -> Coverage:
