@@ -24,6 +24,7 @@ from qmd_daemon.models.static_table import TokenRows, rows_path
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from qmd_daemon.search.static_list import static_list
 from qmd_daemon.settings import Settings
+from qmd_daemon.text.code_words import code_words
 from tests.conftest import MODELS_DIR, REPO_ROOT, run_cli, write_tree
 
 FILES = {
@@ -254,6 +255,46 @@ def test_token_rows_of_the_wrong_kind_are_set_aside_in_one_line(
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"qmd-daemon: the static tier's token rows {path} are unreadable (")
     assert line.endswith("); distilling them again")
+
+
+def test_rows_another_process_saved_reach_a_running_search_and_stay_in_the_file(
+    home: Path, own_models: Path, tmp_path: Path
+) -> None:
+    """A daemon kept the rows it read at start: a query word whose tokens only a terminal's
+    `qmd-daemon embed` had distilled weighed nothing there (a zero row) until a restart, and the
+    daemon's own next save wrote the file without the terminal's rows. Three engines of one index,
+    each with its own model set, stand for the processes."""
+    settings = Settings.from_env()
+    config = IndexConfig.load(settings.config_file)
+    config.set_models({"profile": "small"})
+    config.save()
+    serving, terminal, other = Engine(settings), Engine(settings), Engine(settings)
+    try:
+        first = _indexed(terminal, tmp_path / "p", {**FILES, **NEIGHBOURS})
+        question = "print text in red with backoff"
+        models = [e.static_tier() for e in (serving, other, terminal)]
+        assert all(m is not None for m in models)
+        served, late, distilling = (m.model for m in models if m is not None)
+        words = served.tokenize([code_words(question)])[0]
+        assert served.rows.missing(words) == sorted(set(words))  # built before any row existed
+
+        assert terminal.embed_static(terminal.collection_ids([first]), progress=False)
+        known = sorted(set(words) - set(distilling.rows.missing(words)))
+        assert known, "the chunks hold some of the question's words"
+        trace = SearchTrace()
+        serving.search(question, [first], trace=trace)
+        assert "static" in trace.lists
+        assert served.rows.missing(words) == distilling.rows.missing(words)
+
+        zebra = {"lib/zebra.py": "def stripe_zebra():\n    return 'zebra'\n"}
+        second = _indexed(other, tmp_path / "q", zebra)
+        assert other.embed_static(other.collection_ids([second]), progress=False)
+        assert late.rows.missing(known) == []  # taken from the file before writing it
+        saved = TokenRows(rows_path(own_models, _fingerprint(home)), late.rows.n_vocab, late.dim)
+        assert saved.missing(known) == [] and len(saved.ids) == len(late.rows.ids)
+    finally:
+        for engine in (serving, terminal, other):
+            engine.close()
 
 
 def _fingerprint(home: Path) -> str:

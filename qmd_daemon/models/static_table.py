@@ -98,11 +98,25 @@ class TokenRows:
         self.rows = np.zeros((0, dim), dtype=np.float16)
         self.slot = np.full(n_vocab, -1, dtype=np.int64)  # token id -> its row, -1: not distilled
         self.unsaved = 0  # rows added since the file was written
-        self._load()
+        self._seen: tuple[int, int] | None = None  # the file's (mtime_ns, size) as last read or written
+        self.merge_saved()
 
-    def _load(self) -> None:
-        if not self.path.is_file():
-            return
+    def _stamp(self) -> tuple[int, int] | None:
+        try:
+            info = self.path.stat()
+        except OSError:
+            return None
+        return info.st_mtime_ns, info.st_size
+
+    def merge_saved(self) -> int:
+        """Take the rows the file holds and this process lacks; how many. Why: another process
+        (a terminal's `embed` beside the daemon) distils rows too: without them a query word only
+        its chunks hold weighs nothing here, and this process's next save would drop them from the
+        file. One stat when the file has not changed since this process last read or wrote it."""
+        stamp = self._stamp()
+        if stamp is None or stamp == self._seen or not self.path.is_file():
+            return 0
+        self._seen = stamp
         try:
             with np.load(self.path) as data:  # allow_pickle stays False: no object is ever built
                 ids = np.asarray(data["ids"], dtype=np.int64)
@@ -114,9 +128,15 @@ class TokenRows:
             print(f"qmd-daemon: the static tier's token rows {self.path} are unreadable ({exc}); "
                   "distilling them again", file=sys.stderr)
             self.path.unlink(missing_ok=True)
-            return
-        self.add(ids, rows)
-        self.unsaved = 0
+            self._seen = None
+            return 0
+        ids, first = np.unique(ids, return_index=True)
+        new = self.slot[ids] < 0
+        if new.any():
+            unsaved = self.unsaved  # rows read from the file are saved already
+            self.add(ids[new], rows[first[new]])
+            self.unsaved = unsaved
+        return int(new.sum())
 
     def missing(self, tokens: Sequence[int]) -> list[int]:
         """The distinct tokens among `tokens` without a row yet."""
@@ -138,6 +158,7 @@ class TokenRows:
         """Written whole to a temporary file, then moved over the old one (a kill leaves either).
         Owner-only (0600 from creation, folder 0700), unlike the downloaded model files: which
         tokens have rows tells which words the indexed, possibly private, code uses."""
+        self.merge_saved()  # another process's rows stay in the file
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         folder = self.path.parent
         fd, partial = tempfile.mkstemp(prefix=f".{self.path.stem}.", suffix=".partial.npz", dir=folder)
@@ -148,6 +169,7 @@ class TokenRows:
         except BaseException:
             Path(partial).unlink(missing_ok=True)
             raise
+        self._seen = self._stamp()
         self.unsaved = 0
 
     def gather(self, tokens: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -195,6 +217,15 @@ class StaticModel:
                 if self.rows.unsaved >= SAVE_EVERY:
                     self.rows.save()
             return len(missing)
+
+    def take_saved_rows(self) -> None:
+        """Rows another process saved since (TokenRows.merge_saved), before a query is pooled;
+        skipped while this process distils: a search never waits for a distillation."""
+        if self._distil_lock.acquire(blocking=False):
+            try:
+                self.rows.merge_saved()
+            finally:
+                self._distil_lock.release()
 
     def save_rows(self) -> None:
         """Write the rows distilled since the file was last written, if any (a pass's end)."""

@@ -42,6 +42,7 @@ def static_list(tier: StaticTier, text: str, candidate_ids: list[int], weight: f
     tokens = tier.model.tokenize([code_words(text)])[0]
     if not tokens:
         return None
+    tier.model.take_saved_rows()  # the rows a terminal's `embed` distilled beside this process
     stored = tier.vectors.vectors_of(candidate_ids)
     ids = [cid for cid in candidate_ids if cid in stored]
     if not ids:
