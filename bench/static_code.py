@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from qmd_daemon.text.code_words import chunk_fields, code_words
+from qmd_daemon.text.code_words import code_words
 from qmd_daemon.text.identifiers import looks_like_symbol
 
 
@@ -57,9 +57,6 @@ class CodeAnalysis:
         )
         return cls(weights, bool(match["qids"]))
 
-    def chunk_fields(self, path: str, symbols: str, heading: str, signature: str,
-                     text: str) -> tuple[str, str, str]:
-        return chunk_fields(path, symbols, heading, signature, text)
-
     def query_text(self, query: str) -> str:
+        """The question as the words its static vector is looked up with."""
         return code_words(query_identifiers(query) if self.query_ids_only else query)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qmd_daemon.models.embedder import Embedder
-from qmd_daemon.models.static_table import embed_vocabulary
+from qmd_daemon.models.static_table import STATIC_DIR, embed_vocabulary
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,7 +32,6 @@ else:  # numpy on first use, after llama.cpp (why: qmd_daemon/numeric.py)
 
 STATIC_DIMS = 256
 SIF_COEFFICIENT = 1e-4  # model2vec's default
-STATIC_DIR = "static"
 
 
 def table_path(models_dir: Path, fingerprint: str, dims: int = STATIC_DIMS) -> Path:

@@ -58,6 +58,7 @@ from bench.static_tier import (  # noqa: E402
     token_weights,
     valid_fusion,
 )
+from qmd_daemon.text.code_words import chunk_fields  # noqa: E402
 
 ANALYSIS = CodeAnalysis(FieldWeights(), query_ids_only=False)  # the `code` variant: fields weighed 1, 1, 1
 FIELD_WEIGHTS = (ANALYSIS.weights.path, ANALYSIS.weights.names, ANALYSIS.weights.body)
@@ -100,7 +101,7 @@ def deep_vectors(engine: Any, ids: list[int]) -> Any:
 
 
 def chunk_field_tokens(static: StaticEmbedder, chunks: list[Any]) -> list[list[list[int]]]:
-    fields = [ANALYSIS.chunk_fields(r.path, r.symbols, r.heading, r.signature, r.text) for r in chunks]
+    fields = [chunk_fields(r.path, r.symbols, r.heading, r.signature, r.text) for r in chunks]
     return static.field_tokens(fields)
 
 

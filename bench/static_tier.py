@@ -49,6 +49,7 @@ from bench.static_embedder import (  # noqa: E402
 )
 from qmd_daemon.models.static_table import embed_vocabulary  # noqa: E402
 from qmd_daemon.text.chunk_model import embedding_text  # noqa: E402
+from qmd_daemon.text.code_words import chunk_fields  # noqa: E402
 from qmd_daemon.text.identifiers import identifier_parts_text  # noqa: E402
 
 ANALYSERS = {
@@ -157,7 +158,7 @@ def embed_variant(embedder: Any, reduced: Any, variant: str, ids: list[int], col
     static.embed_query("warm up the tokenizer")
     start = time.perf_counter()
     if code is not None:
-        fields = [code.chunk_fields(r.path, r.symbols, r.heading, r.signature, r.text) for r in rows]
+        fields = [chunk_fields(r.path, r.symbols, r.heading, r.signature, r.text) for r in rows]
         tokens = static.field_tokens(fields, code.weights.cap)
         field_weights = (code.weights.path, code.weights.names, code.weights.body)
     else:

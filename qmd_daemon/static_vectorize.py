@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
@@ -26,6 +26,9 @@ from qmd_daemon.locks import LockBusy, held_or_busy
 from qmd_daemon.models.static_table import StaticModel
 from qmd_daemon.store.protocols import ChunkStore, StaticVectorStore
 from qmd_daemon.text.code_words import chunk_fields
+
+if TYPE_CHECKING:
+    import numpy as np
 
 BATCH = 1000
 
@@ -68,7 +71,8 @@ def static_pending(
             _run(store, vectors, model, collection_ids, writing, report, progress, yield_to)
     except StaticBusy:
         report.busy = True
-    report.pending = len(vectors.pending(collection_ids))
+    covered, chunks = vectors.coverage(collection_ids)  # a count, not the pending rows themselves
+    report.pending = chunks - covered
     report.seconds = round(time.perf_counter() - started, 3)
     report.distill_seconds = round(report.distill_seconds, 3)
     return report
@@ -95,7 +99,7 @@ def _run(store: ChunkStore, vectors: StaticVectorStore, model: StaticModel, coll
             distilling = time.perf_counter()
             report.distilled += model.distil(sorted(set().union(*distinct)), progress=show)
             report.distill_seconds += time.perf_counter() - distilling
-            out: list[tuple[int, int, str, Any, set[int]]] = []
+            out: list[tuple[int, int, str, np.ndarray, set[int]]] = []
             for collection_id in dict.fromkeys(col for _cid, col in present):
                 mine = [i for i, (_cid, col) in enumerate(present) if col == collection_id]
                 pooled = model.pool([tokens[i] for i in mine], _idf(vectors, model, collection_id,
@@ -112,7 +116,9 @@ def _run(store: ChunkStore, vectors: StaticVectorStore, model: StaticModel, coll
         model.save_rows()
 
 
-def _idf(vectors: StaticVectorStore, model: StaticModel, collection_id: int, batch: list[set[int]]) -> Any:
+def _idf(
+    vectors: StaticVectorStore, model: StaticModel, collection_id: int, batch: list[set[int]]
+) -> np.ndarray:
     """IDF over the collection's chunks pooled so far and this batch's."""
     docs, df = vectors.token_df(collection_id, set().union(*batch))
     for chunk_tokens in batch:

@@ -111,3 +111,20 @@ def test_chunks_waiting_for_deep_vectors_are_said_to_be_re_scored_by_static_ones
     again = run_client("ai_search.py", *query, home=daemon_home, cwd=repo, **models)
     line = "ai-search: 12 chunks still wait for vectors: keyword hits re-ranked by static vectors for now"
     assert line in again.stderr.splitlines(), again.stderr
+
+
+def test_a_deep_switch_neither_on_nor_off_is_one_line_error(home: Path, tmp_path: Path,
+                                                          small_models: dict[str, Path]) -> None:
+    """`deep: maybe` was read as "on": hours of deep embedding on the CPU Auto had switched it off
+    for. Every command that reads the switch now stops with one line naming the key."""
+    config = IndexConfig.load(home / "config" / "index.yml")
+    config.set_models({"profile": "small", "deep": "maybe"})
+    config.save()
+    models = {"QMD_MODELS_DIR": str(MODELS_DIR)}
+    repo = make_repo(tmp_path / "repo", FILES)
+    run_cli("collection", "add", str(repo), env_home=home, check=True, **models)
+    expected = "qmd-daemon: error: index.yml: models.deep must be on or off, not 'maybe'"
+    for command in (("embed",), ("status",), ("search", "print text in red")):
+        proc = run_cli(*command, env_home=home, **models)
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.strip().splitlines() == [expected], proc.stderr

@@ -7,21 +7,24 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from qmd_daemon.config import IndexConfig
 from qmd_daemon.engine import Engine
-from qmd_daemon.models.static_table import rows_path
+from qmd_daemon.models.static_table import TokenRows, rows_path
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from qmd_daemon.search.static_list import static_list
 from qmd_daemon.settings import Settings
+from qmd_daemon.text.code_words import code_words
 from tests.conftest import MODELS_DIR, REPO_ROOT, run_cli, write_tree
 
 FILES = {
@@ -222,6 +225,8 @@ def test_status_shows_both_tiers_and_damaged_rows_are_rebuilt(
     first = run_cli("embed", "--json", env_home=home, check=True)
     assert json.loads(first.stdout)["static"]["embedded"] == 4
     rows = next((own_models / "static").glob("*-rows.npz"))
+    # owner-only: the tokens that have rows are the words of the indexed code
+    assert (stat.S_IMODE(rows.stat().st_mode), stat.S_IMODE(rows.parent.stat().st_mode)) == (0o600, 0o700)
     rows.write_bytes(b"not a numpy archive")
     # a new chunk needs rows again: the damaged file is reported in one line and distilled anew
     (tmp_path / "p" / "extra.py").write_text("def extra_helper():\n    return 42\n")
@@ -236,6 +241,67 @@ def test_status_shows_both_tiers_and_damaged_rows_are_rebuilt(
     assert "deep vectors: 5/5 chunks" in text and "static vectors: 5/5 chunks" in text
     status = json.loads(run_cli("status", "--json", env_home=home, check=True).stdout)
     assert status["static_vectors"]["vectors"] == 5 and status["vectors"]["embedded"] == 5
+
+
+@pytest.mark.parametrize("damage", [
+    {"ids": [1, 2], "rows": [["a", "b", "c", "d"]] * 2},  # rows of the right shape but not numbers
+    {"ids": [[1], [2]], "rows": [[0.5] * 4] * 2},  # ids of the wrong shape
+])
+def test_token_rows_of_the_wrong_kind_are_set_aside_in_one_line(
+    tmp_path: Path, damage: dict[str, list[Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the shape was checked: text rows or 2-D ids passed it and failed in `add`, outside the
+    handler, so the tier (and `embed`) ended in a traceback instead of distilling the rows again."""
+    import numpy as np
+
+    path = tmp_path / "static" / "x-rows.npz"
+    path.parent.mkdir()
+    np.savez(path, **{key: np.asarray(value) for key, value in damage.items()})
+    rows = TokenRows(path, n_vocab=10, dim=4)
+    assert (len(rows.ids), rows.missing([1, 2])) == (0, [1, 2]) and not path.exists()
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"qmd-daemon: the static tier's token rows {path} are unreadable (")
+    assert line.endswith("); distilling them again")
+
+
+def test_rows_another_process_saved_reach_a_running_search_and_stay_in_the_file(
+    home: Path, own_models: Path, tmp_path: Path
+) -> None:
+    """A daemon kept the rows it read at start: a query word whose tokens only a terminal's
+    `qmd-daemon embed` had distilled weighed nothing there (a zero row) until a restart, and the
+    daemon's own next save wrote the file without the terminal's rows. Three engines of one index,
+    each with its own model set, stand for the processes."""
+    settings = Settings.from_env()
+    config = IndexConfig.load(settings.config_file)
+    config.set_models({"profile": "small"})
+    config.save()
+    serving, terminal, other = Engine(settings), Engine(settings), Engine(settings)
+    try:
+        first = _indexed(terminal, tmp_path / "p", {**FILES, **NEIGHBOURS})
+        question = "print text in red with backoff"
+        models = [e.static_tier() for e in (serving, other, terminal)]
+        assert all(m is not None for m in models)
+        served, late, distilling = (m.model for m in models if m is not None)
+        words = served.tokenize([code_words(question)])[0]
+        assert served.rows.missing(words) == sorted(set(words))  # built before any row existed
+
+        assert terminal.embed_static(terminal.collection_ids([first]), progress=False)
+        known = sorted(set(words) - set(distilling.rows.missing(words)))
+        assert known, "the chunks hold some of the question's words"
+        trace = SearchTrace()
+        serving.search(question, [first], trace=trace)
+        assert "static" in trace.lists
+        assert served.rows.missing(words) == distilling.rows.missing(words)
+
+        zebra = {"lib/zebra.py": "def stripe_zebra():\n    return 'zebra'\n"}
+        second = _indexed(other, tmp_path / "q", zebra)
+        assert other.embed_static(other.collection_ids([second]), progress=False)
+        assert late.rows.missing(known) == []  # taken from the file before writing it
+        saved = TokenRows(rows_path(own_models, _fingerprint(home)), late.rows.n_vocab, late.dim)
+        assert saved.missing(known) == [] and len(saved.ids) == len(late.rows.ids)
+    finally:
+        for engine in (serving, terminal, other):
+            engine.close()
 
 
 def _fingerprint(home: Path) -> str:

@@ -46,7 +46,8 @@ class HitCounts:
             searches = int(raw["searches"])
         except FileNotFoundError:
             return
-        except (OSError, ValueError, KeyError, TypeError) as exc:  # malformed: a hint, start afresh
+        # malformed (a count of 1e999 overflows int, a deep nest recurses): a hint, start afresh
+        except (OSError, ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
             log.warning("ignoring %s (%s): search hit counts start afresh", self.path, exc)
             return
         self._counts = {key: n for key, n in counts.items() if n > 0}

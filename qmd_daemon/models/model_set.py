@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from qmd_daemon.errors import ConfigError
 from qmd_daemon.models import ModelError
 from qmd_daemon.models.cache import LLMCache
 from qmd_daemon.models.embedder import Embedder
@@ -23,6 +24,9 @@ from qmd_daemon.models.static_table import StaticModel
 
 RETRY_SECONDS = 30.0
 _FACTORIES = {"embed": Embedder, "rerank": Reranker, "expand": Expander}
+_OFF = ("off", "false", "none", "no", "0")  # YAML reads a bare off/no as False: "false" here
+_ON = ("on", "true", "yes", "1")
+_SWITCHES = ("deep", "static")  # keys of `models:` that switch a pass, naming no model
 
 
 class ModelSet:
@@ -38,9 +42,13 @@ class ModelSet:
         self._static: StaticModel | None = None
 
     def enabled(self, role: str) -> bool:
-        """`models: {rerank: off}` (or false/none) switches a role off."""
-        value = self.config.get(role, True)
-        return str(value).strip().lower() not in ("off", "false", "none", "no", "0")
+        """`models: {rerank: off}` (or false/none) switches a role off; any other value of a role
+        is its model (a path or `hf:` reference). `deep` and `static` name no model: on or off only."""
+        value = str(self.config.get(role, True)).strip().lower()
+        if role in _SWITCHES and value not in (*_OFF, *_ON):
+            # why an error: `deep: maybe` read as "on" would start hours of embedding on a CPU
+            raise ConfigError(f"index.yml: models.{role} must be on or off, not {self.config[role]!r}")
+        return value not in _OFF
 
     def deep_off(self) -> str | None:
         """Why no chunk goes through the embedder itself, when `models: {deep: off}` says so (on a

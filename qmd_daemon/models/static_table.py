@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -97,31 +98,52 @@ class TokenRows:
         self.rows = np.zeros((0, dim), dtype=np.float16)
         self.slot = np.full(n_vocab, -1, dtype=np.int64)  # token id -> its row, -1: not distilled
         self.unsaved = 0  # rows added since the file was written
-        self._load()
+        self._seen: tuple[int, int] | None = None  # the file's (mtime_ns, size) as last read or written
+        self.merge_saved()
 
-    def _load(self) -> None:
-        if not self.path.is_file():
-            return
+    def _stamp(self) -> tuple[int, int] | None:
         try:
-            with np.load(self.path) as data:
-                ids, rows = np.asarray(data["ids"], dtype=np.int64), np.asarray(data["rows"])
-            in_vocab = not len(ids) or 0 <= ids.min() <= ids.max() < self.n_vocab
-            if rows.shape != (len(ids), self.dim) or not in_vocab:
-                raise ValueError(f"rows of shape {rows.shape}, expected (n, {self.dim})")
-        except Exception as exc:  # noqa: BLE001 - any unreadable cache (zip, pickle, shape) is rebuilt
+            info = self.path.stat()
+        except OSError:
+            return None
+        return info.st_mtime_ns, info.st_size
+
+    def merge_saved(self) -> int:
+        """Take the rows the file holds and this process lacks; how many. Why: another process
+        (a terminal's `embed` beside the daemon) distils rows too: without them a query word only
+        its chunks hold weighs nothing here, and this process's next save would drop them from the
+        file. One stat when the file has not changed since this process last read or wrote it."""
+        stamp = self._stamp()
+        if stamp is None or stamp == self._seen or not self.path.is_file():
+            return 0
+        self._seen = stamp
+        try:
+            with np.load(self.path) as data:  # allow_pickle stays False: no object is ever built
+                ids = np.asarray(data["ids"], dtype=np.int64)
+                rows = np.asarray(data["rows"], dtype=np.float16)
+            in_vocab = not ids.size or 0 <= ids.min() <= ids.max() < self.n_vocab
+            if ids.ndim != 1 or rows.shape != (len(ids), self.dim) or not in_vocab:
+                raise ValueError(f"ids {ids.shape}, rows {rows.shape}: expected (n,) and (n, {self.dim})")
+        except Exception as exc:  # noqa: BLE001 - any unreadable cache (zip, pickle, shape, dtype) is rebuilt
             print(f"qmd-daemon: the static tier's token rows {self.path} are unreadable ({exc}); "
                   "distilling them again", file=sys.stderr)
             self.path.unlink(missing_ok=True)
-            return
-        self.add(ids, rows)
-        self.unsaved = 0
+            self._seen = None
+            return 0
+        ids, first = np.unique(ids, return_index=True)
+        new = self.slot[ids] < 0
+        if new.any():
+            unsaved = self.unsaved  # rows read from the file are saved already
+            self.add(ids[new], rows[first[new]])
+            self.unsaved = unsaved
+        return int(new.sum())
 
-    def missing(self, tokens: Any) -> list[int]:
+    def missing(self, tokens: Sequence[int]) -> list[int]:
         """The distinct tokens among `tokens` without a row yet."""
         unique = np.unique(np.asarray(tokens, dtype=np.int64))
         return [int(t) for t in unique[self.slot[unique] < 0]]
 
-    def add(self, ids: Any, rows: Any) -> None:
+    def add(self, ids: Sequence[int] | np.ndarray, rows: np.ndarray) -> None:
         """New rows for a search on another thread to see whole: the arrays are replaced, never
         changed in place, `rows` before `slot` (gather reads `slot` first, and old slots stay valid)."""
         ids = np.asarray(ids, dtype=np.int64)
@@ -133,14 +155,24 @@ class TokenRows:
         self.unsaved += len(ids)
 
     def save(self) -> None:
-        """Written whole to a temporary file, then moved over the old one (a kill leaves either)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_name(f"{self.path.stem}.{os.getpid()}.partial.npz")  # one a process
-        np.savez(partial, ids=self.ids, rows=self.rows)
-        partial.replace(self.path)
+        """Written whole to a temporary file, then moved over the old one (a kill leaves either).
+        Owner-only (0600 from creation, folder 0700), unlike the downloaded model files: which
+        tokens have rows tells which words the indexed, possibly private, code uses."""
+        self.merge_saved()  # another process's rows stay in the file
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder = self.path.parent
+        fd, partial = tempfile.mkstemp(prefix=f".{self.path.stem}.", suffix=".partial.npz", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                np.savez(handle, ids=self.ids, rows=self.rows)
+            os.replace(partial, self.path)
+        except BaseException:
+            Path(partial).unlink(missing_ok=True)
+            raise
+        self._seen = self._stamp()
         self.unsaved = 0
 
-    def gather(self, tokens: Any) -> np.ndarray:
+    def gather(self, tokens: Sequence[int] | np.ndarray) -> np.ndarray:
         """The tokens' rows as float32; a token never distilled (only a query can name one) is zero."""
         ids = np.asarray(tokens, dtype=np.int64)
         slot, rows = self.slot[ids], self.rows
@@ -175,7 +207,7 @@ class StaticModel:
             return [self._vocab.tokenize(t.encode("utf-8", "replace"), add_bos=False, special=False)
                     for t in texts]
 
-    def distil(self, tokens: Any, progress: bool | None = None) -> int:
+    def distil(self, tokens: Sequence[int], progress: bool | None = None) -> int:
         """Rows for those of `tokens` that have none yet (a decode each, 64 a batch); how many
         were distilled. Written to the file once SAVE_EVERY are unsaved (`save_rows`: the rest)."""
         with self._distil_lock:
@@ -185,6 +217,15 @@ class StaticModel:
                 if self.rows.unsaved >= SAVE_EVERY:
                     self.rows.save()
             return len(missing)
+
+    def take_saved_rows(self) -> None:
+        """Rows another process saved since (TokenRows.merge_saved), before a query is pooled;
+        skipped while this process distils: a search never waits for a distillation."""
+        if self._distil_lock.acquire(blocking=False):
+            try:
+                self.rows.merge_saved()
+            finally:
+                self._distil_lock.release()
 
     def save_rows(self) -> None:
         """Write the rows distilled since the file was last written, if any (a pass's end)."""
@@ -200,7 +241,7 @@ class StaticModel:
             counts[np.fromiter(df, dtype=np.int64)] = np.fromiter(df.values(), dtype=np.float64)
         return np.log((docs + 1) / (counts + 1)).astype(np.float32)
 
-    def pool(self, fields: Sequence[Sequence[Sequence[int]]], weights: Any) -> np.ndarray:
+    def pool(self, fields: Sequence[Sequence[Sequence[int]]], weights: np.ndarray) -> np.ndarray:
         """One unit vector per chunk (a row of `fields`: its fields' tokens): the sum over fields of
         the mean of weight x row over the field's tokens. `weights`: token id -> weight, an array
         over the vocabulary. A chunk with no token is a zero row."""

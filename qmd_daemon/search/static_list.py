@@ -12,13 +12,16 @@ The question's vector is a tokenizer call and a table lookup: no model runs on t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from qmd_daemon.models.static_table import StaticModel
 from qmd_daemon.search.fusion import RankedList
 from qmd_daemon.search.vector import VECTOR_CANDIDATES
 from qmd_daemon.store.protocols import StaticVectorStore
 from qmd_daemon.text.code_words import code_words
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass
@@ -32,18 +35,19 @@ class StaticTier:
 def static_list(tier: StaticTier, text: str, candidate_ids: list[int], weight: float) -> RankedList | None:
     """The best VECTOR_CANDIDATES of `candidate_ids` by static cosine to `text`, as a list of
     `weight`; None when the question has no word the table knows or no candidate has a vector."""
-    from qmd_daemon.numeric import np
+    from qmd_daemon.numeric import np  # numpy on first use (qmd_daemon/numeric.py)
 
     if not candidate_ids or tier.vectors.active_model() != tier.model.fingerprint:
         return None  # no static vector yet, or only another model's (the next pass replaces them)
     tokens = tier.model.tokenize([code_words(text)])[0]
     if not tokens:
         return None
-    stored: dict[int, tuple[int, Any]] = tier.vectors.vectors_of(candidate_ids)
+    tier.model.take_saved_rows()  # the rows a terminal's `embed` distilled beside this process
+    stored = tier.vectors.vectors_of(candidate_ids)
     ids = [cid for cid in candidate_ids if cid in stored]
     if not ids:
         return None
-    queries: dict[int, Any] = {}  # collection id -> the question weighted by its IDF
+    queries: dict[int, np.ndarray] = {}  # collection id -> the question weighted by its IDF
     for collection_id in dict.fromkeys(stored[cid][0] for cid in ids):
         docs, df = tier.vectors.token_df(collection_id, tokens)
         queries[collection_id] = tier.model.pool([[tokens]], tier.model.idf(docs, df))[0]

@@ -41,10 +41,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qmd_daemon.settings import Settings, SetupSettings
 from qmd_daemon.setup.paths import REPO_ROOT
+
+if TYPE_CHECKING:  # the engine is imported where it runs: in the target environment
+    from qmd_daemon.engine import Engine
 
 DEFAULT_FIXTURES = REPO_ROOT / "benchmark_fixtures"
 COLLECTION = "qmd-bench-fixtures"
@@ -323,7 +326,7 @@ def measure_device(
         engine.close()
 
 
-def _static_rates(engine: Any, report: dict[str, Any] | None) -> StaticRates | None:
+def _static_rates(engine: Engine, report: dict[str, Any] | None) -> StaticRates | None:
     model = engine.models.static()
     if report is None or model is None:
         return None
@@ -335,7 +338,7 @@ def _rate(chunks: int, seconds: float) -> float:
     return round(chunks / seconds, 2) if seconds > 0 and chunks else 0.0
 
 
-def _load_models(engine: Any) -> dict[str, Any]:
+def _load_models(engine: Engine) -> dict[str, Any]:
     """Each role's model, loaded now (None: it will not load), so no timed step pays for a load."""
     loaded = {"embed": engine.models.embedder(), "rerank": engine.models.reranker(),
               "expand": engine.models.expander()}
@@ -345,7 +348,7 @@ def _load_models(engine: Any) -> dict[str, Any]:
     return loaded
 
 
-def _warm_up(engine: Any, query: str) -> None:
+def _warm_up(engine: Engine, query: str) -> None:
     """One untimed query with every model that loaded, within the budget, as a user's first."""
     from qmd_daemon.search.pipeline import SearchOptions
 
@@ -380,7 +383,7 @@ def models_without_rows(models_dir: Path, workdir: Path) -> Path:
     return view
 
 
-def _count_chunks(engine: Any, repos: list[Path], say: Callable[[str], None]) -> int:
+def _count_chunks(engine: Engine, repos: list[Path], say: Callable[[str], None]) -> int:
     """The chunks the user's repositories will have, from a lexical index of them (fast: no model)."""
     total = 0
     for number, repo in enumerate(repos, 1):

@@ -261,20 +261,23 @@ class Setup:
         self.j.done(f"pull-{profile}")
 
     def write_models_block(self, profile: str, device: str, auto: dict[str, Any] | None = None) -> None:
-        """Yes: every role on (an earlier Auto's switches removed); Auto: its per-role choice, the
-        deep pass off when only the static tier passed (`deep: off`: the embedder stays, its
-        tokenizer and rows are the static tier's), and the line that says why, which `qmd-daemon
-        status` shows."""
+        """Yes: every role on (an earlier Auto's switches removed); Auto: its per-role choice, a
+        tier that failed switched off (`deep: off`: the embedder stays, its tokenizer and rows are
+        the static tier's; `static: off`, the static pass would not cover the index in time), and
+        the line that says why, which `qmd-daemon status` shows."""
         values: dict[str, Any] = {"profile": profile, "device": device, "expand": None, "rerank": None,
-                                  "deep": None, "auto": None}
+                                  "static": None, "deep": None, "auto": None}
         if auto:
             values.update({r: "on" if auto["roles"][r] else "off" for r in ("expand", "rerank")},
-                          deep=None if auto["roles"]["deep"] else "off", auto=auto["decision"])
+                          auto=auto["decision"])
+            # a tier's key is written only to switch it off: one that passed goes, with a switch from before
+            values.update({tier: None if auto["roles"][tier] else "off" for tier in ("static", "deep")})
         written = {key: value for key, value in values.items() if value is not None}
         removed = [key for key, value in values.items() if value is None]  # None: the key goes
         why = f"; every role on: an earlier Auto's {', '.join(removed)} keys go" if removed else ""
-        if auto and removed:  # Auto decides every key but this one: the deep pass passed
-            why = "; the deep pass passed: a deep: off from before goes"
+        if auto and removed:  # Auto decides every key but the tiers that passed
+            switches = ", ".join(f"{tier}: off" for tier in removed)
+            why = f"; {' and '.join(removed)} passed: an earlier {switches} goes"
         what = f"write models: {json.dumps(written)} into {self.paths.index_yml} (other keys kept{why})"
         if not self.j.step("models", what):
             return

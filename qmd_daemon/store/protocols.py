@@ -10,10 +10,13 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from qmd_daemon.store.lexical_query import LexicalQuery
 from qmd_daemon.store.pending_order import EmbedPriority
+
+if TYPE_CHECKING:
+    import numpy as np
 from qmd_daemon.text.chunk_model import Chunk
 
 
@@ -224,17 +227,15 @@ class StaticVectorStore(Protocol):
 
     def ensure(self, fingerprint: str) -> bool: ...
 
-    def pending(
-        self, collection_ids: list[int] | None = None, limit: int | None = None
-    ) -> list[tuple[int, int, str]]: ...
+    def pending(self, collection_ids: list[int] | None = None) -> list[tuple[int, int, str]]: ...
 
     def coverage(self, collection_ids: list[int] | None = None) -> tuple[int, int]: ...
 
     def token_df(self, collection_id: int, tokens: Iterable[int]) -> tuple[int, dict[int, int]]: ...
 
-    def put(self, rows: Sequence[tuple[int, int, str, Any, Iterable[int]]]) -> int: ...
+    def put(self, rows: Sequence[tuple[int, int, str, np.ndarray, Iterable[int]]]) -> int: ...
 
-    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, tuple[int, Any]]: ...
+    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, tuple[int, np.ndarray]]: ...
 
 
 class StoredLLMCache(Protocol):

@@ -47,7 +47,7 @@ DOCS = -1  # the token whose count is the collection's chunks pooled
 _ID_BATCH = 500  # ids in one `IN (...)`: under SQLite's variable limit everywhere
 
 
-def int8_blob(vector: Any) -> bytes:
+def int8_blob(vector: np.ndarray) -> bytes:
     """A unit vector as int8, its largest component 127 (a zero vector stays zero)."""
     values = np.asarray(vector, dtype=np.float32)
     top = float(np.abs(values).max()) if values.size else 0.0
@@ -65,7 +65,7 @@ def token_counts(chunks: Iterable[tuple[int, Iterable[int]]]) -> list[tuple[int,
     return [(col, token, n) for (col, token), n in sorted(added.items())]
 
 
-def int8_vector(blob: bytes) -> Any:
+def int8_vector(blob: bytes) -> np.ndarray:
     """A stored int8 vector as float32 (not normalised: a cosine ignores the scale)."""
     return np.frombuffer(blob, dtype=np.int8).astype(np.float32)
 
@@ -96,17 +96,13 @@ class SharedStaticQueries:
     def _derived(self) -> DerivedValues:
         raise NotImplementedError
 
-    def pending(
-        self, collection_ids: list[int] | None = None, limit: int | None = None
-    ) -> list[tuple[int, int, str]]:
+    def pending(self, collection_ids: list[int] | None = None) -> list[tuple[int, int, str]]:
         """(chunk id, collection id, content hash) of the chunks with no static vector of their
         current text."""
         where, params = self._where(collection_ids) if collection_ids else ("", [])
         sql = f"""SELECT c.id, f.collection_id, c.hash FROM chunks c JOIN files f ON f.id = c.file_id
                   LEFT JOIN static_vectors s ON s.chunk_id = c.id
                   WHERE (s.chunk_id IS NULL OR s.hash <> c.hash) {where} ORDER BY c.id"""
-        if limit:
-            sql += f" LIMIT {int(limit)}"
         return [(int(r[0]), int(r[1]), str(r[2])) for r in self._execute(sql, params)]
 
     def coverage(self, collection_ids: list[int] | None = None) -> Coverage:
@@ -187,7 +183,7 @@ class StaticVectors(SharedStaticQueries):
             counts.update((int(t), int(df)) for t, df in rows)
         return counts.pop(DOCS, 0), counts
 
-    def put(self, rows: Sequence[tuple[int, int, str, Any, Iterable[int]]]) -> int:
+    def put(self, rows: Sequence[tuple[int, int, str, np.ndarray, Iterable[int]]]) -> int:
         """Store (chunk id, collection id, content hash, unit vector, its distinct tokens) in one
         transaction and count the tokens; a chunk deleted or changed since it was read (its id
         reused, another hash) is skipped. Returns the vectors written."""
@@ -209,10 +205,10 @@ class StaticVectors(SharedStaticQueries):
             )
         return len(written)
 
-    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, tuple[int, Any]]:
+    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, tuple[int, np.ndarray]]:
         """chunk id -> (its collection id, its static vector: float32, not normalised), for the
         chunks whose vector is of their current text."""
-        out: dict[int, tuple[int, Any]] = {}
+        out: dict[int, tuple[int, np.ndarray]] = {}
         ids = list(chunk_ids)
         for start in range(0, len(ids), _ID_BATCH):
             part = ids[start : start + _ID_BATCH]

@@ -4,7 +4,7 @@ of bench/static_code.py."""
 from __future__ import annotations
 
 from bench.static_code import CodeAnalysis, FieldWeights, query_identifiers
-from qmd_daemon.text.code_words import code_words
+from qmd_daemon.text.code_words import chunk_fields, code_words
 
 
 def test_identifiers_split_lowercased_without_punctuation_or_numbers() -> None:
@@ -34,10 +34,10 @@ def test_variant_names_parse_into_weights_cap_and_query_mode() -> None:
 def test_chunk_fields_put_the_signature_in_the_body_once() -> None:
     analysis = CodeAnalysis.parse("code-qids")
     assert analysis is not None
-    path, names, body = analysis.chunk_fields("net/CookieJar.java", "CookieJar addCookie", "class CookieJar",
-                                              "void addCookie(Cookie c)", "store(c);")
+    path, names, body = chunk_fields("net/CookieJar.java", "CookieJar addCookie", "class CookieJar",
+                                     "void addCookie(Cookie c)", "store(c);")
     assert (path, names) == ("net cookie jar java", "cookie jar add cookie class cookie jar")
     assert body == "void add cookie cookie c store c"
-    inline = analysis.chunk_fields("a.py", "", "", "def f(x)", "def f(x):\n    return x")[2]
+    inline = chunk_fields("a.py", "", "", "def f(x)", "def f(x):\n    return x")[2]
     assert inline == "def f x return x"
     assert analysis.query_text("where is addCookie called") == "add cookie"

@@ -33,7 +33,10 @@ def test_counts_each_file_once_a_search_and_survive_a_restart(tmp_path: Path) ->
     assert HitCounts(tmp_path).returned() == {"repo": {"a.py": 2, "b.py": 1}}
 
 
-@pytest.mark.parametrize("content", ["{not json", '{"files": [["repo", "a.py"]], "searches": 1}', "[]"])
+@pytest.mark.parametrize("content", [
+    "{not json", '{"files": [["repo", "a.py"]], "searches": 1}', "[]",
+    '{"files": [["repo", "a.py", 1e999]], "searches": 1}', "[" * 100_000,  # int(inf), too deep a nest
+])
 def test_a_corrupt_counts_file_is_ignored_with_a_log_line(
     tmp_path: Path, content: str, caplog: pytest.LogCaptureFixture
 ) -> None:

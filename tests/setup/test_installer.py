@@ -148,7 +148,7 @@ def test_dry_run_prints_steps_and_changes_nothing(fake_home):
     # the models step names what it writes, not JSON nulls for the keys it takes out (first-hour-9)
     models = next(line for line in yes.splitlines() if line.startswith("DRYRUN write models:"))
     assert "null" not in models and '{"profile": "small", "device": "gpu|cpu"}' in models, models
-    assert "every role on: an earlier Auto's expand, rerank, deep, auto keys go" in models
+    assert "every role on: an earlier Auto's expand, rerank, static, deep, auto keys go" in models
     # with something installed, No's dry run lists the removals
     assert yes_small(fake_home).returncode == 0
     installed = listing(home)
@@ -305,6 +305,27 @@ def test_auto_static_tier_alone_continues_as_yes_with_the_deep_pass_off(fake_hom
     assert again.returncode == 0, again.stderr
     models = yaml.safe_load((_home(fake_home) / ".qmd/config/index.yml").read_text())["models"]
     assert "deep" not in models and "auto" not in models
+
+
+def test_auto_static_tier_failed_is_switched_off_as_its_line_says(fake_home):
+    """The Auto line said `static vectors off (...)` when the static pass would not cover the index
+    in time, but index.yml kept the tier on: every embed still ran that pass before the deep one,
+    and `status` contradicted the recorded choice. The failed tier is now written off."""
+    env = dict(fake_home, QMD_BENCHMARK_MAX_EMBED_MINUTES="100000",  # any rate passes: 20,000 chunks
+               QMD_BENCHMARK_MAX_STATIC_MINUTES="0.00001")  # no CPU pools 20,000 chunks in 0.6 ms
+    proc = run_install(
+        env, "--semantic-retrieval", "auto", "--profile", "small", "--python-env", fake_home["QMD_PYTHON"]
+    )
+    assert proc.returncode == 0, proc.stderr
+    said = "Auto: small on cpu: static vectors off "
+    decision = [ln for ln in proc.stdout.splitlines() if ln.startswith(said)]
+    assert len(decision) == 1 and "; deep vectors on (" in decision[0], proc.stdout
+    models = yaml.safe_load((_home(fake_home) / ".qmd/config/index.yml").read_text())["models"]
+    assert models["static"] == "off" and "deep" not in models
+    assert "(other keys kept; deep passed: an earlier deep: off goes)" in proc.stdout
+    client = str(Path(fake_home["QMD_PYTHON"]).parent / "qmd-daemon")
+    status = subprocess.run([client, "status"], env=env, capture_output=True, text=True, timeout=60)
+    assert "static vectors: unavailable, switched off (models: {static: off})" in status.stdout, status.stderr
 
 
 def test_auto_fail_stores_no_and_installs_nothing(fake_home):

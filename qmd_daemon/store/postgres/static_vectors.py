@@ -13,7 +13,7 @@ again, so a chunk's tokens are counted once.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qmd_daemon.store.postgres.connection import PostgresDatabase
 from qmd_daemon.store.postgres.schema import meta_value, set_meta
@@ -25,6 +25,9 @@ from qmd_daemon.store.static_vectors import (
     int8_vector,
     token_counts,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
 
 STATIC_LOCK = 0x716D6402  # advisory lock key of a static model change (vectors.py's is ...01)
 
@@ -72,7 +75,7 @@ class PostgresStaticVectors(SharedStaticQueries):
         counts = {int(t): int(df) for t, df in rows}
         return counts.pop(DOCS, 0), counts
 
-    def put(self, rows: Sequence[tuple[int, int, str, Any, Iterable[int]]]) -> int:
+    def put(self, rows: Sequence[tuple[int, int, str, np.ndarray, Iterable[int]]]) -> int:
         """Store (chunk id, collection id, content hash, unit vector, its distinct tokens) in one
         transaction and count the tokens of the vectors written; a chunk deleted or changed since
         it was read, or whose vector is already of its current text, is skipped. Returns the
@@ -109,7 +112,7 @@ class PostgresStaticVectors(SharedStaticQueries):
                 )
         return len(written)
 
-    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, tuple[int, Any]]:
+    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, tuple[int, np.ndarray]]:
         """chunk id -> (its collection id, its static vector: float32, not normalised), for the
         chunks whose vector is of their current text; one round trip."""
         rows = self.db.execute(
