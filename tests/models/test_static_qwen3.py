@@ -60,7 +60,8 @@ def _eos_reading(path: Path, token: int) -> np.ndarray:
             batch.n_tokens = len(seq)
             assert llama_cpp.llama_decode(llm.ctx, batch) == 0
             ptr = llama_cpp.llama_get_embeddings_ith(llm.ctx, len(seq) - 1)
-            return np.array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float))[: llm.n_embd()], dtype=np.float32)
+            floats = ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float))
+            return np.array(floats[: llm.n_embd()], dtype=np.float32)
         finally:
             llama_cpp.llama_batch_free(batch)
     finally:
@@ -90,22 +91,24 @@ def test_distilled_rows_are_the_decoders_reading_at_the_eos(
     assert float(np.dot(chunk, row / np.linalg.norm(row))) > 0.9999
 
 
-@pytest.fixture
+@pytest.fixture(params=["plain", "add_eos"])
 def qwen3_engine(
-    home: Path, monkeypatch: pytest.MonkeyPatch, qwen3_embed: dict[str, Path], tmp_path: Path
+    request: pytest.FixtureRequest, home: Path, monkeypatch: pytest.MonkeyPatch,
+    qwen3_embed: dict[str, Path], tmp_path: Path,
 ) -> Iterator[Engine]:
-    """An Engine whose embedder is the qwen3 GGUF (rerank and expand off: not under test here)."""
+    """An Engine whose embedder is a qwen3 GGUF (rerank and expand off: not under test here)."""
     monkeypatch.setenv("QMD_MODELS_DIR", str(tmp_path / "models"))
     settings = Settings.from_env()
     config = IndexConfig.load(settings.config_file)
-    config.set_models({"embed": str(qwen3_embed["plain"]), "rerank": "off", "expand": "off"})
+    config.set_models({"embed": str(qwen3_embed[request.param]), "rerank": "off", "expand": "off"})
     config.save()
     engine = Engine(settings)
     yield engine
     engine.close()
 
 
-def _hits(engine: Engine, query: str, name: str, *, vectors: bool, trace: SearchTrace | None = None) -> list[str]:
+def _hits(engine: Engine, query: str, name: str, *, vectors: bool,
+          trace: SearchTrace | None = None) -> list[str]:
     hits = engine.search(query, [name], options=SearchOptions(vectors=vectors), trace=trace)
     return [f"{h.path}:{h.end_line}" for h in hits]
 
@@ -131,6 +134,8 @@ def test_static_pass_and_search_on_a_qwen3_index(qwen3_engine: Engine, tmp_path:
     docs, df = tier.vectors.token_df(collection_id, range(tier.model.rows.n_vocab))
     assert docs == chunks and 0 < len(df) < tier.model.rows.n_vocab
     assert sorted(tier.model.rows.ids.tolist()) == sorted(df) and report["distilled"] == len(df)
+    with tier.model.source.handle.acquire() as llm:  # the frame's EOS is no chunk's token
+        assert llm.token_eos() not in df
     # one 64-dim int8 row a chunk, scaled to 127 (store/static_vectors.py); a fresh SQLite index
     # numbers its chunks from 1
     stored = tier.vectors.vectors_of(list(range(1, 10 * chunks)))
@@ -143,7 +148,8 @@ def test_static_pass_and_search_on_a_qwen3_index(qwen3_engine: Engine, tmp_path:
     path = rows_path(engine.settings.models_dir, embedder.fingerprint)
     again = TokenRows(path, tier.model.rows.n_vocab, 64)
     assert sorted(again.ids.tolist()) == sorted(tier.model.rows.ids.tolist())
-    np.testing.assert_array_equal(again.gather(tier.model.rows.ids), tier.model.rows.gather(tier.model.rows.ids))
+    ids = tier.model.rows.ids
+    np.testing.assert_array_equal(again.gather(ids), tier.model.rows.gather(ids))
 
     for query in ["split code words", "tokenize identifiers"]:
         lexical = _hits(engine, query, name, vectors=False)
