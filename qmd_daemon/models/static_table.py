@@ -51,13 +51,13 @@ def rows_path(models_dir: Path, fingerprint: str) -> Path:
     return models_dir / STATIC_DIR / f"{digest}-rows.npz"
 
 
-def _frame(llm: Any, encoder: bool) -> tuple[list[int], list[int]]:
-    """The tokens the embedder puts around any input: [CLS] .. [SEP] for encoders (what the
-    tokenizer adds to an empty text), BOS .. EOS for decoders (the EOS its last-token pooling reads)."""
-    empty = llm.tokenize(b"", add_bos=True, special=False)
-    if encoder:
-        return empty[:1], empty[1:]
-    return empty, [llm.token_eos()]
+def _frame(embedder: Embedder, llm: Any) -> tuple[list[int], list[int]]:
+    """The tokens the embedder puts around any input, taken from its own framing of an empty text:
+    [CLS] .. [SEP] for encoders, (BOS) .. EOS for decoders (the EOS its last-token pooling reads).
+    Asking the tokenizer alone is wrong for a Qwen3-Embedding GGUF whose header sets
+    `add_eos_token`: it answers [EOS] for an empty text, and the rows were read from EOS t EOS."""
+    framed = embedder._tokens(llm, "")
+    return framed[:-1], framed[-1:]
 
 
 def embed_vocabulary(embedder: Embedder, progress: bool | None = None,
@@ -68,7 +68,7 @@ def embed_vocabulary(embedder: Embedder, progress: bool | None = None,
     with embedder.handle.acquire() as llm:
         ids = list(range(llm.n_vocab())) if tokens is None else list(tokens)
         dim = embedder.dim or llm.n_embd()
-        head, tail = _frame(llm, embedder.encoder)
+        head, tail = _frame(embedder, llm)
     from llama_cpp._internals import LlamaBatch
 
     batch = LlamaBatch(n_tokens=embedder.handle.n_ctx, embd=0, n_seq_max=1, verbose=False)

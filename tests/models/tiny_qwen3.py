@@ -31,8 +31,10 @@ def _byte_chars() -> list[str]:
 
 
 def write_tiny_qwen3(path: Path, *, rank_head: bool = False, pooling_last: bool = False,
-                     seed: int = 0) -> Path:
-    """Write a 2-layer, 64-dim qwen3 GGUF; `rank_head` adds a 2-row `cls.output` (yes, no)."""
+                     add_eos: bool = False, seed: int = 0) -> Path:
+    """Write a 2-layer, 64-dim qwen3 GGUF; `rank_head` adds a 2-row `cls.output` (yes, no);
+    `add_eos` sets `tokenizer.ggml.add_eos_token`, as some Qwen3-Embedding conversions do (the
+    tokenizer then appends the EOS its last-token pooling reads)."""
     from qmd_daemon.models.gguf_info import import_gguf
 
     gguf = import_gguf()
@@ -62,6 +64,8 @@ def write_tiny_qwen3(path: Path, *, rank_head: bool = False, pooling_last: bool 
     w.add_eos_token_id(tokens.index("<|endoftext|>"))
     w.add_pad_token_id(tokens.index("<|endoftext|>"))
     w.add_add_bos_token(False)
+    if add_eos:
+        w.add_add_eos_token(True)
     w.add_chat_template(CHATML_TEMPLATE)
 
     def t(name: str, *shape: int, scale: float = 0.2) -> None:
