@@ -73,7 +73,7 @@ class Embedder:
         out: list[list[float]] = []
         for i in range(0, len(texts), self.seqs_per_decode):
             with self.handle.acquire(urgent=urgent) as llm:
-                token_lists = [self._tokens(llm, t) for t in texts[i : i + self.seqs_per_decode]]
+                token_lists = [self.framed_tokens(llm, t) for t in texts[i : i + self.seqs_per_decode]]
                 out.extend(self._decode(llm, token_lists))
         return out
 
@@ -85,7 +85,9 @@ class Embedder:
         self.handle.unload()
         self._batch = None
 
-    def _tokens(self, llm: Any, text: str) -> list[int]:
+    def framed_tokens(self, llm: Any, text: str) -> list[int]:
+        """`text` as this model embeds it: its own BOS/[CLS] and one closing EOS/[SEP], cut to the
+        context. The static tier frames each vocabulary token the same way (models/static_table.py)."""
         tokens = llm.tokenize(text.encode("utf-8", "replace"), add_bos=True, special=False)
         limit = self.handle.n_ctx
         if self.encoder:  # keep the closing [SEP]

@@ -56,7 +56,7 @@ def _frame(embedder: Embedder, llm: Any) -> tuple[list[int], list[int]]:
     [CLS] .. [SEP] for encoders, (BOS) .. EOS for decoders (the EOS its last-token pooling reads).
     Asking the tokenizer alone is wrong for a Qwen3-Embedding GGUF whose header sets
     `add_eos_token`: it answers [EOS] for an empty text, and the rows were read from EOS t EOS."""
-    framed = embedder._tokens(llm, "")
+    framed = embedder.framed_tokens(llm, "")
     return framed[:-1], framed[-1:]
 
 

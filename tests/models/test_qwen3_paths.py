@@ -30,8 +30,8 @@ def test_decoder_embedder_last_token_eos_prefix(tiny: dict[str, Path]) -> None:
     assert emb.family == "decoder" and emb.dim == 64
     with emb.handle.acquire() as llm:
         eos = llm.token_eos()
-        assert emb._tokens(llm, "hello")[-1] == eos
-        long = emb._tokens(llm, "word " * 1000)
+        assert emb.framed_tokens(llm, "hello")[-1] == eos
+        long = emb.framed_tokens(llm, "word " * 1000)
         assert len(long) == 256 and long[-1] == eos
     docs = emb.embed_documents(["hello world", "def f(): pass", "word " * 1000])
     assert all(len(v) == 64 and abs(np.linalg.norm(v) - 1) < 1e-5 for v in docs)
