@@ -331,10 +331,12 @@ def _retrieve(
         trace.pending_vectors = _pending_vectors(store, vectors, models.embedder.fingerprint, collection_ids)
         trace.stale = trace.pending_vectors > 0
         clock.lap("vector")
-    if options.vectors and models.static is not None and lexical and (
+    if options.vectors and models.static is not None and lexical and not parsed.is_long and (
         vectors is None or models.embedder is None or trace.pending_vectors > 0 or options.static_with_deep
     ):
-        # the scope has chunks the deep list cannot find yet: their static vectors count
+        # the scope has chunks the deep list cannot find yet: their static vectors count. Not for
+        # a bug report: a mean over its hundreds of words knows nothing BM25 does not, and on the
+        # three report sets it never lifted one and dropped three (docs/scale.md)
         weight = options.static_weight * (options.symbol_vector_weight if parsed.is_symbol_query else 1.0)
         ranked = static_list(models.static, parsed.model_text, [h.chunk_id for h in lexical], weight)
         if ranked is not None:

@@ -67,6 +67,12 @@ class ParsedQuery:
         return f"{self.model_text}\nIntent: {self.intent}" if self.intent else self.model_text
 
     @property
+    def is_long(self) -> bool:
+        """A bug report or a pasted log rather than a question: longer, as sent, than what the
+        models see whole (its words alone may be shorter: code blocks and tracebacks are not words)."""
+        return len(self.raw) > MODEL_TEXT_CHARS
+
+    @property
     def is_symbol_query(self) -> bool:
         """A bare identifier (or two): lean lexical and boost definitions."""
         words = self.text.split()
