@@ -62,8 +62,7 @@ class ModelSet:
         with self._lock:
             if role in self._built:
                 return self._built[role]
-            failed_at = self._failed_at.get(role)
-            if failed_at is not None and time.monotonic() - failed_at < RETRY_SECONDS:
+            if self._failed_lately(role):
                 return None
             try:
                 path = resolve_role(role, self.config, self.models_dir, download=False)
@@ -72,11 +71,19 @@ class ModelSet:
                     kwargs["cache"] = self.cache
                 self._built[role] = self._share_model(_FACTORIES[role](path, **kwargs))
             except ModelError as exc:  # e.g. not pulled yet: tried again a little later
-                self._errors[role] = str(exc)
-                self._failed_at[role] = time.monotonic()
+                self._failed(role, exc)
                 return None
             self._errors.pop(role, None)
             return self._built[role]
+
+    def _failed_lately(self, role: str) -> bool:
+        """A role that failed to build is tried again after RETRY_SECONDS, not on every search."""
+        failed_at = self._failed_at.get(role)
+        return failed_at is not None and time.monotonic() - failed_at < RETRY_SECONDS
+
+    def _failed(self, role: str, exc: ModelError) -> None:
+        self._errors[role] = str(exc)
+        self._failed_at[role] = time.monotonic()
 
     def _share_model(self, model: Any) -> Any:
         """One llama.cpp model per file: a role whose GGUF another built role loads the same way
@@ -108,10 +115,12 @@ class ModelSet:
             return None
         with self._lock:
             if self._static is None or self._static.source is not embedder:
+                if self._failed_lately("static"):  # not re-read on every search
+                    return None
                 try:
                     self._static = StaticModel(embedder, self.models_dir)
                 except ModelError as exc:
-                    self._errors["static"] = str(exc)
+                    self._failed("static", exc)
                     return None
             return self._static
 

@@ -14,6 +14,7 @@ of lexical's candidates (a primary-key lookup each).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -81,20 +82,20 @@ class DerivedValues(Protocol):
 Coverage = tuple[int, int]  # (chunks with a current static vector, chunks)
 
 
-class SharedStaticQueries:
+class SharedStaticQueries(ABC):
     """`pending` and `coverage` of the static tier: the same statements on every backend, which
     gives its statement runner, its collection filter on `f.collection_id` and what keeps its
     derived values."""
 
-    def _execute(self, sql: str, params: list[Any]) -> Any:
-        raise NotImplementedError
+    @abstractmethod
+    def _execute(self, sql: str, params: list[Any]) -> Any: ...
 
+    @abstractmethod
     def _where(self, collection_ids: list[int]) -> tuple[str, list[Any]]:
         """`AND f.collection_id` in the collections, and its parameters."""
-        raise NotImplementedError
 
-    def _derived(self) -> DerivedValues:
-        raise NotImplementedError
+    @abstractmethod
+    def _derived(self) -> DerivedValues: ...
 
     def pending(self, collection_ids: list[int] | None = None) -> list[tuple[int, int, str]]:
         """(chunk id, collection id, content hash) of the chunks with no static vector of their
