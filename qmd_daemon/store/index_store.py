@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -490,16 +491,32 @@ class IndexStore:
     # -- reads for search ----------------------------------------------------------------------
 
     def fts_search(
-        self, query: LexicalQuery, collection_ids: list[int], limit: int, weights: tuple[float, float, float]
+        self,
+        query: LexicalQuery,
+        collection_ids: list[int],
+        limit: int,
+        weights: tuple[float, float, float],
+        file_ids: Collection[int] | None = None,
     ) -> list[tuple[int, float]]:
         """(chunk id, bm25) best first; bm25 is negated so that larger is better. `weights`: the
-        path, symbols and body columns' (FTS5's bm25 arguments)."""
+        path, symbols and body columns' (FTS5's bm25 arguments). `file_ids`: each match's chunk
+        looked up and kept when of one of them (CROSS JOIN: the MATCH drives, as unfiltered)."""
+        match = scoped_match(query, self._scope(collection_ids))
         with rejected_queries():
-            rows = self.conn.execute(
-                """SELECT rowid, bm25(chunks_fts, 0.0, ?, ?, ?) AS score FROM chunks_fts
-                   WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?""",
-                (*weights, scoped_match(query, self._scope(collection_ids)), limit),
-            ).fetchall()
+            if file_ids is None:
+                rows = self.conn.execute(
+                    """SELECT rowid, bm25(chunks_fts, 0.0, ?, ?, ?) AS score FROM chunks_fts
+                       WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?""",
+                    (*weights, match, limit),
+                ).fetchall()
+            else:
+                rows = self.conn.execute(
+                    """SELECT chunks_fts.rowid, bm25(chunks_fts, 0.0, ?, ?, ?) AS score
+                       FROM chunks_fts CROSS JOIN chunks c ON c.id = chunks_fts.rowid
+                       WHERE chunks_fts MATCH ? AND c.file_id IN (SELECT value FROM json_each(?))
+                       ORDER BY score LIMIT ?""",
+                    (*weights, match, json.dumps(sorted(file_ids)), limit),
+                ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
 
     def fts_count(self, query: LexicalQuery, collection_ids: list[int]) -> int:
@@ -631,6 +648,21 @@ class IndexStore:
                 JOIN chunks c ON c.file_id = f.id
                 WHERE s.stem IN ({stem_marks}) AND f.collection_id IN ({col_marks}) GROUP BY f.id LIMIT 50""",
             [*(s.lower() for s in stems), *collection_ids],
+        )
+        return [int(r[0]) for r in rows]
+
+    def file_paths(self, collection_ids: list[int]) -> list[tuple[int, str]]:
+        if not collection_ids:
+            return []
+        marks = ",".join("?" * len(collection_ids))
+        sql = f"SELECT id, path FROM files WHERE collection_id IN ({marks})"
+        rows = self.conn.execute(sql, collection_ids)
+        return [(int(file_id), path) for file_id, path in rows]
+
+    def chunks_of_files(self, file_ids: list[int], limit: int) -> list[int]:
+        rows = self.conn.execute(
+            "SELECT c.id FROM json_each(?) j CROSS JOIN chunks c ON c.file_id = j.value LIMIT ?",
+            (json.dumps(file_ids), limit),
         )
         return [int(r[0]) for r in rows]
 
