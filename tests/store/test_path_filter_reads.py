@@ -48,21 +48,28 @@ def test_keyword_search_among_files_ranks_as_the_whole_search_does_within_them(b
     lite, pg = both
     assert _files(pg).keys() == _files(lite).keys() and len(_files(lite)) > 30
     assert lite.file_paths([]) == pg.file_paths([]) == []
-    chosen = sorted(p for p in _files(lite) if p.startswith("qmd_daemon/store/"))
-    for query in (Word("collection"), AnyOf((Word("vector"), Word("bm25"))), Phrase("chunk ids")):
-        answers = []
-        for store in (lite, pg):
-            cid, files = store.collection_id("repo"), _files(store)
-            allowed = {files[p] for p in chosen}
-            whole = store.fts_search(query, [cid], 10_000, WEIGHTS)
-            rows = store.chunks_by_ids([c for c, _ in whole])
-            within = [(c, s) for c, s in whole if rows[c].file_id in allowed]
-            found = store.fts_search(query, [cid], 10_000, WEIGHTS, allowed)
-            assert found == within and len(within) < len(whole)  # same BM25, same order, only those files
-            assert store.fts_search(query, [cid], 3, WEIGHTS, allowed) == within[:3]
-            assert store.fts_search(query, [cid], 10, WEIGHTS, set()) == []
-            answers.append([(rows[c].path, rows[c].start_line, round(s, 9)) for c, s in found])
-        assert answers[0] == answers[1] != []
+    queries = (Word("collection"), AnyOf((Word("vector"), Word("bm25"))), Phrase("chunk ids"))
+    # a folder (half the files: SQLite filters the unfiltered best), one file (it joins every
+    # match), and every file but those of the best matches (the unfiltered best hold too few)
+    choices: list[Any] = [lambda p, top: p.startswith("qmd_daemon/store/"),
+                          lambda p, top: p == "qmd_daemon/search/lexical.py",
+                          lambda p, top: p not in top]
+    for query in queries:
+        for chosen in choices:
+            answers = []
+            for store in (lite, pg):
+                cid, files = store.collection_id("repo"), _files(store)
+                whole = store.fts_search(query, [cid], 10_000, WEIGHTS)
+                rows = store.chunks_by_ids([c for c, _ in whole])
+                top = {rows[c].path for c, _ in whole[:20]}
+                allowed = {i for p, i in files.items() if chosen(p, top)}
+                within = [(c, s) for c, s in whole if rows[c].file_id in allowed]
+                found = store.fts_search(query, [cid], 10_000, WEIGHTS, allowed)
+                assert found == within and len(within) < len(whole)  # same BM25 and order, those files only
+                assert store.fts_search(query, [cid], 3, WEIGHTS, allowed) == within[:3]
+                assert store.fts_search(query, [cid], 10, WEIGHTS, set()) == []
+                answers.append([(rows[c].path, rows[c].start_line, round(s, 9)) for c, s in found])
+            assert answers[0] == answers[1] != []
 
 
 def test_chunks_of_files_are_those_files_chunks_up_to_the_limit(both: Any) -> None:
