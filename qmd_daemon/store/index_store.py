@@ -529,21 +529,19 @@ class IndexStore:
         unfiltered best are asked for as many more as the share is small, and only those looked
         up; the same answer when `limit` of them are of the files (or they are every match),
         else the join reads every match."""
-        files = sorted(file_ids)
         in_scope = self._files_in(collection_ids)
-        if files and len(files) >= AMONG_SHARE * in_scope:
-            wanted = math.ceil(limit * in_scope / len(files) * AMONG_MARGIN)
+        if file_ids and len(file_ids) >= AMONG_SHARE * in_scope:
+            wanted = math.ceil(limit * in_scope / len(file_ids) * AMONG_MARGIN)
             best = self.conn.execute(
                 """SELECT rowid, bm25(chunks_fts, 0.0, ?, ?, ?) AS score FROM chunks_fts
                    WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?""",
                 (*weights, match, wanted),
             ).fetchall()
-            allowed = set(files)
             file_of = dict(self.conn.execute(
                 "SELECT c.id, c.file_id FROM json_each(?) j CROSS JOIN chunks c ON c.id = j.value",
                 (json.dumps([r[0] for r in best]),),
             ).fetchall())
-            kept = [(int(r[0]), -float(r[1])) for r in best if file_of.get(r[0]) in allowed]
+            kept = [(int(r[0]), -float(r[1])) for r in best if file_of.get(r[0]) in file_ids]
             if len(kept) >= limit or len(best) < wanted:
                 return kept[:limit]
         rows = self.conn.execute(  # CROSS JOIN: the MATCH drives, as unfiltered
@@ -551,7 +549,7 @@ class IndexStore:
                FROM chunks_fts CROSS JOIN chunks c ON c.id = chunks_fts.rowid
                WHERE chunks_fts MATCH ? AND c.file_id IN (SELECT value FROM json_each(?))
                ORDER BY score LIMIT ?""",
-            (*weights, match, json.dumps(files), limit),
+            (*weights, match, json.dumps(list(file_ids)), limit),
         ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
 

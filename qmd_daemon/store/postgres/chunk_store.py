@@ -371,7 +371,7 @@ class PostgresChunkStore:
         node = lexical.compile_query(query)
         if not collection_ids:
             return []
-        files = None if file_ids is None else sorted(file_ids)
+        files = None if file_ids is None else list(file_ids)
         statement = ranking.ranked(node, collection_ids, limit, weights, files)
         return [(int(i), float(score)) for i, score in self._sql(statement.sql, statement.params)]
 
