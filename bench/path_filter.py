@@ -3,9 +3,9 @@
 The broad set's questions, each searched in its repository's whole-tree collection: unfiltered,
 with its root as a folder filter (`--path src/click/`, what an agent that knows where the code
 lives says), and with an exclusion filter (tests and docs left out). Per filter: p50 wall and CPU
-ms (time.process_time) of the second pass (the first reads cold pages and matches the paths once),
-the ratio to unfiltered, and hit@1 / MRR of the relevant files. `--all-collections` searches every
-collection of the home at once instead (the exclusion filter then allows ~20k files).
+ms (time.process_time) after a first pass (it reads cold pages and matches the paths once), each
+query's median over --passes timed passes, the ratio to unfiltered, and hit@1 / MRR of the
+relevant files. `--all-collections` searches every collection of the home at once instead.
 
     python bench/path_filter.py --home ~/.cache/qmd-eval/home-pf-whole [--per-repo 3] [--all-collections]
 
@@ -45,6 +45,7 @@ def main() -> int:
     ap.add_argument("--per-repo", type=int, default=3)
     ap.add_argument("--all-collections", action="store_true")
     ap.add_argument("--vectors", action="store_true")
+    ap.add_argument("--passes", type=int, default=3, help="timed passes after the first (default 3)")
     args = ap.parse_args()
     os.environ["QMD_DAEMON_HOME"] = str(args.home)
     from qmd_daemon.engine import Engine
@@ -62,7 +63,8 @@ def main() -> int:
     }
     results: dict[str, dict[str, list[float]]] = {}
     for name, patterns in filters.items():
-        for attempt in range(2):  # the first pass: cold pages, each filter's paths matched once
+        passes: list[dict[str, list[float]]] = []
+        for _ in range(1 + args.passes):  # the first: cold pages, each filter's paths matched once
             wall: list[float] = []
             cpu: list[float] = []
             ranks: list[float] = []
@@ -76,8 +78,10 @@ def main() -> int:
                 relevant = {(q["repo"], path) for path in q["relevant"]}
                 found = [i for i, h in enumerate(hits) if (h.collection, h.path) in relevant]
                 ranks.append(1 / (found[0] + 1) if found else 0.0)
-            if attempt:
-                results[name] = {"wall": wall, "cpu": cpu, "rr": ranks}
+            passes.append({"wall": wall, "cpu": cpu, "rr": ranks})
+        timed = passes[1:]  # each query's median over the timed passes
+        results[name] = {key: [statistics.median(p[key][i] for p in timed) for i in range(len(queries))]
+                         for key in ("wall", "cpu", "rr")}
     base_wall = statistics.median(results["none"]["wall"])
     base_cpu = statistics.median(results["none"]["cpu"])
     load = os.getloadavg()
