@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.engine import Engine
+from qmd_daemon.search import path_filter
 from qmd_daemon.search.lexical import lexical_search
 from qmd_daemon.search.path_filter import PathPatternError, allowed_files, path_spec
 from qmd_daemon.search.pipeline import LEXICAL_CANDIDATES, SearchOptions, SearchTrace
@@ -67,6 +68,9 @@ def test_exclusions_alone_keep_everything_else_and_inline_patterns_filter_the_sa
     assert {p.rsplit("/", 1)[0] for p in kept} == {"packages/client", "packages/server"}
     assert _paths(engine, monorepo, "server requests", "*.md") == ["packages/server/README.md"]
     assert _paths(engine, monorepo, QUESTION, "no/such/folder/") == []
+    # the chunks defining a queried name join the candidates whatever retrieval found: not outside
+    assert _paths(engine, monorepo, "retry_backoff_3")[0] == "packages/client/retry_3.py"
+    assert _paths(engine, monorepo, "retry_backoff_3", "packages/server/") == []
 
 
 def test_the_inline_syntax_is_taken_out_of_the_question() -> None:
@@ -106,9 +110,12 @@ FILES = {
 }
 
 
+@pytest.mark.parametrize("exact_among", [path_filter.EXACT_AMONG, 1])
 def test_vectors_search_among_the_allowed_files_and_allowing_all_ranks_as_unfiltered(
-    small_engine: Engine, tmp_path: Path
+    small_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exact_among: int
 ) -> None:
+    # 1: more allowed chunks than compared one by one, so the KNN is asked for more and filtered
+    monkeypatch.setattr(path_filter, "EXACT_AMONG", exact_among)
     name = small_engine.add_collection(write_tree(tmp_path / "p", FILES)).name
     small_engine.update([name])
     small_engine.embed([name])
