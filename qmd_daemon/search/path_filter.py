@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pathspec import GitIgnoreSpec
 
-from qmd_daemon.errors import UsageError
+from qmd_daemon.errors import PathPatternError
 from qmd_daemon.search.lexical import kept_for_this_data
 from qmd_daemon.store.protocols import ChunkRow, ChunkStore, VectorStore
 
@@ -25,10 +25,6 @@ from qmd_daemon.store.protocols import ChunkRow, ChunkStore, VectorStore
 EXACT_AMONG = 5000
 MAX_OVERFETCH = 50  # the normal search asked for at most this many times k
 KEPT_FILTERS = 32  # pattern sets kept per data state before starting over
-
-
-class PathPatternError(UsageError):
-    """A --path pattern that is no gitignore pattern (exit 2, HTTP 400)."""
 
 
 def path_spec(patterns: Sequence[str]) -> tuple[GitIgnoreSpec | None, GitIgnoreSpec | None]:

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.engine import Engine
+from qmd_daemon.errors import PathPatternError
 from qmd_daemon.search import path_filter
 from qmd_daemon.search.lexical import lexical_search
-from qmd_daemon.search.path_filter import PathPatternError, allowed_files, path_spec
+from qmd_daemon.search.path_filter import allowed_files, path_spec
 from qmd_daemon.search.pipeline import LEXICAL_CANDIDATES, SearchOptions, SearchTrace
 from qmd_daemon.search.query import parse_query
 from tests.conftest import write_tree
@@ -79,6 +80,8 @@ def test_the_inline_syntax_is_taken_out_of_the_question() -> None:
     assert parsed.text == "how are flags parsed" and "path" not in parsed.terms
     assert parsed.excludes == []  # `-path:` is no excluded word
     assert parse_query("sys.path: is read at start").paths == []  # only a word that starts with it
+    report = "Traceback (most recent call last):\n" + "  File \"app/main.py\", line 3\n" * 40
+    assert parse_query(f"{report}path:/usr/lib/python3 not found").paths == []  # a log, not a filter
 
 
 @pytest.mark.parametrize("bad", ["!", "", "   ", "src\\", "[", "#comment", "!src\\"])
