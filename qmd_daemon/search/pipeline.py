@@ -22,6 +22,7 @@ from qmd_daemon.search.lexical import (
     term_idfs,
     term_query,
 )
+from qmd_daemon.search.path_filter import PathScope, path_scope
 from qmd_daemon.search.query import ParsedQuery, parse_query, snippet_words
 from qmd_daemon.search.report import frame_file_matches
 from qmd_daemon.search.rerank import rerank
@@ -95,6 +96,8 @@ class SearchOptions:
     # complete deep vectors"
     static_with_deep: bool = False
     bm25_weights: tuple[float, float, float] = DEFAULT_WEIGHTS
+    # gitignore-style patterns (`src/`, `*.py`, `!tests/`) of the files searched: search/path_filter.py
+    paths: tuple[str, ...] = ()
     weights: ScoringWeights = field(default_factory=ScoringWeights)
 
 
@@ -282,15 +285,19 @@ def _retrieve(
     models: SearchModels,
     trace: SearchTrace,
     clock: _Clock,
+    scope: PathScope | None = None,
 ) -> tuple[list[RankedList], dict[int, float], dict[int, float]]:
     """Every ranked list, the BM25 score of each lexical hit (for a lexical-only base), and the
-    cosine of each vector hit to the question (for calibrated scores)."""
+    cosine of each vector hit to the question (for calibrated scores); with a SCOPE, each list
+    ranks the chunks of its allowed files only."""
+    file_ids = None if scope is None else scope.allowed.file_ids
     lists: list[RankedList] = []
     bm25: dict[int, float] = {}
     similarity: dict[int, float] = {}
     lexical: list[LexicalHit] = []
     if options.lexical:
-        lexical = lexical_search(store, parsed, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights)
+        lexical = lexical_search(store, parsed, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights,
+                                 file_ids)
         bm25 = {h.chunk_id: h.score for h in lexical}
         lists.append(_lexical_list("bm25", lexical, options.lexical_weight))
     clock.lap("lexical")
@@ -312,7 +319,7 @@ def _retrieve(
         clock.lap("expand")
     for i, line in enumerate(lex_lines, start=1):
         hits = lexical_search(
-            store, parse_query(line), collection_ids, LEXICAL_CANDIDATES, options.bm25_weights
+            store, parse_query(line), collection_ids, LEXICAL_CANDIDATES, options.bm25_weights, file_ids
         )
         lists.append(_lexical_list(f"bm25:lex{i}", hits, EXPANSION_LIST_FACTOR * options.lexical_weight))
     vectors = models.vectors if options.vectors else None
@@ -322,7 +329,7 @@ def _retrieve(
         expansion_weight = EXPANSION_LIST_FACTOR * weight
         texts += [(line, f"vec:{i}", expansion_weight) for i, line in enumerate(vec_lines, start=1)]
         for text, name, list_weight in texts:
-            vector_hits = vector_search(vectors, models.embedder, text, collection_ids)
+            vector_hits = vector_search(vectors, models.embedder, text, collection_ids, within=scope)
             if name == "vec":
                 similarity = {h.chunk_id: h.similarity for h in vector_hits}
             if vector_hits:
@@ -390,7 +397,8 @@ def _search(
     parsed = parse_query(query)
     if not collection_ids:
         return []
-    lists, bm25, similarity = _retrieve(store, parsed, collection_ids, options, models, trace, clock)
+    scope = path_scope(store, collection_ids, [*options.paths, *parsed.paths])
+    lists, bm25, similarity = _retrieve(store, parsed, collection_ids, options, models, trace, clock, scope)
     cands = _candidates(store, lists)
     for chunk_id, cand in cands.items():
         cand.similarity = similarity.get(chunk_id)
@@ -399,6 +407,8 @@ def _search(
         found = _symbol_candidates(store, parsed, collection_ids, cands)
         frame_ranks = _frame_candidates(store, parsed, collection_ids, cands)
         error_holders = _error_candidates(store, parsed, collection_ids, cands)
+        if scope is not None:  # the names, frames and messages found chunks of every file
+            cands = {cid: cand for cid, cand in cands.items() if scope.admits(cand.chunk)}
         _common_definitions(store, found, cands)
         pool = list(cands.values())
         definition_boost(pool, parsed, 1.0, options.weights, found.defined, found.exact, found.spread)
