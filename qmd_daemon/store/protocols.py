@@ -216,6 +216,11 @@ class VectorStore(Protocol):
         self, vector: Sequence[float], collection_ids: list[int], k: int
     ) -> list[tuple[int, float]]: ...
 
+    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, list[float]]:
+        """chunk id -> its stored vector (as stored: scale unknown, direction kept), for those
+        that have one (search/feedback.py moves a question toward them)."""
+        ...
+
     def warm(self) -> int: ...
 
 
