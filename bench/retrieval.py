@@ -264,6 +264,12 @@ METHODS.update(static_feedback_methods())
 # question's MiniLM vector moved toward lexical's first K chunks' deep vectors at weight B.
 METHODS.update({f"hybrid-prf{k}-b{b:g}": engine_method(max_tokens=None, vector_feedback=Feedback(k, b))
                 for k in PRF_KS for b in PRF_WEIGHTS})
+# -rescore: the deep list as lexical's candidates re-scored by cos(q', v) (static_list's way), not a
+# KNN; hybrid-rescore (B 0): the re-scoring with the question's own vector, the control
+METHODS.update({f"hybrid-prf{k}-b{b:g}-rescore": engine_method(max_tokens=None,
+                                                                vector_feedback=Feedback(k, b, rescore=True))
+                for k in (3, 5) for b in (0.25, 0.5)})
+METHODS["hybrid-rescore"] = engine_method(max_tokens=None, vector_feedback=Feedback(1, 0.0, rescore=True))
 ENGINE_FREE = set(BASELINES)
 
 

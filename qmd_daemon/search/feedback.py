@@ -19,11 +19,14 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Feedback:
     """q' = q + weight x mean(v) over lexical's first `k` chunks (or, `by_file`, its first `k`
-    files, each the mean of its chunks among the candidates), every vector a unit vector."""
+    files, each the mean of its chunks among the candidates), every vector a unit vector.
+    `rescore` (the deep list; the static list always re-scores): lexical's candidates re-scored
+    by their cosine to q' instead of a KNN with q'."""
 
     k: int = 5
     weight: float = 0.5
     by_file: bool = False
+    rescore: bool = False
 
     def rows(self, ordered: np.ndarray, file_ids: list[int] | None = None) -> np.ndarray:
         """The feedback vectors of candidates `ordered` (unit rows, lexical's order): the first

@@ -29,24 +29,23 @@ def vector_search(
     lexical_ids: Sequence[int] = (),
 ) -> list[VectorHit]:
     """The k chunks nearest `text`'s vector; with `feedback`, nearest that vector moved toward
-    the vectors of `lexical_ids`' first chunks (lexical's, best first; search/feedback.py)."""
+    the vectors of `lexical_ids`' first chunks (lexical's, best first; search/feedback.py), or,
+    `feedback.rescore`, the k of `lexical_ids` nearest it (as the static list does)."""
     active = vectors.active_model()
     if active is None or active[0] != embedder.fingerprint or not text.strip():
         return []
     query = embedder.embed_query(text)
-    if feedback is not None and lexical_ids:
-        query = _moved(vectors, query, feedback, lexical_ids)
-    return [VectorHit(c, s) for c, s in vectors.search(query, collection_ids, k)]
-
-
-def _moved(
-    vectors: VectorStore, query: Sequence[float], feedback: Feedback, lexical_ids: Sequence[int]
-) -> list[float]:
-    """Rocchio's query over the stored vectors of lexical's first feedback.k chunks that have one."""
+    if feedback is None or not lexical_ids:
+        return [VectorHit(c, s) for c, s in vectors.search(query, collection_ids, k)]
     from qmd_daemon.numeric import np
 
-    first = list(lexical_ids[: feedback.k])
-    stored = vectors.vectors_of(first)
-    found = [stored[c] for c in first if c in stored]
-    rows = unit_rows(np.asarray(found, dtype=np.float32).reshape(len(found), len(query)))
-    return rocchio(np.asarray(query, dtype=np.float32), rows, feedback.weight).tolist()
+    ids = list(lexical_ids if feedback.rescore else lexical_ids[: feedback.k])
+    stored = vectors.vectors_of(ids)
+    ids = [c for c in ids if c in stored]
+    found = np.asarray([stored[c] for c in ids], dtype=np.float32)
+    rows = unit_rows(found.reshape(len(ids), len(query)))
+    moved = rocchio(np.asarray(query, dtype=np.float32), feedback.rows(rows), feedback.weight)
+    if not feedback.rescore:
+        return [VectorHit(c, s) for c, s in vectors.search(moved.tolist(), collection_ids, k)]
+    sims = rows @ moved
+    return [VectorHit(ids[i], float(sims[i])) for i in np.argsort(-sims, kind="stable")[:k]]

@@ -71,3 +71,25 @@ def test_deep_feedback_moves_the_knn_toward_lexical_first_chunk(small_engine: En
     assert {h.chunk_id for h in moved} == {h.chunk_id for h in plain}  # 12 chunks: k=100 holds all
     unchanged = vector_search(vectors, embedder, QUESTION, ids, feedback=Feedback(1, 0.5), lexical_ids=[])
     assert [h.chunk_id for h in unchanged] == [h.chunk_id for h in plain]
+
+
+def test_deep_rescore_orders_only_lexical_candidates_by_the_moved_vector(
+    small_engine: Engine, tmp_path: Path
+) -> None:
+    name = _indexed(small_engine, tmp_path / "p", {**FILES, **NEIGHBOURS})
+    small_engine.embed([name])
+    vectors, embedder = small_engine.vectors, small_engine.models.embedder()
+    assert vectors is not None and embedder is not None
+    ids = small_engine.collection_ids([name])
+    knn = vector_search(vectors, embedder, QUESTION, ids)
+    # lexical's candidates are every chunk: re-scored by the question's own vector (weight 0),
+    # they come out in the KNN's order
+    every = [h.chunk_id for h in reversed(knn)]
+    control = vector_search(vectors, embedder, QUESTION, ids, feedback=Feedback(1, 0.0, rescore=True),
+                            lexical_ids=every)
+    assert [h.chunk_id for h in control] == [h.chunk_id for h in knn]
+    pool = _chunk_of(small_engine, name, "net/pool.py")
+    few = [pool, *[h.chunk_id for h in knn[:3]]]
+    moved = vector_search(vectors, embedder, QUESTION, ids, feedback=Feedback(1, 10.0, rescore=True),
+                          lexical_ids=few)
+    assert [h.chunk_id for h in moved][0] == pool and sorted(h.chunk_id for h in moved) == sorted(few)
