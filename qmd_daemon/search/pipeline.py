@@ -11,6 +11,7 @@ from typing import Any
 
 from qmd_daemon.errors import QueryRejected
 from qmd_daemon.search.candidates import Candidate
+from qmd_daemon.search.feedback import Feedback
 from qmd_daemon.search.fusion import RankedList, fuse
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.lexical import (
@@ -95,6 +96,12 @@ class SearchOptions:
     # the languages where hybrid loses to lexical?). Off: docs/ranking.md "The static list beside
     # complete deep vectors"
     static_with_deep: bool = False
+    # Rocchio feedback for the static list (search/feedback.py): the question's static vector moved
+    # toward lexical's first hits' before the re-scoring. None: the question's own vector
+    static_feedback: Feedback | None = None
+    # The same for the deep list: its KNN runs with the question's vector moved toward lexical's
+    # first chunks' deep vectors (chunks only). None: the question's own vector
+    vector_feedback: Feedback | None = None
     bm25_weights: tuple[float, float, float] = DEFAULT_WEIGHTS
     # gitignore-style patterns (`src/`, `*.py`, `!tests/`) of the files searched: search/path_filter.py
     paths: tuple[str, ...] = ()
@@ -329,7 +336,11 @@ def _retrieve(
         expansion_weight = EXPANSION_LIST_FACTOR * weight
         texts += [(line, f"vec:{i}", expansion_weight) for i, line in enumerate(vec_lines, start=1)]
         for text, name, list_weight in texts:
-            vector_hits = vector_search(vectors, models.embedder, text, collection_ids, within=scope)
+            vector_hits = vector_search(
+                vectors, models.embedder, text, collection_ids, within=scope,
+                feedback=options.vector_feedback if name == "vec" else None,
+                lexical_ids=[h.chunk_id for h in lexical],
+            )
             if name == "vec":
                 similarity = {h.chunk_id: h.similarity for h in vector_hits}
             if vector_hits:
@@ -345,7 +356,11 @@ def _retrieve(
         # a bug report: a mean over its hundreds of words knows nothing BM25 does not, and on the
         # three report sets it never lifted one and dropped three (docs/scale.md)
         weight = options.static_weight * (options.symbol_vector_weight if parsed.is_symbol_query else 1.0)
-        ranked = static_list(models.static, parsed.model_text, [h.chunk_id for h in lexical], weight)
+        ids = [h.chunk_id for h in lexical]
+        feedback = options.static_feedback
+        file_of = ({cid: row.file_id for cid, row in store.chunks_by_ids(ids).items()}
+                   if feedback is not None and feedback.by_file else None)
+        ranked = static_list(models.static, parsed.model_text, ids, weight, feedback, file_of)
         if ranked is not None:
             lists.append(ranked)
         clock.lap("static")

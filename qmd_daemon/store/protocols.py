@@ -234,6 +234,11 @@ class VectorStore(Protocol):
         """(chunk id, cosine similarity) of the k of `chunk_ids` nearest, best first: each compared."""
         ...
 
+    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, list[float]]:
+        """chunk id -> its stored vector (as stored: scale unknown, direction kept), for those
+        that have one (search/feedback.py moves a question toward them)."""
+        ...
+
     def warm(self) -> int: ...
 
 

@@ -254,6 +254,20 @@ class VectorIndex:
         matrix = np.frombuffer(b"".join(r[1] for r in stored), dtype=np.float32).reshape(len(stored), -1)
         return rank(ids, matrix, query, k)
 
+    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, list[float]]:
+        """chunk id -> its stored vector (an int8 one read back at its levels), for those with one."""
+        active = self.active_model()
+        if active is None or not chunk_ids:
+            return {}
+        marks = ",".join("?" * len(chunk_ids))
+        rows = self.conn.execute(
+            f"SELECT rowid, embedding FROM chunk_vectors WHERE rowid IN ({marks})", list(chunk_ids)
+        ).fetchall()
+        if active[2] == "int8":
+            ids, matrix = int8_rows(rows)
+            return dict(zip(ids.tolist(), unit_int8_values(matrix).tolist(), strict=True))
+        return {int(r[0]): np.frombuffer(r[1], dtype=np.float32).tolist() for r in rows}
+
     def _code_cache(self, active: tuple[str, int, str]) -> CodeCache:
         """The store's cache of codes, new when the vectors' model changed."""
         held = self.store.derived.get("vector_codes")

@@ -379,4 +379,23 @@ def test_search_among_ranks_only_the_given_chunks_nearest_first(tmp_path: Path, 
         expected = [among[i] for i in _float_top(unit, query, 10)]
         assert [c for c, _ in vectors.search_among(query.tolist(), among, 10)] == expected
     assert vectors.search_among(queries[0].tolist(), [], 10) == []
+
+
+@pytest.mark.parametrize("quantization", ["float", "int8"])
+def test_vectors_of_reads_back_each_stored_direction(tmp_path: Path, quantization: str) -> None:
+    """Rocchio feedback (search/feedback.py) moves a question toward stored vectors: each must
+    read back in its own direction, an int8 one at its levels, and a chunk without one is absent."""
+    store, a, b = _store_with_chunks(tmp_path)
+    vectors = VectorIndex(store, quantization=quantization)
+    vectors.ensure("model-1", 4)
+    (one, _, one_hash), (two, _, two_hash) = vectors.pending([a])
+    put = {one: [0.9, 0.1, 0.0, 0.0], two: [0.0, -0.3, 0.2, 0.9]}
+    vectors.put([(one, a, one_hash, put[one]), (two, a, two_hash, put[two])])
+    unembedded = vectors.pending([b])[0][0]
+    read = vectors.vectors_of([one, two, unembedded])
+    assert set(read) == {one, two}
+    for chunk_id, vector in read.items():
+        cosine = np.dot(vector, put[chunk_id]) / (np.linalg.norm(vector) * np.linalg.norm(put[chunk_id]))
+        assert cosine > 0.99
+    assert vectors.vectors_of([]) == {}
     store.close()

@@ -195,6 +195,15 @@ class PostgresVectorIndex:
                 ],
             )
 
+    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, list[float]]:
+        """chunk id -> its stored vector, for those with one (read as pgvector's text form)."""
+        if self.active_model() is None or not chunk_ids:
+            return {}
+        rows = self.db.execute(
+            "SELECT chunk_id, embedding::text FROM chunk_vectors WHERE chunk_id = ANY(%s)", (list(chunk_ids),)
+        ).fetchall()
+        return {int(r[0]): [float(x) for x in str(r[1]).strip("[]").split(",")] for r in rows}
+
     def search(self, vector: Sequence[float], collection_ids: list[int], k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) best first, within the given collections: the HNSW
         graph walked until k rows of those collections are found (relaxed order, so re-sorted),

@@ -229,3 +229,13 @@ def test_search_among_compares_each_given_chunk(indexed: Any) -> None:
         scored = sorted(((float(stored[i][1] @ query), i) for i in among), reverse=True)
         assert [i for i, _ in vectors.search_among(query.tolist(), among, 10)] == [i for _, i in scored[:10]]
     assert vectors.search_among(query.tolist(), [], 10) == []
+
+
+def test_vectors_of_reads_back_the_stored_vectors(indexed: Any) -> None:
+    """The feedback of search/feedback.py reads lexical's first chunks' vectors by id."""
+    vectors, stored = indexed
+    ids = list(stored)[:3] + list(stored)[-2:]
+    read = vectors.vectors_of([*ids, -1])
+    assert set(read) == set(ids)
+    for chunk_id in ids:
+        assert np.allclose(read[chunk_id], stored[chunk_id][1], atol=1e-6)
