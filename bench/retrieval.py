@@ -106,6 +106,19 @@ ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
     "full10/unbudgeted": {"max_tokens": None, "expand": True, "rerank": True, "rerank_candidates": 10,
                           "budget_ms": None},
 }
+# Term proximity (ScoringWeights.proximity at scale S code words) and pseudo-relevance feedback
+# (K feedback chunks, M terms, list weight W; `+reports`: bug reports too), docs/ranking.md "Term
+# proximity and pseudo-relevance feedback".
+ENGINE_VARIANTS |= {
+    f"lexical-prox-w{w:g}-s{s:g}": {"max_tokens": None, "vectors": False,
+                                    "weights": ScoringWeights(proximity=w, proximity_scale=s)}
+    for w in (0.1, 0.25, 0.5) for s in (3, 10)
+}
+ENGINE_VARIANTS |= {
+    f"lexical-prf-k{k}-m{m}-w{w:g}{tail}": {"max_tokens": None, "vectors": False, "prf_chunks": k,
+                                            "prf_terms": m, "prf_weight": w, "prf_reports": bool(tail)}
+    for k in (3, 5, 10) for m in (5, 10, 20) for w in (0.1, 0.2, 0.3) for tail in ("", "+reports")
+}
 
 
 @dataclass

@@ -11,6 +11,7 @@ from typing import Any
 
 from qmd_daemon.errors import QueryRejected
 from qmd_daemon.search.candidates import Candidate
+from qmd_daemon.search.feedback import feedback_search, feedback_terms
 from qmd_daemon.search.fusion import RankedList, fuse
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.lexical import (
@@ -22,6 +23,7 @@ from qmd_daemon.search.lexical import (
     term_idfs,
     term_query,
 )
+from qmd_daemon.search.proximity import proximity_boost
 from qmd_daemon.search.query import ParsedQuery, parse_query, snippet_words
 from qmd_daemon.search.report import frame_file_matches
 from qmd_daemon.search.rerank import rerank
@@ -95,6 +97,13 @@ class SearchOptions:
     # complete deep vectors"
     static_with_deep: bool = False
     bm25_weights: tuple[float, float, float] = DEFAULT_WEIGHTS
+    # Pseudo-relevance feedback (search/feedback.py): the `prf_terms` best words of the first
+    # `prf_chunks` lexical hits, one more list at `prf_weight`; 0 chunks: off (docs/ranking.md
+    # "Term proximity and pseudo-relevance feedback"). Questions only unless `prf_reports`.
+    prf_chunks: int = 0
+    prf_terms: int = 10
+    prf_weight: float = 0.2
+    prf_reports: bool = False
     weights: ScoringWeights = field(default_factory=ScoringWeights)
 
 
@@ -293,6 +302,9 @@ def _retrieve(
         lexical = lexical_search(store, parsed, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights)
         bm25 = {h.chunk_id: h.score for h in lexical}
         lists.append(_lexical_list("bm25", lexical, options.lexical_weight))
+        if (options.prf_chunks and lexical and not parsed.is_symbol_query
+                and (options.prf_reports or not parsed.is_long)):
+            lists.append(_feedback_list(store, parsed, lexical, collection_ids, options))
     clock.lap("lexical")
     trace.strong_signal = _strong_signal(lexical)
     lex_lines, vec_lines = list(parsed.lex), list(parsed.vec) + list(parsed.hyde)
@@ -347,6 +359,15 @@ def _retrieve(
     vector_lists = found & {"vec", "static"}
     trace.mode = "hybrid" if "bm25" in found and vector_lists else "vector" if vector_lists else "lexical"
     return lists, bm25, similarity
+
+
+def _feedback_list(store: ChunkStore, parsed: ParsedQuery, lexical: list[LexicalHit],
+                   collection_ids: list[int], options: SearchOptions) -> RankedList:
+    """The list of the words the first lexical hits share beyond the question (search/feedback.py)."""
+    words = feedback_terms(store, parsed, lexical, collection_ids, options.prf_chunks, options.prf_terms)
+    found = feedback_search(store, words, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights)
+    return RankedList("bm25:prf", [cid for cid, _ in found], [score for _, score in found], "bm25",
+                      options.prf_weight * options.lexical_weight)
 
 
 def _lexical_list(name: str, hits: list[LexicalHit], weight: float) -> RankedList:
@@ -404,6 +425,7 @@ def _search(
         definition_boost(pool, parsed, 1.0, options.weights, found.defined, found.exact, found.spread)
         name_words_boost(pool, parsed, 1.0, options.weights, store.definitions_in, found.defined)
         path_word_boost(pool, parsed, 1.0, options.weights)
+        proximity_boost(pool, parsed, 1.0, options.weights.proximity, options.weights.proximity_scale)
         sibling_terms_boost(pool, 1.0, options.weights, term_idfs(store, parsed, collection_ids),
                             store.signature_outline, _term_holders(store))
         frame_file_boost(pool, frame_ranks, options.weights)
