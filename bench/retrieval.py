@@ -411,15 +411,15 @@ def run_method(fn: MethodFn, rows: list[dict], targets: dict[tuple, Target], pro
         if t.name not in warmed:
             fn(WARMUP_QUERY, t.name)
             warmed.add(t.name)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         paths = fn(row["query"], t.name)
-        ms = (time.perf_counter() - start) * 1000
+        ms, cpu_ms = (time.perf_counter() - start) * 1000, (time.process_time() - cpu) * 1000
         files = [t.prefix + p for p in reduce_to_files(paths)][:10]
         scores = score_query(files, row["relevant"], row.get("secondary", []))
         results.append({"set": row["set"], "index": row["index"], "repo": row["repo"],
                         "category": row["category"], "language": row.get("language", ""),
                         "query": row["query"][:200],
-                        "relevant": row["relevant"], "files": files, "ms": round(ms, 3), **scores})
+                        "relevant": row["relevant"], "files": files, "ms": round(ms, 3), "cpu_ms": round(cpu_ms, 3), **scores})
         if n % 10 == 0 or n == len(rows):
             log(f"[{progress}] {n}/{len(rows)}")
     return results

@@ -18,7 +18,15 @@ from qmd_daemon.text.identifiers import split_identifier
 
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 MIN_TERM_CHARS = 3  # `i`, `x`, `ok`: names of anything
+MIN_QUESTION_TERMS = 2
 SHORTLIST_FACTOR = 3  # terms whose collection df is read: this many times those kept
+
+
+def is_feedback_question(parsed: ParsedQuery) -> bool:
+    """Feedback is for a question of two or more distinct terms: a symbol query, or one word
+    ("mutate"), names what it wants, and the first hits' words only pull in their neighbours
+    (dplyr's `colwise-mutate.R` over `mutate.R`, docs/ranking.md)."""
+    return not parsed.is_symbol_query and len({t.lower() for t in parsed.terms}) >= MIN_QUESTION_TERMS
 
 
 def _chunk_words(text: str) -> Counter[str]:
@@ -36,19 +44,24 @@ def feedback_terms(
     store: ChunkStore, parsed: ParsedQuery, hits: list[LexicalHit], collection_ids: list[int],
     chunks: int, terms: int,
 ) -> list[str]:
-    """The `terms` words of the first `chunks` hits with the highest relevance-model weight (the
-    mean over the chunks of tf / length) x their idf over the collections; not the question's own
-    words, stopwords or words shorter than MIN_TERM_CHARS. Only the SHORTLIST_FACTOR x `terms`
-    best by weight alone have their document frequency read (one count each, kept per data state)."""
-    rows = store.chunks_by_ids([h.chunk_id for h in hits[:chunks]])
+    """The `terms` words of the first `chunks` hits with the highest relevance-model weight (RM1:
+    the sum over the chunks of tf / length x the chunk's BM25 over the first's) x their idf over
+    the collections; not the question's own words, stopwords or words shorter than MIN_TERM_CHARS.
+    Only the SHORTLIST_FACTOR x `terms` best by weight alone have their document frequency read
+    (one count each, kept per data state)."""
+    feedback = hits[:chunks]
+    rows = store.chunks_by_ids([h.chunk_id for h in feedback])
+    best = max((h.score for h in feedback), default=0.0) or 1.0
     said = set(content_words(parsed))
     weight: dict[str, float] = {}
-    for row in rows.values():
-        words = _chunk_words(row.text)
-        length = sum(words.values()) or 1
+    for hit in feedback:
+        if hit.chunk_id not in rows:
+            continue
+        words = _chunk_words(rows[hit.chunk_id].text)
+        share = hit.score / best / (sum(words.values()) or 1)
         for word, count in words.items():
             if len(word) >= MIN_TERM_CHARS and word not in said and word not in STOPWORDS | CODE_NOISE:
-                weight[word] = weight.get(word, 0.0) + count / length
+                weight[word] = weight.get(word, 0.0) + count * share
     shortlist = sorted(weight, key=lambda w: -weight[w])[: SHORTLIST_FACTOR * terms]
     if not shortlist:
         return []

@@ -11,7 +11,7 @@ from typing import Any
 
 from qmd_daemon.errors import QueryRejected
 from qmd_daemon.search.candidates import Candidate
-from qmd_daemon.search.feedback import feedback_search, feedback_terms
+from qmd_daemon.search.feedback import feedback_search, feedback_terms, is_feedback_question
 from qmd_daemon.search.fusion import RankedList, fuse
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.lexical import (
@@ -302,7 +302,7 @@ def _retrieve(
         lexical = lexical_search(store, parsed, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights)
         bm25 = {h.chunk_id: h.score for h in lexical}
         lists.append(_lexical_list("bm25", lexical, options.lexical_weight))
-        if (options.prf_chunks and lexical and not parsed.is_symbol_query
+        if (options.prf_chunks and lexical and is_feedback_question(parsed)
                 and (options.prf_reports or not parsed.is_long)):
             lists.append(_feedback_list(store, parsed, lexical, collection_ids, options))
     clock.lap("lexical")

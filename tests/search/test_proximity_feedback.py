@@ -79,3 +79,35 @@ def test_feedback_words_are_what_the_first_hits_share_beyond_the_question(
     symbol = SearchTrace()
     engine.search("backoff_delay", collections=[name], options=options, trace=symbol)
     assert "bm25:prf" not in symbol.lists  # not for a symbol query
+
+
+# The first hits of "retry failed requests" share `backoff`, `attempt`, `jitter`: the chunk that
+# says them too comes first with feedback; BM25 alone puts a short page saying the words first
+# (its other words are the repository's commonest: nothing to feed back).
+NOTE = '''def render(page):
+    """Retry failed requests: render page html."""
+    return page.html
+'''
+RETRIER = '''def drain(attempt):
+    """Retry failed requests with backoff, jitter per attempt."""
+    wait(backoff(attempt) + jitter(attempt))
+'''
+HELPERS = {
+    f"helper_{i}.py": f'''def helper_{i}(attempt):
+    """Backoff {i} before a retry: wait per attempt, with jitter, to render the page html of a page."""
+    page = render(page)
+    return backoff(attempt) * jitter(attempt)
+''' for i in range(3)
+}
+
+
+def test_feedback_puts_the_chunk_sharing_the_first_hits_words_first(engine: Engine, tmp_path: Path) -> None:
+    name = indexed(engine, tmp_path / "repo", {"notes.py": NOTE, "retrier.py": RETRIER, **HELPERS,
+                                               **OTHERS})
+
+    def first(options: SearchOptions) -> str:
+        return engine.search("retry failed requests", collections=[name], limit=5, options=options)[0].path
+
+    assert first(SearchOptions(vectors=False, max_tokens=None, prf_chunks=0)) == "notes.py"
+    assert first(SearchOptions(vectors=False, max_tokens=None, prf_chunks=5, prf_terms=10, prf_weight=0.1)) \
+        == "retrier.py"
