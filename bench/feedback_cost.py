@@ -1,4 +1,4 @@
-"""What pseudo-relevance feedback (search/feedback.py) costs a search, step by step, in CPU ms
+"""What pseudo-relevance feedback (search/term_feedback.py) costs a search, step by step, in CPU ms
 beside lexical retrieval's own, on a bench home of bench/retrieval.py: picking the feedback words
 from the first hits, and the second FTS query with every word or only those whose postings over
 the whole index fit a budget (FTS5 reads a term's posting list over every collection before the
@@ -23,7 +23,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from bench.retrieval import load_set, open_engine  # noqa: E402
-from qmd_daemon.search.feedback import feedback_terms  # noqa: E402
+from qmd_daemon.search.term_feedback import feedback_terms  # noqa: E402
 from qmd_daemon.search.lexical import DEFAULT_WEIGHTS, lexical_search, term_counts  # noqa: E402
 from qmd_daemon.search.query import parse_query  # noqa: E402
 from qmd_daemon.store.lexical_query import AnyOf  # noqa: E402

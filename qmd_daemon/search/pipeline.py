@@ -11,7 +11,7 @@ from typing import Any
 
 from qmd_daemon.errors import QueryRejected
 from qmd_daemon.search.candidates import Candidate
-from qmd_daemon.search.feedback import feedback_search, feedback_terms, is_feedback_question
+from qmd_daemon.search.term_feedback import feedback_search, feedback_terms, is_feedback_question
 from qmd_daemon.search.fusion import RankedList, fuse
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.lexical import (
@@ -97,7 +97,7 @@ class SearchOptions:
     # complete deep vectors"
     static_with_deep: bool = False
     bm25_weights: tuple[float, float, float] = DEFAULT_WEIGHTS
-    # Pseudo-relevance feedback (search/feedback.py): the `prf_terms` best words of the first
+    # Pseudo-relevance feedback (search/term_feedback.py): the `prf_terms` best words of the first
     # `prf_chunks` lexical hits, one more list at `prf_weight`; 0 chunks: off (docs/ranking.md
     # "Term proximity and pseudo-relevance feedback"). Questions only unless `prf_reports`.
     prf_chunks: int = 0
@@ -363,7 +363,7 @@ def _retrieve(
 
 def _feedback_list(store: ChunkStore, parsed: ParsedQuery, lexical: list[LexicalHit],
                    collection_ids: list[int], options: SearchOptions) -> RankedList:
-    """The list of the words the first lexical hits share beyond the question (search/feedback.py)."""
+    """The list of the words the first lexical hits share beyond the question (search/term_feedback.py)."""
     words = feedback_terms(store, parsed, lexical, collection_ids, options.prf_chunks, options.prf_terms)
     found = feedback_search(store, words, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights)
     return RankedList("bm25:prf", [cid for cid, _ in found], [score for _, score in found], "bm25",

@@ -5,7 +5,7 @@ over real files."""
 from pathlib import Path
 
 from qmd_daemon.engine import Engine
-from qmd_daemon.search.feedback import feedback_terms
+from qmd_daemon.search.term_feedback import feedback_terms
 from qmd_daemon.search.lexical import lexical_search
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from qmd_daemon.search.proximity import min_distance, question_units
