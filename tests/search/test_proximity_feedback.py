@@ -1,0 +1,113 @@
+"""Term proximity and pseudo-relevance feedback (issue 11, docs/ranking.md "Term proximity and
+pseudo-relevance feedback"): the distance measure, the feedback words, and their lists in a search
+over real files."""
+
+from pathlib import Path
+
+from qmd_daemon.engine import Engine
+from qmd_daemon.search.lexical import lexical_search
+from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
+from qmd_daemon.search.proximity import min_distance, question_units
+from qmd_daemon.search.query import parse_query
+from qmd_daemon.search.scoring import ScoringWeights
+from qmd_daemon.search.term_feedback import feedback_terms
+from tests.conftest import indexed
+
+
+def test_question_units_keep_a_compound_whole() -> None:
+    assert question_units(parse_query("how does ClientSession retry a request")) == [
+        ("client", "session"), ("retry",), ("request",)]
+
+
+def test_min_distance_is_between_distinct_units_only() -> None:
+    tokens = "retry retry x x x timeout client session y retry".split()
+    units = [("retry",), ("timeout",), ("client", "session")]
+    assert min_distance(tokens, units) == 1  # `timeout` then `client session`, adjacent
+    assert min_distance(tokens, [("retry",), ("timeout",)]) == 4  # positions 1 and 5, 5 and 9
+    assert min_distance("retry retry retry".split(), [("retry",), ("timeout",)]) is None
+    # a compound's parts apart are not the compound
+    assert min_distance("client x session timeout".split(), [("client", "session"), ("timeout",)]) is None
+
+
+RETRY_FAR = "def schedule_jobs(queue):\n    \"\"\"Retry the queue; retry it again; retry.\"\"\"\n" + "".join(
+    f"    step_{i} = queue.pop()  # move job {i} along\n" for i in range(30)
+) + "    return queue.timeout  # the queue's timeout\n"
+RETRY_NEAR = ("def send_with_deadline(request):\n    \"\"\"Send once and give up past the deadline.\"\"\"\n"
+              + "".join(f"    part_{i} = request.body[{i}]  # copy part {i}\n" for i in range(30))
+              + "    return request.retry_timeout  # retry timeout\n")
+
+
+def test_proximity_puts_the_chunk_saying_the_words_together_first(engine: Engine, tmp_path: Path) -> None:
+    name = indexed(engine, tmp_path / "repo", {"jobs.py": RETRY_FAR, "send.py": RETRY_NEAR})
+    question = "retry timeout"
+
+    def first(weights: ScoringWeights) -> str:
+        options = SearchOptions(vectors=False, weights=weights, max_tokens=None)
+        return engine.search(question, collections=[name], limit=5, options=options)[0].path
+
+    assert first(ScoringWeights()) == "jobs.py"  # BM25: "retry" three times
+    assert first(ScoringWeights(proximity=0.5, proximity_scale=3)) == "send.py"
+
+
+BACKOFF = ("def backoff_delay(attempt):\n    \"\"\"Seconds to wait before the next attempt.\"\"\"\n"
+           "    return min(jitter(attempt) * 2 ** attempt, max_backoff)\n")
+CLIENT = "".join(
+    f"def fetch_{i}(url):\n    \"\"\"Retry failed requests to {i}.\"\"\"\n"
+    f"    for attempt in range(max_retries):\n        wait(backoff_delay(attempt))\n\n"
+    for i in range(4)
+)
+# the rest of the repository: words common here are not worth feeding back (idf over the collection)
+OTHERS = {f"mod_{i}.py": f"def render_{i}(page):\n    \"\"\"Render page {i}.\"\"\"\n    return page.html\n"
+          for i in range(12)}
+
+
+def test_feedback_words_are_what_the_first_hits_share_beyond_the_question(
+    engine: Engine, tmp_path: Path
+) -> None:
+    name = indexed(engine, tmp_path / "repo", {"client.py": CLIENT, "backoff.py": BACKOFF, **OTHERS})
+    ids = engine.collection_ids([name])
+    parsed = parse_query("retry failed requests")
+    hits = lexical_search(engine.store, parsed, ids)
+    words = feedback_terms(engine.store, parsed, hits, ids, chunks=3, terms=5)
+    assert {"attempt", "max_retries"} <= set(words)
+    assert not {"retry", "failed", "requests"} & set(words)
+    trace = SearchTrace()
+    options = SearchOptions(vectors=False, prf_chunks=3, prf_terms=5, max_tokens=None)
+    found = engine.search("retry failed requests", collections=[name], options=options, trace=trace)
+    assert trace.lists.get("bm25:prf", 0) > 0
+    assert "backoff.py" in {h.path for h in found}  # says none of the question's words
+    symbol = SearchTrace()
+    engine.search("backoff_delay", collections=[name], options=options, trace=symbol)
+    assert "bm25:prf" not in symbol.lists  # not for a symbol query
+
+
+# The first hits of "retry failed requests" share `backoff`, `attempt`, `jitter`: the chunk that
+# says them too comes first with feedback; BM25 alone puts a short page saying the words first
+# (its other words are the repository's commonest: nothing to feed back).
+NOTE = '''def render(page):
+    """Retry failed requests: render page html."""
+    return page.html
+'''
+RETRIER = '''def drain(attempt):
+    """Retry failed requests with backoff, jitter per attempt."""
+    wait(backoff(attempt) + jitter(attempt))
+'''
+HELPERS = {
+    f"helper_{i}.py": f'''def helper_{i}(attempt):
+    """Backoff {i} before a retry: wait per attempt, with jitter, to render the page html of a page."""
+    page = render(page)
+    return backoff(attempt) * jitter(attempt)
+''' for i in range(3)
+}
+
+
+def test_feedback_puts_the_chunk_sharing_the_first_hits_words_first(engine: Engine, tmp_path: Path) -> None:
+    name = indexed(engine, tmp_path / "repo", {"notes.py": NOTE, "retrier.py": RETRIER, **HELPERS,
+                                               **OTHERS})
+
+    def first(options: SearchOptions) -> str:
+        return engine.search("retry failed requests", collections=[name], limit=5, options=options)[0].path
+
+    assert first(SearchOptions(vectors=False, max_tokens=None, prf_chunks=0)) == "notes.py"
+    assert first(SearchOptions(vectors=False, max_tokens=None, prf_chunks=5, prf_terms=10, prf_weight=0.1)) \
+        == "retrier.py"
