@@ -179,13 +179,20 @@ def _summary(report: dict[str, Any]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @click.pass_context
 def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
-    """Bring the index up to date with the files on disk (incremental)."""
-    reports = _engine(ctx).update(list(names) or None)
+    """Bring the index up to date with the files on disk (incremental). A collection whose folder
+    is gone is reported and left as it was; the others are updated all the same (exit 1)."""
+    reports = _engine(ctx).update(list(names) or None, keep_going=True)
     if as_json:
         _emit_json([r.as_dict() for r in reports])
     else:
         for report in reports:
-            click.echo(_summary(report.as_dict()))
+            if report.error is None:
+                click.echo(_summary(report.as_dict()))
+    failed = [report.error for report in reports if report.error is not None]
+    for error in failed:
+        click.echo(f"qmd-daemon: error: {error}", err=True)
+    if failed:
+        sys.exit(1)
 
 
 @cli.command()

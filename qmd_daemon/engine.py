@@ -223,11 +223,14 @@ class Engine:
         *,
         progress: bool | None = None,
         unchanged: Callable[[CollectionConfig, IndexStamp], bool] | None = None,
+        keep_going: bool = False,
     ) -> list[UpdateReport]:
         """Bring the collections' index up to date with their files. `unchanged(collection, stamp)`
         is asked before each walk, under the writer lock: True when the caller knows nothing under
         the root changed since it was indexed with this config at this stamp (the daemon's watcher,
-        daemon/vouch.py), so that collection is not walked and gets no report."""
+        daemon/vouch.py), so that collection is not walked and gets no report. `keep_going`: a
+        collection that cannot be updated (its folder moved or deleted) gets a report with its
+        `error` and the others are updated all the same; else its UsageError stops the update."""
         reports = []
         for selected in self._select(names):
             with self.writing():
@@ -237,7 +240,13 @@ class Engine:
                     continue
                 if unchanged is not None and unchanged(current, self.index_stamp(current.name)):
                     continue
-                report = update_collection(self.store, current, self.settings, progress=progress)
+                try:
+                    report = update_collection(self.store, current, self.settings, progress=progress)
+                except UsageError as exc:
+                    if not keep_going:
+                        raise
+                    reports.append(UpdateReport(collection=current.name, error=str(exc)))
+                    continue
                 record_skipped(self.settings.state_dir, current.name, report.skipped)
                 reports.append(report)
         return reports

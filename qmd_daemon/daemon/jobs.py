@@ -275,7 +275,10 @@ class JobQueue:
         if job.kind == "refresh":
             reports = []
             unchanged = plan.unchanged if plan is not None else None
-            for report in self.engine.update(names, progress=False, unchanged=unchanged):
+            # every collection: one whose folder is gone (moved, deleted) must not stop the others
+            for report in self.engine.update(names, progress=False, unchanged=unchanged, keep_going=names is None):
+                if report.error is not None:
+                    log.warning("not refreshed: %s", report.error)
                 data = report.as_dict()
                 data["touched"] = report.touched
                 reports.append(data)
