@@ -276,7 +276,8 @@ class JobQueue:
             reports = []
             unchanged = plan.unchanged if plan is not None else None
             # every collection: one whose folder is gone (moved, deleted) must not stop the others
-            for report in self.engine.update(names, progress=False, unchanged=unchanged, keep_going=names is None):
+            every = names is None
+            for report in self.engine.update(names, progress=False, unchanged=unchanged, keep_going=every):
                 if report.error is not None:
                     log.warning("not refreshed: %s", report.error)
                 data = report.as_dict()
