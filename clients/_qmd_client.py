@@ -520,6 +520,13 @@ def _claim_spawn() -> bool:
     return False
 
 
+def start_in_background() -> None:
+    """Start a daemon for the next call without waiting for it; its spawn marker, left in place,
+    tells a client starting one meanwhile that it is on its way (it ages out as a dead one's)."""
+    if _claim_spawn():
+        spawn_detached([*daemon_python(), "serve"], "daemon.log")
+
+
 def _release_spawn() -> None:
     try:  # noqa: SIM105 - contextlib costs an import on every call
         os.unlink(os.path.join(state_dir(), SPAWN_MARKER))

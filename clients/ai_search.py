@@ -142,14 +142,22 @@ def main(argv: list[str] | None = None) -> int:
         refresh = signature is None or signature != stamp.get("signature")
     body = _request(args, query, root, refresh)
     response = None
+    # Outside git only a folder registered by `collection add` is searched, and most such calls
+    # are a mistake: a running daemon answers, but none is started (loading the models, then idle
+    # for QMD_IDLE_MINUTES) only to say the folder is not a collection: the one-off process says it
+    starts_daemon = is_git or bool(args.collection)
+    daemon = not args.no_daemon and os.environ.get("QMD_NO_DAEMON") != "1"
     try:
-        if not args.no_daemon and os.environ.get("QMD_NO_DAEMON") != "1":
+        if daemon:
             try:
-                response = qc.call("POST", "/search", body, timeout=args.wait + 60)
+                response = qc.call("POST", "/search", body, timeout=args.wait + 60, start=starts_daemon)
             except qc.DaemonUnavailable as exc:
-                print(f"{PROG}: daemon unavailable ({exc}); searching in-process", file=sys.stderr)
+                if starts_daemon:
+                    print(f"{PROG}: daemon unavailable ({exc}); searching in-process", file=sys.stderr)
         if response is None:
             response = qc.fallback_search(body)
+            if daemon and not starts_daemon:  # a registered folder: the next call finds the daemon warm
+                qc.start_in_background()
     except (qc.DaemonUnavailable, qc.DaemonError) as exc:
         return _fail(str(exc))
     if not args.collection:
