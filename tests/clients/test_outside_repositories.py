@@ -35,6 +35,7 @@ def test_a_plain_folder_is_not_indexed_until_registered(daemon_home: Path, tmp_p
     proc = run_client("ai_search.py", "parse cookie", home=daemon_home, cwd=folder, HOME=str(user_home))
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)[0]["path"] == "notes.py"
+    wait_for(lambda: state_of(daemon_home), timeout=60)  # the one started for next time: stopped at teardown
 
 
 def test_config_folders_are_refused_even_as_repositories(daemon_home: Path, tmp_path: Path) -> None:
