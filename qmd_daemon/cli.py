@@ -442,6 +442,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     for row in info["collections"]:
         pending = f", {row['pending_vectors']} waiting for vectors" if row["pending_vectors"] else ""
         older = "" if row["index_current"] else "; indexed by another version: the next update re-reads it"
+        if row["folder_gone"]:
+            older += f"; its folder is gone (moved or deleted?): `qmd-daemon collection remove {row['name']}`"
         name = row["name"]
         if name == info["current_collection"]:
             name += " (this repository)"

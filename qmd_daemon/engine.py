@@ -397,6 +397,8 @@ class Engine:
                     **row,
                     # written by another version's chunker or rules: the next update re-reads it
                     "index_current": row["index_format"] == INDEX_FORMAT,
+                    # moved or deleted on disk: no update reaches it, its index stays as it was
+                    "folder_gone": not Path(row["root"]).is_dir(),
                     # files the last walk left out, by reason (too_large, binary, unreadable, ...)
                     "skipped": skipped.get(row["name"], {}),
                     "pending_vectors": (waiting := pending(row["name"])),

@@ -169,6 +169,9 @@ def test_update_goes_on_past_a_moved_repository(home: Path, project: Path, tmp_p
     assert hits and hits[0]["path"] == "fresh.py"
     reports = json.loads(run_cli("update", "--json", env_home=home).stdout)
     assert [r["collection"] for r in reports if r["error"]] == ["repo-myproj"]
+    status = run_cli("status", env_home=home, check=True).stdout
+    assert "its folder is gone (moved or deleted?): `qmd-daemon collection remove repo-myproj`" in status
+    assert status.count("folder is gone") == 1
 
 
 def test_no_match_prints_empty_list(home: Path, project: Path) -> None:
