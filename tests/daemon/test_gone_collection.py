@@ -1,0 +1,35 @@
+"""A repository moved or deleted on disk while the daemon runs: the daemon's refresh of every
+collection (`POST /refresh` without a target) stopped at its root, and no other collection after
+it was refreshed; now it is reported and the others are refreshed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiohttp
+
+from qmd_daemon.daemon.server import Daemon
+from tests.daemon.support import make_repo
+
+
+async def test_a_refresh_of_every_collection_goes_on_past_a_gone_folder(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    gone, kept = make_repo(tmp_path / "gone"), make_repo(tmp_path / "kept")
+    for root in (gone, kept):
+        daemon.reader.add_collection(root)
+    gone.rename(tmp_path / "moved-away")
+    (kept / "src" / "fresh.py").write_text("def quokka_after_the_move():\n    pass\n")
+    headers = {"Authorization": f"Bearer {daemon.token}"}
+    base = f"http://127.0.0.1:{daemon.port}"
+    async with aiohttp.ClientSession(headers=headers) as http:
+        async with http.post(f"{base}/refresh", json={"wait": 60}) as resp:
+            (job,) = (await resp.json())["jobs"]
+        assert job["state"] == "done", job
+        reports = {r["collection"]: r for r in job["result"]["reports"]}
+        assert "does not exist (moved or deleted?)" in reports["repo-gone"]["error"]
+        assert reports["repo-kept"]["error"] is None and reports["repo-kept"]["added"] == 4
+        body = {"query": "quokka_after_the_move", "collections": ["repo-kept"]}
+        async with http.post(f"{base}/search", json=body) as resp:
+            hits = (await resp.json())["hits"]
+    assert hits[0]["path"] == "src/fresh.py"
