@@ -130,6 +130,21 @@ def log_file(name: str) -> Any:
 # -- repository ----------------------------------------------------------------------------------
 
 
+FOLDER_GONE = (
+    "the current folder no longer exists (moved or deleted?): "
+    "cd into the repository again, or pass --repo DIR"
+)
+
+
+def start_folder(repo: str | None) -> str | None:
+    """`repo`, else the current folder, made absolute; None when the shell's folder was deleted
+    or moved away beneath it (getcwd fails then, and so does a relative `repo`)."""
+    try:
+        return os.path.abspath(repo or os.getcwd())
+    except FileNotFoundError:
+        return None
+
+
 def repo_root(start: str) -> tuple[str, bool]:
     """The git top level above `start` (a `.git` folder or file), else `start`; and whether git."""
     path = os.path.realpath(start)

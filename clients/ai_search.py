@@ -126,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("--min-score must be between 0 and 1", 2)
     if args.max_tokens is not None and not 0 <= args.max_tokens <= 1_000_000:
         return _fail("--max-tokens must be between 0 and 1000000 (0: no limit)", 2)
-    start = os.path.abspath(args.repo or os.getcwd())
+    start = qc.start_folder(args.repo)
+    if start is None:
+        return _fail(qc.FOLDER_GONE, 2)
     if not os.path.isdir(start):
         return _fail(f"{start} is not a folder", 2)
     root, is_git = qc.repo_root(start)

@@ -11,6 +11,7 @@ import click
 
 from clients._qmd_client import prepare_stdout
 from qmd_daemon import __version__
+from qmd_daemon.config import CollectionConfig
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
 from qmd_daemon.search.calibration import ANSWER_THRESHOLD
@@ -50,6 +51,18 @@ def _searchable(ctx: click.Context, names: tuple[str, ...]) -> Engine:
             "(ai-search registers the git repository it runs in by itself)"
         )
     return engine
+
+
+def _working_collection(engine: Engine) -> CollectionConfig | None:
+    """The collection covering the working folder (embedded first, marked in `status`); None
+    when there is none, or the shell's folder was deleted or moved away beneath it."""
+    from qmd_daemon.daemon.api import resolve_path
+
+    try:
+        cwd = Path.cwd()
+    except FileNotFoundError:
+        return None
+    return resolve_path(engine, cwd, create=False)[0]
 
 
 def _emit_json(data: Any) -> None:
@@ -304,12 +317,11 @@ def context(ctx: click.Context, query: str, names: tuple[str, ...], limit: int, 
 def embed(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     """Embed every chunk that has no vector yet (resumable; one run at a time). The working
     folder's collection first, then recent edits and the files the daemon's searches return."""
-    from qmd_daemon.daemon.api import resolve_path
     from qmd_daemon.daemon.hit_counts import HitCounts
     from qmd_daemon.vectorize import EmbedHint
 
     engine = _engine(ctx)
-    here, _created = resolve_path(engine, Path.cwd(), create=False)
+    here = _working_collection(engine)
     hint = EmbedHint(here.name if here is not None else None, HitCounts(engine.settings.state_dir).returned())
     report = engine.embed(list(names) or None, hint=lambda: hint).as_dict()
     if report["deep_off"] and report["static"] is None:
@@ -389,13 +401,12 @@ def pull(ctx: click.Context, profile: str | None, role: str, refresh: bool) -> N
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show the index, its collections, vectors and which models search can use."""
-    from qmd_daemon.daemon.api import resolve_path
     from qmd_daemon.daemon.stop import running_daemon
 
     engine = _engine(ctx)
     engine.models.embedder()
     daemon = running_daemon(engine.settings.state_dir)
-    here, _created = resolve_path(engine, Path.cwd(), create=False)
+    here = _working_collection(engine)
     info = {
         "version": __version__,
         **engine.status(),
