@@ -50,6 +50,11 @@ def _searchable(ctx: click.Context, names: tuple[str, ...]) -> Engine:
             "no collections to search: add one with `qmd-daemon collection add PATH` "
             "(ai-search registers the git repository it runs in by itself)"
         )
+    if not names and not engine.on_disk():
+        raise QmdError(
+            "no collection to search: the folder of every one is gone (moved or deleted?); "
+            "add the folder where it is now, or search a collection by name (-c NAME)"
+        )
     return engine
 
 

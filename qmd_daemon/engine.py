@@ -425,11 +425,17 @@ class Engine:
 
     # -- search --------------------------------------------------------------------------------
 
+    def on_disk(self) -> dict[str, CollectionConfig]:
+        """The collections whose folder is there. One moved or deleted keeps its index (`update`
+        and `status` name it) but is searched only by name: its hits would name files that are gone,
+        beside the same files' hits from the collection the folder's new place registered."""
+        return {name: c for name, c in self.collections().items() if c.path.is_dir()}
+
     def search_scope(self, names: list[str] | None) -> list[str]:
-        """Named collections, else those included by default, else all."""
+        """Named collections, else those included by default, else all (of those on disk)."""
         if names:
             return [c.name for c in self._select(names)]
-        known = self.collections()
+        known = self.on_disk()
         default = [n for n, c in known.items() if c.include_by_default]
         return default or list(known)
 

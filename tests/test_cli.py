@@ -149,8 +149,11 @@ def test_missing_root_on_update(home: Path, project: Path, tmp_path: Path) -> No
     run_cli("collection", "add", str(project), env_home=home, check=True)
     project.rename(tmp_path / "moved")
     assert "does not exist" in _one_line_error(run_cli("update", env_home=home))
-    # the previous index stays searchable
-    assert json.loads(run_cli("search", "TCPConnector", "--json", env_home=home, check=True).stdout)
+    # the previous index stays searchable by name (its hits name files that are gone: never by default)
+    found = run_cli("search", "TCPConnector", "-c", "repo-myproj", "--json", env_home=home, check=True)
+    assert json.loads(found.stdout)
+    unnamed = run_cli("search", "TCPConnector", env_home=home)
+    assert "the folder of every one is gone" in _one_line_error(unnamed)
 
 
 def test_update_goes_on_past_a_moved_repository(home: Path, project: Path, tmp_path: Path) -> None:
@@ -167,6 +170,9 @@ def test_update_goes_on_past_a_moved_repository(home: Path, project: Path, tmp_p
     assert "repo-other: 2 files (1 added" in proc.stdout
     hits = json.loads(run_cli("search", "quokka_marmalade", "--json", env_home=home, check=True).stdout)
     assert hits and hits[0]["path"] == "fresh.py"
+    # the gone folder's files are not offered as hits: they are not there to open
+    hits = json.loads(run_cli("search", "TCPConnector", "--json", env_home=home, check=True).stdout)
+    assert not [hit for hit in hits if hit["collection"] == "repo-myproj"]
     reports = json.loads(run_cli("update", "--json", env_home=home).stdout)
     assert [r["collection"] for r in reports if r["error"]] == ["repo-myproj"]
     status = run_cli("status", env_home=home, check=True).stdout

@@ -191,7 +191,7 @@ def search_scope(engine: Engine, names: list[str] | None, home: CollectionConfig
     if names:
         return names
     if home is not None:
-        extra = [n for n, c in engine.collections().items() if c.include_by_default and n != home.name]
+        extra = [n for n, c in engine.on_disk().items() if c.include_by_default and n != home.name]
         return [home.name, *extra]
     return engine.search_scope(None)
 

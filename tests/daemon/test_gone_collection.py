@@ -1,6 +1,7 @@
 """A repository moved or deleted on disk while the daemon runs: the daemon's refresh of every
 collection (`POST /refresh` without a target) stopped at its root, and no other collection after
-it was refreshed; now it is reported and the others are refreshed."""
+it was refreshed; now it is reported and the others are refreshed. Nor is it searched beside
+every repository any more (`includeByDefault`): its files are not there to open."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ async def test_a_refresh_of_every_collection_goes_on_past_a_gone_folder(
     daemon: Daemon, tmp_path: Path
 ) -> None:
     gone, kept = make_repo(tmp_path / "gone"), make_repo(tmp_path / "kept")
-    for root in (gone, kept):
-        daemon.reader.add_collection(root)
+    daemon.reader.add_collection(gone, include_by_default=True)  # searched with every repository
+    daemon.reader.add_collection(kept)
     gone.rename(tmp_path / "moved-away")
     (kept / "src" / "fresh.py").write_text("def quokka_after_the_move():\n    pass\n")
     headers = {"Authorization": f"Bearer {daemon.token}"}
@@ -29,7 +30,9 @@ async def test_a_refresh_of_every_collection_goes_on_past_a_gone_folder(
         reports = {r["collection"]: r for r in job["result"]["reports"]}
         assert "does not exist (moved or deleted?)" in reports["repo-gone"]["error"]
         assert reports["repo-kept"]["error"] is None and reports["repo-kept"]["added"] == 4
-        body = {"query": "quokka_after_the_move", "collections": ["repo-kept"]}
+        body = {"query": "quokka_after_the_move", "path": str(kept)}
         async with http.post(f"{base}/search", json=body) as resp:
-            hits = (await resp.json())["hits"]
-    assert hits[0]["path"] == "src/fresh.py"
+            answer = await resp.json()
+    assert answer["hits"][0]["path"] == "src/fresh.py"
+    # the gone folder's index is kept, but its hits would name files that are not there
+    assert answer["collections"] == ["repo-kept"]
