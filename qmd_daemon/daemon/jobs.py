@@ -199,11 +199,12 @@ class JobQueue:
             if requeued:
                 continue
             log.info(
-                "%s %s %s in %.2fs",
+                "%s %s %s in %.2fs%s",
                 job.kind,
                 job.names or "all",
                 job.state,
                 finished - (job.started_at or finished),
+                f": {job.error['message']}" if job.error else "",  # why, for daemon.log's reader
             )
             if job.kind == "refresh":
                 self._merge_due = True

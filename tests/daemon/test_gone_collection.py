@@ -5,9 +5,11 @@ every repository any more (`includeByDefault`): its files are not there to open.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from qmd_daemon.daemon.server import Daemon
 from tests.daemon.support import make_repo
@@ -36,3 +38,18 @@ async def test_a_refresh_of_every_collection_goes_on_past_a_gone_folder(
     assert answer["hits"][0]["path"] == "src/fresh.py"
     # the gone folder's index is kept, but its hits would name files that are not there
     assert answer["collections"] == ["repo-kept"]
+
+
+async def test_daemon_log_says_why_a_job_failed(
+    daemon: Daemon, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`refresh ('repo-gone',) failed in 0.01s` named no reason: daemon.log is where a user looks."""
+    gone = make_repo(tmp_path / "gone")
+    daemon.reader.add_collection(gone)
+    gone.rename(tmp_path / "moved-away")
+    caplog.set_level(logging.INFO, logger="qmd_daemon.jobs")
+    job = daemon.jobs.submit("refresh", ["repo-gone"])
+    await job.wait(60)
+    assert job.state == "failed"
+    (line,) = [r.getMessage() for r in caplog.records if "failed in" in r.getMessage()]
+    assert "repo-gone" in line and "does not exist (moved or deleted?)" in line
