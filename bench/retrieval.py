@@ -51,6 +51,7 @@ from bench.baseline_bm25 import BM25Index, mask_extensions, walk_files  # noqa: 
 from bench.metrics import aggregate, reduce_to_files, score_query  # noqa: E402
 from qmd_daemon.file_types import kind_of, language_of  # noqa: E402
 from qmd_daemon.ingest.indexer import INDEX_FORMAT  # noqa: E402
+from qmd_daemon.search.feedback import Feedback  # noqa: E402
 from qmd_daemon.search.scoring import ScoringWeights  # noqa: E402
 
 EVAL_DIR = Path(os.environ.get("QMD_EVAL_DIR", "/work/shared/eval"))
@@ -240,6 +241,35 @@ METHODS: dict[str, Callable[[Context], MethodFn]] = {
     **{f"hybrid+static-w{w:g}": (lambda ctx, w=w: hybrid_plus_static_method(ctx, w))
        for w in (0.1, 0.25, 0.5)},
 }
+# Rocchio feedback for the static list (search/feedback.py, SearchOptions.static_feedback):
+# hybrid-static-prfK-bB moves the question's static vector toward lexical's first K chunks' at
+# weight B; -files: toward its first K files' (each its chunks' mean); -w0.5: the static list at 0.5
+PRF_KS, PRF_WEIGHTS = (3, 5, 10), (0.25, 0.5, 1.0)
+
+
+def static_feedback_methods() -> dict[str, Callable[[Context], MethodFn]]:
+    methods: dict[str, Callable[[Context], MethodFn]] = {}
+    for k in PRF_KS:
+        for b in PRF_WEIGHTS:
+            for suffix, by_file, weight in (("", False, 0.25), ("-files", True, 0.25), ("-w0.5", False, 0.5)):
+                feedback = Feedback(k, b, by_file)
+                methods[f"hybrid-static-prf{k}-b{b:g}{suffix}"] = (
+                    lambda ctx, f=feedback, w=weight:
+                    hybrid_static_method(ctx, static_weight=w, static_feedback=f))
+    return methods
+
+
+METHODS.update(static_feedback_methods())
+# The same for the deep list (SearchOptions.vector_feedback): hybrid-prfK-bB runs the KNN with the
+# question's MiniLM vector moved toward lexical's first K chunks' deep vectors at weight B.
+METHODS.update({f"hybrid-prf{k}-b{b:g}": engine_method(max_tokens=None, vector_feedback=Feedback(k, b))
+                for k in PRF_KS for b in PRF_WEIGHTS})
+# -rescore: the deep list as lexical's candidates re-scored by cos(q', v) (static_list's way), not a
+# KNN; hybrid-rescore (B 0): the re-scoring with the question's own vector, the control
+METHODS.update({f"hybrid-prf{k}-b{b:g}-rescore": engine_method(max_tokens=None,
+                                                                vector_feedback=Feedback(k, b, rescore=True))
+                for k in (3, 5) for b in (0.25, 0.5)})
+METHODS["hybrid-rescore"] = engine_method(max_tokens=None, vector_feedback=Feedback(1, 0.0, rescore=True))
 ENGINE_FREE = set(BASELINES)
 
 

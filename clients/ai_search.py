@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-c", "--collection", action="append", help="search this collection instead (repeatable)")
     p.add_argument("--repo", help="repository folder (default: the current folder)")
     p.add_argument(
+        "--path",
+        action="append",
+        help="only files matching this gitignore pattern, relative to the repository ('src/', '*.py';"
+        " '!tests/' leaves out; repeatable)",
+    )
+    p.add_argument(
         "--min-score", type=float, default=None, help="leave out results scoring below this (0-1, default 0)"
     )
     p.add_argument(
@@ -79,6 +85,8 @@ def _request(args: argparse.Namespace, query: str, root: str, refresh: bool | st
         body["collections"] = args.collection
     else:
         body["path"] = root
+    if args.path:
+        body["paths"] = args.path
     for key in ("min_score", "max_tokens", "rerank"):
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
@@ -160,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
             response = qc.fallback_search(body)
             if daemon and not starts_daemon:  # a registered folder: the next call finds the daemon warm
                 qc.start_in_background()
-    except (qc.DaemonUnavailable, qc.DaemonError) as exc:
+    except qc.DaemonError as exc:  # a request it refuses as asked (a bad --path pattern): a usage error
+        return _fail(str(exc), 2 if (exc.status, exc.code) == (400, "bad_request") else 1)
+    except qc.DaemonUnavailable as exc:
         return _fail(str(exc))
     if not args.collection:
         watched = bool(response.get("watched"))

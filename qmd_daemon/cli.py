@@ -236,6 +236,12 @@ def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     type=click.FloatRange(0, 1),
     help="Leave out hits scoring below this.",
 )
+@click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    help="Search only files matching this gitignore pattern ('src/', '*.py'; '!tests/' leaves out).",
+)
 @click.option("--explain", is_flag=True, help="Show each hit's ranks and boosts.")
 @click.option("--vectors/--no-vectors", default=DEFAULTS.vectors, help="Use vector search when embedded.")
 @click.option(
@@ -265,6 +271,7 @@ def search(
     expand: bool,
     rerank: bool,
     budget_ms: float,
+    paths: tuple[str, ...],
 ) -> None:
     """Search the index: code-aware BM25, plus vectors once embedded."""
     if not query.strip():
@@ -278,6 +285,7 @@ def search(
         expand=expand,
         rerank=rerank,
         budget_ms=budget_ms or None,
+        paths=paths,
     )
     trace = SearchTrace()
     engine = _searchable(ctx, names)

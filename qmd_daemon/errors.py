@@ -46,6 +46,10 @@ class UsageError(QmdError):
     code = "bad_request"
 
 
+class PathPatternError(UsageError):
+    """A --path pattern (or `path:` word) that is no gitignore pattern."""
+
+
 class UnknownCollectionError(UsageError):
     """A collection name that is not registered (the daemon answers it with 404)."""
 

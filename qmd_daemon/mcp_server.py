@@ -80,6 +80,13 @@ def build_server(engine: Any) -> Any:
                 ge=0, le=MAX_TOKENS_CAP, description="Stop adding hits past this many tokens (0: no limit)."
             ),
         ] = DEFAULTS.max_tokens or 0,
+        paths: Annotated[
+            list[str] | None,
+            Field(
+                description="Only files matching these gitignore patterns, relative to the collection root "
+                "('src/', '*.py'; '!tests/' leaves out)."
+            ),
+        ] = None,
     ) -> str:
         """Search the indexed repositories (code-aware BM25 plus vectors once embedded).
 
@@ -88,7 +95,7 @@ def build_server(engine: Any) -> Any:
         """
         if not query.strip():
             raise ToolError("query is empty")
-        options = SearchOptions(max_tokens=max_tokens or None, min_score=min_score)
+        options = SearchOptions(max_tokens=max_tokens or None, min_score=min_score, paths=tuple(paths or ()))
         try:
             with lock:
                 hits = engine.search(query, collections or None, limit=limit, options=options)

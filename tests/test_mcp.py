@@ -81,6 +81,7 @@ async def test_search_and_get_over_stdio(indexed: dict[str, Any]) -> None:
         ("get", {"path": "pool/conn.go"}),  # 5: unique across collections, no collection needed
         ("get", {"path": str(proj / "client.py"), "start_line": 17}),  # 6: absolute path inside a root
         ("get", {"path": "README.md", "collection": "docs"}),  # 7: README.md is in both
+        ("search", {"query": "ClientSession", "paths": ["*.md", "!pool/"]}),  # 8: only the README
     ]
     tools, r = await _session_calls(indexed["home"], calls)
     assert sorted(tools) == ["get", "search"]
@@ -99,6 +100,8 @@ async def test_search_and_get_over_stdio(indexed: dict[str, Any]) -> None:
     assert _text(r[5]) == SAMPLE_GO
     assert _text(r[6]) == "\n".join(source[16:]).rstrip("\n") + "\n"
     assert _text(r[7]) == "# Docs\n\nSee ClientSession.\n"
+    assert {h["path"] for h in json.loads(_text(r[8]))} == {"README.md"}
+    assert {h["path"] for h in json.loads(_text(r[3]))} > {"README.md"}  # unfiltered: client.py too
 
 
 async def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(indexed: dict[str, Any]) -> None:
@@ -112,6 +115,7 @@ async def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(indexe
         ("search", {"query": "   "}, "empty"),
         ("search", {}, "query"),
         ("search", {"query": "x", "collections": ["nope"]}, "no collection named 'nope'"),
+        ("search", {"query": "x", "paths": ["src\\"]}, "bad path pattern"),
         ("get", {"path": "README.md"}, "several collections"),
         ("get", {"path": "client.py", "collection": "nope"}, "no collection named 'nope'"),
         ("get", {"path": "secret.env", "collection": "proj"}, "not a file indexed"),  # ignored by git

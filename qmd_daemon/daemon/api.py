@@ -22,6 +22,7 @@ from qmd_daemon.search.limits import (
     MAX_RERANK_CANDIDATES,
     MAX_TOKENS_CAP,
 )
+from qmd_daemon.search.path_filter import path_spec
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 
 _OPTION_FIELDS = {f.name for f in dataclasses.fields(SearchOptions)}
@@ -70,6 +71,17 @@ def _names(body: dict[str, Any]) -> list[str] | None:
             raise RequestError(400, "bad_request", "'collections' must be a list of names")
         names.extend(many)
     return list(dict.fromkeys(names)) or None
+
+
+def _patterns(body: dict[str, Any]) -> tuple[str, ...]:
+    """The request's `paths` (search/path_filter.py), each checked before any search work."""
+    patterns = body.get("paths")
+    if patterns is None:
+        return ()
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise RequestError(400, "bad_request", "'paths' must be a list of path patterns")
+    path_spec(patterns)
+    return tuple(patterns)
 
 
 def _path(body: dict[str, Any]) -> Path | None:
@@ -122,6 +134,7 @@ def parse_search(body: dict[str, Any]) -> SearchRequest:
         "max_tokens": _int(body, "max_tokens", DEFAULTS.max_tokens or 0, 0, MAX_TOKENS_CAP) or None,
         "min_score": _float(body, "min_score", DEFAULTS.min_score, 0.0, 1.0),
         "explain": explain,
+        "paths": _patterns(body),
     }
     if body.get("rerank_candidates") is not None:
         wanted["rerank_candidates"] = _int(

@@ -94,7 +94,10 @@ def lexical_search(
     collection_ids: list[int],
     limit: int = 200,
     weights: tuple[float, float, float] = DEFAULT_WEIGHTS,
+    file_ids: frozenset[int] | None = None,
 ) -> list[LexicalHit]:
+    """The best LIMIT chunks of the collections (of the files FILE_IDS only, when given: BM25
+    ranks among them, its statistics still the collections')."""
     counts = term_counts(store, parsed.terms, collection_ids)
     frequencies = {term: count.chunks for term, count in counts.items()}
     postings = {term: count.postings for term, count in counts.items()}
@@ -105,7 +108,7 @@ def lexical_search(
         if index == 0 and not every_term_held:
             continue  # a term no chunk holds: the all-terms pass cannot match
         try:
-            rows = store.fts_search(query, collection_ids, limit, weights)
+            rows = store.fts_search(query, collection_ids, limit, weights, file_ids)
         except QueryRejected:
             continue  # a query the backend cannot run contributes nothing
         for chunk_id, score in rows:
@@ -140,7 +143,7 @@ def _data_state(store: ChunkStore) -> Any:
     return states[id(store)]
 
 
-def _kept_for_this_data(store: ChunkStore, name: str) -> dict[Any, Any]:
+def kept_for_this_data(store: ChunkStore, name: str) -> dict[Any, Any]:
     """A dict in `store.derived` that starts over empty whenever the data changes."""
     state = _data_state(store)
     kept = store.derived.get(name)
@@ -152,7 +155,7 @@ def _kept_for_this_data(store: ChunkStore, name: str) -> dict[Any, Any]:
 
 def chunks_in_scope(store: ChunkStore, collection_ids: list[int]) -> int:
     """Chunks of the collections, kept until the data changes (a count over the scope's chunks)."""
-    totals = _kept_for_this_data(store, "chunk_total")
+    totals = kept_for_this_data(store, "chunk_total")
     scope = tuple(sorted(collection_ids))
     if scope not in totals:
         totals[scope] = store.chunks_in(collection_ids)
@@ -199,7 +202,7 @@ def term_counts(store: ChunkStore, terms: list[str], collection_ids: list[int]) 
     an agent asks many questions of one repository, a long one counts up to 40 terms (~30 ms in
     django), and one search reads them twice (to pick the terms of its any-term pass, for the
     question's idf)."""
-    kept = _kept_for_this_data(store, "term_df")
+    kept = kept_for_this_data(store, "term_df")
     if sum(len(d) for d in kept.values()) > DF_CACHE_TERMS:
         kept.clear()
     known: dict[str, TermCount] = kept.setdefault(tuple(sorted(collection_ids)), {})

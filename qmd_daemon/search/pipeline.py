@@ -11,6 +11,7 @@ from typing import Any
 
 from qmd_daemon.errors import QueryRejected
 from qmd_daemon.search.candidates import Candidate
+from qmd_daemon.search.feedback import Feedback
 from qmd_daemon.search.fusion import RankedList, fuse
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.lexical import (
@@ -22,6 +23,7 @@ from qmd_daemon.search.lexical import (
     term_idfs,
     term_query,
 )
+from qmd_daemon.search.path_filter import PathScope, path_scope
 from qmd_daemon.search.query import ParsedQuery, parse_query, snippet_words
 from qmd_daemon.search.report import frame_file_matches
 from qmd_daemon.search.rerank import rerank
@@ -94,7 +96,15 @@ class SearchOptions:
     # the languages where hybrid loses to lexical?). Off: docs/ranking.md "The static list beside
     # complete deep vectors"
     static_with_deep: bool = False
+    # Rocchio feedback for the static list (search/feedback.py): the question's static vector moved
+    # toward lexical's first hits' before the re-scoring. None: the question's own vector
+    static_feedback: Feedback | None = None
+    # The same for the deep list: its KNN runs with the question's vector moved toward lexical's
+    # first chunks' deep vectors (chunks only). None: the question's own vector
+    vector_feedback: Feedback | None = None
     bm25_weights: tuple[float, float, float] = DEFAULT_WEIGHTS
+    # gitignore-style patterns (`src/`, `*.py`, `!tests/`) of the files searched: search/path_filter.py
+    paths: tuple[str, ...] = ()
     weights: ScoringWeights = field(default_factory=ScoringWeights)
 
 
@@ -282,15 +292,19 @@ def _retrieve(
     models: SearchModels,
     trace: SearchTrace,
     clock: _Clock,
+    scope: PathScope | None = None,
 ) -> tuple[list[RankedList], dict[int, float], dict[int, float]]:
     """Every ranked list, the BM25 score of each lexical hit (for a lexical-only base), and the
-    cosine of each vector hit to the question (for calibrated scores)."""
+    cosine of each vector hit to the question (for calibrated scores); with a SCOPE, each list
+    ranks the chunks of its allowed files only."""
+    file_ids = None if scope is None else scope.allowed.file_ids
     lists: list[RankedList] = []
     bm25: dict[int, float] = {}
     similarity: dict[int, float] = {}
     lexical: list[LexicalHit] = []
     if options.lexical:
-        lexical = lexical_search(store, parsed, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights)
+        lexical = lexical_search(store, parsed, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights,
+                                 file_ids)
         bm25 = {h.chunk_id: h.score for h in lexical}
         lists.append(_lexical_list("bm25", lexical, options.lexical_weight))
     clock.lap("lexical")
@@ -312,7 +326,7 @@ def _retrieve(
         clock.lap("expand")
     for i, line in enumerate(lex_lines, start=1):
         hits = lexical_search(
-            store, parse_query(line), collection_ids, LEXICAL_CANDIDATES, options.bm25_weights
+            store, parse_query(line), collection_ids, LEXICAL_CANDIDATES, options.bm25_weights, file_ids
         )
         lists.append(_lexical_list(f"bm25:lex{i}", hits, EXPANSION_LIST_FACTOR * options.lexical_weight))
     vectors = models.vectors if options.vectors else None
@@ -322,7 +336,11 @@ def _retrieve(
         expansion_weight = EXPANSION_LIST_FACTOR * weight
         texts += [(line, f"vec:{i}", expansion_weight) for i, line in enumerate(vec_lines, start=1)]
         for text, name, list_weight in texts:
-            vector_hits = vector_search(vectors, models.embedder, text, collection_ids)
+            vector_hits = vector_search(
+                vectors, models.embedder, text, collection_ids, within=scope,
+                feedback=options.vector_feedback if name == "vec" else None,
+                lexical_ids=[h.chunk_id for h in lexical],
+            )
             if name == "vec":
                 similarity = {h.chunk_id: h.similarity for h in vector_hits}
             if vector_hits:
@@ -338,7 +356,11 @@ def _retrieve(
         # a bug report: a mean over its hundreds of words knows nothing BM25 does not, and on the
         # three report sets it never lifted one and dropped three (docs/scale.md)
         weight = options.static_weight * (options.symbol_vector_weight if parsed.is_symbol_query else 1.0)
-        ranked = static_list(models.static, parsed.model_text, [h.chunk_id for h in lexical], weight)
+        ids = [h.chunk_id for h in lexical]
+        feedback = options.static_feedback
+        file_of = ({cid: row.file_id for cid, row in store.chunks_by_ids(ids).items()}
+                   if feedback is not None and feedback.by_file else None)
+        ranked = static_list(models.static, parsed.model_text, ids, weight, feedback, file_of)
         if ranked is not None:
             lists.append(ranked)
         clock.lap("static")
@@ -390,7 +412,8 @@ def _search(
     parsed = parse_query(query)
     if not collection_ids:
         return []
-    lists, bm25, similarity = _retrieve(store, parsed, collection_ids, options, models, trace, clock)
+    scope = path_scope(store, collection_ids, [*options.paths, *parsed.paths])
+    lists, bm25, similarity = _retrieve(store, parsed, collection_ids, options, models, trace, clock, scope)
     cands = _candidates(store, lists)
     for chunk_id, cand in cands.items():
         cand.similarity = similarity.get(chunk_id)
@@ -399,6 +422,8 @@ def _search(
         found = _symbol_candidates(store, parsed, collection_ids, cands)
         frame_ranks = _frame_candidates(store, parsed, collection_ids, cands)
         error_holders = _error_candidates(store, parsed, collection_ids, cands)
+        if scope is not None:  # the names, frames and messages found chunks of every file
+            cands = {cid: cand for cid, cand in cands.items() if scope.admits(cand.chunk)}
         _common_definitions(store, found, cands)
         pool = list(cands.values())
         definition_boost(pool, parsed, 1.0, options.weights, found.defined, found.exact, found.spread)

@@ -24,6 +24,9 @@ CODE_NOISE = frozenset("import from in out self true false none def return print
 _TYPED = re.compile(r"^\s*(lex|vec|hyde|intent)\s*:\s*(.*)$", re.IGNORECASE)
 _PHRASE = re.compile(r'"([^"]+)"')
 _EXCLUDE = re.compile(r"(?:^|\s)-([^\W\d][\w.-]*)")
+# `path:src/`, `-path:tests/` (GitHub's and Sourcegraph's syntax): a --path pattern written in the
+# question, `-` for an exclusion (search/path_filter.py)
+_PATH_FILTER = re.compile(r"(?<!\S)(-?)path:(\S+)")
 # words in any script (`café`, `Größe`, `ошибка`, `हिन्दी`: the FTS tokenizer indexes them whole),
 # identifiers with their dotted or `::` paths; both run over `_letters_for_marks(text)`
 _WORD = re.compile(r"[^\W\d]\w*(?:(?:\.|::)[^\W\d]\w*)*")
@@ -52,6 +55,7 @@ class ParsedQuery:
     parts: list[str] = field(default_factory=list)  # lowercased parts of compound terms
     phrases: list[str] = field(default_factory=list)
     excludes: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)  # path patterns written in it (`path:src/`)
     symbols: list[str] = field(default_factory=list)  # identifiers as typed (ClientSession, _request)
     lex: list[str] = field(default_factory=list)
     vec: list[str] = field(default_factory=list)
@@ -163,6 +167,9 @@ def parse_query(raw: str) -> ParsedQuery:
         elif len(getattr(parsed, kind)) < MAX_TYPED_LINES:
             getattr(parsed, kind).append(body)
     text = " ".join(" ".join(plain_lines).split())
+    if len(raw) <= MODEL_TEXT_CHARS:  # a question; a pasted log's `path:/usr/lib` is no filter
+        parsed.paths = [("!" if m.group(1) else "") + m.group(2) for m in _PATH_FILTER.finditer(text)]
+        text = " ".join(_PATH_FILTER.sub(" ", text).split())
     parsed.phrases = [p.strip() for p in _PHRASE.findall(text) if p.strip()][:MAX_PHRASES]
     text_wo_phrases = _PHRASE.sub(" ", text)
     excluded = list(_EXCLUDE.finditer(_letters_for_marks(text_wo_phrases)))

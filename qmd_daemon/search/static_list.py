@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from qmd_daemon.models.static_table import StaticModel
+from qmd_daemon.search.feedback import Feedback, rocchio, unit_rows
 from qmd_daemon.search.fusion import RankedList
 from qmd_daemon.search.vector import VECTOR_CANDIDATES
 from qmd_daemon.store.protocols import StaticVectorStore
@@ -32,9 +33,18 @@ class StaticTier:
     vectors: StaticVectorStore
 
 
-def static_list(tier: StaticTier, text: str, candidate_ids: list[int], weight: float) -> RankedList | None:
-    """The best VECTOR_CANDIDATES of `candidate_ids` by static cosine to `text`, as a list of
-    `weight`; None when the question has no word the table knows or no candidate has a vector."""
+def static_list(
+    tier: StaticTier,
+    text: str,
+    candidate_ids: list[int],
+    weight: float,
+    feedback: Feedback | None = None,
+    file_of: dict[int, int] | None = None,
+) -> RankedList | None:
+    """The best VECTOR_CANDIDATES of `candidate_ids` (lexical's, best first) by static cosine to
+    `text`, as a list of `weight`; None when the question has no word the table knows or no
+    candidate has a vector. With `feedback`, the question's vector first moves toward its first
+    candidates' (search/feedback.py; `file_of`: chunk id -> file id, for feedback by file)."""
     from qmd_daemon.numeric import np  # numpy on first use (qmd_daemon/numeric.py)
 
     if not candidate_ids or tier.vectors.active_model() != tier.model.fingerprint:
@@ -51,9 +61,10 @@ def static_list(tier: StaticTier, text: str, candidate_ids: list[int], weight: f
     for collection_id in dict.fromkeys(stored[cid][0] for cid in ids):
         docs, df = tier.vectors.token_df(collection_id, tokens)
         queries[collection_id] = tier.model.pool([[tokens]], tier.model.idf(docs, df))[0]
-    matrix = np.stack([stored[cid][1] for cid in ids])
-    norms = np.linalg.norm(matrix, axis=1)
-    dots = np.einsum("ij,ij->i", matrix, np.stack([queries[stored[cid][0]] for cid in ids]))
-    sims = np.divide(dots, norms, out=np.zeros(len(ids), dtype=np.float32), where=norms > 0)
+    matrix = unit_rows(np.stack([stored[cid][1] for cid in ids]))
+    if feedback is not None:
+        moved = feedback.rows(matrix, [file_of.get(cid, -cid) for cid in ids] if file_of else None)
+        queries = {c: rocchio(q, moved, feedback.weight) for c, q in queries.items()}
+    sims = np.einsum("ij,ij->i", matrix, np.stack([queries[stored[cid][0]] for cid in ids]))
     best = np.argsort(-sims, kind="stable")[:VECTOR_CANDIDATES]
     return RankedList("static", [ids[i] for i in best], [float(sims[i]) for i in best], "cosine", weight)

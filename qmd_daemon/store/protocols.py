@@ -6,7 +6,7 @@ every backend returns the same ones.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,9 +139,15 @@ class ChunkStore(Protocol):
 
     # -- reads for search
     def fts_search(
-        self, query: LexicalQuery, collection_ids: list[int], limit: int, weights: tuple[float, float, float]
+        self,
+        query: LexicalQuery,
+        collection_ids: list[int],
+        limit: int,
+        weights: tuple[float, float, float],
+        file_ids: Collection[int] | None = None,
     ) -> list[tuple[int, float]]:
-        """(chunk id, BM25, larger is better) best first; `weights`: path, symbols, body. Raises
+        """(chunk id, BM25, larger is better) best first; `weights`: path, symbols, body;
+        `file_ids`: only chunks of these files (a --path filter), None: all. Raises
         errors.QueryRejected for a query the backend cannot run."""
         ...
 
@@ -169,6 +175,14 @@ class ChunkStore(Protocol):
     def last_lines(self, file_ids: list[int]) -> dict[int, int]: ...
 
     def chunks_of_files_named(self, stems: list[str], collection_ids: list[int]) -> list[int]: ...
+
+    def file_paths(self, collection_ids: list[int]) -> list[tuple[int, str]]:
+        """(file id, path relative to its collection root) of every file of the collections."""
+        ...
+
+    def chunks_of_files(self, file_ids: list[int], limit: int) -> list[int]:
+        """Ids of the chunks of these files, at most `limit`."""
+        ...
 
     def language_counts(self, collection_ids: list[int], limit: int = 8) -> list[tuple[str, int]]:
         """(language, files) of the collections, most files first."""
@@ -215,6 +229,15 @@ class VectorStore(Protocol):
     def exact_search(
         self, vector: Sequence[float], collection_ids: list[int], k: int
     ) -> list[tuple[int, float]]: ...
+
+    def search_among(self, vector: Sequence[float], chunk_ids: list[int], k: int) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) of the k of `chunk_ids` nearest, best first: each compared."""
+        ...
+
+    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, list[float]]:
+        """chunk id -> its stored vector (as stored: scale unknown, direction kept), for those
+        that have one (search/feedback.py moves a question toward them)."""
+        ...
 
     def warm(self) -> int: ...
 

@@ -24,6 +24,7 @@ from qmd_daemon.store.binary_codes import (
     derive_codes,
     int8_rows,
     rank,
+    rescore,
     stored_code_rows,
     unit_int8_values,
 )
@@ -232,6 +233,40 @@ class VectorIndex:
         query = np.asarray(vector, dtype=np.float32)
         cache = self._code_cache(active)
         return cache.search(self.conn, query, collection_ids, _candidates(k), k)
+
+    def search_among(self, vector: Sequence[float], chunk_ids: list[int], k: int) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) of the k of `chunk_ids` nearest, each scored by its int8
+        copy as search rescores (the stored vectors while codes are missing)."""
+        active = self.active_model()
+        if active is None or not chunk_ids:
+            return []
+        query = np.asarray(vector, dtype=np.float32)
+        if self._codes_ready():
+            return rescore(self.conn, query, chunk_ids, k)
+        stored = self.conn.execute(
+            "SELECT rowid, embedding FROM chunk_vectors WHERE rowid IN (SELECT value FROM json_each(?))",
+            (json.dumps(chunk_ids),),
+        ).fetchall()
+        if active[2] == "int8":
+            ids, matrix = int8_rows(stored)
+            return rank(ids, unit_int8_values(matrix), query, k)
+        ids = np.fromiter((r[0] for r in stored), dtype=np.int64, count=len(stored))
+        matrix = np.frombuffer(b"".join(r[1] for r in stored), dtype=np.float32).reshape(len(stored), -1)
+        return rank(ids, matrix, query, k)
+
+    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, list[float]]:
+        """chunk id -> its stored vector (an int8 one read back at its levels), for those with one."""
+        active = self.active_model()
+        if active is None or not chunk_ids:
+            return {}
+        marks = ",".join("?" * len(chunk_ids))
+        rows = self.conn.execute(
+            f"SELECT rowid, embedding FROM chunk_vectors WHERE rowid IN ({marks})", list(chunk_ids)
+        ).fetchall()
+        if active[2] == "int8":
+            ids, matrix = int8_rows(rows)
+            return dict(zip(ids.tolist(), unit_int8_values(matrix).tolist(), strict=True))
+        return {int(r[0]): np.frombuffer(r[1], dtype=np.float32).tolist() for r in rows}
 
     def _code_cache(self, active: tuple[str, int, str]) -> CodeCache:
         """The store's cache of codes, new when the vectors' model changed."""

@@ -67,7 +67,7 @@ def test_no_daemon_is_started_only_to_refuse_a_plain_folder(daemon_home: Path, t
     user_home = tmp_path / "alice"
     folder = write_tree(tmp_path / "downloads", {"notes.py": "def parse_cookie_header():\n    pass\n"})
     proc = run_client("ai_search.py", "parse cookie", home=daemon_home, cwd=folder, HOME=str(user_home))
-    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "not a git repository" in proc.stderr
     assert state_of(daemon_home) is None and not (daemon_home / "state" / "spawn.marker").exists()
     run_cli("collection", "add", str(folder), env_home=daemon_home, HOME=str(user_home), check=True)

@@ -1,6 +1,7 @@
 """Long queries over a big index (issue 15): a bug report's terms and names must not make search
 read or score the whole index."""
 
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,10 @@ class RecordingStore(IndexStore):
         self.matches: list[str] = []
 
     def fts_search(self, query: LexicalQuery, collection_ids: list[int], limit: int,
-                   weights: tuple[float, float, float]) -> list[tuple[int, float]]:
+                   weights: tuple[float, float, float],
+                   file_ids: Collection[int] | None = None) -> list[tuple[int, float]]:
         self.matches.append(match_expression(query))
-        return super().fts_search(query, collection_ids, limit, weights)
+        return super().fts_search(query, collection_ids, limit, weights, file_ids)
 
 
 def test_selective_terms_keep_the_rarest_held_terms_within_the_postings_budget() -> None:

@@ -351,3 +351,51 @@ def test_a_chunk_replaced_under_its_id_between_read_and_write_gets_no_stale_vect
     assert stored.fetchone()[0] == 0
     assert (top_id, b, new_top[2]) in vectors.pending([b])  # the new text is still to embed
     store.close()
+
+
+@pytest.mark.parametrize("quantization", ["float", "int8"])
+def test_search_among_ranks_only_the_given_chunks_nearest_first(tmp_path: Path, quantization: str) -> None:
+    """A --path filter's vectors: each of the given chunks compared, by its int8 copy as search
+    rescores; while codes are missing, by the stored vectors read back, exactly."""
+    store, a, b = _store_with_vectors(tmp_path, 500, 64, quantization)
+    vectors = VectorIndex(store, quantization=quantization)
+    rows = store.conn.execute("SELECT rowid, embedding FROM chunk_vectors ORDER BY rowid").fetchall()
+    among = [r[0] for r in rows][::7]
+    raw = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.int8 if quantization == "int8" else np.float32)
+    matrix = raw.reshape(len(rows), 64)[::7]
+    if quantization == "int8":
+        matrix = binary_codes.unit_int8_values(matrix)
+    unit = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    queries = _clustered(5, 64, seed=8)
+    for query in queries:
+        found = vectors.search_among(query.tolist(), among, 10)
+        expected = [among[i] for i in _float_top(unit, query, 10)]
+        assert len(found) == 10 and {c for c, _ in found} <= set(among)
+        assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
+        assert len({c for c, _ in found} & set(expected)) >= 9  # int8 copies: near-ties may swap
+    with store.transaction():  # codes not derived yet (an index older code embedded)
+        store.conn.execute("DELETE FROM meta WHERE key = 'vector_codes'")
+    for query in queries:
+        expected = [among[i] for i in _float_top(unit, query, 10)]
+        assert [c for c, _ in vectors.search_among(query.tolist(), among, 10)] == expected
+    assert vectors.search_among(queries[0].tolist(), [], 10) == []
+
+
+@pytest.mark.parametrize("quantization", ["float", "int8"])
+def test_vectors_of_reads_back_each_stored_direction(tmp_path: Path, quantization: str) -> None:
+    """Rocchio feedback (search/feedback.py) moves a question toward stored vectors: each must
+    read back in its own direction, an int8 one at its levels, and a chunk without one is absent."""
+    store, a, b = _store_with_chunks(tmp_path)
+    vectors = VectorIndex(store, quantization=quantization)
+    vectors.ensure("model-1", 4)
+    (one, _, one_hash), (two, _, two_hash) = vectors.pending([a])
+    put = {one: [0.9, 0.1, 0.0, 0.0], two: [0.0, -0.3, 0.2, 0.9]}
+    vectors.put([(one, a, one_hash, put[one]), (two, a, two_hash, put[two])])
+    unembedded = vectors.pending([b])[0][0]
+    read = vectors.vectors_of([one, two, unembedded])
+    assert set(read) == {one, two}
+    for chunk_id, vector in read.items():
+        cosine = np.dot(vector, put[chunk_id]) / (np.linalg.norm(vector) * np.linalg.norm(put[chunk_id]))
+        assert cosine > 0.99
+    assert vectors.vectors_of([]) == {}
+    store.close()

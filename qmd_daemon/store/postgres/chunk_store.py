@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -359,14 +359,20 @@ class PostgresChunkStore:
         return [int(r[0]) for r in rows]
 
     def fts_search(
-        self, query: LexicalQuery, collection_ids: list[int], limit: int, weights: tuple[float, float, float]
+        self,
+        query: LexicalQuery,
+        collection_ids: list[int],
+        limit: int,
+        weights: tuple[float, float, float],
+        file_ids: Collection[int] | None = None,
     ) -> list[tuple[int, float]]:
         """(chunk id, bm25) best first, bm25 as FTS5 computes it (larger is better), computed in
-        the server: one statement, `limit` rows back."""
+        the server: one statement, `limit` rows back; `file_ids`: only those files' chunks."""
         node = lexical.compile_query(query)
         if not collection_ids:
             return []
-        statement = ranking.ranked(node, collection_ids, limit, weights)
+        files = None if file_ids is None else list(file_ids)
+        statement = ranking.ranked(node, collection_ids, limit, weights, files)
         return [(int(i), float(score)) for i, score in self._sql(statement.sql, statement.params)]
 
     def fts_count(self, query: LexicalQuery, collection_ids: list[int]) -> int:
@@ -457,6 +463,16 @@ class PostgresChunkStore:
         )
         return [int(r[0]) for r in rows]
 
+
+    def file_paths(self, collection_ids: list[int]) -> list[tuple[int, str]]:
+        if not collection_ids:
+            return []
+        rows = self._sql("SELECT id, path FROM files WHERE collection_id = ANY(%s)", (list(collection_ids),))
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    def chunks_of_files(self, file_ids: list[int], limit: int) -> list[int]:
+        rows = self._sql("SELECT id FROM chunks WHERE file_id = ANY(%s) LIMIT %s", (file_ids, limit))
+        return [int(r[0]) for r in rows]
 
     def language_counts(self, collection_ids: list[int], limit: int = 8) -> list[tuple[str, int]]:
         """(language, files) of the collections, most files first."""

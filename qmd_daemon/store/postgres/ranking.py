@@ -111,12 +111,17 @@ def _counted_when(node: Node, guard: str = "TRUE", first: int = 0) -> list[str]:
 
 
 def _candidates(node: Node, among: str, ids: list[int], weights: tuple[float, float, float],
-                params: dict[str, Any]) -> str:
+                params: dict[str, Any], file_ids: list[int] | None = None) -> str:
     """The WITH clauses up to `per_row`: one row per candidate that holds any phrase, with n<i>
-    (occurrences of phrase i) and f<i> (their column weights summed)."""
+    (occurrences of phrase i) and f<i> (their column weights summed); `file_ids`: only those
+    files' chunks are candidates."""
     seqs = phrases(node)
     params.update(scope=ids, tsquery=tsquery(node), lexemes=lexemes(node),
                   w_a=weights[0], w_b=weights[1], w_c=weights[2])
+    files = ""
+    if file_ids is not None:
+        params["files"] = file_ids
+        files = " AND c.file_id = ANY(%(files)s)"
     columns = "".join(
         f",\n               coalesce(sum(n) FILTER (WHERE phrase = {i}), 0) AS n{i},"
         f" coalesce(sum(f) FILTER (WHERE phrase = {i}), 0) AS f{i}"
@@ -129,7 +134,7 @@ def _candidates(node: Node, among: str, ids: list[int], weights: tuple[float, fl
         SELECT c.id, c.token_count, u.lexeme, u.positions, u.weights
         FROM chunks c,
              unnest(ts_delete(c.fts, tsvector_to_array(ts_delete(c.fts, %(lexemes)s::text[])))) u
-        WHERE {SCOPES[among]} = ANY(%(scope)s) AND c.fts @@ %(tsquery)s::tsquery
+        WHERE {SCOPES[among]} = ANY(%(scope)s) AND c.fts @@ %(tsquery)s::tsquery{files}
     ), hit AS (
         SELECT t.id, t.token_count, t.lexeme, p.pos, p.label
         FROM term t, unnest(t.positions, t.weights) AS p(pos, label)
@@ -160,12 +165,16 @@ def _rows_holding(i: int, seq: Seq, params: dict[str, Any]) -> str:
 
 
 def ranked(
-    node: Node, collection_ids: list[int], limit: int, weights: tuple[float, float, float]
+    node: Node,
+    collection_ids: list[int],
+    limit: int,
+    weights: tuple[float, float, float],
+    file_ids: list[int] | None = None,
 ) -> Statement:
-    """SELECT of (id, bm25) of the chunks of the collections matching NODE, best first (larger is
-    better, ties by id), at most LIMIT."""
+    """SELECT of (id, bm25) of the chunks of the collections (of the files `file_ids` only, when
+    given) matching NODE, best first (larger is better, ties by id), at most LIMIT."""
     params: dict[str, Any] = {"limit": limit, "k1": K1, "b": B}
-    head = _candidates(node, "collection_id", collection_ids, weights, params)
+    head = _candidates(node, "collection_id", collection_ids, weights, params, file_ids)
     seqs = phrases(node)
     counted = "".join(f",\n               CASE WHEN {when} THEN f{i} ELSE 0 END AS c{i}"
                       for i, when in enumerate(_counted_when(node)))

@@ -195,6 +195,15 @@ class PostgresVectorIndex:
                 ],
             )
 
+    def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, list[float]]:
+        """chunk id -> its stored vector, for those with one (read as pgvector's text form)."""
+        if self.active_model() is None or not chunk_ids:
+            return {}
+        rows = self.db.execute(
+            "SELECT chunk_id, embedding::text FROM chunk_vectors WHERE chunk_id = ANY(%s)", (list(chunk_ids),)
+        ).fetchall()
+        return {int(r[0]): [float(x) for x in str(r[1]).strip("[]").split(",")] for r in rows}
+
     def search(self, vector: Sequence[float], collection_ids: list[int], k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) best first, within the given collections: the HNSW
         graph walked until k rows of those collections are found (relaxed order, so re-sorted),
@@ -236,12 +245,22 @@ class PostgresVectorIndex:
         """Every vector of the collections compared (no graph): the ground truth, cost ~ vectors."""
         return self._nearest(vector, collection_ids, k, [("enable_indexscan", "off")])
 
+    def search_among(self, vector: Sequence[float], chunk_ids: list[int], k: int) -> list[tuple[int, float]]:
+        """Each of the chunks' vectors compared (read by chunk id, the graph left alone)."""
+        return self._nearest(vector, chunk_ids, k, [("enable_indexscan", "off")], among="chunk_id")
+
     def _nearest(
-        self, vector: Sequence[float], collection_ids: list[int], k: int, settings: list[tuple[str, str]]
+        self,
+        vector: Sequence[float],
+        ids: list[int],
+        k: int,
+        settings: list[tuple[str, str]],
+        among: str = "collection_id",
     ) -> list[tuple[int, float]]:
-        if self.active_model() is None or not collection_ids or k <= 0:
+        """The k nearest of the vectors whose `among` column (collection_id, chunk_id) is in IDS."""
+        if self.active_model() is None or not ids or k <= 0:
             return []
-        params: dict[str, Any] = {"q": vector_literal(vector), "ids": list(collection_ids), "k": int(k)}
+        params: dict[str, Any] = {"q": vector_literal(vector), "ids": list(ids), "k": int(k)}
         cast = self._cast()
         with self.db.transaction():
             for name, value in settings:
@@ -249,7 +268,7 @@ class PostgresVectorIndex:
             rows = self.db.execute(
                 f"""WITH hits AS MATERIALIZED (
                         SELECT chunk_id, embedding <=> %(q)s::{cast} AS distance FROM chunk_vectors
-                        WHERE collection_id = ANY(%(ids)s) ORDER BY embedding <=> %(q)s::{cast} LIMIT %(k)s)
+                        WHERE {among} = ANY(%(ids)s) ORDER BY embedding <=> %(q)s::{cast} LIMIT %(k)s)
                     SELECT chunk_id, distance FROM hits ORDER BY distance""",
                 params,
             ).fetchall()

@@ -217,3 +217,25 @@ def test_the_graph_is_built_with_the_parameters_that_held_recall_at_a_million(po
     ).fetchone()[0]
     assert "m='24'" in definition and "ef_construction='128'" in definition
     db.close()
+
+
+def test_search_among_compares_each_given_chunk(indexed: Any) -> None:
+    """A --path filter's vectors: the k nearest of the given chunks, whatever collection holds them."""
+    vectors, stored = indexed
+    among = sorted(stored)[::13]
+    rng = np.random.default_rng(12)
+    for _ in range(5):
+        query = _unit(rng.standard_normal((1, 32)))[0]
+        scored = sorted(((float(stored[i][1] @ query), i) for i in among), reverse=True)
+        assert [i for i, _ in vectors.search_among(query.tolist(), among, 10)] == [i for _, i in scored[:10]]
+    assert vectors.search_among(query.tolist(), [], 10) == []
+
+
+def test_vectors_of_reads_back_the_stored_vectors(indexed: Any) -> None:
+    """The feedback of search/feedback.py reads lexical's first chunks' vectors by id."""
+    vectors, stored = indexed
+    ids = list(stored)[:3] + list(stored)[-2:]
+    read = vectors.vectors_of([*ids, -1])
+    assert set(read) == set(ids)
+    for chunk_id in ids:
+        assert np.allclose(read[chunk_id], stored[chunk_id][1], atol=1e-6)
