@@ -209,7 +209,10 @@ def update_collection(
         for path in gone:
             if not links.everything and kind_of(language_of(path)) == "code":
                 links.code_file_came_or_went(path, store.defined_names(collection_id, path))
-        store.delete_files(gone.values())
+        if gone:  # their chunks go with them: counted as the store holds them, in this transaction
+            chunks_before = store.chunk_count(collection_id)
+            store.delete_files(gone.values())
+            report.chunks_removed += chunks_before - store.chunk_count(collection_id)
         report.removed = len(gone)
         report.relinked = update_links(store, collection_id, links)
         store.mark_updated(collection_id, INDEX_FORMAT)

@@ -60,9 +60,14 @@ def test_deleted_file_disappears(engine: Engine, tmp_path: Path) -> None:
     root = _tree(tmp_path / "proj")
     name = engine.add_collection(root).name
     engine.update([name])
+    collection_id = engine.store.collection_id(name) or 0
+    before = engine.store.chunk_count(collection_id)
     (root / "pool/conn.go").unlink()
-    assert engine.update([name])[0].removed == 1
+    report = engine.update([name])[0]
+    assert report.removed == 1
     assert engine.search("TCPConnector", [name]) == []
+    # its chunks count as removed: a checkout that deleted 3,401 files said `+0/-0 chunks`
+    assert report.chunks_removed == before - engine.store.chunk_count(collection_id) > 0
 
 
 def test_dangling_symlink_is_counted(engine: Engine, tmp_path: Path) -> None:
