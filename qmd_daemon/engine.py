@@ -130,12 +130,13 @@ class Engine:
         """`repo-<folder>` for a git repository (its top level), else the folder's name.
 
         Two different folders with the same name get distinct names that stay stable: the second
-        one carries a short hash of its absolute path.
+        one carries a short hash of its absolute path. A name whose folder is gone is free: a
+        repository moved elsewhere takes its name, and its index, back (add_collection).
         """
         git_root = find_git_root(path)
         base = f"repo-{_slug(path.name)}" if git_root == path else _slug(path.name)
         taken = {n: c.path for n, c in config.collections().items()}
-        if base not in taken or taken[base] == path:
+        if base not in taken or taken[base] == path or not taken[base].is_dir():
             return base
         return f"{base}-{hashlib.sha256(str(path).encode()).hexdigest()[:6]}"
 
@@ -175,8 +176,10 @@ class Engine:
             if not _NAME_OK.match(name):
                 raise UsageError(f"collection name '{name}' must be letters, digits, '.', '_' or '-'")
             other = config.collections().get(name)
-            if other is not None and other.path != path:
+            if other is not None and other.path != path and other.path.is_dir():
                 raise UsageError(f"collection '{name}' already exists for {other.path}")
+            # else: its folder is gone (moved here, most likely): the collection follows it, and the
+            # next update re-reads only what differs (paths are kept relative to the root)
             compile_mask(mask or DEFAULT_MASK)  # a bad pattern is refused now, not at the next update
             compile_patterns(list(ignore or []), "ignore")
             keep_default = bool(other and other.include_by_default)

@@ -1,4 +1,5 @@
 import os
+import subprocess
 from pathlib import Path
 
 from qmd_daemon.engine import Engine
@@ -182,3 +183,22 @@ def test_indexed_text_keeps_line_numbers_of_the_file(engine: Engine, tmp_path: P
     rebuilt = engine.read_indexed_text(name, "m.py").split("\n")
     original = body.split("\n")
     assert rebuilt == original[: len(rebuilt)] and len(rebuilt) >= len(original) - 1
+
+
+def test_a_moved_repository_takes_its_name_and_index_back(engine: Engine, tmp_path: Path) -> None:
+    """`mv ~/src/app ~/work/app`: the first search there registered `repo-app-<hash>` beside the
+    gone `repo-app` and indexed (then embedded) every file again."""
+    root = _tree(tmp_path / "src" / "proj")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    name = engine.add_collection(root, on_demand=True).name
+    first = engine.update([name])[0]
+    moved = tmp_path / "work" / "proj"
+    moved.parent.mkdir()
+    root.rename(moved)  # a move keeps each file's size and mtime
+    again = engine.add_collection(moved, on_demand=True)
+    assert again.name == name == "repo-proj" and again.path == moved.resolve()
+    report = engine.update([name])[0]
+    assert (report.added, report.changed, report.removed, report.unchanged) == (0, 0, 0, first.added)
+    assert engine.search("TCPConnector", [name])
+    assert list(engine.collections()) == ["repo-proj"]
+    assert [row["root"] for row in engine.store.collection_stats()] == [str(moved.resolve())]
