@@ -130,6 +130,21 @@ def log_file(name: str) -> Any:
 # -- repository ----------------------------------------------------------------------------------
 
 
+FOLDER_GONE = (
+    "the current folder no longer exists (moved or deleted?): "
+    "cd into the repository again, or pass --repo DIR"
+)
+
+
+def start_folder(repo: str | None) -> str | None:
+    """`repo`, else the current folder, made absolute; None when the shell's folder was deleted
+    or moved away beneath it (getcwd fails then, and so does a relative `repo`)."""
+    try:
+        return os.path.abspath(repo or os.getcwd())
+    except FileNotFoundError:
+        return None
+
+
 def repo_root(start: str) -> tuple[str, bool]:
     """The git top level above `start` (a `.git` folder or file), else `start`; and whether git."""
     path = os.path.realpath(start)
@@ -518,6 +533,13 @@ def _claim_spawn() -> bool:
         except OSError:
             return True
     return False
+
+
+def start_in_background() -> None:
+    """Start a daemon for the next call without waiting for it; its spawn marker, left in place,
+    tells a client starting one meanwhile that it is on its way (it ages out as a dead one's)."""
+    if _claim_spawn():
+        spawn_detached([*daemon_python(), "serve"], "daemon.log")
 
 
 def _release_spawn() -> None:

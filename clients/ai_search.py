@@ -134,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("--min-score must be between 0 and 1", 2)
     if args.max_tokens is not None and not 0 <= args.max_tokens <= 1_000_000:
         return _fail("--max-tokens must be between 0 and 1000000 (0: no limit)", 2)
-    start = os.path.abspath(args.repo or os.getcwd())
+    start = qc.start_folder(args.repo)
+    if start is None:
+        return _fail(qc.FOLDER_GONE, 2)
     if not os.path.isdir(start):
         return _fail(f"{start} is not a folder", 2)
     root, is_git = qc.repo_root(start)
@@ -150,14 +152,22 @@ def main(argv: list[str] | None = None) -> int:
         refresh = signature is None or signature != stamp.get("signature")
     body = _request(args, query, root, refresh)
     response = None
+    # Outside git only a folder registered by `collection add` is searched, and most such calls
+    # are a mistake: a running daemon answers, but none is started (loading the models, then idle
+    # for QMD_IDLE_MINUTES) only to say the folder is not a collection: the one-off process says it
+    starts_daemon = is_git or bool(args.collection)
+    daemon = not args.no_daemon and os.environ.get("QMD_NO_DAEMON") != "1"
     try:
-        if not args.no_daemon and os.environ.get("QMD_NO_DAEMON") != "1":
+        if daemon:
             try:
-                response = qc.call("POST", "/search", body, timeout=args.wait + 60)
+                response = qc.call("POST", "/search", body, timeout=args.wait + 60, start=starts_daemon)
             except qc.DaemonUnavailable as exc:
-                print(f"{PROG}: daemon unavailable ({exc}); searching in-process", file=sys.stderr)
+                if starts_daemon:
+                    print(f"{PROG}: daemon unavailable ({exc}); searching in-process", file=sys.stderr)
         if response is None:
             response = qc.fallback_search(body)
+            if daemon and not starts_daemon:  # a registered folder: the next call finds the daemon warm
+                qc.start_in_background()
     except qc.DaemonError as exc:  # a request it refuses as asked (a bad --path pattern): a usage error
         return _fail(str(exc), 2 if (exc.status, exc.code) == (400, "bad_request") else 1)
     except qc.DaemonUnavailable as exc:

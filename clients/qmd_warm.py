@@ -114,7 +114,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("--foreground", action="store_true", help="do the work here instead of detaching")
         parser.add_argument("--timeout", type=float, default=1800.0, help="seconds to follow the jobs")
         args = parser.parse_args(argv)
-        root, is_git = qc.repo_root(os.path.abspath(args.repo or os.getcwd()))
+        start = qc.start_folder(args.repo)
+        if start is None:
+            _log(f"qmd-warm: {qc.FOLDER_GONE}")
+            return 0
+        root, is_git = qc.repo_root(start)
         if not args.foreground:
             me = [sys.executable, "-m", "clients.qmd_warm"] if __package__ else [sys.executable, __file__]
             qc.spawn_detached(

@@ -11,6 +11,7 @@ import click
 
 from clients._qmd_client import prepare_stdout
 from qmd_daemon import __version__
+from qmd_daemon.config import CollectionConfig
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
 from qmd_daemon.search.calibration import ANSWER_THRESHOLD
@@ -49,7 +50,24 @@ def _searchable(ctx: click.Context, names: tuple[str, ...]) -> Engine:
             "no collections to search: add one with `qmd-daemon collection add PATH` "
             "(ai-search registers the git repository it runs in by itself)"
         )
+    if not names and not engine.on_disk():
+        raise QmdError(
+            "no collection to search: the folder of every one is gone (moved or deleted?); "
+            "add the folder where it is now, or search a collection by name (-c NAME)"
+        )
     return engine
+
+
+def _working_collection(engine: Engine) -> CollectionConfig | None:
+    """The collection covering the working folder (embedded first, marked in `status`); None
+    when there is none, or the shell's folder was deleted or moved away beneath it."""
+    from qmd_daemon.daemon.api import resolve_path
+
+    try:
+        cwd = Path.cwd()
+    except FileNotFoundError:
+        return None
+    return resolve_path(engine, cwd, create=False)[0]
 
 
 def _emit_json(data: Any) -> None:
@@ -179,13 +197,20 @@ def _summary(report: dict[str, Any]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @click.pass_context
 def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
-    """Bring the index up to date with the files on disk (incremental)."""
-    reports = _engine(ctx).update(list(names) or None)
+    """Bring the index up to date with the files on disk (incremental). A collection whose folder
+    is gone is reported and left as it was; the others are updated all the same (exit 1)."""
+    reports = _engine(ctx).update(list(names) or None, keep_going=True)
     if as_json:
         _emit_json([r.as_dict() for r in reports])
     else:
         for report in reports:
-            click.echo(_summary(report.as_dict()))
+            if report.error is None:
+                click.echo(_summary(report.as_dict()))
+    failed = [report.error for report in reports if report.error is not None]
+    for error in failed:
+        click.echo(f"qmd-daemon: error: {error}", err=True)
+    if failed:
+        sys.exit(1)
 
 
 @cli.command()
@@ -305,12 +330,11 @@ def context(ctx: click.Context, query: str, names: tuple[str, ...], limit: int, 
 def embed(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     """Embed every chunk that has no vector yet (resumable; one run at a time). The working
     folder's collection first, then recent edits and the files the daemon's searches return."""
-    from qmd_daemon.daemon.api import resolve_path
     from qmd_daemon.daemon.hit_counts import HitCounts
     from qmd_daemon.vectorize import EmbedHint
 
     engine = _engine(ctx)
-    here, _created = resolve_path(engine, Path.cwd(), create=False)
+    here = _working_collection(engine)
     hint = EmbedHint(here.name if here is not None else None, HitCounts(engine.settings.state_dir).returned())
     report = engine.embed(list(names) or None, hint=lambda: hint).as_dict()
     if report["deep_off"] and report["static"] is None:
@@ -390,13 +414,12 @@ def pull(ctx: click.Context, profile: str | None, role: str, refresh: bool) -> N
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show the index, its collections, vectors and which models search can use."""
-    from qmd_daemon.daemon.api import resolve_path
     from qmd_daemon.daemon.stop import running_daemon
 
     engine = _engine(ctx)
     engine.models.embedder()
     daemon = running_daemon(engine.settings.state_dir)
-    here, _created = resolve_path(engine, Path.cwd(), create=False)
+    here = _working_collection(engine)
     info = {
         "version": __version__,
         **engine.status(),
@@ -443,6 +466,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     for row in info["collections"]:
         pending = f", {row['pending_vectors']} waiting for vectors" if row["pending_vectors"] else ""
         older = "" if row["index_current"] else "; indexed by another version: the next update re-reads it"
+        if row["folder_gone"]:
+            older += f"; its folder is gone (moved or deleted?): `qmd-daemon collection remove {row['name']}`"
         name = row["name"]
         if name == info["current_collection"]:
             name += " (this repository)"

@@ -130,12 +130,13 @@ class Engine:
         """`repo-<folder>` for a git repository (its top level), else the folder's name.
 
         Two different folders with the same name get distinct names that stay stable: the second
-        one carries a short hash of its absolute path.
+        one carries a short hash of its absolute path. A name whose folder is gone is free: a
+        repository moved elsewhere takes its name, and its index, back (add_collection).
         """
         git_root = find_git_root(path)
         base = f"repo-{_slug(path.name)}" if git_root == path else _slug(path.name)
         taken = {n: c.path for n, c in config.collections().items()}
-        if base not in taken or taken[base] == path:
+        if base not in taken or taken[base] == path or not taken[base].is_dir():
             return base
         return f"{base}-{hashlib.sha256(str(path).encode()).hexdigest()[:6]}"
 
@@ -175,8 +176,10 @@ class Engine:
             if not _NAME_OK.match(name):
                 raise UsageError(f"collection name '{name}' must be letters, digits, '.', '_' or '-'")
             other = config.collections().get(name)
-            if other is not None and other.path != path:
+            if other is not None and other.path != path and other.path.is_dir():
                 raise UsageError(f"collection '{name}' already exists for {other.path}")
+            # else: its folder is gone (moved here, most likely): the collection follows it, and the
+            # next update re-reads only what differs (paths are kept relative to the root)
             compile_mask(mask or DEFAULT_MASK)  # a bad pattern is refused now, not at the next update
             compile_patterns(list(ignore or []), "ignore")
             keep_default = bool(other and other.include_by_default)
@@ -223,11 +226,14 @@ class Engine:
         *,
         progress: bool | None = None,
         unchanged: Callable[[CollectionConfig, IndexStamp], bool] | None = None,
+        keep_going: bool = False,
     ) -> list[UpdateReport]:
         """Bring the collections' index up to date with their files. `unchanged(collection, stamp)`
         is asked before each walk, under the writer lock: True when the caller knows nothing under
         the root changed since it was indexed with this config at this stamp (the daemon's watcher,
-        daemon/vouch.py), so that collection is not walked and gets no report."""
+        daemon/vouch.py), so that collection is not walked and gets no report. `keep_going`: a
+        collection that cannot be updated (its folder moved or deleted) gets a report with its
+        `error` and the others are updated all the same; else its UsageError stops the update."""
         reports = []
         for selected in self._select(names):
             with self.writing():
@@ -237,7 +243,13 @@ class Engine:
                     continue
                 if unchanged is not None and unchanged(current, self.index_stamp(current.name)):
                     continue
-                report = update_collection(self.store, current, self.settings, progress=progress)
+                try:
+                    report = update_collection(self.store, current, self.settings, progress=progress)
+                except UsageError as exc:
+                    if not keep_going:
+                        raise
+                    reports.append(UpdateReport(collection=current.name, error=str(exc)))
+                    continue
                 record_skipped(self.settings.state_dir, current.name, report.skipped)
                 reports.append(report)
         return reports
@@ -388,6 +400,8 @@ class Engine:
                     **row,
                     # written by another version's chunker or rules: the next update re-reads it
                     "index_current": row["index_format"] == INDEX_FORMAT,
+                    # moved or deleted on disk: no update reaches it, its index stays as it was
+                    "folder_gone": not Path(row["root"]).is_dir(),
                     # files the last walk left out, by reason (too_large, binary, unreadable, ...)
                     "skipped": skipped.get(row["name"], {}),
                     "pending_vectors": (waiting := pending(row["name"])),
@@ -414,11 +428,17 @@ class Engine:
 
     # -- search --------------------------------------------------------------------------------
 
+    def on_disk(self) -> dict[str, CollectionConfig]:
+        """The collections whose folder is there. One moved or deleted keeps its index (`update`
+        and `status` name it) but is searched only by name: its hits would name files that are gone,
+        beside the same files' hits from the collection the folder's new place registered."""
+        return {name: c for name, c in self.collections().items() if c.path.is_dir()}
+
     def search_scope(self, names: list[str] | None) -> list[str]:
-        """Named collections, else those included by default, else all."""
+        """Named collections, else those included by default, else all (of those on disk)."""
         if names:
             return [c.name for c in self._select(names)]
-        known = self.collections()
+        known = self.on_disk()
         default = [n for n, c in known.items() if c.include_by_default]
         return default or list(known)
 

@@ -149,8 +149,35 @@ def test_missing_root_on_update(home: Path, project: Path, tmp_path: Path) -> No
     run_cli("collection", "add", str(project), env_home=home, check=True)
     project.rename(tmp_path / "moved")
     assert "does not exist" in _one_line_error(run_cli("update", env_home=home))
-    # the previous index stays searchable
-    assert json.loads(run_cli("search", "TCPConnector", "--json", env_home=home, check=True).stdout)
+    # the previous index stays searchable by name (its hits name files that are gone: never by default)
+    found = run_cli("search", "TCPConnector", "-c", "repo-myproj", "--json", env_home=home, check=True)
+    assert json.loads(found.stdout)
+    unnamed = run_cli("search", "TCPConnector", env_home=home)
+    assert "the folder of every one is gone" in _one_line_error(unnamed)
+
+
+def test_update_goes_on_past_a_moved_repository(home: Path, project: Path, tmp_path: Path) -> None:
+    """A repository moved or deleted on disk stopped `update` for every collection after it: the
+    others stayed stale until the user found and removed the gone one."""
+    other = write_tree(tmp_path / "other", {"a.py": "x = 1\n"})
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    for root in (project, other):
+        run_cli("collection", "add", str(root), env_home=home, check=True)
+    project.rename(tmp_path / "moved")
+    (other / "fresh.py").write_text("def quokka_marmalade():\n    return 1\n")
+    proc = run_cli("update", env_home=home)
+    assert "repo-myproj" in _one_line_error(proc) and "collection remove repo-myproj" in proc.stderr
+    assert "repo-other: 2 files (1 added" in proc.stdout
+    hits = json.loads(run_cli("search", "quokka_marmalade", "--json", env_home=home, check=True).stdout)
+    assert hits and hits[0]["path"] == "fresh.py"
+    # the gone folder's files are not offered as hits: they are not there to open
+    hits = json.loads(run_cli("search", "TCPConnector", "--json", env_home=home, check=True).stdout)
+    assert not [hit for hit in hits if hit["collection"] == "repo-myproj"]
+    reports = json.loads(run_cli("update", "--json", env_home=home).stdout)
+    assert [r["collection"] for r in reports if r["error"]] == ["repo-myproj"]
+    status = run_cli("status", env_home=home, check=True).stdout
+    assert "its folder is gone (moved or deleted?): `qmd-daemon collection remove repo-myproj`" in status
+    assert status.count("folder is gone") == 1
 
 
 def test_no_match_prints_empty_list(home: Path, project: Path) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from qmd_daemon.config import CollectionConfig
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import RequestError
+from qmd_daemon.ingest.scan import find_git_root
 from qmd_daemon.search.limits import (
     DEFAULTS,
     MAX_BUDGET_MS,
@@ -168,6 +169,17 @@ def _is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+def _covers(collection: CollectionConfig, path: Path) -> bool:
+    """Whether `collection` indexes the files under `path`. A collection in git is listed by git,
+    which stops at a repository nested in it (a submodule, a worktree or clone checked out inside
+    it): that repository's files are in no walk of the outer one, so it is not covered."""
+    if not _is_within(path, collection.path):
+        return False
+    inner = find_git_root(path)
+    nested = inner is not None and inner != collection.path and _is_within(inner, collection.path)
+    return not nested or find_git_root(collection.path) is None
+
+
 def resolve_path(engine: Engine, path: Path, *, create: bool) -> tuple[CollectionConfig | None, bool]:
     """The collection for `path`: the one rooted there, else the deepest one containing it, else
     (with `create`) a new one for the folder (`repo-<name>` for a git top level). Returns it and
@@ -176,7 +188,7 @@ def resolve_path(engine: Engine, path: Path, *, create: bool) -> tuple[Collectio
     exact = engine.collection_for_path(resolved)
     if exact is not None:
         return exact, False
-    containing = [c for c in engine.collections().values() if _is_within(resolved, c.path)]
+    containing = [c for c in engine.collections().values() if _covers(c, resolved)]
     if containing:
         return max(containing, key=lambda c: len(c.path.parts)), False
     if not create:
@@ -192,7 +204,7 @@ def search_scope(engine: Engine, names: list[str] | None, home: CollectionConfig
     if names:
         return names
     if home is not None:
-        extra = [n for n, c in engine.collections().items() if c.include_by_default and n != home.name]
+        extra = [n for n, c in engine.on_disk().items() if c.include_by_default and n != home.name]
         return [home.name, *extra]
     return engine.search_scope(None)
 

@@ -199,11 +199,12 @@ class JobQueue:
             if requeued:
                 continue
             log.info(
-                "%s %s %s in %.2fs",
+                "%s %s %s in %.2fs%s",
                 job.kind,
                 job.names or "all",
                 job.state,
                 finished - (job.started_at or finished),
+                f": {job.error['message']}" if job.error else "",  # why, for daemon.log's reader
             )
             if job.kind == "refresh":
                 self._merge_due = True
@@ -275,7 +276,11 @@ class JobQueue:
         if job.kind == "refresh":
             reports = []
             unchanged = plan.unchanged if plan is not None else None
-            for report in self.engine.update(names, progress=False, unchanged=unchanged):
+            # every collection: one whose folder is gone (moved, deleted) must not stop the others
+            every = names is None
+            for report in self.engine.update(names, progress=False, unchanged=unchanged, keep_going=every):
+                if report.error is not None:
+                    log.warning("not refreshed: %s", report.error)
                 data = report.as_dict()
                 data["touched"] = report.touched
                 reports.append(data)

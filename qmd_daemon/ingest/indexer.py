@@ -60,6 +60,7 @@ class UpdateReport:
     relinked: int = 0  # doc chunks whose doc-code links were computed anew
     skipped: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    error: str | None = None  # why this collection was not updated (its folder is gone ...)
 
     @property
     def touched(self) -> bool:
@@ -75,7 +76,10 @@ def _check_root(collection: CollectionConfig) -> Path:
     folders root_policy refuses at registration."""
     root = collection.path
     if not root.exists():
-        raise UsageError(f"collection '{collection.name}': path {root} does not exist")
+        raise UsageError(
+            f"collection '{collection.name}': path {root} does not exist (moved or deleted?); its index "
+            f"is kept as it was: `qmd-daemon collection remove {collection.name}` forgets it"
+        )
     if not root.is_dir():
         raise UsageError(f"collection '{collection.name}': path {root} is a file, not a folder")
     resolved = root.resolve()
@@ -205,7 +209,10 @@ def update_collection(
         for path in gone:
             if not links.everything and kind_of(language_of(path)) == "code":
                 links.code_file_came_or_went(path, store.defined_names(collection_id, path))
-        store.delete_files(gone.values())
+        if gone:  # their chunks go with them: counted as the store holds them, in this transaction
+            chunks_before = store.chunk_count(collection_id)
+            store.delete_files(gone.values())
+            report.chunks_removed += chunks_before - store.chunk_count(collection_id)
         report.removed = len(gone)
         report.relinked = update_links(store, collection_id, links)
         store.mark_updated(collection_id, INDEX_FORMAT)

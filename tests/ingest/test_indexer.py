@@ -1,4 +1,5 @@
 import os
+import subprocess
 from pathlib import Path
 
 from qmd_daemon.engine import Engine
@@ -60,9 +61,14 @@ def test_deleted_file_disappears(engine: Engine, tmp_path: Path) -> None:
     root = _tree(tmp_path / "proj")
     name = engine.add_collection(root).name
     engine.update([name])
+    collection_id = engine.store.collection_id(name) or 0
+    before = engine.store.chunk_count(collection_id)
     (root / "pool/conn.go").unlink()
-    assert engine.update([name])[0].removed == 1
+    report = engine.update([name])[0]
+    assert report.removed == 1
     assert engine.search("TCPConnector", [name]) == []
+    # its chunks count as removed: a checkout that deleted 3,401 files said `+0/-0 chunks`
+    assert report.chunks_removed == before - engine.store.chunk_count(collection_id) > 0
 
 
 def test_dangling_symlink_is_counted(engine: Engine, tmp_path: Path) -> None:
@@ -177,3 +183,22 @@ def test_indexed_text_keeps_line_numbers_of_the_file(engine: Engine, tmp_path: P
     rebuilt = engine.read_indexed_text(name, "m.py").split("\n")
     original = body.split("\n")
     assert rebuilt == original[: len(rebuilt)] and len(rebuilt) >= len(original) - 1
+
+
+def test_a_moved_repository_takes_its_name_and_index_back(engine: Engine, tmp_path: Path) -> None:
+    """`mv ~/src/app ~/work/app`: the first search there registered `repo-app-<hash>` beside the
+    gone `repo-app` and indexed (then embedded) every file again."""
+    root = _tree(tmp_path / "src" / "proj")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    name = engine.add_collection(root, on_demand=True).name
+    first = engine.update([name])[0]
+    moved = tmp_path / "work" / "proj"
+    moved.parent.mkdir()
+    root.rename(moved)  # a move keeps each file's size and mtime
+    again = engine.add_collection(moved, on_demand=True)
+    assert again.name == name == "repo-proj" and again.path == moved.resolve()
+    report = engine.update([name])[0]
+    assert (report.added, report.changed, report.removed, report.unchanged) == (0, 0, 0, first.added)
+    assert engine.search("TCPConnector", [name])
+    assert list(engine.collections()) == ["repo-proj"]
+    assert [row["root"] for row in engine.store.collection_stats()] == [str(moved.resolve())]
