@@ -11,6 +11,7 @@ data changes, so a whole-tree scope's 60k paths are matched once, not once a sea
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,6 +26,16 @@ from qmd_daemon.store.protocols import ChunkRow, ChunkStore, VectorStore
 EXACT_AMONG = 5000
 MAX_OVERFETCH = 50  # the normal search asked for at most this many times k
 KEPT_FILTERS = 32  # pattern sets kept per data state before starting over
+# A backslash before none of the characters gitignore escapes: a Windows separator (`src\app\`,
+# pasted from a Windows path), which as an escape would match nothing or be refused
+_WINDOWS_SEPARATOR = re.compile(r"\\(?![\\!#*?\[\] ])")
+
+
+def _as_gitignore(body: str) -> str:
+    """BODY with `\\` separators as `/` and a leading `./` as the root anchor `/`: the path forms a
+    user types (`.\\src\\`, `./src/`) that gitignore reads as names no file has."""
+    body = _WINDOWS_SEPARATOR.sub("/", body)
+    return "/" + body[2:] if body.startswith("./") else body
 
 
 def path_spec(patterns: Sequence[str]) -> tuple[GitIgnoreSpec | None, GitIgnoreSpec | None]:
@@ -33,7 +44,7 @@ def path_spec(patterns: Sequence[str]) -> tuple[GitIgnoreSpec | None, GitIgnoreS
     keep: list[str] = []
     drop: list[str] = []
     for pattern in patterns:
-        body = pattern[1:] if pattern.startswith("!") else pattern
+        body = _as_gitignore(pattern[1:] if pattern.startswith("!") else pattern)
         try:
             parsed = GitIgnoreSpec.from_lines([body]).patterns
         except ValueError:

@@ -84,11 +84,28 @@ def test_the_inline_syntax_is_taken_out_of_the_question() -> None:
     assert parse_query(f"{report}path:/usr/lib/python3 not found").paths == []  # a log, not a filter
 
 
-@pytest.mark.parametrize("bad", ["!", "", "   ", "src\\", "[", "#comment", "!src\\"])
+@pytest.mark.parametrize("bad", ["!", "", "   ", "./", ".\\", "[", "#comment", "!/"])
 def test_a_bad_pattern_is_a_usage_error_naming_it(bad: str) -> None:
     with pytest.raises(PathPatternError, match="bad path pattern") as raised:
         path_spec(["src/", bad])
     assert raised.value.exit_code == 2 and raised.value.http_status == 400
+
+
+@pytest.mark.parametrize(
+    "typed",
+    ["packages\\server\\", ".\\packages\\server\\handler.py", "./packages/server/", "path:packages\\server"],
+)
+def test_windows_separators_and_a_leading_dot_slash_filter_as_the_posix_pattern(
+    engine: Engine, monorepo: str, typed: str
+) -> None:
+    """`packages\\server\\` (pasted from a Windows path) was refused, `.\\packages\\server\\handler.py`
+    and `./packages/server/` matched no file (gitignore reads `\\` as an escape, `./` as a name)."""
+    if typed.startswith("path:"):
+        assert _paths(engine, monorepo, f"{typed} {QUESTION}") == [SERVER]
+    else:
+        assert _paths(engine, monorepo, QUESTION, typed) == [SERVER]
+    keep, _ = path_spec(["\\*.py"])  # a backslash before a special character is still an escape
+    assert keep is not None and keep.match_file("*.py") and not keep.match_file("a.py")
 
 
 def test_the_allowed_files_are_matched_once_per_data_state(
