@@ -33,6 +33,9 @@ from qmd_daemon.vectorize import EmbedHint, EmbedReport, embed_pending
 
 IndexStamp = tuple[int | None, str]  # (collection id, index format): see Engine.index_stamp
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+# Indexed files of a gone collection looked for in a folder of its name (default_name): most of
+# them there, it is the collection's folder moved; few, another repository of the same name
+MOVED_SAMPLE = 20
 
 
 def _slug(text: str) -> str:
@@ -130,15 +133,26 @@ class Engine:
         """`repo-<folder>` for a git repository (its top level), else the folder's name.
 
         Two different folders with the same name get distinct names that stay stable: the second
-        one carries a short hash of its absolute path. A name whose folder is gone is free: a
-        repository moved elsewhere takes its name, and its index, back (add_collection).
+        one carries a short hash of its absolute path. A name whose folder is gone is taken by a
+        folder holding its files: a repository moved elsewhere takes its name, and its index, back
+        (add_collection); another one of that name does not (_holds_files_of).
         """
         git_root = find_git_root(path)
         base = f"repo-{_slug(path.name)}" if git_root == path else _slug(path.name)
-        taken = {n: c.path for n, c in config.collections().items()}
-        if base not in taken or taken[base] == path or not taken[base].is_dir():
+        taken = config.collections()
+        if base not in taken or taken[base].path == path:
+            return base
+        if not taken[base].path.is_dir() and self._holds_files_of(path, base):
             return base
         return f"{base}-{hashlib.sha256(str(path).encode()).hexdigest()[:6]}"
+
+    def _holds_files_of(self, path: Path, name: str) -> bool:
+        """Whether most of a sample of collection NAME's indexed files are under PATH: its folder
+        moved there. A folder gone only for now (a drive unmounted, a network share down) must not
+        lose its index to an unrelated repository with the same folder name searched meanwhile."""
+        collection_id = self.store.collection_id(name)
+        files = self.store.file_paths([collection_id])[:MOVED_SAMPLE] if collection_id is not None else []
+        return not files or 2 * sum((path / relative).is_file() for _, relative in files) > len(files)
 
     def collection_for_path(self, path: Path) -> CollectionConfig | None:
         resolved = path.resolve()

@@ -202,3 +202,23 @@ def test_a_moved_repository_takes_its_name_and_index_back(engine: Engine, tmp_pa
     assert engine.search("TCPConnector", [name])
     assert list(engine.collections()) == ["repo-proj"]
     assert [row["root"] for row in engine.store.collection_stats()] == [str(moved.resolve())]
+
+
+def test_another_repository_of_the_name_leaves_a_gone_folders_index_alone(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A drive unmounted for now is a gone folder too: a search in an unrelated repository with
+    the same folder name took `repo-proj` over, and its update dropped the drive's whole index."""
+    drive = _tree(tmp_path / "usb" / "proj")
+    subprocess.run(["git", "init", "-q", str(drive)], check=True)
+    name = engine.add_collection(drive, on_demand=True).name
+    first = engine.update([name])[0]
+    unmounted = tmp_path / "offline"
+    drive.parent.rename(unmounted)
+    other = write_tree(tmp_path / "work" / "proj", {"app/main.py": "def main():\n    return 0\n"})
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    assert engine.add_collection(other, on_demand=True).name.startswith("repo-proj-")
+    assert engine.collections()[name].path == drive.resolve()
+    unmounted.rename(drive.parent)  # mounted again: its index is as it was
+    report = engine.update([name])[0]
+    assert (report.added, report.changed, report.removed, report.unchanged) == (0, 0, 0, first.added)
