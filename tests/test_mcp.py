@@ -115,7 +115,7 @@ async def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(indexe
         ("search", {"query": "   "}, "empty"),
         ("search", {}, "query"),
         ("search", {"query": "x", "collections": ["nope"]}, "no collection named 'nope'"),
-        ("search", {"query": "x", "paths": ["src\\"]}, "bad path pattern"),
+        ("search", {"query": "x", "paths": ["src/["]}, "bad path pattern"),
         ("get", {"path": "README.md"}, "several collections"),
         ("get", {"path": "client.py", "collection": "nope"}, "no collection named 'nope'"),
         ("get", {"path": "secret.env", "collection": "proj"}, "not a file indexed"),  # ignored by git

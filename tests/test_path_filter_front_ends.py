@@ -34,11 +34,12 @@ def test_the_cli_searches_only_the_files_the_patterns_allow(home: Path, tmp_path
     assert files(QUESTION, "--path", "docs/") == ["proj:docs/guide.md"]
     assert files(QUESTION, "--path", "*.py", "--path", "!src/") == []
     assert files(f"{QUESTION} -path:docs/") == ["proj:src/client.py"]
-    for bad in (["--path", "src\\"], ["--path", "!"]):
+    assert files(QUESTION, "--path", "docs\\") == ["proj:docs/guide.md"]  # a Windows path's separator
+    for bad in (["--path", "src/["], ["--path", "!"]):
         proc = run_cli("search", QUESTION, *bad, env_home=home)
         assert proc.returncode == 2 and "bad path pattern" in _one_line(proc.stderr)
-    proc = run_cli("search", f"path:src\\ {QUESTION}", env_home=home)
-    assert proc.returncode == 2 and "bad path pattern 'src\\\\'" in _one_line(proc.stderr)
+    proc = run_cli("search", f"path:src/[ {QUESTION}", env_home=home)
+    assert proc.returncode == 2 and "bad path pattern 'src/['" in _one_line(proc.stderr)
 
 
 def test_ai_search_passes_its_patterns_to_the_daemon_and_the_fallback(
@@ -54,7 +55,7 @@ def test_ai_search_passes_its_patterns_to_the_daemon_and_the_fallback(
     assert search("--path", "docs/", "--no-daemon") == ["docs/guide.md"]
     assert search("--no-daemon") == ["src/client.py", "docs/guide.md"]
     for extra in (["--no-daemon"], []):
-        proc = run_client("ai_search.py", QUESTION, "--path", "src\\", *extra, home=daemon_home, cwd=repo)
+        proc = run_client("ai_search.py", QUESTION, "--path", "src/[", *extra, home=daemon_home, cwd=repo)
         assert proc.returncode == 2 and proc.stdout == ""
         assert _one_line(proc.stderr).startswith("ai-search: error: bad path pattern")
     assert state_of(daemon_home) is not None  # the last one went through the daemon
@@ -62,7 +63,7 @@ def test_ai_search_passes_its_patterns_to_the_daemon_and_the_fallback(
     assert search("--path", "!docs/") == ["src/client.py"]
 
 
-@pytest.mark.parametrize("paths", ["src/", [3], ["src\\"], [""]])
+@pytest.mark.parametrize("paths", ["src/", [3], ["src/["], [""]])
 def test_the_daemon_refuses_a_bad_paths_field_before_searching(paths: object) -> None:
     with pytest.raises(UsageError) as refused:
         parse_search({"query": "x", "paths": paths})
