@@ -190,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     pending = response.get("pending_vectors") or 0
     if pending:  # the agent reads stdout's JSON list; this says how much of the index it covers
         print(f"{PROG}: {pending} chunks still wait for vectors: {how} for now", file=sys.stderr)
+    if response.get("path_files") == 0:  # an empty answer is the patterns', not the question's
+        print(f"{PROG}: no indexed file matches the --path patterns (relative to the repository root: "
+              "'src/', '*.py', '!tests/')", file=sys.stderr)
     deep_off = response.get("deep_off")
     if deep_off:  # no pass will ever bring deep vectors: say what the search used instead
         print(f"{PROG}: deep vectors are {deep_off}: {how}", file=sys.stderr)

@@ -27,6 +27,7 @@ from qmd_daemon.search.limits import (
     MAX_PER_FILE,
     MAX_TOKENS_CAP,
 )
+from qmd_daemon.search.path_filter import NO_PATH_MATCH
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from qmd_daemon.store.backends import storage_error
 
@@ -291,6 +292,8 @@ def search(
     engine = _searchable(ctx, names)
     hits = engine.search(query, list(names) or None, limit=limit, options=options, trace=trace)
     _print_hits(query, hits, "json" if as_json else fmt, explain)
+    if trace.path_files == 0:
+        click.echo(NO_PATH_MATCH, err=True)
     if trace.pending_vectors:
         how = ("keyword hits re-ranked by static vectors" if "static" in trace.lists
                else "keyword-only results" if trace.mode == "lexical" else "those found by keywords only")

@@ -35,6 +35,9 @@ def test_the_cli_searches_only_the_files_the_patterns_allow(home: Path, tmp_path
     assert files(QUESTION, "--path", "*.py", "--path", "!src/") == []
     assert files(f"{QUESTION} -path:docs/") == ["proj:src/client.py"]
     assert files(QUESTION, "--path", "docs\\") == ["proj:docs/guide.md"]  # a Windows path's separator
+    proc = run_cli("search", QUESTION, "--path", "scr/", "--format", "files", env_home=home)
+    assert proc.returncode == 0 and proc.stdout.split() == []  # a typo: no file matches, and it says so
+    assert "no indexed file matches the --path patterns" in _one_line(proc.stderr)
     for bad in (["--path", "src/["], ["--path", "!"]):
         proc = run_cli("search", QUESTION, *bad, env_home=home)
         assert proc.returncode == 2 and "bad path pattern" in _one_line(proc.stderr)
@@ -61,6 +64,10 @@ def test_ai_search_passes_its_patterns_to_the_daemon_and_the_fallback(
     assert state_of(daemon_home) is not None  # the last one went through the daemon
     assert search("--path", "docs/") == ["docs/guide.md"]
     assert search("--path", "!docs/") == ["src/client.py"]
+    for extra in (["--no-daemon"], []):  # an empty answer the patterns made says so, either way
+        proc = run_client("ai_search.py", QUESTION, "--path", "scr/", *extra, home=daemon_home, cwd=repo)
+        assert proc.returncode == 0 and json.loads(proc.stdout) == []
+        assert "no indexed file matches the --path patterns" in _one_line(proc.stderr)
 
 
 @pytest.mark.parametrize("paths", ["src/", [3], ["src/["], [""]])

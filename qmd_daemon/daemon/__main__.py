@@ -46,10 +46,7 @@ def _search(raw: str) -> int:
             out: dict[str, Any] = {
                 "hits": hits,
                 "stale": bool(trace.stale),
-                "mode": trace.mode,
-                "pending_vectors": trace.pending_vectors,
-                "deep_off": trace.deep_off or None,  # models: {deep: off}: the static vectors stand in
-                "static_rescored": "static" in trace.lists,  # lexical's hits re-scored by static vectors
+                **api.trace_fields(trace),
                 "collection": home.name if home is not None else None,
                 "collections": scope,
                 "roots": api.roots_of(engine, scope),

@@ -218,6 +218,18 @@ def run_search(
     return [h.to_dict(explain=req.explain) for h in hits], took_ms
 
 
+def trace_fields(trace: SearchTrace) -> dict[str, Any]:
+    """What a search answer says about how it was searched: the daemon's and the one-off
+    process's answers must say the same, the client prints a line for each."""
+    return {
+        "mode": trace.mode,  # lexical: keyword-only (no vectors yet, or none configured)
+        "pending_vectors": trace.pending_vectors,
+        "deep_off": trace.deep_off or None,  # models: {deep: off}: the static vectors stand in
+        "static_rescored": "static" in trace.lists,  # lexical's hits re-scored by static vectors
+        "path_files": trace.path_files,  # files the --path patterns allow; 0: none (null: no patterns)
+    }
+
+
 def roots_of(engine: Engine, names: list[str]) -> dict[str, str]:
     known = engine.collections()
     return {n: str(known[n].path) for n in names if n in known}

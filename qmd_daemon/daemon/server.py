@@ -389,10 +389,7 @@ class Daemon:
         body: dict[str, Any] = {
             "hits": hits,
             "stale": stale,
-            "mode": trace.mode,  # lexical: keyword-only (no vectors yet, or none configured)
-            "pending_vectors": trace.pending_vectors,
-            "deep_off": trace.deep_off or None,  # models: {deep: off}: the static vectors stand in
-            "static_rescored": "static" in trace.lists,  # lexical's hits re-scored by static vectors
+            **api.trace_fields(trace),
             "collection": home.name if home is not None else None,
             "collections": scope,
             "roots": roots,

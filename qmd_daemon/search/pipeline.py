@@ -130,6 +130,7 @@ class SearchTrace:
     mode: str = "lexical"  # the retrievers that found candidates: lexical, vector or hybrid
     pending_vectors: int = 0  # chunks in scope that vectors cannot find yet (embedding pending)
     deep_off: str = ""  # why deep vectors are not searched at all (models: {deep: off}); "" when they are
+    path_files: int | None = None  # files the --path patterns allow (None: no patterns): 0 is why none came
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -435,6 +436,8 @@ def _search(
     if not collection_ids:
         return []
     scope = path_scope(store, collection_ids, [*options.paths, *parsed.paths])
+    if scope is not None:
+        trace.path_files = len(scope.allowed.file_ids)
     lists, bm25, similarity = _retrieve(store, parsed, collection_ids, options, models, trace, clock, scope)
     cands = _candidates(store, lists)
     for chunk_id, cand in cands.items():
