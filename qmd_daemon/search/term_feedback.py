@@ -19,14 +19,17 @@ from qmd_daemon.text.identifiers import split_identifier
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 MIN_TERM_CHARS = 3  # `i`, `x`, `ok`: names of anything
 MIN_QUESTION_TERMS = 2
+MAX_QUESTION_TERMS = 10  # past it a bug report (every report of the sets has 12+): feedback lost them
 SHORTLIST_FACTOR = 3  # terms whose collection df is read: this many times those kept
 
 
 def is_feedback_question(parsed: ParsedQuery) -> bool:
-    """Feedback is for a question of two or more distinct terms: a symbol query, or one word
+    """Feedback is for a question of two to ten distinct terms: a symbol query, or one word
     ("mutate"), names what it wants, and the first hits' words only pull in their neighbours
-    (dplyr's `colwise-mutate.R` over `mutate.R`, docs/ranking.md)."""
-    return not parsed.is_symbol_query and len({t.lower() for t in parsed.terms}) >= MIN_QUESTION_TERMS
+    (dplyr's `colwise-mutate.R` over `mutate.R`); a short bug report (under the 600 characters
+    of `is_long`) lost its answer from the top 5 (docs/ranking.md)."""
+    distinct = len({t.lower() for t in parsed.terms})
+    return not parsed.is_symbol_query and MIN_QUESTION_TERMS <= distinct <= MAX_QUESTION_TERMS
 
 
 def _chunk_words(text: str) -> Counter[str]:

@@ -10,7 +10,7 @@ from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from qmd_daemon.search.proximity import min_distance, question_units
 from qmd_daemon.search.query import parse_query
 from qmd_daemon.search.scoring import ScoringWeights
-from qmd_daemon.search.term_feedback import feedback_terms
+from qmd_daemon.search.term_feedback import feedback_terms, is_feedback_question
 from tests.conftest import indexed
 
 
@@ -27,6 +27,17 @@ def test_min_distance_is_between_distinct_units_only() -> None:
     assert min_distance("retry retry retry".split(), [("retry",), ("timeout",)]) is None
     # a compound's parts apart are not the compound
     assert min_distance("client x session timeout".split(), [("client", "session"), ("timeout",)]) is None
+
+
+def test_feedback_is_for_questions_of_two_to_ten_terms() -> None:
+    """One word names what it wants; eleven or more is a short bug report, whose first hits'
+    words are its own again (feedback lost reports from the top 5, docs/ranking.md)."""
+    assert not is_feedback_question(parse_query("mutate"))
+    assert is_feedback_question(parse_query("how are failed requests retried with backoff"))
+    report = ("TypeError when merging datasets with conflicting attrs: combine_attrs override drops "
+              "units, then to_netcdf raises ValueError on encoding")
+    assert len({t.lower() for t in parse_query(report).terms}) > 10
+    assert not parse_query(report).is_long and not is_feedback_question(parse_query(report))
 
 
 RETRY_FAR = "def schedule_jobs(queue):\n    \"\"\"Retry the queue; retry it again; retry.\"\"\"\n" + "".join(
