@@ -43,8 +43,10 @@ def proximity_boost(cands: Iterable[Candidate], parsed: ParsedQuery, top: float,
     """+weight x top x exp(-(d - 1) / scale) for the leading candidates, d their MinDist in code
     words. Only for a question of two or more distinct terms: a symbol query has one name, and a
     bug report's 40 terms are next to each other in any long function."""
+    if weight == 0 or parsed.is_symbol_query or parsed.is_long:
+        return  # off by default: no work on the search path
     units = question_units(parsed)
-    if weight == 0 or len(units) < 2 or parsed.is_symbol_query or parsed.is_long:
+    if len(units) < 2:
         return
     for cand in sorted(cands, key=lambda c: -c.score)[:PROXIMITY_CHECKED]:
         distance = min_distance(code_words(cand.chunk.text).split(), units)

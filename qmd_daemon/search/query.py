@@ -167,7 +167,7 @@ def parse_query(raw: str) -> ParsedQuery:
         elif len(getattr(parsed, kind)) < MAX_TYPED_LINES:
             getattr(parsed, kind).append(body)
     text = " ".join(" ".join(plain_lines).split())
-    if len(raw) <= MODEL_TEXT_CHARS:  # a question; a pasted log's `path:/usr/lib` is no filter
+    if not parsed.is_long:  # a question; a pasted log's `path:/usr/lib` is no filter
         parsed.paths = [("!" if m.group(1) else "") + m.group(2) for m in _PATH_FILTER.finditer(text)]
         text = " ".join(_PATH_FILTER.sub(" ", text).split())
     parsed.phrases = [p.strip() for p in _PHRASE.findall(text) if p.strip()][:MAX_PHRASES]

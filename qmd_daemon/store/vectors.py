@@ -243,30 +243,30 @@ class VectorIndex:
         query = np.asarray(vector, dtype=np.float32)
         if self._codes_ready():
             return rescore(self.conn, query, chunk_ids, k)
-        stored = self.conn.execute(
-            "SELECT rowid, embedding FROM chunk_vectors WHERE rowid IN (SELECT value FROM json_each(?))",
-            (json.dumps(chunk_ids),),
-        ).fetchall()
-        if active[2] == "int8":
-            ids, matrix = int8_rows(stored)
-            return rank(ids, unit_int8_values(matrix), query, k)
-        ids = np.fromiter((r[0] for r in stored), dtype=np.int64, count=len(stored))
-        matrix = np.frombuffer(b"".join(r[1] for r in stored), dtype=np.float32).reshape(len(stored), -1)
-        return rank(ids, matrix, query, k)
+        ids, matrix = self._stored(chunk_ids, active[2])
+        return rank(ids, matrix, query, k) if len(ids) else []
 
     def vectors_of(self, chunk_ids: Sequence[int]) -> dict[int, list[float]]:
         """chunk id -> its stored vector (an int8 one read back at its levels), for those with one."""
         active = self.active_model()
         if active is None or not chunk_ids:
             return {}
-        marks = ",".join("?" * len(chunk_ids))
-        rows = self.conn.execute(
-            f"SELECT rowid, embedding FROM chunk_vectors WHERE rowid IN ({marks})", list(chunk_ids)
+        ids, matrix = self._stored(chunk_ids, active[2])
+        return dict(zip(ids.tolist(), matrix.tolist(), strict=True)) if len(ids) else {}
+
+    def _stored(self, chunk_ids: Sequence[int], quantization: str) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, one row each) of the chunks' stored vectors, an int8 one at its levels."""
+        stored = self.conn.execute(
+            "SELECT rowid, embedding FROM chunk_vectors WHERE rowid IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(chunk_ids)),),
         ).fetchall()
-        if active[2] == "int8":
-            ids, matrix = int8_rows(rows)
-            return dict(zip(ids.tolist(), unit_int8_values(matrix).tolist(), strict=True))
-        return {int(r[0]): np.frombuffer(r[1], dtype=np.float32).tolist() for r in rows}
+        if not stored:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        if quantization == "int8":
+            ids, matrix = int8_rows(stored)
+            return ids, unit_int8_values(matrix)
+        ids = np.fromiter((r[0] for r in stored), dtype=np.int64, count=len(stored))
+        return ids, np.frombuffer(b"".join(r[1] for r in stored), dtype=np.float32).reshape(len(stored), -1)
 
     def _code_cache(self, active: tuple[str, int, str]) -> CodeCache:
         """The store's cache of codes, new when the vectors' model changed."""
