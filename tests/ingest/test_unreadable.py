@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -82,3 +83,54 @@ def test_an_unreadable_folder_and_file_are_counted_and_the_rest_indexed(shared_t
     assert out["report"]["files"] == 1 and out["hits"] == ["ok.py"]
     # d/.gitignore (listed, but its folder cannot be searched), d/b.py and locked.py
     assert out["report"]["skipped"] == {"unreadable": 3}
+
+
+UPDATE_BOTH = """
+import json, sys
+from pathlib import Path
+from qmd_daemon.engine import Engine
+from qmd_daemon.errors import UsageError
+from qmd_daemon.ingest.root_policy import check_root
+engine = Engine()
+for folder in sys.argv[1:]:
+    engine.add_collection(Path(folder))
+Path(sys.argv[1]).chmod(0)
+reports = engine.update(keep_going=True)
+try:
+    check_root(Path(sys.argv[1]), on_demand=True)
+    refusal = None
+except UsageError as exc:
+    refusal = str(exc)
+print(json.dumps({"reports": [r.as_dict() for r in reports], "refusal": refusal,
+                  "hits": [h.path for h in engine.search("fine_word")]}))
+"""
+
+
+def test_an_unreadable_collection_folder_is_reported_and_the_others_updated(shared_tmp: Path) -> None:
+    # `chmod 000` on one collection's folder raised PermissionError from its .git lookup: the
+    # update stopped before the other collections, and ai-search got the daemon's internal error
+    locked = write_tree(shared_tmp / "locked", {"a.py": "def other_word():\n    return 1\n"})
+    fine = write_tree(shared_tmp / "fine", {"ok.py": "def fine_word():\n    return 1\n"})
+    home = shared_tmp / "home"
+    home.mkdir(mode=0o777)
+    home.chmod(0o777)
+    if os.geteuid() == 0:  # the child, as nobody, registers both, then locks its own first one
+        nobody = pwd.getpwnam("nobody")
+        os.chown(locked, nobody.pw_uid, nobody.pw_gid)
+
+    proc = subprocess.run(
+        [*_as_another_user(), sys.executable, "-c", UPDATE_BOTH, str(locked), str(fine)],
+        env={**os.environ, "QMD_DAEMON_HOME": str(home), "HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    errors = {r["collection"]: r["error"] for r in out["reports"]}
+    expected = f"cannot read {locked} (permission denied), so nothing in it was read"
+    assert errors == {"locked": expected, "fine": None}
+    assert out["refusal"] == expected
+    assert out["hits"] == ["ok.py"]
