@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +73,29 @@ def engine(home: Path):
     eng = Engine(Settings.from_env())
     yield eng
     eng.close()
+
+
+def as_another_user() -> list[str]:
+    """The command prefix that runs a child as a user file modes apply to: tests run as root
+    here, and root reads whatever the modes say."""
+    if os.geteuid() != 0:
+        return []  # modes already apply to us
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: no way to be a user that modes apply to")
+    return [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+@pytest.fixture
+def shared_tmp() -> Iterator[Path]:
+    """A temp folder every user may enter (pytest's tmp_path is private to root)."""
+    path = Path(tempfile.mkdtemp(prefix="qmd-unreadable-"))
+    path.chmod(0o755)
+    yield path
+    for sub in path.rglob("*"):  # give root's cleanup the modes back
+        if sub.is_dir() and not sub.is_symlink():
+            sub.chmod(0o755)
+    shutil.rmtree(path)
 
 
 def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:

@@ -197,6 +197,13 @@ def connect(path: Path, *, readonly: bool = False) -> tuple[Any, bool]:
             f"index {path} is an empty file, not an index (an interrupted copy or a crash leaves one); "
             "delete it to start a new index, or put the full copy back"
         )
+    if path.exists() and not os.access(path, os.R_OK if readonly else os.R_OK | os.W_OK):
+        # SQLite says only "unable to open database file", which read as a damaged index whose
+        # fix is a rebuild: hours of embedding lost over a file mode
+        raise IndexDatabaseError(
+            f"index {path} cannot be {'read' if readonly else 'read and written'} by this user "
+            f"(permission denied); it need not be rebuilt: `chmod 600` it, or run as its owner"
+        )
     target = f"file:{path}?mode=ro" if readonly else str(path)
     try:
         conn = sqlite.connect(

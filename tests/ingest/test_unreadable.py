@@ -9,16 +9,11 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.conftest import write_tree
+from tests.conftest import as_another_user, write_tree
 
 UPDATE = """
 import json, sys
@@ -29,27 +24,6 @@ name = engine.add_collection(Path(sys.argv[1])).name
 report = engine.update([name])[0]
 print(json.dumps({"report": report.as_dict(), "hits": [h.path for h in engine.search("fine_word")]}))
 """
-
-
-def _as_another_user() -> list[str]:
-    if os.geteuid() != 0:
-        return []  # modes already apply to us
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv: no way to be a user that modes apply to")
-    return [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-
-
-@pytest.fixture
-def shared_tmp() -> Iterator[Path]:
-    """A temp folder every user may enter (pytest's tmp_path is private to root)."""
-    path = Path(tempfile.mkdtemp(prefix="qmd-unreadable-"))
-    path.chmod(0o755)
-    yield path
-    for sub in path.rglob("*"):  # give root's cleanup the modes back
-        if sub.is_dir() and not sub.is_symlink():
-            sub.chmod(0o755)
-    shutil.rmtree(path)
 
 
 def test_an_unreadable_folder_and_file_are_counted_and_the_rest_indexed(shared_tmp: Path) -> None:
@@ -70,7 +44,7 @@ def test_an_unreadable_folder_and_file_are_counted_and_the_rest_indexed(shared_t
     (root / "d").chmod(0o444)  # listable, not searchable: d/.gitignore and d/b.py cannot be opened
 
     proc = subprocess.run(
-        [*_as_another_user(), sys.executable, "-c", UPDATE, str(root)],
+        [*as_another_user(), sys.executable, "-c", UPDATE, str(root)],
         env={**os.environ, "QMD_DAEMON_HOME": str(home), "HOME": str(home)},
         capture_output=True,
         text=True,
@@ -119,7 +93,7 @@ def test_an_unreadable_collection_folder_is_reported_and_the_others_updated(shar
         os.chown(locked, nobody.pw_uid, nobody.pw_gid)
 
     proc = subprocess.run(
-        [*_as_another_user(), sys.executable, "-c", UPDATE_BOTH, str(locked), str(fine)],
+        [*as_another_user(), sys.executable, "-c", UPDATE_BOTH, str(locked), str(fine)],
         env={**os.environ, "QMD_DAEMON_HOME": str(home), "HOME": str(home)},
         capture_output=True,
         text=True,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from qmd_daemon.errors import IndexDatabaseError
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.connection import connect, quick_check
 from qmd_daemon.store.index_store import IndexStore
-from tests.conftest import run_cli, write_tree
+from tests.conftest import as_another_user, run_cli, write_tree
 
 
 def _big_repo(root: Path, files: int = 300) -> Path:
@@ -177,3 +178,36 @@ def test_the_in_process_fallback_names_a_damaged_index_in_one_json_line(home: Pa
     assert proc.returncode == 1
     error = json.loads(proc.stdout)["error"]
     assert error["code"] == "index_error" and "move it away and run `qmd-daemon update`" in error["message"]
+
+
+@pytest.mark.parametrize("mode", [0o000, 0o400])
+def test_an_index_this_user_may_not_open_is_named_as_such_not_as_damaged(shared_tmp: Path, mode: int) -> None:
+    # `unable to open database file` read "not a usable SQLite database ... move it away and
+    # rebuild": the advice that throws away every vector over a file mode
+    home = shared_tmp / "home"
+    repo = write_tree(shared_tmp / "repo", {"a.py": "def kept_function():\n    return 1\n"})
+    index = home / "cache" / "index.sqlite"
+    script = (  # one process: a child of the other user may not start programs under /root
+        "import os, sys; from pathlib import Path; from qmd_daemon.cli import main;"
+        "from qmd_daemon.engine import Engine; engine = Engine();"
+        "engine.update([engine.add_collection(Path(sys.argv[1])).name]); engine.close();"
+        f"os.chmod({str(index)!r}, {mode}); sys.argv = ['qmd-daemon', 'status']; main()"
+    )
+    home.mkdir(mode=0o777)
+    home.chmod(0o777)
+    shared_tmp.chmod(0o777)  # the child, another user, writes the repository too
+
+    done = subprocess.run(
+        [*as_another_user(), sys.executable, "-c", script, str(repo)],
+        env={**os.environ, "QMD_DAEMON_HOME": str(home), "HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (
+        f"qmd-daemon: error: index {index} cannot be read and written by this user (permission denied);"
+        " it need not be rebuilt: `chmod 600` it, or run as its owner\n"
+    )
