@@ -494,7 +494,8 @@ def daemon_python() -> list[str]:
     raise DaemonUnavailable("qmd_daemon is not installed for this Python (set QMD_DAEMON_PYTHON)")
 
 
-def spawn_detached(argv: list[str], log_name: str) -> None:
+def spawn_detached(argv: list[str], log_name: str) -> Any:
+    """Start `argv` in a session of its own, its output appended to log_name; its Popen."""
     import subprocess
 
     log = log_file(log_name)
@@ -508,9 +509,20 @@ def spawn_detached(argv: list[str], log_name: str) -> None:
     else:
         kwargs["start_new_session"] = True
     try:
-        subprocess.Popen(argv, cwd=private_dir(state_dir()), **kwargs)
+        return subprocess.Popen(argv, cwd=private_dir(state_dir()), **kwargs)
     finally:
         log.close()
+
+
+def last_log_line(name: str) -> str:
+    """The last line of log_dir/name (what a daemon that failed to start said last), or ''."""
+    try:
+        with open(os.path.join(log_dir(), name), "rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - 4096))
+            lines = log.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1].strip() if lines else ""
 
 
 def _claim_spawn() -> bool:
@@ -613,8 +625,7 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
         raise DaemonUnavailable(f"the daemon (pid {state.get('pid')}) is running but does not answer")
     spawned = _claim_spawn()
     try:
-        if spawned:
-            spawn_detached([*daemon_python(), "serve"], "daemon.log")
+        child = spawn_detached([*daemon_python(), "serve"], "daemon.log") if spawned else None
         deadline = time.monotonic() + timeout
         delay = 0.02
         while time.monotonic() < deadline:
@@ -625,6 +636,11 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
                 if _older_than_client(fresh):
                     _keep_older(fresh)
                 return fresh
+            if child is not None and child.poll() not in (None, 0):
+                # it said why in its log and will not answer: no waiting out the timeout (a
+                # damaged index or a bad index.yml cost every ai-search 20 s); exit 0 is a serve
+                # that found another daemon healthy, which the loop above is waiting for
+                raise DaemonUnavailable(f"the daemon exited at start: {last_log_line('daemon.log')}")
     finally:
         if spawned:
             _release_spawn()

@@ -113,6 +113,23 @@ def test_fallback_without_a_daemon(daemon_home: Path, repo: Path, tmp_path: Path
     assert search(daemon_home, repo, "parse cookie header") == fallback
 
 
+def test_a_daemon_that_fails_at_start_is_not_waited_for(daemon_home: Path, repo: Path) -> None:
+    # an index replaced by junk: the daemon wrote its one line to daemon.log and exited, and each
+    # ai-search still waited out the whole start timeout before saying "did not answer within 20s"
+    index = daemon_home / "cache" / "index.sqlite"
+    index.parent.mkdir(parents=True, exist_ok=True)
+    index.write_bytes(b"junk line\n")
+    proc = run_client("ai_search.py", "parse cookie header", home=daemon_home, cwd=repo,
+                      QMD_START_TIMEOUT="30", timeout=120)  # fmt: skip
+    assert proc.returncode == 1 and proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith(
+        "ai-search: daemon unavailable (the daemon exited at start: qmd-daemon: error: index "
+        f"{index} is not a usable SQLite database (file is not a database)"
+    ), proc.stderr
+    assert lines[1].startswith("ai-search: error: index ") and len(lines) == 2
+
+
 def test_json_is_utf8_where_the_locale_is_not(daemon_home: Path, tmp_path: Path) -> None:
     """Agents on Windows read ai-search through a pipe, which Python gives the ANSI code page;
     PYTHONIOENCODING=cp1252 makes the same stream here. The snippet comes out whole, as UTF-8."""
