@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,17 @@ from qmd_daemon.search.limits import (
 from qmd_daemon.search.path_filter import NO_PATH_MATCH
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from qmd_daemon.store.backends import storage_error
+
+
+class _FloatRange(click.FloatRange):
+    """click's FloatRange with 'nan' refused: every comparison with it is false, so it passed
+    each bound (`--min-score nan` kept every hit, `--idle-minutes nan` stopped the daemon at once)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number.", param, ctx)
+        return number
 
 
 def _engine(ctx: click.Context) -> Engine:
@@ -234,7 +246,7 @@ def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     "--min-score",
     default=DEFAULTS.min_score,
     show_default=True,
-    type=click.FloatRange(0, 1),
+    type=_FloatRange(0, 1),
     help="Leave out hits scoring below this.",
 )
 @click.option(
@@ -253,7 +265,7 @@ def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     "--budget-ms",
     default=DEFAULTS.budget_ms or 0.0,
     show_default=True,
-    type=click.FloatRange(0, MAX_BUDGET_MS),
+    type=_FloatRange(0, MAX_BUDGET_MS),
     help="Latency budget for expansion and reranking; they do less rather than run over (0: none).",
 )
 @click.pass_context
@@ -485,7 +497,12 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--idle-minutes", type=float, default=None, help="Exit after this long without a request.")
+@click.option(
+    "--idle-minutes",
+    type=_FloatRange(0, min_open=True),
+    default=None,
+    help="Exit after this long without a request (default: QMD_IDLE_MINUTES, 30).",
+)
 def serve(idle_minutes: float | None) -> None:
     """Run the search daemon on 127.0.0.1 (a no-op when one is already healthy)."""
     from qmd_daemon.daemon.server import serve_forever
@@ -496,7 +513,7 @@ def serve(idle_minutes: float | None) -> None:
 
 
 @cli.command()
-@click.option("--timeout", default=30.0, show_default=True, type=click.FloatRange(1), help="Seconds to wait.")
+@click.option("--timeout", default=30.0, show_default=True, type=_FloatRange(1), help="Seconds to wait.")
 def stop(timeout: float) -> None:
     """Stop the running daemon: ask it to shut down, then wait until it has let go of the index."""
     from qmd_daemon.daemon.stop import stop_daemon
@@ -587,3 +604,7 @@ def main() -> None:
             raise
         click.echo(f"qmd-daemon: error: {readable}", err=True)
         sys.exit(readable.exit_code)
+
+
+if __name__ == "__main__":  # `python -m qmd_daemon.cli` ran nothing and exited 0
+    main()

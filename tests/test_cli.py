@@ -438,3 +438,29 @@ def test_search_and_context_on_an_index_with_no_collection_say_how_to_add_one(ho
             "qmd-daemon: error: no collections to search: add one with `qmd-daemon collection add PATH` "
             "(ai-search registers the git repository it runs in by itself)"
         )
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["search", "x", "--min-score", "nan"], "'--min-score': 'nan' is not a number."),
+        (["search", "x", "--budget-ms", "NaN"], "'--budget-ms': 'NaN' is not a number."),
+        (["stop", "--timeout", "nan"], "'--timeout': 'nan' is not a number."),
+        (["serve", "--idle-minutes", "nan"], "'--idle-minutes': 'nan' is not a number."),
+        (["serve", "--idle-minutes", "0"], "'--idle-minutes': 0.0 is not in the range x>0."),
+    ],
+)
+def test_numbers_no_bound_can_check_are_refused(home: Path, args: list[str], said: str) -> None:
+    # 'nan' passed click's FloatRange (every comparison with it is false): `--min-score nan` kept
+    # every hit, and `serve --idle-minutes nan` (or 0, or -1) started a daemon that stopped at once
+    proc = run_cli(*args, env_home=home)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines()[-1] == f"Error: Invalid value for {said}"
+    assert not (home / "state" / "daemon.json").exists()
+
+
+def test_python_dash_m_runs_the_command_line(home: Path) -> None:
+    # `python -m qmd_daemon.cli status` (the way to run a checkout's code) printed nothing, exit 0
+    proc = subprocess.run([sys.executable, "-m", "qmd_daemon.cli", "--version"], capture_output=True,
+                          text=True, env=dict(os.environ, QMD_DAEMON_HOME=str(home)), timeout=60)  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout.startswith("qmd-daemon, version ")
