@@ -297,12 +297,19 @@ def _write_private_json(path: str, data: Any) -> None:
 
 
 def read_state() -> dict[str, Any] | None:
+    """The daemon's state file, or None when there is none or no daemon could have written it: a
+    port past 65535 (a hand edit, a bad restore) raised OverflowError out of ai-search."""
     try:
         with open(os.path.join(state_dir(), STATE_FILE), encoding="utf-8") as handle:
             state = json.load(handle)
-        return state if isinstance(state, dict) and "port" in state and "token" in state else None
     except (OSError, ValueError):
         return None
+    if not isinstance(state, dict):
+        return None
+    port, pid = state.get("port"), state.get("pid", 0)
+    if type(port) is not int or not 0 < port < 65536 or type(pid) is not int:
+        return None
+    return state if isinstance(state.get("token"), str) else None
 
 
 def _dechunk(data: bytes) -> bytes:

@@ -133,3 +133,35 @@ def test_stop_tells_a_stranger_on_the_port_nothing(tmp_path: Path) -> None:
         lock.release()
         stranger.close()
     assert stranger.received and TOKEN.encode() not in stranger.received
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"port": 99_999_999, "token": TOKEN, "pid": 1},  # was OverflowError out of connect()
+        {"port": "8080", "token": TOKEN, "pid": 1},
+        {"port": 8080, "token": 5, "pid": 1},
+        {"port": 8080, "token": TOKEN, "pid": "x"},
+        [],
+    ],
+)
+def test_a_state_file_no_daemon_wrote_is_taken_as_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: object
+) -> None:
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(tmp_path))
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / qc.STATE_FILE).write_text(json.dumps(content))
+    assert qc.read_state() is None
+    good = {"port": 8080, "token": TOKEN, "pid": 1}
+    (tmp_path / "state" / qc.STATE_FILE).write_text(json.dumps(good))
+    assert qc.read_state() == good
+
+
+def test_ai_search_past_a_port_out_of_range_starts_a_daemon(daemon_home: Path, repo: Path) -> None:
+    state = daemon_home / "state" / "daemon.json"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text(json.dumps({"port": 99_999_999, "token": TOKEN, "pid": 1}))
+    proc = run_client("ai_search.py", QUERY, home=daemon_home, cwd=repo)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
+    assert 0 < state_of(daemon_home)["port"] < 65536
