@@ -77,6 +77,11 @@ class IndexConfig:
             ignore = entry.get("ignore") or []
             if isinstance(ignore, str):
                 ignore = [ignore]
+            if not isinstance(ignore, list):  # `ignore: 5` was a TypeError traceback
+                raise ConfigError(
+                    f"{self.path}: collection '{name}': 'ignore' must be a pattern or a list of "
+                    f"patterns (left untouched)"
+                )
             pattern = str(entry.get("pattern") or DEFAULT_MASK)
             out[str(name)] = CollectionConfig(
                 name=str(name),

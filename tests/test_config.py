@@ -35,6 +35,19 @@ def test_unparsable_file_aborts_and_is_left_untouched(tmp_path: Path, text: str)
     assert path.read_text() == text
 
 
+@pytest.mark.parametrize("ignore", ["5", "{a: b}", "true"])
+def test_an_ignore_that_is_no_pattern_list_is_one_line(tmp_path: Path, ignore: str) -> None:
+    path = tmp_path / "index.yml"
+    text = f"collections:\n  x:\n    path: /y\n    ignore: {ignore}\n"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        IndexConfig.load(path).collections()
+    assert str(info.value) == (
+        f"{path}: collection 'x': 'ignore' must be a pattern or a list of patterns (left untouched)"
+    )
+    assert path.read_text() == text
+
+
 def test_missing_file_is_empty_config(tmp_path: Path) -> None:
     assert IndexConfig.load(tmp_path / "none.yml").collections() == {}
 
