@@ -217,8 +217,14 @@ def find_git_root(path: Path) -> Path | None:
     return None
 
 
-def _git_ls_files(root: Path, *selection: str) -> list[str] | None:
-    """`git ls-files` names under `root` (None outside git or when git fails)."""
+# what `git ls-files --others` says on stderr (exit 0) for a folder it cannot list: the untracked
+# files in it were missing from the index without a word, where a walk counts `unreadable_dir`
+_UNLISTABLE = re.compile(rb"^warning: could not open directory '", re.MULTILINE)
+
+
+def _git_ls_files(root: Path, *selection: str, skipped: Counter[str] | None = None) -> list[str] | None:
+    """`git ls-files` names under `root` (None outside git or when git fails); the folders it
+    could not list are counted in `skipped`."""
     git = git_executable()
     if git is None or find_git_root(root) is None:
         return None
@@ -226,7 +232,7 @@ def _git_ls_files(root: Path, *selection: str) -> list[str] | None:
         proc = subprocess.run(
             git_argv(git, str(root), "ls-files", "-z", *selection),
             capture_output=True,
-            env=dict(os.environ, GIT_OPTIONAL_LOCKS="0"),
+            env=dict(os.environ, GIT_OPTIONAL_LOCKS="0", LC_ALL="C"),  # LC_ALL: _UNLISTABLE's English
             stdin=subprocess.DEVNULL,
             timeout=120,
             check=False,
@@ -235,11 +241,14 @@ def _git_ls_files(root: Path, *selection: str) -> list[str] | None:
         return None
     if proc.returncode != 0:
         return None
+    unlistable = len(_UNLISTABLE.findall(proc.stderr))
+    if unlistable and skipped is not None:
+        skipped["unreadable_dir"] += unlistable
     return [n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
 
 
-def _git_candidates(root: Path) -> list[str] | None:
-    names = _git_ls_files(root, "--cached", "--others", "--exclude-standard")
+def _git_candidates(root: Path, skipped: Counter[str]) -> list[str] | None:
+    names = _git_ls_files(root, "--cached", "--others", "--exclude-standard", skipped=skipped)
     return None if names is None else sorted(set(names))
 
 
@@ -488,7 +497,7 @@ def iter_scan(
             inside[rel_dir] = (root / rel_dir).resolve().is_relative_to(real_root)
         return inside[rel_dir]
 
-    listed = _git_candidates(root)
+    listed = _git_candidates(root, skipped)
     walked = listed is None
     base = os.path.join(root, "")  # a string ending in the separator: joined to by `+`
     records = Listings(listings, rules_key(root, mask, ignore, excludes)) if walked and listings else None
