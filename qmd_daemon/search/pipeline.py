@@ -44,7 +44,12 @@ from qmd_daemon.search.scoring import (
     sibling_terms_boost,
 )
 from qmd_daemon.search.static_list import StaticTier, static_list
-from qmd_daemon.search.term_feedback import feedback_search, feedback_terms, is_feedback_question
+from qmd_daemon.search.term_feedback import (
+    feedback_rescore,
+    feedback_search,
+    feedback_terms,
+    is_feedback_question,
+)
 from qmd_daemon.search.vector import VECTOR_CANDIDATES, vector_search
 from qmd_daemon.store.lexical_query import Phrase
 from qmd_daemon.store.protocols import ChunkStore, VectorStore
@@ -108,12 +113,17 @@ class SearchOptions:
     # gitignore-style patterns (`src/`, `*.py`, `!tests/`) of the files searched: search/path_filter.py
     paths: tuple[str, ...] = ()
     # Pseudo-relevance feedback (search/term_feedback.py): the `prf_terms` best words of the first
-    # `prf_chunks` lexical hits, one more list at `prf_weight`; 0 chunks: off (docs/ranking.md
-    # "Term proximity and pseudo-relevance feedback"). Questions only unless `prf_reports`.
-    prf_chunks: int = 0
-    prf_terms: int = 10
+    # `prf_chunks` lexical hits, one more list at `prf_weight`; 0 chunks: off. `prf_rescore`: the
+    # list is lexical's own candidates re-scored by the words they hold (a few ms); False: a second
+    # FTS query over the scope (new candidates, ~3x the cost, no better on the sets). Questions only
+    # unless `prf_reports`, lexical searches only unless `prf_with_vectors` (docs/ranking.md
+    # "Feedback re-scoring lexical's candidates").
+    prf_chunks: int = 5
+    prf_terms: int = 20
     prf_weight: float = 0.2
     prf_reports: bool = False
+    prf_rescore: bool = True
+    prf_with_vectors: bool = False  # also when a vector list (deep or static) is fused
     weights: ScoringWeights = field(default_factory=ScoringWeights)
 
 
@@ -317,9 +327,6 @@ def _retrieve(
                                  file_ids)
         bm25 = {h.chunk_id: h.score for h in lexical}
         lists.append(_lexical_list("bm25", lexical, options.lexical_weight))
-        if (options.prf_chunks and lexical and is_feedback_question(parsed)
-                and (options.prf_reports or not parsed.is_long)):
-            lists.append(_feedback_list(store, parsed, lexical, collection_ids, options, file_ids))
     clock.lap("lexical")
     trace.strong_signal = _strong_signal(lexical)
     lex_lines, vec_lines = list(parsed.lex), list(parsed.vec) + list(parsed.hyde)
@@ -377,9 +384,16 @@ def _retrieve(
         if ranked is not None:
             lists.append(ranked)
         clock.lap("static")
-    trace.lists = {r.name: len(r.chunk_ids) for r in lists}
     found = {r.name.split(":")[0] for r in lists if r.chunk_ids}
     vector_lists = found & {"vec", "static"}
+    if (options.prf_chunks and lexical and is_feedback_question(parsed)
+            and (options.prf_reports or not parsed.is_long)
+            and (options.prf_with_vectors or not vector_lists)):
+        # beside a vector list, the words the first hits share add nothing it does not (the static
+        # tier: broad level, dev queries -0.004; docs/ranking.md "Feedback re-scoring ...")
+        lists.append(_feedback_list(store, parsed, lexical, collection_ids, options, file_ids))
+        clock.lap("feedback")
+    trace.lists = {r.name: len(r.chunk_ids) for r in lists}
     trace.mode = "hybrid" if "bm25" in found and vector_lists else "vector" if vector_lists else "lexical"
     return lists, bm25, similarity
 
@@ -389,7 +403,11 @@ def _feedback_list(store: ChunkStore, parsed: ParsedQuery, lexical: list[Lexical
                    file_ids: frozenset[int] | None) -> RankedList:
     """The list of the words the first lexical hits share beyond the question (search/term_feedback.py)."""
     words = feedback_terms(store, parsed, lexical, collection_ids, options.prf_chunks, options.prf_terms)
-    found = feedback_search(store, words, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights, file_ids)
+    if options.prf_rescore:
+        found = feedback_rescore(store, words, collection_ids, [h.chunk_id for h in lexical])
+    else:
+        found = feedback_search(store, words, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights,
+                                file_ids)
     return RankedList("bm25:prf", [cid for cid, _ in found], [score for _, score in found], "bm25",
                       options.prf_weight * options.lexical_weight)
 

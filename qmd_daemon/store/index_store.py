@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from qmd_daemon.errors import QueryRejected
 from qmd_daemon.store import file_stems, term_stats
 from qmd_daemon.store.chunk_plan import StoredChunks, plan_chunks
 from qmd_daemon.store.connection import (
@@ -21,7 +22,7 @@ from qmd_daemon.store.connection import (
 )
 from qmd_daemon.store.fts5_query import fts_collection_token, match_expression, quote, scoped_match
 from qmd_daemon.store.fts_batch import FtsBatch
-from qmd_daemon.store.fts_tokens import query_tokens
+from qmd_daemon.store.fts_tokens import query_tokens, query_tokens_of
 from qmd_daemon.store.fts_totals import fts_row_count
 from qmd_daemon.store.lexical_query import LexicalQuery, Word
 from qmd_daemon.store.protocols import ChunkRow, FileState
@@ -559,14 +560,36 @@ class IndexStore:
     def fts_count(self, query: LexicalQuery, collection_ids: list[int]) -> int:
         """How many chunks of the collections match (a term's document frequency). A word that is
         one token is looked up in term_stats: FTS5 would read its whole posting list."""
+        scope = self._scope(collection_ids)
         if isinstance(query, Word) and len(tokens := query_tokens(query.text)) == 1:
-            return term_stats.count(self.conn, tokens[0], self._scope(collection_ids))
+            return term_stats.counts(self.conn, {tokens[0]}, scope)[tokens[0]]
+        return self._match_count(query, scope)
+
+    def _match_count(self, query: LexicalQuery, scope: list[int] | None) -> int:
         with rejected_queries():
             row = self.conn.execute(
-                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
-                (scoped_match(query, self._scope(collection_ids)),),
+                "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (scoped_match(query, scope),)
             ).fetchone()
         return int(row[0])
+
+    def word_counts(self, words: list[str], collection_ids: list[int]) -> dict[str, int]:
+        """fts_count of each word's Word, the words that are one token each read from term_stats
+        in one statement (a question's feedback words: 60 counts, ~0.2 ms each one at a time); a
+        word the MATCH syntax rejects counts 0."""
+        scope = self._scope(collection_ids)
+        tokens = query_tokens_of(words)
+        single = {word: found[0] for word, found in tokens.items() if len(found) == 1}
+        by_token = term_stats.counts(self.conn, set(single.values()), scope)
+        counted: dict[str, int] = {}
+        for word in tokens:
+            if word in single:
+                counted[word] = by_token[single[word]]
+                continue
+            try:
+                counted[word] = self._match_count(Word(word), scope)
+            except QueryRejected:
+                counted[word] = 0
+        return counted
 
     def _files_in(self, collection_ids: list[int]) -> int:
         """Files of the collections, kept until the data changes (each filtered MATCH asks)."""

@@ -30,10 +30,16 @@ def identifier_parts_text(text: str) -> str:
     """The parts of every compound identifier in text, space-separated (one run per occurrence)."""
     out: list[str] = []
     for match in _NAME.finditer(text):
-        word = match.group(0)
-        if len(word) > 2 and (("_" in word.strip("_")) or not (word.islower() or word.isupper())):
-            out.extend(split_identifier(word))
+        out.extend(indexed_parts(match.group(0)))
     return " ".join(out)
+
+
+def indexed_parts(word: str) -> list[str]:
+    """The parts the index adds for a word of a text: a compound's (`get_user`, `getUser`), none
+    for a plain word in one case (`utf8`, `HTTP`) or one of two letters."""
+    if len(word) > 2 and (("_" in word.strip("_")) or not (word.islower() or word.isupper())):
+        return split_identifier(word)
+    return []
 
 
 def is_acronym(word: str) -> bool:

@@ -107,9 +107,10 @@ def qwen3_engine(
     engine.close()
 
 
-def _hits(engine: Engine, query: str, name: str, *, vectors: bool,
-          trace: SearchTrace | None = None) -> list[str]:
-    hits = engine.search(query, [name], options=SearchOptions(vectors=vectors), trace=trace)
+def _hits(engine: Engine, query: str, name: str, *, vectors: bool, trace: SearchTrace | None = None,
+          prf_chunks: int = SearchOptions.prf_chunks) -> list[str]:
+    options = SearchOptions(vectors=vectors, prf_chunks=prf_chunks)
+    hits = engine.search(query, [name], options=options, trace=trace)
     return [f"{h.path}:{h.end_line}" for h in hits]
 
 
@@ -152,7 +153,7 @@ def test_static_pass_and_search_on_a_qwen3_index(qwen3_engine: Engine, tmp_path:
     np.testing.assert_array_equal(again.gather(ids), tier.model.rows.gather(ids))
 
     for query in ["split code words", "tokenize identifiers"]:
-        lexical = _hits(engine, query, name, vectors=False)
+        lexical = _hits(engine, query, name, vectors=False, prf_chunks=0)  # hybrid has no feedback list
         trace = SearchTrace()
         hybrid = _hits(engine, query, name, vectors=True, trace=trace)
         assert lexical, query

@@ -94,6 +94,9 @@ def test_docs_and_changelogs_yield_to_code_unless_docs_are_asked_for(engine: Eng
             # prose beside the code: a docs site's page is lowered further (test_folder_roles.py)
             "net/retry.md": "# Retry policy\n\n" + prose * 3,
             "CHANGES.rst": "Retry policy: exponential backoff now waits longer (#12)\n" * 3,
+            # the rest of a repository: in three files alone the first hits are the whole index,
+            # and feedback (on by default) would weigh the words only the code holds
+            **{f"ui/view_{i}.py": f"def render_{i}(page):\n    return page.html\n" for i in range(12)},
         },
     )
     ranked = [h.path for h in engine.search("retry policy exponential backoff", [name])]

@@ -4,13 +4,15 @@ over real files."""
 
 from pathlib import Path
 
+import pytest
+
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.lexical import lexical_search
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from qmd_daemon.search.proximity import min_distance, question_units
 from qmd_daemon.search.query import parse_query
 from qmd_daemon.search.scoring import ScoringWeights
-from qmd_daemon.search.term_feedback import feedback_terms, is_feedback_question
+from qmd_daemon.search.term_feedback import feedback_rescore, feedback_terms, holds_word, is_feedback_question
 from tests.conftest import indexed
 
 
@@ -83,10 +85,10 @@ def test_feedback_words_are_what_the_first_hits_share_beyond_the_question(
     assert {"attempt", "max_retries"} <= set(words)
     assert not {"retry", "failed", "requests"} & set(words)
     trace = SearchTrace()
-    options = SearchOptions(vectors=False, prf_chunks=3, prf_terms=5, max_tokens=None)
+    options = SearchOptions(vectors=False, prf_chunks=3, prf_terms=5, max_tokens=None, prf_rescore=False)
     found = engine.search("retry failed requests", collections=[name], options=options, trace=trace)
     assert trace.lists.get("bm25:prf", 0) > 0
-    assert "backoff.py" in {h.path for h in found}  # says none of the question's words
+    assert "backoff.py" in {h.path for h in found}  # says none of the question's words: the second query
     symbol = SearchTrace()
     engine.search("backoff_delay", collections=[name], options=options, trace=symbol)
     assert "bm25:prf" not in symbol.lists  # not for a symbol query
@@ -112,7 +114,10 @@ HELPERS = {
 }
 
 
-def test_feedback_puts_the_chunk_sharing_the_first_hits_words_first(engine: Engine, tmp_path: Path) -> None:
+@pytest.mark.parametrize("rescore", [False, True], ids=["second query", "lexical's candidates re-scored"])
+def test_feedback_puts_the_chunk_sharing_the_first_hits_words_first(
+    engine: Engine, tmp_path: Path, rescore: bool
+) -> None:
     name = indexed(engine, tmp_path / "repo", {"notes.py": NOTE, "retrier.py": RETRIER, **HELPERS,
                                                **OTHERS})
 
@@ -120,5 +125,43 @@ def test_feedback_puts_the_chunk_sharing_the_first_hits_words_first(engine: Engi
         return engine.search("retry failed requests", collections=[name], limit=5, options=options)[0].path
 
     assert first(SearchOptions(vectors=False, max_tokens=None, prf_chunks=0)) == "notes.py"
-    assert first(SearchOptions(vectors=False, max_tokens=None, prf_chunks=5, prf_terms=10, prf_weight=0.1)) \
-        == "retrier.py"
+    default_feedback = SearchOptions(vectors=False, max_tokens=None, prf_rescore=rescore)
+    assert first(default_feedback) == "retrier.py"
+
+
+def test_rescored_feedback_orders_lexical_candidates_by_the_idf_of_the_words_they_hold(
+    engine: Engine, tmp_path: Path
+) -> None:
+    name = indexed(engine, tmp_path / "repo", {"client.py": CLIENT, "backoff.py": BACKOFF, **OTHERS})
+    ids = engine.collection_ids([name])
+    parsed = parse_query("retry failed requests")
+    hits = lexical_search(engine.store, parsed, ids)
+    candidates = [h.chunk_id for h in hits]
+    scored = dict(feedback_rescore(engine.store, ["attempt", "jitter", "render"], ids, candidates))
+    assert scored and set(scored) <= set(candidates)  # no chunk lexical did not find
+    rows = engine.store.chunks_by_ids(list(scored))
+    # `render` is in 12 of 14 files: its idf is below zero, so it adds nothing; `attempt` is in both
+    assert {rows[c].path for c in scored} == {"client.py"}
+    assert feedback_rescore(engine.store, [], ids, candidates) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "word", "held"),
+    [
+        ("for attempt in range(max_retries):", "retries", True),  # a part after `_`
+        ("for attempt in range(max_retries):", "max_retries", True),  # the whole token
+        ("self.maxRetries = 3", "retries", True),  # a camelCase part
+        ("self.maxRetries = 3", "maxretries", True),  # the whole identifier, lowercased
+        ("class HTTPServer:", "server", True),
+        ("class HTTPServer:", "http", True),
+        ("def start(self):", "art", False),  # inside a word, not a part of it
+        ("def restart(self):", "start", False),
+        ("RETRY_LIMIT = 5", "retry", True),
+        ("int32 value", "int", True),  # digits split a part off, as split_identifier does
+        ("parse the config file", "config", True),
+        ("configuration", "config", False),
+        ("", "config", False),
+    ],
+)
+def test_a_feedback_word_is_held_as_a_word_or_a_part_of_one(text: str, word: str, held: bool) -> None:
+    assert holds_word(text, text.lower(), word) is held

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from qmd_daemon.store.fts_tokens import index_tokens
+from qmd_daemon.store.fts_tokens import index_tokens, query_tokens, query_tokens_of, texts_tokens
 from qmd_daemon.store.index_store import IndexStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,6 +67,13 @@ def test_stems_are_martin_porters_own() -> None:
         "possibl", "pars", "parser", "getusernam", "__init__", "agre",
     ]
     assert index_tokens("") == [] == index_tokens("!!! ... ---")
+
+
+def test_many_texts_tokenize_at_once_as_each_alone() -> None:
+    texts = ["possibly parsing", "", "!!! ...", "getUserName", "possibly parsing", "a-b.c/d::e"]
+    assert texts_tokens(texts) == [index_tokens(t) for t in texts]
+    assert query_tokens_of(texts) == {t: tuple(index_tokens(t)) for t in texts}
+    assert query_tokens_of(["parsers"])["parsers"] == query_tokens("parsers") == ("parser",)
 
 
 def test_each_thread_tokenizes_on_its_own_connection() -> None:

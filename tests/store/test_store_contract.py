@@ -95,6 +95,25 @@ def test_keyword_search_ranks_and_scores_as_fts5(both: Any, query: LexicalQuery)
     assert pg.fts_count(query, [cid_pg]) == lite.fts_count(query, [cid_lite]) == len(expected)
 
 
+def test_word_counts_batch_what_fts_count_answers_word_by_word(both: Any) -> None:
+    """One statement for the one-token words, FTS5's MATCH for the rest (a phrase-like `a-b`, a
+    compound), 0 for a word neither holds or the syntax rejects: fts_count's answer each time."""
+    words = ["transaction", "ranking", "getusername", "write_file", "bm25", "zyzzyva", "a-b", "!!!",
+             "ranking"]
+    for store in both:
+        cid = store.collection_id("repo")
+        counted = store.word_counts(words, [cid])
+        assert set(counted) == set(words)
+        for word in set(words) - {"!!!"}:
+            assert counted[word] == store.fts_count(Word(word), [cid]), word
+        assert counted["!!!"] == 0 == counted["zyzzyva"]
+        assert counted["transaction"] > 0 and counted["write_file"] > 0
+        assert store.word_counts(words, []) == dict.fromkeys(words, 0)
+    lite, pg = both
+    assert lite.word_counts(words, [lite.collection_id("repo")]) == pg.word_counts(
+        words, [pg.collection_id("repo")])
+
+
 def test_every_read_answers_the_same(both: Any) -> None:
     lite, pg = both
     a, b = lite.collection_id("repo"), pg.collection_id("repo")

@@ -14,10 +14,10 @@ from typing import Any
 
 import psycopg
 
-from qmd_daemon.errors import IndexDatabaseError
+from qmd_daemon.errors import IndexDatabaseError, QueryRejected
 from qmd_daemon.store.chunk_plan import StoredChunks, plan_chunks
 from qmd_daemon.store.fts_tokens import index_tokens
-from qmd_daemon.store.lexical_query import AnyOf, LexicalQuery, Phrase
+from qmd_daemon.store.lexical_query import AnyOf, LexicalQuery, Phrase, Word
 from qmd_daemon.store.postgres import lexical, ranking
 from qmd_daemon.store.postgres.connection import PostgresDatabase
 from qmd_daemon.store.postgres.schema import migrate
@@ -380,18 +380,45 @@ class PostgresChunkStore:
         node = lexical.compile_query(query)
         if not collection_ids:
             return 0
-        if isinstance(node, lexical.Seq) and len(node.tokens) == 1 and node.column is None:
-            # one word: its rows per collection are kept in term_stats (no row read)
-            return int(self._scalar(
-                "SELECT coalesce(sum(df), 0) FROM term_stats WHERE lexeme = %s AND collection_id = ANY(%s)",
-                (node.tokens[0], collection_ids),
-            ))
+        if (lexeme := _one_lexeme(node)) is not None:  # its rows per collection are kept in term_stats
+            return self._lexeme_counts({lexeme}, collection_ids)[lexeme]
         if ranking.decided_by_tsquery(node):  # PostgreSQL counts on its own
             return int(self._scalar(
                 "SELECT count(*) FROM chunks WHERE collection_id = ANY(%s) AND fts @@ %s::tsquery",
                 (collection_ids, lexical.tsquery(node)),
             ))
         return len(self._matching(node, "collection_id", collection_ids))
+
+    def _lexeme_counts(self, lexemes: set[str], collection_ids: list[int]) -> dict[str, int]:
+        found = dict.fromkeys(lexemes, 0)
+        rows = self._sql("SELECT lexeme, sum(df) FROM term_stats WHERE lexeme = ANY(%s)"
+                         " AND collection_id = ANY(%s) GROUP BY lexeme", (sorted(lexemes), collection_ids))
+        found.update((str(lexeme), int(df)) for lexeme, df in rows)
+        return found
+
+    def word_counts(self, words: list[str], collection_ids: list[int]) -> dict[str, int]:
+        """fts_count of each word's Word, the one-lexeme words read from term_stats in one statement."""
+        nodes: dict[str, lexical.Node | None] = {}
+        for word in words:
+            try:
+                nodes[word] = lexical.compile_query(Word(word))
+            except QueryRejected:
+                nodes[word] = None
+        if not collection_ids:
+            return dict.fromkeys(nodes, 0)
+        single = {word: lexeme for word, node in nodes.items()
+                  if node is not None and (lexeme := _one_lexeme(node)) is not None}
+        by_lexeme = self._lexeme_counts(set(single.values()), collection_ids)
+        counted: dict[str, int] = {}
+        for word, node in nodes.items():
+            if word in single:
+                counted[word] = by_lexeme[single[word]]
+                continue
+            try:
+                counted[word] = 0 if node is None else self.fts_count(Word(word), collection_ids)
+            except QueryRejected:
+                counted[word] = 0
+        return counted
 
     def chunks_matching(self, query: LexicalQuery, chunk_ids: list[int]) -> set[int]:
         """The chunks among chunk_ids that match the query, as FTS5 decides."""
@@ -497,3 +524,10 @@ class PostgresChunkStore:
             (list(collection_ids), list(names), [f"%/{name}" for name in names]),
         )
         return [str(text) for (text,) in rows]
+
+
+def _one_lexeme(node: lexical.Node) -> str | None:
+    """The lexeme of a query that is one word in any column (its df is kept in term_stats)."""
+    if isinstance(node, lexical.Seq) and len(node.tokens) == 1 and node.column is None:
+        return str(node.tokens[0])
+    return None
