@@ -451,8 +451,8 @@ def _search(
     trace = trace if trace is not None else SearchTrace()
     clock = _Clock(trace, options.budget_ms)
     parsed = parse_query(query)
-    if not collection_ids:
-        return []
+    if not collection_ids or not any(ch.isalnum() for ch in query):
+        return []  # `!!!`, `...`: no word to match, and their vectors' nearest chunks are noise
     scope = path_scope(store, collection_ids, [*options.paths, *parsed.paths])
     if scope is not None:
         trace.path_files = len(scope.allowed.file_ids)

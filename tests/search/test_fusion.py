@@ -172,3 +172,10 @@ def test_a_long_files_tail_of_near_chunks_does_not_outvote_the_vector_lists_firs
     assert _tail_files(engine, lexical=False, boosts=False)[0] == TAIL_ANSWER, "the vector list's first"
     assert _tail_files(engine, vectors=False)[:2] == [LONG_FILE, TAIL_ANSWER], "lexically a near tie"
     assert _tail_files(engine)[0] == TAIL_ANSWER
+
+
+@pytest.mark.parametrize("query", ["!!!", "...", "()", "-", " ?? "])
+def test_a_query_with_no_letter_or_digit_finds_nothing_even_by_vectors(engine: Engine, query: str) -> None:
+    assert engine.search(query, ["p"]) == []
+    assert engine.search(query, ["p"], options=SearchOptions(lexical=False)) == []
+    assert engine.search(f"{query} backoff", ["p"])  # beside a word it is ignored
