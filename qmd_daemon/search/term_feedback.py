@@ -106,15 +106,24 @@ def feedback_rescore(
     scored: list[tuple[int, float]] = []
     for chunk_id, row in store.chunks_by_ids(candidate_ids).items():
         text = f"{row.path}\n{row.text}"
-        lowered = text.lower()
+        lowered = lower_in_place(text)
         score = sum(idf[w] for w in weighed if w in lowered and holds_word(text, lowered, w))
         if score > 0:
             scored.append((chunk_id, score))
     return sorted(scored, key=lambda pair: -pair[1])
 
 
+def lower_in_place(text: str) -> str:
+    """TEXT lowercased character for character, so an index into one is the same place in the
+    other: `str.lower` turns `İ` into two characters, which moved every later match off its text."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(low if len(low := ch.lower()) == 1 else ch for ch in text)
+
+
 def holds_word(text: str, lowered: str, word: str) -> bool:
-    """Whether lowercase `word` stands in TEXT (`lowered`: its lowercase) as a word or as a part
+    """Whether lowercase `word` stands in TEXT (`lowered`: lower_in_place of it) as a word or as a part
     of a compound identifier, as the index splits them (`retries` in `maxRetries` and
     `max_retries`, `server` in `HTTPServer`; not `art` in `start`). Stems are not matched."""
     start = lowered.find(word)

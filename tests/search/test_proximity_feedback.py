@@ -12,7 +12,13 @@ from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from qmd_daemon.search.proximity import min_distance, question_units
 from qmd_daemon.search.query import parse_query
 from qmd_daemon.search.scoring import ScoringWeights
-from qmd_daemon.search.term_feedback import feedback_rescore, feedback_terms, holds_word, is_feedback_question
+from qmd_daemon.search.term_feedback import (
+    feedback_rescore,
+    feedback_terms,
+    holds_word,
+    is_feedback_question,
+    lower_in_place,
+)
 from tests.conftest import indexed
 
 
@@ -164,4 +170,13 @@ def test_rescored_feedback_orders_lexical_candidates_by_the_idf_of_the_words_the
     ],
 )
 def test_a_feedback_word_is_held_as_a_word_or_a_part_of_one(text: str, word: str, held: bool) -> None:
-    assert holds_word(text, text.lower(), word) is held
+    assert holds_word(text, lower_in_place(text), word) is held
+
+
+def test_a_letter_that_lowercases_to_two_moves_no_match() -> None:
+    # `İ`.lower() is two characters: matched in str.lower's text, `x` sat past the end (IndexError)
+    text = "İİİİİİİİ x = maxRetries"
+    lowered = lower_in_place(text)
+    assert len(lowered) == len(text)
+    assert holds_word(text, lowered, "x") and holds_word(text, lowered, "retries")
+    assert not holds_word(text, lowered, "axretries")
