@@ -20,6 +20,8 @@ from qmd_daemon.locks import waiting_for
 from qmd_daemon.settings import DEFAULT_MASK, EARLIER_DEFAULT_MASKS
 
 BACKENDS = ("sqlite", "postgres")
+DEVICES = ("auto", "cpu", "gpu")  # `models: {device: ...}`; absent or null: auto
+MODEL_ROLES = ("embed", "rerank", "expand")  # each a model reference, on/off, or null
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~20x faster
 
 
@@ -122,7 +124,23 @@ class IndexConfig:
     # -- models --------------------------------------------------------------------------------
 
     def models(self) -> dict[str, Any]:
-        return dict(self.raw.get("models") or {})
+        """The `models:` block, its device and role values checked: `device: quantum` was read as
+        auto and `embed: 5` as the default model, both silently."""
+        models = dict(self.raw.get("models") or {})
+        device = models.get("device")
+        if device is not None and (isinstance(device, bool) or str(device).strip().lower() not in DEVICES):
+            raise ConfigError(
+                f"{self.path}: models.device must be one of {', '.join(DEVICES)}, not {device!r} "
+                f"(left untouched)"
+            )
+        for role in MODEL_ROLES:
+            value = models.get(role)
+            if value is not None and not isinstance(value, str | bool):  # YAML reads off/on as booleans
+                raise ConfigError(
+                    f"{self.path}: models.{role} must be a model file or hf: reference, or off, not "
+                    f"{value!r} (left untouched)"
+                )
+        return models
 
     def set_models(self, values: dict[str, Any]) -> None:
         block = dict(self.raw.get("models") or {})
