@@ -257,6 +257,22 @@ def test_bad_ignore_pattern_is_refused_before_anything_is_saved(home: Path, proj
     assert not (home / "config" / "index.yml").exists()
 
 
+@pytest.mark.parametrize(
+    ("mask", "why"),
+    [
+        ("[", "a '[' that no ']' closes"),  # was registered, then 0 files indexed
+        ("**/*.{py,md", "a '{' or '}' without its pair"),
+        ("!*.py", "no glob in it selects files"),
+    ],
+)
+def test_a_mask_that_is_no_valid_glob_is_refused_before_anything_is_saved(
+    home: Path, project: Path, mask: str, why: str
+) -> None:
+    line = _one_line_error(run_cli("collection", "add", str(project), "--mask", mask, env_home=home))
+    assert line.startswith(f"qmd-daemon: error: invalid mask {mask!r}: {why}"), line
+    assert not (home / "config" / "index.yml").exists()
+
+
 def test_home_that_is_a_file_is_a_one_line_error(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     assert _one_line_error(run_cli("collection", "list", env_home=tmp_path / "file"))

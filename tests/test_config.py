@@ -49,6 +49,21 @@ def test_an_ignore_that_is_no_pattern_list_is_one_line(tmp_path: Path, ignore: s
     assert path.read_text() == text
 
 
+def test_a_pattern_that_is_no_valid_mask_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "index.yml"
+    text = "collections:\n  x:\n    path: /y\n    pattern: '**/*.py['\n"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        IndexConfig.load(path).collections()
+    assert str(info.value) == (
+        f"{path}: collection 'x': 'pattern' '**/*.py[' is no valid mask: a '[' that no ']' closes "
+        "(write '\\[' for the character itself) (left untouched)"
+    )
+    assert path.read_text() == text
+    path.write_text("collections:\n  x:\n    path: /y\n    pattern: '**/*.[ch];**/\\[x'\n")
+    assert IndexConfig.load(path).collections()["x"].pattern == "**/*.[ch];**/\\[x"
+
+
 def test_missing_file_is_empty_config(tmp_path: Path) -> None:
     assert IndexConfig.load(tmp_path / "none.yml").collections() == {}
 
