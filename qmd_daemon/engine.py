@@ -3,6 +3,7 @@ CLI, the daemon and the benchmarks; it never imports either front end."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import re
 import threading
@@ -41,6 +42,16 @@ MOVED_SAMPLE = 20
 def _slug(text: str) -> str:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._").lower()
     return slug or "root"
+
+
+def _missing(path: Path) -> str:
+    """Why PATH, which `exists()` denies, is not there: a symlink loop exists() reports as absent."""
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symlink loop (its links lead back to one another), not a folder"
+    return "does not exist"
 
 
 class Engine:
@@ -175,7 +186,7 @@ class Engine:
         nobody added it: only a git repository's top level is registered then (root_policy)."""
         path = Path(path).expanduser()
         if not path.exists():
-            raise UsageError(f"path {path} does not exist")
+            raise UsageError(f"path {path} {_missing(path)}")
         if not path.is_dir():
             raise UsageError(f"path {path} is a file; a collection is a folder")
         path = path.resolve()

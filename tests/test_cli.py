@@ -118,6 +118,20 @@ def test_missing_path(home: Path, tmp_path: Path) -> None:
     )
 
 
+def test_a_symlink_loop_is_called_one(home: Path, tmp_path: Path) -> None:
+    # `ln -s b a; ln -s a b` was reported as "does not exist", which sends the user looking for a
+    # folder that is right there
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    for path in (tmp_path / "a", tmp_path / "a" / "sub"):
+        line = _one_line_error(run_cli("collection", "add", str(path), env_home=home))
+        assert line == (
+            f"qmd-daemon: error: path {path} is a symlink loop (its links lead back to one another), "
+            "not a folder"
+        )
+    assert not (home / "config" / "index.yml").exists()
+
+
 def test_path_is_a_file(home: Path, tmp_path: Path) -> None:
     (tmp_path / "f.py").write_text("x = 1\n")
     assert "is a file" in _one_line_error(run_cli("collection", "add", str(tmp_path / "f.py"), env_home=home))
