@@ -13,6 +13,7 @@ from typing import Any
 from qmd_daemon.config import CollectionConfig
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import RequestError
+from qmd_daemon.ingest.root_policy import check_readable
 from qmd_daemon.ingest.scan import find_git_root
 from qmd_daemon.search.limits import (
     DEFAULTS,
@@ -204,6 +205,9 @@ def search_scope(engine: Engine, names: list[str] | None, home: CollectionConfig
     if names:
         return names
     if home is not None:
+        # a folder this user can no longer read: refused with its update's line by the daemon as by
+        # the in-process search (whose refresh says it), not answered from what the index kept
+        check_readable(home.path)
         extra = [n for n, c in engine.on_disk().items() if c.include_by_default and n != home.name]
         return [home.name, *extra]
     return engine.search_scope(None)
