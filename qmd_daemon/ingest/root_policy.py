@@ -35,8 +35,16 @@ def _settings_folders(home: Path) -> list[Path]:
 
 def check_readable(path: Path) -> None:
     """UsageError when this user cannot list the folder `path`: one line, said the same by an
-    update, a registration and a search there (daemon or in-process)."""
-    if not os.access(path, os.R_OK | os.X_OK):
+    update, a registration and a search there (daemon or in-process). A folder that is gone is
+    its caller's to report (moved or deleted?), not a permission error."""
+    try:
+        path.stat()
+        readable = os.access(path, os.R_OK | os.X_OK)
+    except PermissionError:  # a folder above it cannot be searched
+        readable = False
+    except OSError:  # gone, or no folder: said by the caller
+        return
+    if not readable:
         raise UsageError(f"cannot read {path} (permission denied), so nothing in it was read")
 
 

@@ -15,6 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from qmd_daemon.config import CollectionConfig
+from qmd_daemon.daemon import api
+from qmd_daemon.engine import Engine
 from tests.conftest import SAMPLE_PY, as_another_user, write_tree
 from tests.daemon.support import CLIENTS, env_for, state_of, stop_daemon, wait_for
 
@@ -63,3 +66,10 @@ def test_the_daemon_and_the_in_process_search_refuse_an_unreadable_repository_al
         repo.chmod(0o755)
         stop_daemon(home)
         daemon.wait(timeout=30)
+
+
+def test_a_folder_that_is_gone_is_not_called_unreadable(engine: Engine, tmp_path: Path) -> None:
+    # os.access answers False for a path that is not there: the check must leave a moved or
+    # deleted collection to what says so, not call it a permission problem
+    gone = CollectionConfig(name="repo-gone", path=tmp_path / "gone")
+    assert api.search_scope(engine, None, gone) == ["repo-gone"]
