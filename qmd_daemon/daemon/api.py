@@ -202,11 +202,15 @@ def resolve_path(engine: Engine, path: Path, *, create: bool) -> tuple[Collectio
 def search_scope(engine: Engine, names: list[str] | None, home: CollectionConfig | None) -> list[str]:
     """Named collections; else the path's collection plus those included by default; else the
     engine's default scope."""
+    # a folder this user can no longer read: refused with its update's line by the daemon as by
+    # the in-process search (whose refresh says it), not answered from what the index kept
     if names:
+        known = engine.collections()
+        for name in names:
+            if name in known:
+                check_readable(known[name].path)
         return names
     if home is not None:
-        # a folder this user can no longer read: refused with its update's line by the daemon as by
-        # the in-process search (whose refresh says it), not answered from what the index kept
         check_readable(home.path)
         extra = [n for n, c in engine.on_disk().items() if c.include_by_default and n != home.name]
         return [home.name, *extra]

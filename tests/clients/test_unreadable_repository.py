@@ -55,13 +55,16 @@ def test_the_daemon_and_the_in_process_search_refuse_an_unreadable_repository_al
         repo.chmod(0)
 
         message = f"cannot read {repo} (permission denied), so nothing in it was read"
-        proc = _as_user(home, *search)
-        assert (proc.returncode, proc.stdout) == (2, "")
-        assert proc.stderr.splitlines() == [f"ai-search: error: {message}"]
-        request = {"query": "parse cookie header", "path": str(repo), "refresh": "auto", "wait": 60}
-        alone = _as_user(home, "-m", "qmd_daemon.daemon", "search", "--request", json.dumps(request))
-        assert alone.returncode == 2, alone.stderr
-        assert json.loads(alone.stdout) == {"error": {"code": "bad_request", "message": message}}
+        for by_name in ((), ("-c", "repo-repo")):  # in the repository, or naming its collection
+            proc = _as_user(home, *search, *by_name)
+            assert (proc.returncode, proc.stdout) == (2, ""), by_name
+            assert proc.stderr.splitlines() == [f"ai-search: error: {message}"]
+        targets = ({"path": str(repo), "refresh": "auto"}, {"collections": ["repo-repo"], "refresh": True})
+        for target in targets:
+            request = {"query": "parse cookie header", "wait": 60, **target}
+            alone = _as_user(home, "-m", "qmd_daemon.daemon", "search", "--request", json.dumps(request))
+            assert alone.returncode == 2, alone.stderr
+            assert json.loads(alone.stdout) == {"error": {"code": "bad_request", "message": message}}
     finally:
         repo.chmod(0o755)
         stop_daemon(home)
