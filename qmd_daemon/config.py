@@ -6,6 +6,7 @@ does not parse aborts the command before anything is written.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,7 +21,59 @@ from qmd_daemon.locks import waiting_for
 from qmd_daemon.settings import DEFAULT_MASK, EARLIER_DEFAULT_MASKS
 
 BACKENDS = ("sqlite", "postgres")
+_BRACE = re.compile(r"\{([^{}]*)\}")
+DEVICES = ("auto", "cpu", "gpu")  # `models: {device: ...}`; absent or null: auto
+MODEL_ROLES = ("embed", "rerank", "expand")  # each a model reference, on/off, or null
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~20x faster
+
+
+def expand_braces(pattern: str) -> list[str]:
+    """`**/*.{md,py}` -> `**/*.md`, `**/*.py` (glob brace syntax, which gitwildmatch lacks)."""
+    match = _BRACE.search(pattern)
+    if not match:
+        return [pattern]
+    head, tail = pattern[: match.start()], pattern[match.end() :]
+    out: list[str] = []
+    for option in match.group(1).split(","):
+        out.extend(expand_braces(head + option + tail))
+    return out
+
+
+def mask_globs(mask: str) -> list[str]:
+    """A mask's globs: `;`-separated, braces expanded."""
+    return [glob for part in mask.split(";") for glob in expand_braces(part.strip()) if glob]
+
+
+def _glob_problem(glob: str) -> str | None:
+    """What makes one glob match nothing its writer meant: an unclosed `[` (gitignore matching, as
+    pathspec does it, takes it for the character; git's own matcher matches nothing with it), a
+    brace left unpaired, a trailing backslash."""
+    if "{" in glob or "}" in glob:  # what expand_braces left: a brace without its pair
+        return "a '{' or '}' without its pair"
+    i = 0
+    while i < len(glob):
+        if glob[i] == "\\":
+            if i + 1 == len(glob):
+                return "a '\\' at the end escapes nothing"
+            i += 2
+        elif glob[i] == "[":
+            start = i + 1 + (glob[i + 1 : i + 2] in ("!", "^"))
+            start += glob[start : start + 1] == "]"  # `[]a]`: a first `]` is one of the set
+            close = glob.find("]", start)
+            if close < 0:
+                return "a '[' that no ']' closes (write '\\[' for the character itself)"
+            i = close + 1
+        else:
+            i += 1
+    return None
+
+
+def mask_problem(mask: str) -> str | None:
+    """Why MASK (a collection's `pattern`, `--mask`) selects no file it was meant to, or None."""
+    globs = mask_globs(mask)
+    if not any(not glob.startswith("!") for glob in globs):
+        return "no glob in it selects files"
+    return next((problem for problem in map(_glob_problem, globs) if problem), None)
 
 
 @dataclass
@@ -83,10 +136,17 @@ class IndexConfig:
                     f"patterns (left untouched)"
                 )
             pattern = str(entry.get("pattern") or DEFAULT_MASK)
+            pattern = DEFAULT_MASK if pattern in EARLIER_DEFAULT_MASKS else pattern
+            problem = None if pattern == DEFAULT_MASK else mask_problem(pattern)  # the default: 0.3 ms
+            if problem:
+                raise ConfigError(
+                    f"{self.path}: collection '{name}': 'pattern' {pattern!r} is no valid mask: {problem} "
+                    f"(left untouched)"
+                )
             out[str(name)] = CollectionConfig(
                 name=str(name),
                 path=Path(str(entry["path"])),
-                pattern=DEFAULT_MASK if pattern in EARLIER_DEFAULT_MASKS else pattern,
+                pattern=pattern,
                 ignore=[str(i) for i in ignore],
                 include_by_default=bool(entry.get("includeByDefault", False)),
             )
@@ -122,7 +182,23 @@ class IndexConfig:
     # -- models --------------------------------------------------------------------------------
 
     def models(self) -> dict[str, Any]:
-        return dict(self.raw.get("models") or {})
+        """The `models:` block, its device and role values checked: `device: quantum` was read as
+        auto and `embed: 5` as the default model, both silently."""
+        models = dict(self.raw.get("models") or {})
+        device = models.get("device")
+        if device is not None and (isinstance(device, bool) or str(device).strip().lower() not in DEVICES):
+            raise ConfigError(
+                f"{self.path}: models.device must be one of {', '.join(DEVICES)}, not {device!r} "
+                f"(left untouched)"
+            )
+        for role in MODEL_ROLES:
+            value = models.get(role)
+            if value is not None and not isinstance(value, str | bool):  # YAML reads off/on as booleans
+                raise ConfigError(
+                    f"{self.path}: models.{role} must be a model file or hf: reference, or off, not "
+                    f"{value!r} (left untouched)"
+                )
+        return models
 
     def set_models(self, values: dict[str, Any]) -> None:
         block = dict(self.raw.get("models") or {})

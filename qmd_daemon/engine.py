@@ -3,9 +3,11 @@ CLI, the daemon and the benchmarks; it never imports either front end."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import re
 import threading
+import unicodedata
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import replace
@@ -32,15 +34,46 @@ from qmd_daemon.store.protocols import QUANTIZATIONS, ChunkStore, VectorStore
 from qmd_daemon.vectorize import EmbedHint, EmbedReport, embed_pending
 
 IndexStamp = tuple[int | None, str]  # (collection id, index format): see Engine.index_stamp
-_NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 # Indexed files of a gone collection looked for in a folder of its name (default_name): most of
 # them there, it is the collection's folder moved; few, another repository of the same name
 MOVED_SAMPLE = 20
 
 
+def _name_char(char: str) -> bool:
+    """A letter, mark or digit of any script, or `.`, `_`, `-`: what a collection name may hold.
+    The name reaches only parameters (both backends: FTS5 scopes by the collection's id), JSON,
+    YAML and hashed file names, so no part needs ASCII."""
+    return char in "._-" or unicodedata.category(char)[0] in "LMN"
+
+
+def _name_ok(name: str) -> bool:
+    return 0 < len(name) <= 100 and unicodedata.category(name[0])[0] in "LN" and all(map(_name_char, name))
+
+
 def _slug(text: str) -> str:
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._").lower()
-    return slug or "root"
+    """A folder's name as a collection name: its letters and digits in whatever script (`café`,
+    `日本`; NFC, as macOS hands names decomposed), any other run of characters one `-`. A name with
+    none of them is named by its hash: `repo-root` for every such folder would pool them."""
+    text = unicodedata.normalize("NFC", text)
+    kept = "".join(char if _name_char(char) else "\0" for char in text)
+    slug = re.sub("\0+", "-", kept).strip("-._").lower()
+    return slug or f"folder-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
+
+
+def _earlier_slug(text: str) -> str:
+    """The name versions before this one gave a folder (ASCII letters and digits only, `root`
+    when none were left): a non-ASCII folder moved since takes back the collection of that name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._").lower() or "root"
+
+
+def _missing(path: Path) -> str:
+    """Why PATH, which `exists()` denies, is not there: a symlink loop exists() reports as absent."""
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symlink loop (its links lead back to one another), not a folder"
+    return "does not exist"
 
 
 class Engine:
@@ -130,19 +163,23 @@ class Engine:
     # -- collections ---------------------------------------------------------------------------
 
     def default_name(self, path: Path, config: IndexConfig) -> str:
-        """`repo-<folder>` for a git repository (its top level), else the folder's name.
+        """`repo-<folder>` for a git repository (its top level), else the folder's name (`_slug`:
+        letters of any script kept, lowercased).
 
         Two different folders with the same name get distinct names that stay stable: the second
         one carries a short hash of its absolute path. A name whose folder is gone is taken by a
         folder holding its files: a repository moved elsewhere takes its name, and its index, back
         (add_collection); another one of that name does not (_holds_files_of).
         """
-        git_root = find_git_root(path)
-        base = f"repo-{_slug(path.name)}" if git_root == path else _slug(path.name)
+        prefix = "repo-" if find_git_root(path) == path else ""
+        base = f"{prefix}{_slug(path.name)}"
         taken = config.collections()
-        if base not in taken or taken[base].path == path:
+        if base in taken and taken[base].path == path:
             return base
-        if not taken[base].path.is_dir() and self._holds_files_of(path, base):
+        for name in dict.fromkeys((base, f"{prefix}{_earlier_slug(path.name)}")):
+            if name in taken and not taken[name].path.is_dir() and self._holds_files_of(path, name):
+                return name
+        if base not in taken:
             return base
         return f"{base}-{hashlib.sha256(str(path).encode()).hexdigest()[:6]}"
 
@@ -175,7 +212,7 @@ class Engine:
         nobody added it: only a git repository's top level is registered then (root_policy)."""
         path = Path(path).expanduser()
         if not path.exists():
-            raise UsageError(f"path {path} does not exist")
+            raise UsageError(f"path {path} {_missing(path)}")
         if not path.is_dir():
             raise UsageError(f"path {path} is a file; a collection is a folder")
         path = path.resolve()
@@ -187,8 +224,11 @@ class Engine:
             if name is None and existing is not None:
                 name = existing.name
             name = name or self.default_name(path, config)
-            if not _NAME_OK.match(name):
-                raise UsageError(f"collection name '{name}' must be letters, digits, '.', '_' or '-'")
+            if not _name_ok(name):
+                raise UsageError(
+                    f"collection name '{name}' must be letters, digits, '.', '_' or '-' (at most 100, "
+                    f"a letter or digit first)"
+                )
             other = config.collections().get(name)
             if other is not None and other.path != path and other.path.is_dir():
                 raise UsageError(f"collection '{name}' already exists for {other.path}")

@@ -112,10 +112,55 @@ def test_same_folder_name_gets_distinct_stable_names(home: Path, tmp_path: Path)
     assert "repo-app-" in names[1] and names[1].split()[1] == again.stdout.split()[1]
 
 
+def _added_name(home: Path, root: Path) -> str:
+    out = run_cli("collection", "add", str(root), "--no-update", env_home=home, check=True).stdout
+    return out.split()[1]  # `collection NAME -> PATH`
+
+
+def test_folder_names_keep_their_letters_in_any_script(home: Path, tmp_path: Path) -> None:
+    # `café` was registered as repo-caf, `日本` and `+++` both as repo-root
+    names = {}
+    for folder in ("café", "日本", "+++", "Café"):
+        root = write_tree(tmp_path / folder, {"x.py": f"def marker_{len(names)}():\n    return 1\n"})
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+        names[folder] = _added_name(home, root)
+    assert names["café"] == "repo-café" and names["日本"] == "repo-日本"
+    assert names["+++"].startswith("repo-folder-") and names["Café"].startswith("repo-café-")
+    assert len(set(names.values())) == 4
+    run_cli("update", env_home=home, check=True)
+    found = run_cli("search", "marker_1", "-c", "repo-日本", "--json", env_home=home, check=True)
+    hits = json.loads(found.stdout)
+    assert [(h["path"], h["collection"]) for h in hits] == [("x.py", "repo-日本")]
+
+
+def test_a_moved_folder_takes_back_the_name_an_earlier_version_gave_it(home: Path, tmp_path: Path) -> None:
+    """Names already given stay: `repo-caf` (what versions before kept of `café`) follows its folder
+    when it moves, as a name given today does."""
+    root = write_tree(tmp_path / "a" / "café", {"x.py": "x = 1\n", "y.py": "y = 2\n"})
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    run_cli("collection", "add", str(root), "--name", "repo-caf", env_home=home, check=True)
+    root.rename(tmp_path / "café")
+    assert _added_name(home, tmp_path / "café") == "repo-caf"
+
+
 def test_missing_path(home: Path, tmp_path: Path) -> None:
     assert "does not exist" in _one_line_error(
         run_cli("collection", "add", str(tmp_path / "nope"), env_home=home)
     )
+
+
+def test_a_symlink_loop_is_called_one(home: Path, tmp_path: Path) -> None:
+    # `ln -s b a; ln -s a b` was reported as "does not exist", which sends the user looking for a
+    # folder that is right there
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    for path in (tmp_path / "a", tmp_path / "a" / "sub"):
+        line = _one_line_error(run_cli("collection", "add", str(path), env_home=home))
+        assert line == (
+            f"qmd-daemon: error: path {path} is a symlink loop (its links lead back to one another), "
+            "not a folder"
+        )
+    assert not (home / "config" / "index.yml").exists()
 
 
 def test_path_is_a_file(home: Path, tmp_path: Path) -> None:
@@ -254,6 +299,22 @@ def test_bad_ignore_pattern_is_refused_before_anything_is_saved(home: Path, proj
     assert "invalid ignore pattern" in _one_line_error(
         run_cli("collection", "add", str(project), "--ignore", "!", env_home=home)
     )
+    assert not (home / "config" / "index.yml").exists()
+
+
+@pytest.mark.parametrize(
+    ("mask", "why"),
+    [
+        ("[", "a '[' that no ']' closes"),  # was registered, then 0 files indexed
+        ("**/*.{py,md", "a '{' or '}' without its pair"),
+        ("!*.py", "no glob in it selects files"),
+    ],
+)
+def test_a_mask_that_is_no_valid_glob_is_refused_before_anything_is_saved(
+    home: Path, project: Path, mask: str, why: str
+) -> None:
+    line = _one_line_error(run_cli("collection", "add", str(project), "--mask", mask, env_home=home))
+    assert line.startswith(f"qmd-daemon: error: invalid mask {mask!r}: {why}"), line
     assert not (home / "config" / "index.yml").exists()
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from qmd_daemon.config import CollectionConfig, IndexConfig
 from qmd_daemon.errors import ConfigError
+from tests.conftest import run_cli
 
 
 def test_save_keeps_unknown_keys(tmp_path: Path) -> None:
@@ -48,6 +49,21 @@ def test_an_ignore_that_is_no_pattern_list_is_one_line(tmp_path: Path, ignore: s
     assert path.read_text() == text
 
 
+def test_a_pattern_that_is_no_valid_mask_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "index.yml"
+    text = "collections:\n  x:\n    path: /y\n    pattern: '**/*.py['\n"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        IndexConfig.load(path).collections()
+    assert str(info.value) == (
+        f"{path}: collection 'x': 'pattern' '**/*.py[' is no valid mask: a '[' that no ']' closes "
+        "(write '\\[' for the character itself) (left untouched)"
+    )
+    assert path.read_text() == text
+    path.write_text("collections:\n  x:\n    path: /y\n    pattern: '**/*.[ch];**/\\[x'\n")
+    assert IndexConfig.load(path).collections()["x"].pattern == "**/*.[ch];**/\\[x"
+
+
 def test_missing_file_is_empty_config(tmp_path: Path) -> None:
     assert IndexConfig.load(tmp_path / "none.yml").collections() == {}
 
@@ -73,3 +89,49 @@ def test_concurrent_edits_from_processes_all_land_and_leave_only_index_yml(tmp_p
         assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
     assert IndexConfig.load(path).models() == {f"key_{i}": str(i) for i in range(8)}
     assert sorted(p.name for p in path.parent.iterdir()) == ["index.yml"]
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "shown"),
+    [
+        ("device: quantum", "device", "'quantum'"),  # was read as auto
+        ("device: off", "device", "False"),  # YAML's off: was auto too, not the cpu it seems to say
+        ("embed: 5", "embed", "5"),  # was the default model, silently
+        ("rerank: [a.gguf]", "rerank", "['a.gguf']"),
+        ("expand: {path: a.gguf}", "expand", "{'path': 'a.gguf'}"),
+    ],
+)
+def test_a_bad_device_or_model_reference_is_one_line(tmp_path: Path, line: str, key: str, shown: str) -> None:
+    path = tmp_path / "index.yml"
+    text = f"models:\n  profile: small\n  {line}\n"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        IndexConfig.load(path).models()
+    message = str(info.value)
+    assert message.startswith(f"{path}: models.{key} must be ") and "\n" not in message
+    assert message.endswith(f", not {shown} (left untouched)")
+    assert path.read_text() == text
+
+
+def test_the_device_and_role_values_a_user_may_write_are_taken(tmp_path: Path) -> None:
+    path = tmp_path / "index.yml"
+    path.write_text("models:\n  device: GPU\n  embed: /m/e.gguf\n  rerank: off\n  expand:\n")
+    assert IndexConfig.load(path).models() == {
+        "device": "GPU", "embed": "/m/e.gguf", "rerank": False, "expand": None,
+    }
+    for device in ("cpu", "auto"):
+        path.write_text(f"models:\n  device: {device}\n")
+        assert IndexConfig.load(path).models() == {"device": device}
+
+
+def test_a_bad_device_stops_a_command_with_one_line(home: Path) -> None:
+    path = home / "config" / "index.yml"
+    path.parent.mkdir(parents=True)
+    path.write_text("models:\n  device: quantum\n")
+    proc = run_cli("status", env_home=home)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines() == [
+        f"qmd-daemon: error: {path}: models.device must be one of auto, cpu, gpu, not 'quantum' "
+        "(left untouched)"
+    ]
+    assert path.read_text() == "models:\n  device: quantum\n"

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from qmd_daemon.config import CollectionConfig, IndexConfig
+from qmd_daemon.config import CollectionConfig, IndexConfig, expand_braces
 from qmd_daemon.file_types import (
     BUILD_FILE_NAMES,
     LANGUAGE_SUFFIXES,
@@ -14,7 +14,7 @@ from qmd_daemon.file_types import (
     table_key,
 )
 from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
-from qmd_daemon.ingest.scan import compile_mask, expand_braces, fast_matcher, scan
+from qmd_daemon.ingest.scan import compile_mask, fast_matcher, scan
 from qmd_daemon.settings import DEFAULT_EXCLUDES, DEFAULT_MASK, EARLIER_DEFAULT_MASKS
 from tests.conftest import write_tree
 

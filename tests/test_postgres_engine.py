@@ -73,6 +73,20 @@ def test_two_homes_share_one_index(tmp_path: Path, postgres_url: str) -> None:
     assert status["index"].startswith("postgresql ") and "@" in status["index"]
 
 
+def test_a_collection_named_in_another_script(tmp_path: Path, postgres_url: str) -> None:
+    """Folder names keep their letters (`日本` -> repo-日本): the PostgreSQL backend stores, scopes
+    and returns such a name as the SQLite one does."""
+    repo = write_tree(tmp_path / "日本", {"client.py": SAMPLE_PY})
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    home = _postgres_home(tmp_path / "home")
+    assert _cli(home, postgres_url, "collection", "add", str(repo)).stdout.split()[1] == "repo-日本"
+    found = _cli(home, postgres_url, "search", "parse cookie header", "-c", "repo-日本", "--json")
+    hits = json.loads(found.stdout)
+    assert hits and {hit["collection"] for hit in hits} == {"repo-日本"}
+    listed = json.loads(_cli(home, postgres_url, "collection", "list", "--json").stdout)
+    assert "repo-日本" in json.dumps(listed, ensure_ascii=False)
+
+
 def test_an_open_engine_survives_a_server_restart(
     tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from qmd_daemon.config import CollectionConfig
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import RequestError
+from qmd_daemon.ingest.root_policy import check_readable
 from qmd_daemon.ingest.scan import find_git_root
 from qmd_daemon.search.limits import (
     DEFAULTS,
@@ -201,9 +202,16 @@ def resolve_path(engine: Engine, path: Path, *, create: bool) -> tuple[Collectio
 def search_scope(engine: Engine, names: list[str] | None, home: CollectionConfig | None) -> list[str]:
     """Named collections; else the path's collection plus those included by default; else the
     engine's default scope."""
+    # a folder this user can no longer read: refused with its update's line by the daemon as by
+    # the in-process search (whose refresh says it), not answered from what the index kept
     if names:
+        known = engine.collections()
+        for name in names:
+            if name in known:
+                check_readable(known[name].path)
         return names
     if home is not None:
+        check_readable(home.path)
         extra = [n for n, c in engine.on_disk().items() if c.include_by_default and n != home.name]
         return [home.name, *extra]
     return engine.search_scope(None)

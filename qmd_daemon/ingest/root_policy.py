@@ -33,13 +33,27 @@ def _settings_folders(home: Path) -> list[Path]:
     return [f.resolve() for f in folders]
 
 
+def check_readable(path: Path) -> None:
+    """UsageError when this user cannot list the folder `path`: one line, said the same by an
+    update, a registration and a search there (daemon or in-process). A folder that is gone is
+    its caller's to report (moved or deleted?), not a permission error."""
+    try:
+        path.stat()
+        readable = os.access(path, os.R_OK | os.X_OK)
+    except PermissionError:  # a folder above it cannot be searched
+        readable = False
+    except OSError:  # gone, or no folder: said by the caller
+        return
+    if not readable:
+        raise UsageError(f"cannot read {path} (permission denied), so nothing in it was read")
+
+
 def check_root(path: Path, *, on_demand: bool) -> None:
     """UsageError when the resolved folder `path` may not become a collection; `on_demand`: it
     would be registered because a client searched there, not because the user added it."""
-    if not os.access(path, os.R_OK | os.X_OK):
-        # said here, not as a PermissionError from looking for its .git: that stopped an update
-        # of every collection, and reached ai-search as the daemon's internal error
-        raise UsageError(f"cannot read {path} (permission denied), so nothing in it was read")
+    # said first, not as a PermissionError from looking for its .git: that stopped an update of
+    # every collection, and reached ai-search as the daemon's internal error
+    check_readable(path)
     home = Path.home().resolve()
     if path == Path(path.anchor) or path == home or path in home.parents:
         raise UsageError(f"refusing to index {path} as a whole; add a repository or a folder inside it")

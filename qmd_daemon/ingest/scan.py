@@ -30,22 +30,9 @@ from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 from pathspec.util import normalize_file
 
 from clients._qmd_client import git_argv, git_executable  # one rule for how every part runs git
+from qmd_daemon.config import mask_globs, mask_problem
 from qmd_daemon.errors import UsageError
 from qmd_daemon.ingest.listings import Listing, Listings, chain_key, folder_stamp, rules_key
-
-_BRACE = re.compile(r"\{([^{}]*)\}")
-
-
-def expand_braces(pattern: str) -> list[str]:
-    """`**/*.{md,py}` -> `**/*.md`, `**/*.py` (glob brace syntax, which gitwildmatch lacks)."""
-    match = _BRACE.search(pattern)
-    if not match:
-        return [pattern]
-    head, tail = pattern[: match.start()], pattern[match.end() :]
-    out: list[str] = []
-    for option in match.group(1).split(","):
-        out.extend(expand_braces(head + option + tail))
-    return out
 
 
 def compile_patterns(lines: list[str], what: str) -> pathspec.PathSpec:
@@ -167,8 +154,11 @@ def fast_matcher(spec: pathspec.PathSpec) -> PathMatcher:
 def compile_mask(pattern: str) -> pathspec.PathSpec:
     """A mask matches names whatever their case: `*.r` takes R's usual `.R`, `Makefile` a
     `makefile`, as `file_types.language_of` reads them."""
-    lines = [p for part in pattern.split(";") for p in expand_braces(part.strip()) if p]
-    return pathspec.PathSpec(_ignoring_case(p) for p in compile_patterns(lines, "mask").patterns)
+    problem = mask_problem(pattern)
+    if problem:  # pathspec takes a lone `[` literally: `--mask '['` registered and indexed nothing
+        raise UsageError(f"invalid mask {pattern!r}: {problem}")
+    compiled = compile_patterns(mask_globs(pattern), "mask")
+    return pathspec.PathSpec(_ignoring_case(p) for p in compiled.patterns)
 
 
 def _ignoring_case(pattern: pathspec.Pattern) -> pathspec.Pattern:

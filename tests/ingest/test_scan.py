@@ -2,7 +2,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from qmd_daemon.ingest.scan import expand_braces, scan
+from qmd_daemon.config import expand_braces
+from qmd_daemon.ingest.scan import scan
 from qmd_daemon.settings import DEFAULT_EXCLUDES, DEFAULT_MASK
 from tests.conftest import write_tree
 
