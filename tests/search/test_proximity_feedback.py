@@ -146,7 +146,8 @@ def test_rescored_feedback_orders_lexical_candidates_by_the_idf_of_the_words_the
     scored = dict(feedback_rescore(engine.store, ["attempt", "jitter", "render"], ids, candidates))
     assert scored and set(scored) <= set(candidates)  # no chunk lexical did not find
     rows = engine.store.chunks_by_ids(list(scored))
-    # `render` is in 12 of 14 files: its idf is below zero, so it adds nothing; `attempt` is in both
+    # backoff.py holds `attempt` and `jitter` but none of the question's words: no candidate, never
+    # scored; `render` (12 of 14 files) has an idf below zero and scores nothing
     assert {rows[c].path for c in scored} == {"client.py"}
     assert feedback_rescore(engine.store, [], ids, candidates) == []
 
