@@ -86,6 +86,22 @@ def as_another_user() -> list[str]:
     return [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 
 
+def python_as_another_user(home: Path, *argv: str, env: dict[str, str] | None = None
+                           ) -> subprocess.CompletedProcess[str]:
+    """`python ARGV` run as_another_user, its HOME and QMD_DAEMON_HOME at `home` (made, and open to
+    that user); its output captured as text."""
+    home.mkdir(mode=0o777, exist_ok=True)
+    home.chmod(0o777)
+    return subprocess.run(
+        [*as_another_user(), sys.executable, *argv],
+        env={**os.environ, "QMD_DAEMON_HOME": str(home), "HOME": str(home), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 @pytest.fixture
 def shared_tmp() -> Iterator[Path]:
     """A temp folder every user may enter (pytest's tmp_path is private to root)."""

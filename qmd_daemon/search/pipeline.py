@@ -52,7 +52,7 @@ from qmd_daemon.search.term_feedback import (
 )
 from qmd_daemon.search.vector import VECTOR_CANDIDATES, vector_search
 from qmd_daemon.store.lexical_query import Phrase
-from qmd_daemon.store.protocols import ChunkStore, VectorStore
+from qmd_daemon.store.protocols import ChunkRow, ChunkStore, VectorStore
 from qmd_daemon.text.identifiers import is_acronym
 
 LEXICAL_CANDIDATES = 200
@@ -313,15 +313,16 @@ def _retrieve(
     trace: SearchTrace,
     clock: _Clock,
     scope: PathScope | None = None,
-) -> tuple[list[RankedList], dict[int, float], dict[int, float]]:
-    """Every ranked list, the BM25 score of each lexical hit (for a lexical-only base), and the
-    cosine of each vector hit to the question (for calibrated scores); with a SCOPE, each list
-    ranks the chunks of its allowed files only."""
+) -> tuple[list[RankedList], dict[int, float], dict[int, float], dict[int, ChunkRow]]:
+    """Every ranked list, the BM25 score of each lexical hit (for a lexical-only base), the
+    cosine of each vector hit to the question (for calibrated scores), and the chunk rows read on
+    the way (feedback's); with a SCOPE, each list ranks the chunks of its allowed files only."""
     file_ids = None if scope is None else scope.allowed.file_ids
     lists: list[RankedList] = []
     bm25: dict[int, float] = {}
     similarity: dict[int, float] = {}
     lexical: list[LexicalHit] = []
+    rows: dict[int, ChunkRow] = {}
     if options.lexical:
         lexical = lexical_search(store, parsed, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights,
                                  file_ids)
@@ -391,37 +392,44 @@ def _retrieve(
             and (options.prf_with_vectors or not vector_lists)):
         # beside a vector list, the words the first hits share add nothing it does not (the static
         # tier: broad level, dev queries -0.004; docs/ranking.md "Feedback re-scoring ...")
-        lists.append(_feedback_list(store, parsed, lexical, collection_ids, options, file_ids))
+        ranked, rows = _feedback_list(store, parsed, lexical, collection_ids, options, file_ids)
+        lists.append(ranked)
         clock.lap("feedback")
     trace.lists = {r.name: len(r.chunk_ids) for r in lists}
     trace.mode = "hybrid" if "bm25" in found and vector_lists else "vector" if vector_lists else "lexical"
-    return lists, bm25, similarity
+    return lists, bm25, similarity, rows
 
 
 def _feedback_list(store: ChunkStore, parsed: ParsedQuery, lexical: list[LexicalHit],
                    collection_ids: list[int], options: SearchOptions,
-                   file_ids: frozenset[int] | None) -> RankedList:
-    """The list of the words the first lexical hits share beyond the question (search/term_feedback.py)."""
+                   file_ids: frozenset[int] | None) -> tuple[RankedList, dict[int, ChunkRow]]:
+    """The list of the words the first lexical hits share beyond the question (search/term_feedback.py),
+    and the rows of lexical's candidates it read (the fused candidates' rows need not be read again)."""
     words = feedback_terms(store, parsed, lexical, collection_ids, options.prf_chunks, options.prf_terms)
+    rows: dict[int, ChunkRow] = {}
     if options.prf_rescore:
-        found = feedback_rescore(store, words, collection_ids, [h.chunk_id for h in lexical])
+        rows = store.chunks_by_ids([h.chunk_id for h in lexical])
+        found = feedback_rescore(store, words, collection_ids, rows)
     else:
         found = feedback_search(store, words, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights,
                                 file_ids)
-    return RankedList("bm25:prf", [cid for cid, _ in found], [score for _, score in found], "bm25",
-                      options.prf_weight * options.lexical_weight)
+    ranked = RankedList("bm25:prf", [cid for cid, _ in found], [score for _, score in found], "bm25",
+                        options.prf_weight * options.lexical_weight)
+    return ranked, rows
 
 
 def _lexical_list(name: str, hits: list[LexicalHit], weight: float) -> RankedList:
     return RankedList(name, [h.chunk_id for h in hits], [h.score for h in hits], "bm25", weight)
 
 
-def _candidates(store: ChunkStore, lists: list[RankedList]) -> dict[int, Candidate]:
+def _candidates(
+    store: ChunkStore, lists: list[RankedList], read: dict[int, ChunkRow]
+) -> dict[int, Candidate]:
     """Fused candidates with a base score in [0, 1] (the best is 1); the lexical list alone gives
-    each its BM25 over the best one's."""
+    each its BM25 over the best one's. `read`: rows retrieval read already."""
     fused = fuse(lists, FUSED_CANDIDATES)
     top = max((score for score, _ in fused.values()), default=0.0) or 1.0
-    rows = store.chunks_by_ids(list(fused))
+    rows = {**read, **store.chunks_by_ids([cid for cid in fused if cid not in read])}
     return {cid: Candidate(rows[cid], score=score / top, ranks=dict(ranks))
             for cid, (score, ranks) in fused.items() if cid in rows}
 
@@ -456,8 +464,9 @@ def _search(
     scope = path_scope(store, collection_ids, [*options.paths, *parsed.paths])
     if scope is not None:
         trace.path_files = len(scope.allowed.file_ids)
-    lists, bm25, similarity = _retrieve(store, parsed, collection_ids, options, models, trace, clock, scope)
-    cands = _candidates(store, lists)
+    lists, bm25, similarity, read = _retrieve(store, parsed, collection_ids, options, models, trace, clock,
+                                              scope)
+    cands = _candidates(store, lists, read)
     for chunk_id, cand in cands.items():
         cand.similarity = similarity.get(chunk_id)
         cand.bm25 = bm25.get(chunk_id)

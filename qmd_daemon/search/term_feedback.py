@@ -13,7 +13,7 @@ from qmd_daemon.errors import QueryRejected
 from qmd_daemon.search.lexical import LexicalHit, chunks_in_scope, document_frequencies, term_counts
 from qmd_daemon.search.query import CODE_NOISE, STOPWORDS, ParsedQuery, content_words
 from qmd_daemon.store.lexical_query import AnyOf
-from qmd_daemon.store.protocols import ChunkStore
+from qmd_daemon.store.protocols import ChunkRow, ChunkStore
 from qmd_daemon.text.identifiers import indexed_parts
 
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
@@ -91,20 +91,20 @@ def feedback_search(
 
 
 def feedback_rescore(
-    store: ChunkStore, words: list[str], collection_ids: list[int], candidate_ids: list[int],
+    store: ChunkStore, words: list[str], collection_ids: list[int], candidates: dict[int, ChunkRow],
 ) -> list[tuple[int, float]]:
-    """(chunk id, the summed idf of the feedback words it holds) for those of `candidate_ids`
-    holding any, best first. Which words a candidate holds is read from its path and text here,
+    """(chunk id, the summed idf of the feedback words it holds) for those of `candidates` (their
+    rows) holding any, best first. Which words a candidate holds is read from its path and text here,
     not asked of the index: a MATCH a word over the candidates' id ranges cost 9-17 ms a question
     at 479k chunks (350 statements), the texts' reading and scanning a few, whatever the index's size."""
-    if not words or not candidate_ids:
+    if not words or not candidates:
         return []
     counts = term_counts(store, words, collection_ids)
     total = chunks_in_scope(store, collection_ids)
     idf = {w: math.log((total - counts[w].chunks + 0.5) / (counts[w].chunks + 0.5)) for w in words}
     weighed = [w for w in words if idf[w] > 0]
     scored: list[tuple[int, float]] = []
-    for chunk_id, row in store.chunks_by_ids(candidate_ids).items():
+    for chunk_id, row in candidates.items():
         text = f"{row.path}\n{row.text}"
         lowered = lower_in_place(text)
         score = sum(idf[w] for w in weighed if w in lowered and holds_word(text, lowered, w))

@@ -10,13 +10,11 @@ import json
 import os
 import pwd
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import as_another_user, write_tree
+from tests.conftest import python_as_another_user, write_tree
 
 UPDATE = """
 import json, sys
@@ -42,20 +40,10 @@ def test_an_unreadable_folder_and_file_are_counted_and_the_rest_indexed(shared_t
             "locked.py": "y = 2\n",
         },
     )
-    home = shared_tmp / "home"
-    home.mkdir(mode=0o777)
-    home.chmod(0o777)
     (root / "locked.py").chmod(0o000)
     (root / "d").chmod(0o444)  # listable, not searchable: d/.gitignore and d/b.py cannot be opened
 
-    proc = subprocess.run(
-        [*as_another_user(), sys.executable, "-c", UPDATE, str(root)],
-        env={**os.environ, "QMD_DAEMON_HOME": str(home), "HOME": str(home)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = python_as_another_user(shared_tmp / "home", "-c", UPDATE, str(root))
 
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
@@ -92,21 +80,11 @@ def test_an_unreadable_collection_folder_is_reported_and_the_others_updated(shar
     # update stopped before the other collections, and ai-search got the daemon's internal error
     locked = write_tree(shared_tmp / "locked", {"a.py": "def other_word():\n    return 1\n"})
     fine = write_tree(shared_tmp / "fine", {"ok.py": "def fine_word():\n    return 1\n"})
-    home = shared_tmp / "home"
-    home.mkdir(mode=0o777)
-    home.chmod(0o777)
     if os.geteuid() == 0:  # the child, as nobody, registers both, then locks its own first one
         nobody = pwd.getpwnam("nobody")
         os.chown(locked, nobody.pw_uid, nobody.pw_gid)
 
-    proc = subprocess.run(
-        [*as_another_user(), sys.executable, "-c", UPDATE_BOTH, str(locked), str(fine)],
-        env={**os.environ, "QMD_DAEMON_HOME": str(home), "HOME": str(home)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = python_as_another_user(shared_tmp / "home", "-c", UPDATE_BOTH, str(locked), str(fine))
 
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
@@ -140,18 +118,8 @@ def test_a_folder_git_cannot_list_is_counted_in_a_repository(shared_tmp: Path) -
     # `git ls-files --others` only warns about a folder it cannot open (exit 0): the untracked
     # files in it were left out without a word, where the walk outside git counts the folder
     shared_tmp.chmod(0o777)  # the child, another user, makes the repository (git wants its owner)
-    home = shared_tmp / "home"
-    home.mkdir(mode=0o777)
-    home.chmod(0o777)
-
-    proc = subprocess.run(
-        [*as_another_user(), sys.executable, "-c", UPDATE_GIT, str(shared_tmp / "repo")],
-        env={**os.environ, "QMD_DAEMON_HOME": str(home), "HOME": str(home), "LANG": "de_DE.UTF-8"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = python_as_another_user(shared_tmp / "home", "-c", UPDATE_GIT, str(shared_tmp / "repo"),
+                                  env={"LANG": "de_DE.UTF-8"})
 
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)

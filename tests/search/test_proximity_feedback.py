@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.engine import Engine
-from qmd_daemon.search.lexical import lexical_search
+from qmd_daemon.search.lexical import LexicalHit, lexical_search
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from qmd_daemon.search.proximity import min_distance, question_units
-from qmd_daemon.search.query import parse_query
+from qmd_daemon.search.query import ParsedQuery, parse_query
 from qmd_daemon.search.scoring import ScoringWeights
 from qmd_daemon.search.term_feedback import (
     feedback_rescore,
@@ -80,13 +80,18 @@ OTHERS = {f"mod_{i}.py": f"def render_{i}(page):\n    \"\"\"Render page {i}.\"\"
           for i in range(12)}
 
 
-def test_feedback_words_are_what_the_first_hits_share_beyond_the_question(
-    engine: Engine, tmp_path: Path
-) -> None:
+def _retry_question(engine: Engine, tmp_path: Path) -> tuple[str, list[int], ParsedQuery, list[LexicalHit]]:
+    """The client/backoff repository indexed, and lexical's hits for "retry failed requests"."""
     name = indexed(engine, tmp_path / "repo", {"client.py": CLIENT, "backoff.py": BACKOFF, **OTHERS})
     ids = engine.collection_ids([name])
     parsed = parse_query("retry failed requests")
-    hits = lexical_search(engine.store, parsed, ids)
+    return name, ids, parsed, lexical_search(engine.store, parsed, ids)
+
+
+def test_feedback_words_are_what_the_first_hits_share_beyond_the_question(
+    engine: Engine, tmp_path: Path
+) -> None:
+    name, ids, parsed, hits = _retry_question(engine, tmp_path)
     words = feedback_terms(engine.store, parsed, hits, ids, chunks=3, terms=5)
     assert {"attempt", "max_retries"} <= set(words)
     assert not {"retry", "failed", "requests"} & set(words)
@@ -138,18 +143,15 @@ def test_feedback_puts_the_chunk_sharing_the_first_hits_words_first(
 def test_rescored_feedback_orders_lexical_candidates_by_the_idf_of_the_words_they_hold(
     engine: Engine, tmp_path: Path
 ) -> None:
-    name = indexed(engine, tmp_path / "repo", {"client.py": CLIENT, "backoff.py": BACKOFF, **OTHERS})
-    ids = engine.collection_ids([name])
-    parsed = parse_query("retry failed requests")
-    hits = lexical_search(engine.store, parsed, ids)
+    _name, ids, _parsed, hits = _retry_question(engine, tmp_path)
     candidates = [h.chunk_id for h in hits]
-    scored = dict(feedback_rescore(engine.store, ["attempt", "jitter", "render"], ids, candidates))
+    rows = engine.store.chunks_by_ids(candidates)
+    scored = dict(feedback_rescore(engine.store, ["attempt", "jitter", "render"], ids, rows))
     assert scored and set(scored) <= set(candidates)  # no chunk lexical did not find
-    rows = engine.store.chunks_by_ids(list(scored))
     # backoff.py holds `attempt` and `jitter` but none of the question's words: no candidate, never
     # scored; `render` (12 of 14 files) has an idf below zero and scores nothing
     assert {rows[c].path for c in scored} == {"client.py"}
-    assert feedback_rescore(engine.store, [], ids, candidates) == []
+    assert feedback_rescore(engine.store, [], ids, rows) == []
 
 
 @pytest.mark.parametrize(

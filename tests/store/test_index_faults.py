@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from qmd_daemon.errors import IndexDatabaseError
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.connection import connect, quick_check
 from qmd_daemon.store.index_store import IndexStore
-from tests.conftest import as_another_user, run_cli, write_tree
+from tests.conftest import python_as_another_user, run_cli, write_tree
 
 
 def _big_repo(root: Path, files: int = 300) -> Path:
@@ -193,18 +192,9 @@ def test_an_index_this_user_may_not_open_is_named_as_such_not_as_damaged(shared_
         "engine.update([engine.add_collection(Path(sys.argv[1])).name]); engine.close();"
         f"os.chmod({str(index)!r}, {mode}); sys.argv = ['qmd-daemon', 'status']; main()"
     )
-    home.mkdir(mode=0o777)
-    home.chmod(0o777)
     shared_tmp.chmod(0o777)  # the child, another user, writes the repository too
 
-    done = subprocess.run(
-        [*as_another_user(), sys.executable, "-c", script, str(repo)],
-        env={**os.environ, "QMD_DAEMON_HOME": str(home), "HOME": str(home)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = python_as_another_user(home, "-c", script, str(repo))
 
     assert done.returncode == 1, done.stderr
     assert done.stderr == (
