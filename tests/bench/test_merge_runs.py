@@ -68,3 +68,21 @@ def test_variants_join_the_table_over_the_same_questions(tmp_path: Path, capsys)
     language = next(line for line in out.splitlines() if line.startswith("lang:javascript"))
     assert language.split()[1:] == ["1.000", "0.500", "0.750"]
     assert "questions hybrid scores below lexical (1, ndcg@10)" in out
+
+
+def test_each_group_gets_its_interval_and_verdict(tmp_path: Path, capsys) -> None:
+    # go: all 20 questions up, so its interval is above 0; rust: one of 20 down, within noise.
+    lexical = [_question("cobra", "go", f"g{i}", 0.5, ["a.go"]) for i in range(20)]
+    hybrid = [_question("cobra", "go", f"g{i}", 0.6, ["a.go"]) for i in range(20)]
+    lexical += [_question("serde", "rust", f"r{i}", 1.0, ["a.rs"]) for i in range(20)]
+    hybrid += [_question("serde", "rust", f"r{i}", 0.5 if i == 0 else 1.0, ["b.rs"]) for i in range(20)]
+    assert merge_runs.main([str(_run(tmp_path / "a.json", lexical, hybrid))]) == 0
+    out = capsys.readouterr().out
+    assert "hybrid - lexical per group (ndcg@10; paired bootstrap" in out
+    go = next(line for line in out.splitlines() if line.startswith("lang:go") and "verdict" not in line
+              and line.rstrip().endswith(("above", "below", "within noise")))
+    assert go.split()[1:5] == ["20", "+0.100", "+2.00", "[+0.100,"] and go.endswith("20     0  above")
+    rust = next(line for line in out.splitlines() if line.startswith("lang:rust")
+                and line.rstrip().endswith(("above", "below", "within noise")))
+    assert rust.split()[1:4] == ["20", "-0.025", "-0.50"] and rust.endswith("within noise")
+    assert merge_runs.verdict(-0.2, -0.01) == "below"

@@ -12,6 +12,7 @@ from bench.metrics import (
     aggregate,
     mrr_at_k,
     ndcg_at_k,
+    paired_interval,
     path_matches,
     percentile,
     reduce_to_files,
@@ -157,3 +158,25 @@ def test_walk_files_applies_mask_and_excludes(tmp_path):
     (tmp_path / "z.min.js").write_text("nope")
     got = walk_files(tmp_path, {".py", ".js"}, ("node_modules/", "*.min.js"))
     assert got == {"pkg/a.py": "alpha"}
+
+
+def test_paired_interval_says_a_question_s_worth_is_within_noise() -> None:
+    # 20 questions, one of them up by 0.5: a mean of +0.025, but resampling leaves it out of many
+    # draws, so the interval reaches 0 and the gap is not a change.
+    first = [0.5] * 20
+    one_up = [1.0] + [0.5] * 19
+    mean, lo, hi = paired_interval(first, one_up)
+    assert mean == pytest.approx(0.025)
+    assert lo == 0.0 and hi > 0.025
+    # every question up (by different amounts): the whole interval is above 0, and it holds the mean
+    all_up = [0.5 + 0.01 * (i + 1) for i in range(20)]
+    mean, lo, hi = paired_interval(first, all_up)
+    assert 0 < lo < mean < hi
+    assert paired_interval(first, all_up) == (mean, lo, hi)  # seeded: the same table every run
+    assert paired_interval(first, first) == (0.0, 0.0, 0.0)
+    assert paired_interval([], []) == (0.0, 0.0, 0.0)
+
+
+def test_paired_interval_refuses_unpaired_lists() -> None:
+    with pytest.raises(ValueError, match="different numbers"):
+        paired_interval([0.5, 0.5], [0.5])
