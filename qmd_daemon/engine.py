@@ -3,7 +3,6 @@ CLI, the daemon and the benchmarks; it never imports either front end."""
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import re
 import threading
@@ -18,7 +17,7 @@ from qmd_daemon.config import CollectionConfig, IndexConfig
 from qmd_daemon.errors import UnknownCollectionError, UsageError
 from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
 from qmd_daemon.ingest.listings import listings_file
-from qmd_daemon.ingest.root_policy import check_root, check_size
+from qmd_daemon.ingest.root_policy import check_root, check_size, missing_reason
 from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root
 from qmd_daemon.ingest.skip_log import read_skipped, record_skipped
 from qmd_daemon.locks import waiting_for, writer_lock_path
@@ -64,16 +63,6 @@ def _earlier_slug(text: str) -> str:
     """The name versions before this one gave a folder (ASCII letters and digits only, `root`
     when none were left): a non-ASCII folder moved since takes back the collection of that name."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._").lower() or "root"
-
-
-def _missing(path: Path) -> str:
-    """Why PATH, which `exists()` denies, is not there: a symlink loop exists() reports as absent."""
-    try:
-        path.stat()
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return "is a symlink loop (its links lead back to one another), not a folder"
-    return "does not exist"
 
 
 class Engine:
@@ -212,7 +201,7 @@ class Engine:
         nobody added it: only a git repository's top level is registered then (root_policy)."""
         path = Path(path).expanduser()
         if not path.exists():
-            raise UsageError(f"path {path} {_missing(path)}")
+            raise UsageError(f"path {path} {missing_reason(path)}")
         if not path.is_dir():
             raise UsageError(f"path {path} is a file; a collection is a folder")
         path = path.resolve()

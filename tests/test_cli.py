@@ -201,6 +201,16 @@ def test_missing_root_on_update(home: Path, project: Path, tmp_path: Path) -> No
     assert "the folder of every one is gone" in _one_line_error(unnamed)
 
 
+def test_a_root_turned_link_loop_is_called_one_on_update(home: Path, project: Path, tmp_path: Path) -> None:
+    # a registered root replaced by a link loop was "does not exist (moved or deleted?)": it is there
+    run_cli("collection", "add", str(project), env_home=home, check=True)
+    project.rename(tmp_path / "moved")
+    project.symlink_to(tmp_path / "loop")
+    (tmp_path / "loop").symlink_to(project)
+    line = _one_line_error(run_cli("update", env_home=home))
+    assert f"path {project} is a symlink loop (its links lead back to one another), not a folder;" in line
+
+
 def test_update_goes_on_past_a_moved_repository(home: Path, project: Path, tmp_path: Path) -> None:
     """A repository moved or deleted on disk stopped `update` for every collection after it: the
     others stayed stale until the user found and removed the gone one."""
