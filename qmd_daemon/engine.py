@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from qmd_daemon.config import CollectionConfig, IndexConfig
-from qmd_daemon.errors import UnknownCollectionError, UsageError
+from qmd_daemon.errors import ConfigError, UnknownCollectionError, UsageError
 from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
 from qmd_daemon.ingest.listings import listings_file
 from qmd_daemon.ingest.root_policy import check_root, check_size, missing_reason
@@ -100,7 +100,8 @@ class Engine:
             self._models.unload()
             self._models = None
         if self._models is None:
-            self._models = ModelSet(wanted, self.settings.models_dir, self.backend.llm_cache)
+            source = str(self.settings.config_file)
+            self._models = ModelSet(wanted, self.settings.models_dir, self.backend.llm_cache, source=source)
         return self._models
 
     def share_models_with(self, other: Engine) -> None:
@@ -117,7 +118,10 @@ class Engine:
             return None
         quantization = str(self.config().models().get("quantization") or "float")
         if quantization not in QUANTIZATIONS:
-            raise UsageError(f"models.quantization must be one of {', '.join(QUANTIZATIONS)}")
+            raise ConfigError(
+                f"{self.settings.config_file}: models.quantization must be one of "
+                f"{', '.join(QUANTIZATIONS)}, not {quantization!r} (left untouched)"
+            )
         return vectors(quantization)
 
     def writing(self) -> AbstractContextManager[None]:
