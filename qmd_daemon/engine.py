@@ -45,8 +45,12 @@ def _name_char(char: str) -> bool:
     return char in "._-" or unicodedata.category(char)[0] in "LMN"
 
 
+_NAME_MAX = 100  # characters of a collection name
+
+
 def _name_ok(name: str) -> bool:
-    return 0 < len(name) <= 100 and unicodedata.category(name[0])[0] in "LN" and all(map(_name_char, name))
+    first_ok = 0 < len(name) <= _NAME_MAX and unicodedata.category(name[0])[0] in "LN"
+    return first_ok and all(map(_name_char, name))
 
 
 def _slug(text: str) -> str:
@@ -57,6 +61,17 @@ def _slug(text: str) -> str:
     kept = "".join(char if _name_char(char) else "\0" for char in text)
     slug = re.sub("\0+", "-", kept).strip("-._").lower()
     return slug or f"folder-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
+
+
+def _fit(name: str, tag: str | None = None) -> str:
+    """`name`, with `-tag` when given, within the characters a name may hold: a longer one is cut
+    and tagged with a hash of the whole (the same folder name, the same name; two long names that
+    differ only past the cut, two names)."""
+    if tag is None:
+        if len(name) <= _NAME_MAX:
+            return name
+        tag = hashlib.sha256(name.encode()).hexdigest()[:6]
+    return f"{name[: _NAME_MAX - len(tag) - 1].rstrip('-._')}-{tag}"
 
 
 def _earlier_slug(text: str) -> str:
@@ -165,7 +180,7 @@ class Engine:
         (add_collection); another one of that name does not (_holds_files_of).
         """
         prefix = "repo-" if find_git_root(path) == path else ""
-        base = f"{prefix}{_slug(path.name)}"
+        base = _fit(f"{prefix}{_slug(path.name)}")  # a folder name of 120 letters was refused
         taken = config.collections()
         if base in taken and taken[base].path == path:
             return base
@@ -174,7 +189,7 @@ class Engine:
                 return name
         if base not in taken:
             return base
-        return f"{base}-{hashlib.sha256(str(path).encode()).hexdigest()[:6]}"
+        return _fit(base, hashlib.sha256(str(path).encode()).hexdigest()[:6])
 
     def _holds_files_of(self, path: Path, name: str) -> bool:
         """Whether most of a sample of collection NAME's indexed files are under PATH: its folder

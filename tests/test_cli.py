@@ -1,6 +1,7 @@
 """The command line as a user runs it: real subprocesses, one-line errors, no tracebacks."""
 
 import fcntl
+import hashlib
 import json
 import os
 import pty
@@ -141,6 +142,23 @@ def test_a_moved_folder_takes_back_the_name_an_earlier_version_gave_it(home: Pat
     run_cli("collection", "add", str(root), "--name", "repo-caf", env_home=home, check=True)
     root.rename(tmp_path / "café")
     assert _added_name(home, tmp_path / "café") == "repo-caf"
+
+
+def test_a_folder_name_past_the_name_limit_is_cut_and_kept_unique(home: Path, tmp_path: Path) -> None:
+    # a repository in a folder of 120 letters was refused: its name `repo-aaa...` had 125
+    names = []
+    folders = (("a", "x" * 120), ("b", "x" * 120), ("c", "x" * 119 + "y"), ("d", "x" * 95), ("e", "x" * 95))
+    for parent, folder in folders:
+        root = write_tree(tmp_path / parent / folder, {"x.py": "def f():\n    return 1\n"})
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+        names.append(_added_name(home, root))
+    assert all(len(name) <= 100 and name.startswith("repo-xxx") for name in names)
+    assert len(set(names)) == 5
+    tag = hashlib.sha256(("repo-" + "x" * 120).encode()).hexdigest()[:6]
+    assert names[0] == "repo-" + "x" * 88 + "-" + tag
+    assert names[3] == "repo-" + "x" * 95  # within the limit: as before; the second one's is cut for its tag
+    run_cli("collection", "remove", names[0], env_home=home, check=True)
+    assert _added_name(home, tmp_path / "a" / ("x" * 120)) == names[0]  # deterministic
 
 
 def test_missing_path(home: Path, tmp_path: Path) -> None:
