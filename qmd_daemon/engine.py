@@ -20,7 +20,7 @@ from qmd_daemon.ingest.listings import listings_file
 from qmd_daemon.ingest.root_policy import check_root, check_size, missing_reason
 from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root
 from qmd_daemon.ingest.skip_log import read_skipped, record_skipped
-from qmd_daemon.locks import waiting_for, writer_lock_path
+from qmd_daemon.locks import held_by, waiting_for, writer_lock_path
 from qmd_daemon.models.model_set import ModelSet
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.pipeline import SearchModels, SearchOptions, SearchTrace, run_search
@@ -367,14 +367,18 @@ class Engine:
         if static is not None and static["pending"] and yield_to is not None and yield_to():
             # the static pass stopped for a queued job: the deep one waits behind it too
             return EmbedReport(pending=vectors.pending_count(ids), model=embedder.fingerprint, static=static)
-        lock = self.settings.state_dir / "embed.lock"
         report = embed_pending(
-            self.store, vectors, embedder, ids, lock, self.writing,
+            self.store, vectors, embedder, ids, self.embed_lock_path, self.writing,
             progress=progress, limit=limit, yield_to=yield_to,
             priority=lambda: self.embed_priority(hint() if hint is not None else EmbedHint()),
         )  # fmt: skip
         report.static = static
         return report
+
+    @property
+    def embed_lock_path(self) -> Path:
+        """Held by the one deep embedding run on this index (a terminal's `embed` or the daemon's)."""
+        return self.settings.state_dir / "embed.lock"
 
     def static_tier(self) -> StaticTier | None:
         """The static tier when this index keeps it and the embedder has one (None otherwise)."""
@@ -451,6 +455,7 @@ class Engine:
                 "embedded": chunks - everywhere if everywhere is not None else 0,
                 "chunks": chunks,
                 "off": deep_off,  # why the deep pass never runs; None when it does
+                "running": held_by(self.embed_lock_path),  # the pid of the run embedding now
             },
             "static_vectors": self.static_status(),
             "models": self.models.status(),
