@@ -175,9 +175,10 @@ class Engine:
         letters of any script kept, lowercased).
 
         Two different folders with the same name get distinct names that stay stable: the second
-        one carries a short hash of its absolute path. A name whose folder is gone is taken by a
-        folder holding its files: a repository moved elsewhere takes its name, and its index, back
-        (add_collection); another one of that name does not (_holds_files_of).
+        one carries its parent folder's name (a hash of its absolute path when that is taken too).
+        A name whose folder is gone is taken by a folder holding its files: a repository moved
+        elsewhere takes its name, and its index, back (add_collection); another one of that name
+        does not (_holds_files_of).
         """
         prefix = "repo-" if find_git_root(path) == path else ""
         base = _fit(f"{prefix}{_slug(path.name)}")  # a folder name of 120 letters was refused
@@ -189,6 +190,9 @@ class Engine:
                 return name
         if base not in taken:
             return base
+        beside = _fit(f"{base}-{_slug(path.parent.name)}") if path.parent.name else base
+        if beside not in taken:  # `/a/proj` and `/b/proj`: repo-proj and repo-proj-b
+            return beside
         return _fit(base, hashlib.sha256(str(path).encode()).hexdigest()[:6])
 
     def _holds_files_of(self, path: Path, name: str) -> bool:

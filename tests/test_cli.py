@@ -110,7 +110,13 @@ def test_same_folder_name_gets_distinct_stable_names(home: Path, tmp_path: Path)
         "collection", "add", str(tmp_path / "b" / "app"), "--no-update", env_home=home, check=True
     )
     assert "repo-app ->" in names[0]
-    assert "repo-app-" in names[1] and names[1].split()[1] == again.stdout.split()[1]
+    # named by the folder that tells them apart (it was a hash of the path: `repo-app-1f3a9c`)
+    assert "repo-app-b ->" in names[1] and names[1].split()[1] == again.stdout.split()[1]
+    third = write_tree(tmp_path / "c" / "b" / "app", {"x.py": "x = 1\n"})
+    subprocess.run(["git", "init", "-q", str(third)], check=True)
+    added = run_cli("collection", "add", str(third), "--no-update", env_home=home, check=True)
+    name = added.stdout.split()[1]
+    assert re.fullmatch("repo-app-[0-9a-f]{6}", name)  # `repo-app-b` is taken: a hash of its path
 
 
 def _added_name(home: Path, root: Path) -> str:
