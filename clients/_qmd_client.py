@@ -231,21 +231,36 @@ def repo_signature(root: str) -> str | None:
     miss costs one refresh the watcher would do anyway."""
     import zlib
 
-    out = run_git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    parts = _listing_stats(os.fsencode(root))
+    if parts is None:
+        return None
+    blob = b"".join(parts)
+    return f"{len(blob)}-{zlib.crc32(blob):08x}-{zlib.adler32(blob):08x}"
+
+
+def _listing_stats(root: bytes) -> list[bytes] | None:
+    """git's listing of `root` and the size and mtime of each name, then the same of each
+    checked-out submodule in it (a tracked folder holding a .git: scan.py indexes its files too)."""
+    import stat
+
+    out = run_git(os.fsdecode(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     if out is None:
         return None
     parts = [out]
-    broot = os.fsencode(root)
     for rel in out.split(b"\0"):
         if not rel:
             continue
+        path = os.path.join(root, rel)
         try:
-            st = os.stat(os.path.join(broot, rel))
+            st = os.stat(path)
             parts.append(b"%d %d\0" % (st.st_size, st.st_mtime_ns))
         except OSError:
             parts.append(b"gone\0")
-    blob = b"".join(parts)
-    return f"{len(blob)}-{zlib.crc32(blob):08x}-{zlib.adler32(blob):08x}"
+            continue
+        submodule = not rel.endswith(b"/") and os.path.lexists(os.path.join(path, b".git"))
+        if submodule and stat.S_ISDIR(st.st_mode):
+            parts.extend(_listing_stats(path) or [b"unlisted\0"])
+    return parts
 
 
 def _stamp_path(root: str) -> str:

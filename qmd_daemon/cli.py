@@ -464,6 +464,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
         )
     else:
         click.echo("deep vectors: none yet (run `qmd-daemon embed`)")
+    if vectors["running"] is not None:  # a daemon's embed job meanwhile skips: this run does the work
+        by = "the daemon" if daemon is not None and daemon.pid == vectors["running"] else "`qmd-daemon embed`"
+        click.echo(f"  embedding now: {by} (pid {vectors['running']})")
     if static["available"]:
         where = "" if vectors["off"] else " where chunks lack deep vectors"
         click.echo(f"static vectors: {static['vectors']}/{static['chunks']} chunks (lexical's candidates "

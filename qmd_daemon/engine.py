@@ -3,7 +3,6 @@ CLI, the daemon and the benchmarks; it never imports either front end."""
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import re
 import threading
@@ -15,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from qmd_daemon.config import CollectionConfig, IndexConfig
-from qmd_daemon.errors import UnknownCollectionError, UsageError
+from qmd_daemon.errors import ConfigError, UnknownCollectionError, UsageError
 from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
 from qmd_daemon.ingest.listings import listings_file
-from qmd_daemon.ingest.root_policy import check_root, check_size
+from qmd_daemon.ingest.root_policy import check_root, check_size, missing_reason
 from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root
 from qmd_daemon.ingest.skip_log import read_skipped, record_skipped
-from qmd_daemon.locks import waiting_for, writer_lock_path
+from qmd_daemon.locks import held_by, waiting_for, writer_lock_path
 from qmd_daemon.models.model_set import ModelSet
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.pipeline import SearchModels, SearchOptions, SearchTrace, run_search
@@ -46,8 +45,12 @@ def _name_char(char: str) -> bool:
     return char in "._-" or unicodedata.category(char)[0] in "LMN"
 
 
+_NAME_MAX = 100  # characters of a collection name
+
+
 def _name_ok(name: str) -> bool:
-    return 0 < len(name) <= 100 and unicodedata.category(name[0])[0] in "LN" and all(map(_name_char, name))
+    first_ok = 0 < len(name) <= _NAME_MAX and unicodedata.category(name[0])[0] in "LN"
+    return first_ok and all(map(_name_char, name))
 
 
 def _slug(text: str) -> str:
@@ -60,20 +63,21 @@ def _slug(text: str) -> str:
     return slug or f"folder-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
 
+def _fit(name: str, tag: str | None = None) -> str:
+    """`name`, with `-tag` when given, within the characters a name may hold: a longer one is cut
+    and tagged with a hash of the whole (the same folder name, the same name; two long names that
+    differ only past the cut, two names)."""
+    if tag is None:
+        if len(name) <= _NAME_MAX:
+            return name
+        tag = hashlib.sha256(name.encode()).hexdigest()[:6]
+    return f"{name[: _NAME_MAX - len(tag) - 1].rstrip('-._')}-{tag}"
+
+
 def _earlier_slug(text: str) -> str:
     """The name versions before this one gave a folder (ASCII letters and digits only, `root`
     when none were left): a non-ASCII folder moved since takes back the collection of that name."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._").lower() or "root"
-
-
-def _missing(path: Path) -> str:
-    """Why PATH, which `exists()` denies, is not there: a symlink loop exists() reports as absent."""
-    try:
-        path.stat()
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return "is a symlink loop (its links lead back to one another), not a folder"
-    return "does not exist"
 
 
 class Engine:
@@ -111,7 +115,8 @@ class Engine:
             self._models.unload()
             self._models = None
         if self._models is None:
-            self._models = ModelSet(wanted, self.settings.models_dir, self.backend.llm_cache)
+            source = str(self.settings.config_file)
+            self._models = ModelSet(wanted, self.settings.models_dir, self.backend.llm_cache, source=source)
         return self._models
 
     def share_models_with(self, other: Engine) -> None:
@@ -128,7 +133,10 @@ class Engine:
             return None
         quantization = str(self.config().models().get("quantization") or "float")
         if quantization not in QUANTIZATIONS:
-            raise UsageError(f"models.quantization must be one of {', '.join(QUANTIZATIONS)}")
+            raise ConfigError(
+                f"{self.settings.config_file}: models.quantization must be one of "
+                f"{', '.join(QUANTIZATIONS)}, not {quantization!r} (left untouched)"
+            )
         return vectors(quantization)
 
     def writing(self) -> AbstractContextManager[None]:
@@ -167,12 +175,13 @@ class Engine:
         letters of any script kept, lowercased).
 
         Two different folders with the same name get distinct names that stay stable: the second
-        one carries a short hash of its absolute path. A name whose folder is gone is taken by a
-        folder holding its files: a repository moved elsewhere takes its name, and its index, back
-        (add_collection); another one of that name does not (_holds_files_of).
+        one carries its parent folder's name (a hash of its absolute path when that is taken too).
+        A name whose folder is gone is taken by a folder holding its files: a repository moved
+        elsewhere takes its name, and its index, back (add_collection); another one of that name
+        does not (_holds_files_of).
         """
         prefix = "repo-" if find_git_root(path) == path else ""
-        base = f"{prefix}{_slug(path.name)}"
+        base = _fit(f"{prefix}{_slug(path.name)}")  # a folder name of 120 letters was refused
         taken = config.collections()
         if base in taken and taken[base].path == path:
             return base
@@ -181,7 +190,10 @@ class Engine:
                 return name
         if base not in taken:
             return base
-        return f"{base}-{hashlib.sha256(str(path).encode()).hexdigest()[:6]}"
+        beside = _fit(f"{base}-{_slug(path.parent.name)}") if path.parent.name else base
+        if beside not in taken:  # `/a/proj` and `/b/proj`: repo-proj and repo-proj-b
+            return beside
+        return _fit(base, hashlib.sha256(str(path).encode()).hexdigest()[:6])
 
     def _holds_files_of(self, path: Path, name: str) -> bool:
         """Whether most of a sample of collection NAME's indexed files are under PATH: its folder
@@ -212,7 +224,7 @@ class Engine:
         nobody added it: only a git repository's top level is registered then (root_policy)."""
         path = Path(path).expanduser()
         if not path.exists():
-            raise UsageError(f"path {path} {_missing(path)}")
+            raise UsageError(f"path {path} {missing_reason(path)}")
         if not path.is_dir():
             raise UsageError(f"path {path} is a file; a collection is a folder")
         path = path.resolve()
@@ -359,14 +371,18 @@ class Engine:
         if static is not None and static["pending"] and yield_to is not None and yield_to():
             # the static pass stopped for a queued job: the deep one waits behind it too
             return EmbedReport(pending=vectors.pending_count(ids), model=embedder.fingerprint, static=static)
-        lock = self.settings.state_dir / "embed.lock"
         report = embed_pending(
-            self.store, vectors, embedder, ids, lock, self.writing,
+            self.store, vectors, embedder, ids, self.embed_lock_path, self.writing,
             progress=progress, limit=limit, yield_to=yield_to,
             priority=lambda: self.embed_priority(hint() if hint is not None else EmbedHint()),
         )  # fmt: skip
         report.static = static
         return report
+
+    @property
+    def embed_lock_path(self) -> Path:
+        """Held by the one deep embedding run on this index (a terminal's `embed` or the daemon's)."""
+        return self.settings.state_dir / "embed.lock"
 
     def static_tier(self) -> StaticTier | None:
         """The static tier when this index keeps it and the embedder has one (None otherwise)."""
@@ -443,6 +459,7 @@ class Engine:
                 "embedded": chunks - everywhere if everywhere is not None else 0,
                 "chunks": chunks,
                 "off": deep_off,  # why the deep pass never runs; None when it does
+                "running": held_by(self.embed_lock_path),  # the pid of the run embedding now
             },
             "static_vectors": self.static_status(),
             "models": self.models.status(),

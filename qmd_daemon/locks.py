@@ -19,6 +19,7 @@ from filelock import FileLock, Timeout
 from qmd_daemon.errors import QmdError
 
 _POLL_S = 0.25
+_GRACE_S = 0.5
 _UNSAID = object()  # nothing said yet about who holds the lock
 
 
@@ -109,13 +110,29 @@ def waiting_for(
 
 @contextlib.contextmanager
 def held_or_busy(path: Path, busy: LockBusy) -> Iterator[None]:
-    """Hold `path` now, or raise `busy` when another process holds it."""
+    """Hold `path` now, or raise `busy` when another process holds it (after _GRACE_S: `held_by`
+    holds it that briefly to ask, and a question must not turn a run away)."""
     lock = file_lock(path)
     try:
-        lock.acquire(blocking=False)
+        lock.acquire(timeout=_GRACE_S)
     except Timeout:
         raise busy from None
     try:
         yield
     finally:
         lock.release()
+
+
+def held_by(path: Path) -> int | None:
+    """The pid of the process that holds the lock on `path` now (0: it wrote none), else None.
+    Asked by taking the lock and letting go at once, writing no pid (held_or_busy waits a moment
+    for it). Not while this process holds it: two locks on one path exclude each other."""
+    if not path.exists():
+        return None
+    lock = FileLock(path, thread_local=False)
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        return holder_pid(path) or 0
+    lock.release()
+    return None

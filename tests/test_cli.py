@@ -1,6 +1,7 @@
 """The command line as a user runs it: real subprocesses, one-line errors, no tracebacks."""
 
 import fcntl
+import hashlib
 import json
 import os
 import pty
@@ -109,7 +110,13 @@ def test_same_folder_name_gets_distinct_stable_names(home: Path, tmp_path: Path)
         "collection", "add", str(tmp_path / "b" / "app"), "--no-update", env_home=home, check=True
     )
     assert "repo-app ->" in names[0]
-    assert "repo-app-" in names[1] and names[1].split()[1] == again.stdout.split()[1]
+    # named by the folder that tells them apart (it was a hash of the path: `repo-app-1f3a9c`)
+    assert "repo-app-b ->" in names[1] and names[1].split()[1] == again.stdout.split()[1]
+    third = write_tree(tmp_path / "c" / "b" / "app", {"x.py": "x = 1\n"})
+    subprocess.run(["git", "init", "-q", str(third)], check=True)
+    added = run_cli("collection", "add", str(third), "--no-update", env_home=home, check=True)
+    name = added.stdout.split()[1]
+    assert re.fullmatch("repo-app-[0-9a-f]{6}", name)  # `repo-app-b` is taken: a hash of its path
 
 
 def _added_name(home: Path, root: Path) -> str:
@@ -141,6 +148,23 @@ def test_a_moved_folder_takes_back_the_name_an_earlier_version_gave_it(home: Pat
     run_cli("collection", "add", str(root), "--name", "repo-caf", env_home=home, check=True)
     root.rename(tmp_path / "café")
     assert _added_name(home, tmp_path / "café") == "repo-caf"
+
+
+def test_a_folder_name_past_the_name_limit_is_cut_and_kept_unique(home: Path, tmp_path: Path) -> None:
+    # a repository in a folder of 120 letters was refused: its name `repo-aaa...` had 125
+    names = []
+    folders = (("a", "x" * 120), ("b", "x" * 120), ("c", "x" * 119 + "y"), ("d", "x" * 95), ("e", "x" * 95))
+    for parent, folder in folders:
+        root = write_tree(tmp_path / parent / folder, {"x.py": "def f():\n    return 1\n"})
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+        names.append(_added_name(home, root))
+    assert all(len(name) <= 100 and name.startswith("repo-xxx") for name in names)
+    assert len(set(names)) == 5
+    tag = hashlib.sha256(("repo-" + "x" * 120).encode()).hexdigest()[:6]
+    assert names[0] == "repo-" + "x" * 88 + "-" + tag
+    assert names[3] == "repo-" + "x" * 95  # within the limit: as before; the second one's is cut for its tag
+    run_cli("collection", "remove", names[0], env_home=home, check=True)
+    assert _added_name(home, tmp_path / "a" / ("x" * 120)) == names[0]  # deterministic
 
 
 def test_missing_path(home: Path, tmp_path: Path) -> None:
@@ -199,6 +223,16 @@ def test_missing_root_on_update(home: Path, project: Path, tmp_path: Path) -> No
     assert json.loads(found.stdout)
     unnamed = run_cli("search", "TCPConnector", env_home=home)
     assert "the folder of every one is gone" in _one_line_error(unnamed)
+
+
+def test_a_root_turned_link_loop_is_called_one_on_update(home: Path, project: Path, tmp_path: Path) -> None:
+    # a registered root replaced by a link loop was "does not exist (moved or deleted?)": it is there
+    run_cli("collection", "add", str(project), env_home=home, check=True)
+    project.rename(tmp_path / "moved")
+    project.symlink_to(tmp_path / "loop")
+    (tmp_path / "loop").symlink_to(project)
+    line = _one_line_error(run_cli("update", env_home=home))
+    assert f"path {project} is a symlink loop (its links lead back to one another), not a folder;" in line
 
 
 def test_update_goes_on_past_a_moved_repository(home: Path, project: Path, tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from qmd_daemon.config import CollectionConfig, IndexConfig
 from qmd_daemon.errors import ConfigError
-from tests.conftest import run_cli
+from tests.conftest import run_cli, write_tree
 
 
 def test_save_keeps_unknown_keys(tmp_path: Path) -> None:
@@ -122,6 +122,25 @@ def test_the_device_and_role_values_a_user_may_write_are_taken(tmp_path: Path) -
     for device in ("cpu", "auto"):
         path.write_text(f"models:\n  device: {device}\n")
         assert IndexConfig.load(path).models() == {"device": device}
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        ("quantization: int4", "models.quantization must be one of float, int8, not 'int4'"),
+        ("static: maybe", "models.static must be on or off, not 'maybe'"),
+    ],
+)
+def test_a_bad_models_value_names_the_full_path(home: Path, tmp_path: Path, line: str, error: str) -> None:
+    # these said `index.yml: ...` or no file at all, where every other index.yml error names its path
+    project = write_tree(tmp_path / "proj", {"a.py": "def x():\n    return 1\n"})
+    run_cli("collection", "add", str(project), env_home=home, check=True)
+    path = home / "config" / "index.yml"
+    path.write_text(path.read_text() + f"models:\n  {line}\n")
+    for command in (("status",), ("search", "x")):
+        proc = run_cli(*command, env_home=home)
+        assert proc.returncode != 0
+        assert proc.stderr.strip().splitlines() == [f"qmd-daemon: error: {path}: {error} (left untouched)"]
 
 
 def test_a_bad_device_stops_a_command_with_one_line(home: Path) -> None:

@@ -123,7 +123,10 @@ def test_a_deep_switch_neither_on_nor_off_is_one_line_error(home: Path, tmp_path
     models = {"QMD_MODELS_DIR": str(MODELS_DIR)}
     repo = make_repo(tmp_path / "repo", FILES)
     run_cli("collection", "add", str(repo), env_home=home, check=True, **models)
-    expected = "qmd-daemon: error: index.yml: models.deep must be on or off, not 'maybe'"
+    expected = (
+        f"qmd-daemon: error: {home / 'config' / 'index.yml'}: models.deep must be on or off, not 'maybe' "
+        "(left untouched)"
+    )
     for command in (("embed",), ("status",), ("search", "print text in red")):
         proc = run_cli(*command, env_home=home, **models)
         assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr

@@ -14,7 +14,7 @@ from qmd_daemon.config import CollectionConfig
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import RequestError
 from qmd_daemon.ingest.root_policy import check_readable
-from qmd_daemon.ingest.scan import find_git_root
+from qmd_daemon.ingest.scan import find_git_root, is_submodule
 from qmd_daemon.search.limits import (
     DEFAULTS,
     MAX_BUDGET_MS,
@@ -171,14 +171,17 @@ def _is_within(path: Path, root: Path) -> bool:
 
 
 def _covers(collection: CollectionConfig, path: Path) -> bool:
-    """Whether `collection` indexes the files under `path`. A collection in git is listed by git,
-    which stops at a repository nested in it (a submodule, a worktree or clone checked out inside
-    it): that repository's files are in no walk of the outer one, so it is not covered."""
+    """Whether `collection` indexes the files under `path`. A collection in git is listed by git
+    and its checked-out submodules' git; a worktree or clone checked out inside it is in neither
+    listing, so it is not covered (a walk, outside git, takes every folder)."""
     if not _is_within(path, collection.path):
         return False
     inner = find_git_root(path)
-    nested = inner is not None and inner != collection.path and _is_within(inner, collection.path)
-    return not nested or find_git_root(collection.path) is None
+    while inner is not None and inner != collection.path and _is_within(inner, collection.path):
+        if not is_submodule(inner):
+            return find_git_root(collection.path) is None
+        inner = find_git_root(inner.parent)
+    return True
 
 
 def resolve_path(engine: Engine, path: Path, *, create: bool) -> tuple[CollectionConfig | None, bool]:

@@ -24,7 +24,8 @@ from typing import Any
 from qmd_daemon.daemon.vouch import RefreshPlan, RefreshVouch, Watch
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
-from qmd_daemon.vectorize import EmbedHint
+from qmd_daemon.locks import holder_pid
+from qmd_daemon.vectorize import EmbedBusy, EmbedHint
 
 log = logging.getLogger("qmd_daemon.jobs")
 
@@ -198,13 +199,14 @@ class JobQueue:
                     job.done.set()
             if requeued:
                 continue
+            skipped = job.result.get("skipped") if job.result else None
             log.info(
                 "%s %s %s in %.2fs%s",
                 job.kind,
                 job.names or "all",
-                job.state,
+                "skipped" if skipped else job.state,
                 finished - (job.started_at or finished),
-                f": {job.error['message']}" if job.error else "",  # why, for daemon.log's reader
+                f": {job.error['message'] if job.error else skipped}" if job.error or skipped else "",  # why
             )
             if job.kind == "refresh":
                 self._merge_due = True
@@ -286,7 +288,12 @@ class JobQueue:
                 reports.append(data)
             # not walked: the watcher saw nothing change under them since their last refresh
             return {"reports": reports, "vouched": plan.skipped if plan is not None else []}
-        embedded = self.engine.embed(names, progress=False, yield_to=self._should_pause, hint=self.embed_hint)
+        try:
+            hint = self.embed_hint
+            embedded = self.engine.embed(names, progress=False, yield_to=self._should_pause, hint=hint)
+        except EmbedBusy as exc:  # a terminal's `qmd-daemon embed`: it embeds these chunks too
+            why = f"{exc} (pid {holder_pid(self.engine.embed_lock_path)})"
+            return {"embedded": 0, "copied": 0, "seconds": 0.0, "pending": 0, "skipped": why}
         return embedded.as_dict()
 
     async def close(self, timeout: float = 10.0) -> bool:

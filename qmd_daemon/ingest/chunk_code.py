@@ -396,6 +396,18 @@ _LANGUAGE_CACHE: dict[str, Any] = {}
 _LOCAL = threading.local()
 
 
+def _capsule(handle: Any) -> Any:
+    """A grammar's language as tree_sitter.Language takes it, a capsule: tree-sitter-perl (2.0.3,
+    its latest) hands the bare pointer as an int, which tree-sitter deprecates (a warning on every
+    run that parses Perl) and will refuse."""
+    if not isinstance(handle, int):
+        return handle
+    import ctypes
+
+    signature = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+    return signature(("PyCapsule_New", ctypes.pythonapi))(handle, b"tree_sitter.Language", None)
+
+
 def _parser(language: str) -> Any | None:
     """A tree-sitter Parser for the language, created lazily and cached per thread."""
     cache = getattr(_LOCAL, "parsers", None)
@@ -411,7 +423,7 @@ def _parser(language: str) -> Any | None:
         if lang is None:
             module_name, func = _GRAMMARS[language]
             module = importlib.import_module(module_name)
-            lang = _LANGUAGE_CACHE[language] = tree_sitter.Language(getattr(module, func)())
+            lang = _LANGUAGE_CACHE[language] = tree_sitter.Language(_capsule(getattr(module, func)()))
         parser = tree_sitter.Parser(lang)
     except Exception:
         parser = None

@@ -11,6 +11,7 @@ count and size caps.
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from collections import Counter
@@ -31,6 +32,16 @@ def _settings_folders(home: Path) -> list[Path]:
     if xdg and os.path.isabs(xdg):
         folders.append(Path(xdg))
     return [f.resolve() for f in folders]
+
+
+def missing_reason(path: Path) -> str:
+    """Why PATH, which `exists()` denies, is not there: a symlink loop exists() reports as absent."""
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symlink loop (its links lead back to one another), not a folder"
+    return "does not exist"
 
 
 def check_readable(path: Path) -> None:

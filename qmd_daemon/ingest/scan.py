@@ -1,10 +1,11 @@
 """Which files of a collection root are indexed, with their size and mtime.
 
-Inside git, git itself decides what is ignored (`ls-files --cached --others --exclude-standard`);
-elsewhere the tree is walked and its .gitignore files applied with pathspec. Symlinks never lead
-outside the root (a linked file, or a linked folder above a file git still lists), directory
-symlinks are not followed (no loops), and an unreadable file or folder is skipped and counted. The
-indexer checks again where each file it reads really is (`source_text.read_inside`).
+Inside git, git itself decides what is ignored (`ls-files --cached --others --exclude-standard`),
+in the repository and in each of its checked-out submodules; elsewhere the tree is walked and its
+.gitignore files applied with pathspec. Symlinks never lead outside the root (a linked file, or a
+linked folder above a file git still lists), directory symlinks are not followed (no loops), and an
+unreadable file or folder is skipped and counted. The indexer checks again where each file it reads
+really is (`source_text.read_inside`).
 """
 
 from __future__ import annotations
@@ -238,14 +239,42 @@ def _git_ls_files(root: Path, *selection: str, skipped: Counter[str] | None = No
 
 
 def _git_candidates(root: Path, skipped: Counter[str]) -> list[str] | None:
+    """git's names under `root`, and those of each checked-out submodule, each listed by its own
+    git with its own ignore rules: `ls-files` stops at a submodule (`--recurse-submodules` takes
+    no `--others`), while ripgrep and editors search its files, which are on disk."""
     names = _git_ls_files(root, "--cached", "--others", "--exclude-standard", skipped=skipped)
-    return None if names is None else sorted(set(names))
+    if names is None:
+        return None
+    for folder in _submodules(root):
+        names.extend(f"{folder}/{name}" for name in _git_candidates(root / folder, skipped) or ())
+    return sorted(set(names))
+
+
+def _submodules(root: Path) -> list[str]:
+    """The submodules under `root` that are checked out (an uninitialised one is an empty folder,
+    without .git). Asked of git only where a .gitmodules declares some: it costs a second listing."""
+    top = find_git_root(root)
+    if top is None or not (top / ".gitmodules").is_file():
+        return []
+    entries = _git_ls_files(root, "--stage") or ()
+    links = (entry.partition("\t")[2] for entry in entries if entry.startswith("160000 "))
+    return [link for link in links if os.path.lexists(os.path.join(root, link, ".git"))]
+
+
+def is_submodule(folder: Path) -> bool:
+    """Whether the git top level `folder` is a checked-out submodule of the repository above it
+    (whose listing then holds its files), not a clone or worktree that merely lies inside it."""
+    above = find_git_root(folder.parent)
+    return above is not None and folder.relative_to(above).as_posix() in _submodules(above)
 
 
 def tracked_but_ignored(root: Path) -> set[str]:
     """Files git tracks although a .gitignore matches them (`git add -f`): `ls-files` lists them,
     so they are indexed, and a watcher must not drop their changes. Empty outside git."""
-    return set(_git_ls_files(root, "--cached", "--ignored", "--exclude-standard") or ())
+    kept = set(_git_ls_files(root, "--cached", "--ignored", "--exclude-standard") or ())
+    for folder in _submodules(root):
+        kept.update(f"{folder}/{name}" for name in tracked_but_ignored(root / folder))
+    return kept
 
 
 class IgnoreRules:
@@ -336,7 +365,8 @@ class IgnoreRules:
         """The excludes or the collection's ignore patterns drop `rel`, or (a file) the mask does."""
         if is_dir:
             return rel.split("/")[-1] == ".git" or self._in_excludes(rel + "/")
-        return not self._in_mask(rel) or self._in_excludes(rel)
+        # a submodule's .git is a file (`gitdir: ...`): git's pointer, never lists it, never source
+        return not self._in_mask(rel) or self._in_excludes(rel) or rel.endswith("/.git") or rel == ".git"
 
     def ignored(self, rel: str, is_dir: bool = False) -> bool:
         """Whether a scan of the root would leave `rel` out (or everything in it, for a folder)."""

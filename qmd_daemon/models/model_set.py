@@ -30,8 +30,16 @@ _SWITCHES = ("deep", "static")  # keys of `models:` that switch a pass, naming n
 
 
 class ModelSet:
-    def __init__(self, models: Mapping[str, Any], models_dir: Path, cache: LLMCache | None = None):
+    def __init__(
+        self,
+        models: Mapping[str, Any],
+        models_dir: Path,
+        cache: LLMCache | None = None,
+        *,
+        source: str = "index.yml",
+    ):
         self.config = dict(models)
+        self.source = source  # the file `models` came from, named in its errors
         self.models_dir = models_dir
         self.cache = cache
         self.device = select_device(str(self.config["device"]) if self.config.get("device") else None)
@@ -47,7 +55,9 @@ class ModelSet:
         value = str(self.config.get(role, True)).strip().lower()
         if role in _SWITCHES and value not in (*_OFF, *_ON):
             # why an error: `deep: maybe` read as "on" would start hours of embedding on a CPU
-            raise ConfigError(f"index.yml: models.{role} must be on or off, not {self.config[role]!r}")
+            raise ConfigError(
+                f"{self.source}: models.{role} must be on or off, not {self.config[role]!r} (left untouched)"
+            )
         return value not in _OFF
 
     def deep_off(self) -> str | None:

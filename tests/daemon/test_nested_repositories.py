@@ -1,5 +1,6 @@
-"""A git repository inside another one's folder (a submodule, a worktree or clone checked out in
-it) is searched as its own collection: the outer repository's git listing never holds its files."""
+"""A checked-out submodule is part of the outer repository's collection, as ripgrep and editors
+search it; a worktree or clone checked out inside a repository is a collection of its own: the
+outer repository's git listing never holds its files."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from clients import _qmd_client as qc
 from tests.conftest import write_tree
 from tests.daemon.support import make_repo, run_client
 
@@ -28,25 +30,43 @@ def _search(query: str, home: Path, cwd: Path) -> list[dict[str, str]]:
     return json.loads(proc.stdout)
 
 
-def test_a_submodule_and_an_inner_worktree_are_collections_of_their_own(
+def test_a_submodule_is_searched_with_its_repository_and_an_inner_worktree_on_its_own(
     daemon_home: Path, tmp_path: Path
 ) -> None:
     outer = make_repo(tmp_path / "outer")
     _commit(outer)
-    library = make_repo(tmp_path / "library", {"lib/walrus.py": "def walrus_tusk_length():\n    return 3\n"})
+    library = make_repo(
+        tmp_path / "library",
+        {".gitignore": "generated/\n", "lib/walrus.py": "def walrus_tusk_length():\n    return 3\n"},
+    )
     _commit(library)
-    _git(outer, "submodule", "add", "-q", str(library), "vendor/library")
+    _git(outer, "submodule", "add", "-q", str(library), "third_party/library")
     _commit(outer)
+    checkout = outer / "third_party" / "library"
+    write_tree(checkout, {"generated/walrus_copy.py": "def walrus_tusk_copy(): ...\n"})
     _git(outer, "worktree", "add", "-q", "-b", "feature", ".worktrees/feature")
     feature = outer / ".worktrees" / "feature"
     write_tree(feature, {"src/feature_only.py": "def narwhal_horn_feature():\n    return 1\n"})
 
-    assert _search("pool", daemon_home, outer)[0]["collection"] == "repo-outer"  # outer registered first
-    in_submodule = _search("walrus_tusk_length", daemon_home, outer / "vendor" / "library")
-    assert in_submodule[0]["path"] == "lib/walrus.py"
-    assert in_submodule[0]["collection"] == "repo-library"
+    from_outer = _search("walrus_tusk_length", daemon_home, outer)
+    assert from_outer[0]["collection"] == "repo-outer"
+    assert from_outer[0]["path"] == "third_party/library/lib/walrus.py"
+    in_submodule = _search("walrus_tusk_length", daemon_home, checkout)
+    assert {hit["collection"] for hit in in_submodule} == {"repo-outer"}  # not indexed a second time
     in_worktree = _search("narwhal_horn_feature", daemon_home, feature / "src")
     assert in_worktree[0]["path"] == "src/feature_only.py"
     assert in_worktree[0]["collection"] == "repo-feature"
-    # the outer repository's search is unchanged: its own files, none of the nested ones
-    assert {hit["collection"] for hit in _search("walrus narwhal pool", daemon_home, outer)} == {"repo-outer"}
+    # the outer repository's search: its own files and its submodule's (without what the submodule's
+    # .gitignore leaves out), none of the worktree's
+    found = _search("walrus narwhal pool", daemon_home, outer)
+    assert {hit["collection"] for hit in found} == {"repo-outer"}
+    assert not any("generated/" in hit["path"] for hit in found)
+    # an edit inside the submodule reaches the next search, and the stamp a client checks before
+    # asking for a refresh (repo_signature) sees it: the outer listing shows only the folder
+    before = qc.repo_signature(str(outer))
+    with (checkout / "lib" / "walrus.py").open("a") as walrus:
+        walrus.write("# longer\n")
+    assert qc.repo_signature(str(outer)) != before
+    (checkout / "lib" / "tusk.py").write_text("def tusk_polish_wax():\n    return 1\n")
+    fresh = _search("tusk_polish_wax", daemon_home, outer)
+    assert fresh[0]["path"] == "third_party/library/lib/tusk.py"

@@ -204,8 +204,18 @@ async def test_a_changed_gitignore_relists_the_folders(tmp_path: Path) -> None:
 
 
 def test_the_watched_folders_and_rules_agree_with_the_scanner(tmp_path: Path) -> None:
-    """Every file a scan indexes sits in a watched folder and passes the rules, and no other does."""
-    for repo, git in ((ignoring_repo(tmp_path / "git"), True), (tmp_path / "plain", False)):
+    """Every file a scan indexes sits in a watched folder and passes the rules, and no other does
+    (a checked-out submodule's files too: the scan lists them with the submodule's git)."""
+    outer = ignoring_repo(tmp_path / "outer")
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "protocol.file.allow=always"]
+    subprocess.run([*git, "-C", str(outer), "commit", "-qm", "c"], check=True)
+    inner = ignoring_repo(tmp_path / "inner")
+    subprocess.run([*git, "-C", str(inner), "commit", "-qm", "c"], check=True)
+    subprocess.run([*git, "-C", str(outer), "submodule", "add", "-q", str(inner), "libs/inner"], check=True)
+    for rel in ("build-out/bundle.js", "app.log", "src/local_settings.py", "src/untracked.py"):
+        (outer / "libs" / "inner" / rel).parent.mkdir(exist_ok=True)
+        (outer / "libs" / "inner" / rel).write_text("1\n")
+    for repo, git in ((ignoring_repo(tmp_path / "git"), True), (tmp_path / "plain", False), (outer, True)):
         if not git:
             for rel, text in {
                 ".gitignore": "*.log\nout/\n!keep.log\n",

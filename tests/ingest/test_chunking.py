@@ -1336,3 +1336,27 @@ def test_chunker_version_follows_the_grammar_list() -> None:
     kinds_with = [d.kind for c in chunk_text("src/OrderBook.kt", KOTLIN) for d in c.definitions]
     assert version_without != CHUNKER_VERSION
     assert "object" in kinds_with and "object" not in kinds_without  # the fallback knows no objects
+
+
+def test_every_grammar_loads_without_a_deprecation_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    # tree-sitter-perl hands its language as an int, which tree-sitter deprecates: every test run
+    # (and every daemon that parsed Perl) printed the warning
+    import threading
+    import warnings
+
+    from qmd_daemon.ingest import chunk_code
+
+    monkeypatch.setattr(chunk_code, "_LANGUAGE_CACHE", {})
+    loaded: dict[str, bool] = {}
+
+    def load() -> None:  # a thread of its own: parsers are cached per thread
+        for language in chunk_code._GRAMMARS:
+            loaded[language] = chunk_code._parser(language) is not None
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        thread = threading.Thread(target=load)
+        thread.start()
+        thread.join()
+    assert [str(w.message) for w in caught] == []
+    assert loaded and all(loaded.values()), loaded

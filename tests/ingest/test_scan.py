@@ -99,3 +99,35 @@ def test_a_gitignore_rewritten_between_scans_with_the_same_size_and_mtime_is_obe
     ignore_file.write_text("b.py\n")
     os.utime(ignore_file, ns=(stamp, stamp))
     assert scanned() == ["src/a.py"]
+
+
+_GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "protocol.file.allow=always"]
+
+
+def _repo(root: Path, files: dict[str, str]) -> Path:
+    write_tree(root, files)
+    subprocess.run([*_GIT, "init", "-q", str(root)], check=True)
+    subprocess.run([*_GIT, "-C", str(root), "add", "-A"], check=True)
+    subprocess.run([*_GIT, "-C", str(root), "commit", "-qm", "c"], check=True)
+    return root
+
+
+def test_checked_out_submodules_are_listed_with_their_own_ignore_rules(tmp_path: Path) -> None:
+    """git's listing of the outer repository stops at a submodule: its files were in no collection
+    though ripgrep and editors search them. An uninitialised one is an empty folder: absent."""
+    deep = _repo(tmp_path / "deep", {"d.py": "1\n"})
+    inner = _repo(tmp_path / "inner", {".gitignore": "build/\n", "src/a.py": "1\n"})
+    subprocess.run([*_GIT, "-C", str(inner), "submodule", "add", "-q", str(deep), "sub"], check=True)
+    subprocess.run([*_GIT, "-C", str(inner), "commit", "-qm", "sub"], check=True)
+    unused = _repo(tmp_path / "unused", {"u.py": "1\n"})
+    outer = _repo(tmp_path / "outer", {"o.py": "1\n"})
+    for source, folder in ((inner, "libs/inner"), (unused, "unused")):
+        subprocess.run([*_GIT, "-C", str(outer), "submodule", "add", "-q", str(source), folder], check=True)
+    update = ["submodule", "update", "-q", "--init", "--recursive"]
+    subprocess.run([*_GIT, "-C", str(outer), *update], check=True)
+    subprocess.run([*_GIT, "-C", str(outer), "submodule", "deinit", "-q", "-f", "unused"], check=True)
+    write_tree(outer / "libs" / "inner", {"build/out.py": "1\n", "new.py": "1\n"})
+    _repo(outer / "clone", {"c.py": "1\n"})  # a clone inside, not a submodule: its own collection
+    expected = ["libs/inner/new.py", "libs/inner/src/a.py", "libs/inner/sub/d.py", "o.py"]
+    assert _scan(outer) == expected
+    assert _scan(outer / "libs") == [p.removeprefix("libs/") for p in expected[:-1]]
