@@ -1,7 +1,9 @@
 """Pseudo-relevance feedback (RM3, Lavrenko & Croft 2001; Lv & Zhai 2009): the first lexical hits
-are taken as relevant, the words they share that the question does not say become a second
-query, and its list is fused beside BM25 at a small weight. A question says "retry failed
-requests"; the code that does it says `backoff`, `max_retries`, `attempt`."""
+are taken as relevant, and the words they share that the question does not say make one more
+list, fused beside BM25 at a small weight: lexical's own candidates re-scored by the words they
+hold (`feedback_rescore`, the default), or those words as a second FTS query (`feedback_search`,
+SearchOptions.prf_rescore False). A question says "retry failed requests"; the code that does it
+says `backoff`, `max_retries`, `attempt`."""
 
 from __future__ import annotations
 
