@@ -24,8 +24,9 @@ search with those static vectors and no deep one (a home that holds deep vectors
 `hybrid+static-wW` is hybrid on a home whose deep vectors are complete with the static list added
 too, at weight W (SearchOptions.static_with_deep).
 `lexical-prox-wW-sS` (term proximity, off in the product) and `lexical-prf-kK-mM-wW[-rescore]`
-(pseudo-relevance feedback with K chunks, M words, weight W; -rescore: lexical's candidates
-re-scored, the product's way, on by default at k5 m20 w0.2) are lexical with those settings;
+(pseudo-relevance feedback with K chunks, M words, weight W; without -rescore: the words as a
+second FTS query; -rescore: lexical's candidates re-scored, the product's way, on by default at k5
+m20 w0.2) are lexical with those settings;
 `lexical-noprf` is lexical with feedback off, `hybrid+prf` and `hybrid-static+prf` hybrid and
 hybrid-static with it on (the product leaves it off beside a vector list) (docs/ranking.md
 "Term proximity and pseudo-relevance feedback", "Feedback re-scoring lexical's candidates").
@@ -115,7 +116,9 @@ ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
 }
 # Term proximity (ScoringWeights.proximity at scale S code words) and pseudo-relevance feedback
 # (K feedback chunks, M terms, list weight W; `+reports`: bug reports too), docs/ranking.md "Term
-# proximity and pseudo-relevance feedback".
+# proximity and pseudo-relevance feedback": without `-rescore` the feedback words are a second FTS
+# query (prf_rescore False, as measured there), with it lexical's candidates are re-scored (the
+# product's default since).
 ENGINE_VARIANTS |= {
     f"lexical-prox-w{w:g}-s{s:g}": {"max_tokens": None, "vectors": False,
                                     "weights": ScoringWeights(proximity=w, proximity_scale=s)}
@@ -123,7 +126,7 @@ ENGINE_VARIANTS |= {
 }
 ENGINE_VARIANTS |= {
     f"lexical-prf-k{k}-m{m}-w{w:g}": {"max_tokens": None, "vectors": False, "prf_chunks": k,
-                                      "prf_terms": m, "prf_weight": w}
+                                      "prf_terms": m, "prf_weight": w, "prf_rescore": False}
     for k in (3, 5, 10) for m in (5, 10, 20) for w in (0.1, 0.2, 0.3)
 }
 ENGINE_VARIANTS |= {

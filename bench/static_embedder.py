@@ -12,18 +12,16 @@ Distillation (Tulkens & van Dongen 2024, model2vec): every vocabulary token is e
 through llama.cpp with the embedder's own framing and pooling, the rows are reduced by PCA (numpy
 SVD), then weighted by the token's Zipf rank (SIF: a / (a + p(rank))) so that frequent tokens say
 less. A text's vector is the normalised mean of its tokens' rows, tokenized by the same model.
-The table is saved as a .npy keyed by the embedder's fingerprint; same model, same table.
+bench/static_tier.py distils the vocabulary (`--table` keeps its rows) and builds each variant's
+table from these parts.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qmd_daemon.models.embedder import Embedder
-from qmd_daemon.models.static_table import STATIC_DIR, embed_vocabulary
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,12 +30,6 @@ else:  # numpy on first use, after llama.cpp (why: qmd_daemon/numeric.py)
 
 STATIC_DIMS = 256
 SIF_COEFFICIENT = 1e-4  # model2vec's default
-
-
-def table_path(models_dir: Path, fingerprint: str, dims: int = STATIC_DIMS) -> Path:
-    """Where the table of an embedder lives: next to the models, named by its fingerprint."""
-    digest = hashlib.sha256(fingerprint.encode("utf-8")).hexdigest()[:16]
-    return models_dir / STATIC_DIR / f"{digest}-{dims}.npy"
 
 
 def principal_components(rows: np.ndarray, dims: int = STATIC_DIMS) -> np.ndarray:
@@ -54,31 +46,6 @@ def zipf_weights(n_tokens: int) -> np.ndarray:
     inverse_rank = 1.0 / np.arange(2, n_tokens + 2, dtype=np.float64)
     probability = inverse_rank / inverse_rank.sum()
     return (SIF_COEFFICIENT / (SIF_COEFFICIENT + probability)).astype(np.float32)
-
-
-def static_table(vocabulary_rows: np.ndarray, dims: int = STATIC_DIMS) -> np.ndarray:
-    """The vocabulary's vectors reduced and weighted: the table a text's vector is a mean over."""
-    return principal_components(vocabulary_rows, dims) * zipf_weights(len(vocabulary_rows))[:, None]
-
-
-def distill(embedder: Embedder, dims: int = STATIC_DIMS, progress: bool | None = None) -> np.ndarray:
-    """The static table of an embedder: vocabulary embedded, reduced and weighted."""
-    return static_table(embed_vocabulary(embedder, progress), dims)
-
-
-def load_or_distill(embedder: Embedder, models_dir: Path, dims: int = STATIC_DIMS,
-                    progress: bool | None = None) -> np.ndarray:
-    """The saved table for this embedder, distilled and saved (0600 not needed: public data)
-    when there is none yet."""
-    path = table_path(models_dir, embedder.fingerprint, dims)
-    if path.is_file():
-        return np.load(path)
-    table = distill(embedder, dims, progress)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial.npy")
-    np.save(partial, table)
-    partial.replace(path)
-    return table
 
 
 class StaticEmbedder:

@@ -180,7 +180,7 @@ def static_method(ctx: retrieval.Context, vectors: MemoryVectors, static: Static
                   fusion: str = "add") -> retrieval.MethodFn:
     """The engine's pipeline with the static vectors as its vector list (lexical=False: alone);
     vector_weight None: the engine's default; fusion as --fusion."""
-    from qmd_daemon.search.lexical import lexical_search
+    from qmd_daemon.search.lexical import DEFAULT_WEIGHTS, lexical_search
     from qmd_daemon.search.pipeline import LEXICAL_CANDIDATES, SearchModels, SearchOptions, run_search
     from qmd_daemon.search.query import parse_query
 
@@ -194,7 +194,7 @@ def static_method(ctx: retrieval.Context, vectors: MemoryVectors, static: Static
         within = None
         if fusion == "rescore":
             hits = lexical_search(ctx.engine.store, parse_query(query), ids, LEXICAL_CANDIDATES,
-                                  options.bm25_weights)
+                                  DEFAULT_WEIGHTS)
             within = {h.chunk_id for h in hits}
         models = SearchModels(vectors=VectorView(vectors, top, within), embedder=static)
         return [h.path for h in run_search(ctx.engine.store, query, ids, options, models)]

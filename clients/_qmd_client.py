@@ -300,7 +300,8 @@ def write_stamp(root: str, signature: str | None, watched: bool = False) -> None
 
 def _write_private_json(path: str, data: Any) -> None:
     """Owner-only like every state file (they name the user's repositories), replaced whole:
-    a reader sees the old file or the new one. O_TRUNC: a leftover tmp of a killed writer."""
+    a reader sees the old file or the new one. O_TRUNC: a leftover tmp of a killed writer.
+    The package's rule is qmd_daemon/atomic_files.replace_file; a client cannot import it."""
     tmp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:

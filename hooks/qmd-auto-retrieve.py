@@ -27,6 +27,8 @@ def _num(name, default):
 
 
 def _log(message):
+    # the state folder as clients/_qmd_client.state_dir finds it, repeated: this script is a copy in
+    # the hooks folder and may run under a bare python3 (the wrappers' fallback) without the clients
     home = os.environ.get("QMD_DAEMON_HOME")
     base = (
         os.path.join(home, "state")

@@ -1,5 +1,5 @@
 """Every path and knob in one place: the only module that reads a `QMD_*` environment variable
-(tests/test_settings_knobs.py fails on a read anywhere else; docs/configuration.md lists them all).
+(tests/test_settings_knobs.py fails on a read anywhere else; docs/usage.md's table lists them all).
 
 `QMD_DAEMON_HOME` relocates all state (config, cache, state, logs) under one folder, so tests
 never touch the real home. `Settings` holds what the engine, models and daemon use;

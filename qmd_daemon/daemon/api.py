@@ -3,7 +3,6 @@ in-process fallback (`python -m qmd_daemon.daemon search`), so both answer in on
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -25,8 +24,6 @@ from qmd_daemon.search.limits import (
 )
 from qmd_daemon.search.path_filter import path_spec
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
-
-_OPTION_FIELDS = {f.name for f in dataclasses.fields(SearchOptions)}
 
 
 def _int(body: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
@@ -146,7 +143,7 @@ def parse_search(body: dict[str, Any]) -> SearchRequest:
     for flag in ("rerank", "expand", "vectors"):
         if (value := _flag(body, flag)) is not None:
             wanted[flag] = value
-    options = SearchOptions(**{k: v for k, v in wanted.items() if k in _OPTION_FIELDS})
+    options = SearchOptions(**wanted)
     auto = body.get("refresh") == "auto"
     refresh = False if auto else bool(_flag(body, "refresh"))
     return SearchRequest(

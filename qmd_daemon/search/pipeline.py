@@ -58,6 +58,12 @@ from qmd_daemon.text.identifiers import is_acronym
 LEXICAL_CANDIDATES = 200
 FUSED_CANDIDATES = LEXICAL_CANDIDATES + VECTOR_CANDIDATES  # the question's two lists, whole
 EXPANSION_LIST_FACTOR = 0.5  # an expansion line's list weighs half its kind's list for the question
+# Fusion (search/fusion.py): each list's normalised score times its weight, summed. Lexical's list
+# is the unit the other lists' weights (SearchOptions.vector_weight, static_weight, prf_weight) are
+# measured against; a vector list weighs SYMBOL_VECTOR_WEIGHT of its weight for an identifier query
+# (they lean lexical; semble: 0.3 vs 0.5).
+LEXICAL_WEIGHT = 1.0
+SYMBOL_VECTOR_WEIGHT = 0.6
 STRONG_TOP, STRONG_GAP = 0.85, 0.15
 EXPAND_SHARE = 0.5
 MAX_ERROR_HOLDERS = 5  # chunks saying an error message's words, past which it is not its source
@@ -92,10 +98,8 @@ class SearchOptions:
     # EXPAND_SHARE of it, reranking stops starting batches that would end past it (lexical and
     # vector retrieval always run). None: no budget (every step runs in full).
     budget_ms: float | None = 1500.0
-    # Fusion (search/fusion.py): each list's normalised score times its weight, summed.
-    lexical_weight: float = 1.0
+    # Fusion weights, relative to lexical's list (LEXICAL_WEIGHT)
     vector_weight: float = 0.5  # chosen on the broad set, checked on queries (docs/ranking.md "Fusion")
-    symbol_vector_weight: float = 0.6  # identifier queries lean lexical (semble: 0.3 vs 0.5)
     # The static list's (search/static_list.py), while chunks lack deep vectors: 0.25 was the one
     # weight at or above lexical on the dev queries, broad and the held-out set (docs/ranking.md)
     static_weight: float = 0.25
@@ -109,7 +113,6 @@ class SearchOptions:
     # The same for the deep list: its KNN runs with the question's vector moved toward lexical's
     # first chunks' deep vectors (chunks only). None: the question's own vector
     vector_feedback: Feedback | None = None
-    bm25_weights: tuple[float, float, float] = DEFAULT_WEIGHTS
     # gitignore-style patterns (`src/`, `*.py`, `!tests/`) of the files searched: search/path_filter.py
     paths: tuple[str, ...] = ()
     # Pseudo-relevance feedback (search/term_feedback.py): the `prf_terms` best words of the first
@@ -324,10 +327,10 @@ def _retrieve(
     lexical: list[LexicalHit] = []
     rows: dict[int, ChunkRow] = {}
     if options.lexical:
-        lexical = lexical_search(store, parsed, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights,
+        lexical = lexical_search(store, parsed, collection_ids, LEXICAL_CANDIDATES, DEFAULT_WEIGHTS,
                                  file_ids)
         bm25 = {h.chunk_id: h.score for h in lexical}
-        lists.append(_lexical_list("bm25", lexical, options.lexical_weight))
+        lists.append(_lexical_list("bm25", lexical, LEXICAL_WEIGHT))
     clock.lap("lexical")
     trace.strong_signal = _strong_signal(lexical)
     lex_lines, vec_lines = list(parsed.lex), list(parsed.vec) + list(parsed.hyde)
@@ -347,12 +350,12 @@ def _retrieve(
         clock.lap("expand")
     for i, line in enumerate(lex_lines, start=1):
         hits = lexical_search(
-            store, parse_query(line), collection_ids, LEXICAL_CANDIDATES, options.bm25_weights, file_ids
+            store, parse_query(line), collection_ids, LEXICAL_CANDIDATES, DEFAULT_WEIGHTS, file_ids
         )
-        lists.append(_lexical_list(f"bm25:lex{i}", hits, EXPANSION_LIST_FACTOR * options.lexical_weight))
+        lists.append(_lexical_list(f"bm25:lex{i}", hits, EXPANSION_LIST_FACTOR * LEXICAL_WEIGHT))
     vectors = models.vectors if options.vectors else None
     if vectors is not None and models.embedder is not None:
-        weight = options.vector_weight * (options.symbol_vector_weight if parsed.is_symbol_query else 1.0)
+        weight = options.vector_weight * (SYMBOL_VECTOR_WEIGHT if parsed.is_symbol_query else 1.0)
         texts = [(parsed.model_text, "vec", weight)]
         expansion_weight = EXPANSION_LIST_FACTOR * weight
         texts += [(line, f"vec:{i}", expansion_weight) for i, line in enumerate(vec_lines, start=1)]
@@ -376,7 +379,7 @@ def _retrieve(
         # the scope has chunks the deep list cannot find yet: their static vectors count. Not for
         # a bug report: a mean over its hundreds of words knows nothing BM25 does not, and on the
         # three report sets it never lifted one and dropped three (docs/scale.md)
-        weight = options.static_weight * (options.symbol_vector_weight if parsed.is_symbol_query else 1.0)
+        weight = options.static_weight * (SYMBOL_VECTOR_WEIGHT if parsed.is_symbol_query else 1.0)
         ids = [h.chunk_id for h in lexical]
         feedback = options.static_feedback
         file_of = ({cid: row.file_id for cid, row in store.chunks_by_ids(ids).items()}
@@ -411,10 +414,10 @@ def _feedback_list(store: ChunkStore, parsed: ParsedQuery, lexical: list[Lexical
         rows = store.chunks_by_ids([h.chunk_id for h in lexical])
         found = feedback_rescore(store, words, collection_ids, rows)
     else:
-        found = feedback_search(store, words, collection_ids, LEXICAL_CANDIDATES, options.bm25_weights,
+        found = feedback_search(store, words, collection_ids, LEXICAL_CANDIDATES, DEFAULT_WEIGHTS,
                                 file_ids)
     ranked = RankedList("bm25:prf", [cid for cid, _ in found], [score for _, score in found], "bm25",
-                        options.prf_weight * options.lexical_weight)
+                        options.prf_weight * LEXICAL_WEIGHT)
     return ranked, rows
 
 

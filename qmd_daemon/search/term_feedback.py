@@ -1,12 +1,13 @@
 """Pseudo-relevance feedback (RM3, Lavrenko & Croft 2001; Lv & Zhai 2009): the first lexical hits
-are taken as relevant, the words they share that the question does not say become a second
-query, and its list is fused beside BM25 at a small weight. A question says "retry failed
-requests"; the code that does it says `backoff`, `max_retries`, `attempt`."""
+are taken as relevant, and the words they share that the question does not say make one more
+list, fused beside BM25 at a small weight: lexical's own candidates re-scored by the words they
+hold (`feedback_rescore`, the default), or those words as a second FTS query (`feedback_search`,
+SearchOptions.prf_rescore False). A question says "retry failed requests"; the code that does it
+says `backoff`, `max_retries`, `attempt`."""
 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 
 from qmd_daemon.errors import QueryRejected
@@ -14,9 +15,8 @@ from qmd_daemon.search.lexical import LexicalHit, chunks_in_scope, document_freq
 from qmd_daemon.search.query import CODE_NOISE, STOPWORDS, ParsedQuery, content_words
 from qmd_daemon.store.lexical_query import AnyOf
 from qmd_daemon.store.protocols import ChunkRow, ChunkStore
-from qmd_daemon.text.identifiers import indexed_parts
+from qmd_daemon.text.identifiers import NAME, indexed_parts
 
-_IDENTIFIER = re.compile(r"[^\W\d]\w*")
 MIN_TERM_CHARS = 3  # `i`, `x`, `ok`: names of anything
 MIN_QUESTION_TERMS = 2
 MAX_QUESTION_TERMS = 10  # past it a bug report (every report of the sets has 12+): feedback lost them
@@ -36,7 +36,7 @@ def is_feedback_question(parsed: ParsedQuery) -> bool:
 def _chunk_words(text: str) -> Counter[str]:
     """Each identifier of a chunk, lowercased, whole and as its parts (as the index holds them)."""
     words: Counter[str] = Counter()
-    for word, count in Counter(m.group(0) for m in _IDENTIFIER.finditer(text)).items():
+    for word, count in Counter(m.group(0) for m in NAME.finditer(text)).items():
         words[word.lower()] += count
         for part in indexed_parts(word):
             words[part] += count

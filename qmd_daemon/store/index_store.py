@@ -107,6 +107,14 @@ class IndexStore:
     def close(self) -> None:
         self.conn.close()
 
+    def meta_value(self, key: str) -> str | None:
+        """A `meta` row's value (the vector models' fingerprints and shapes), None when unset."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One write transaction: everything inside lands together or not at all."""

@@ -139,16 +139,9 @@ class StaticVectors(SharedStaticQueries):
         self.store = store
         self.conn: Any = store.conn
 
-    def _meta(self, key: str) -> str | None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
-
-    def _set_meta(self, key: str, value: str) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
-
     def active_model(self) -> str | None:
         """The fingerprint of the static model the stored vectors come from."""
-        return self._meta("static_model")
+        return self.store.meta_value("static_model")
 
     def ensure(self, fingerprint: str) -> bool:
         """Make the tables fit this static model; True when another model's vectors were dropped."""
@@ -158,7 +151,7 @@ class StaticVectors(SharedStaticQueries):
         with self.store.transaction():
             self.conn.execute("DELETE FROM static_vectors")
             self.conn.execute("DELETE FROM static_token_df")
-            self._set_meta("static_model", fingerprint)
+            self.store.set_meta("static_model", fingerprint)
         return current is not None
 
     def _execute(self, sql: str, params: list[Any]) -> Any:

@@ -58,15 +58,11 @@ class VectorIndex:
         self.conn: Any = store.conn
         self.quantization = quantization
 
-    def _meta(self, key: str) -> str | None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
-
     def active_model(self) -> tuple[str, int, str] | None:
-        fingerprint, dim = self._meta("vector_model"), self._meta("vector_dim")
+        fingerprint, dim = self.store.meta_value("vector_model"), self.store.meta_value("vector_dim")
         if not fingerprint or not dim:
             return None
-        return fingerprint, int(dim), self._meta("vector_quantization") or "float"
+        return fingerprint, int(dim), self.store.meta_value("vector_quantization") or "float"
 
     def ensure(self, fingerprint: str, dim: int) -> bool:
         """Make the table fit this model; returns True when earlier vectors were dropped."""
@@ -75,7 +71,7 @@ class VectorIndex:
             if not self._codes_ready():
                 with self.store.transaction():  # an index that older code embedded: codes from its vectors
                     derive_codes(self.conn, self.quantization)
-                    self._set_meta("vector_codes", fingerprint)
+                    self.store.set_meta("vector_codes", fingerprint)
             return False
         with self.store.transaction():
             self.conn.execute("DELETE FROM chunk_codes")
@@ -97,16 +93,13 @@ class VectorIndex:
                 ("vector_quantization", self.quantization),
                 ("vector_codes", fingerprint),
             ):
-                self._set_meta(key, value)
+                self.store.set_meta(key, value)
         return current is not None
-
-    def _set_meta(self, key: str, value: str) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
     def _codes_ready(self) -> bool:
         """Whether chunk_codes covers the active model's vectors (set by ensure or the migration)."""
         active = self.active_model()
-        return active is not None and self._meta("vector_codes") == active[0]
+        return active is not None and self.store.meta_value("vector_codes") == active[0]
 
     def _encode(self, quantization: str | None = None) -> str:
         return "vec_quantize_int8(?, 'unit')" if (quantization or self.quantization) == "int8" else "?"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NAME = re.compile(r"[^\W\d]\w*")  # an identifier in any script (`größe_berechnen`)
+NAME = re.compile(r"[^\W\d]\w*")  # an identifier in any script (`größe_berechnen`)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
@@ -29,7 +29,7 @@ def split_identifier(word: str) -> list[str]:
 def identifier_parts_text(text: str) -> str:
     """The parts of every compound identifier in text, space-separated (one run per occurrence)."""
     out: list[str] = []
-    for match in _NAME.finditer(text):
+    for match in NAME.finditer(text):
         out.extend(indexed_parts(match.group(0)))
     return " ".join(out)
 

@@ -82,6 +82,18 @@ def test_methods_registry_has_baselines_and_engine_variants():
     assert all(name in retrieval.METHODS for name in retrieval.ENGINE_VARIANTS)
 
 
+def test_feedback_variants_keep_the_way_their_name_says():
+    """A plain `lexical-prf-...` is the second FTS query docs/ranking.md measured, `-rescore` the
+    re-scoring of lexical's candidates: once the product's default became the re-scoring, the plain
+    names silently ran it too (the two were one method under two names)."""
+    from qmd_daemon.search.pipeline import SearchOptions
+
+    variants = retrieval.ENGINE_VARIANTS
+    for name in ("lexical-prf-k5-m20-w0.1", "lexical-prf-k5-m10-w0.2+reports"):
+        assert SearchOptions(**variants[name]).prf_rescore is False, name
+    assert SearchOptions(**variants["lexical-prf-k5-m20-w0.1-rescore"]).prf_rescore is True
+
+
 def test_missing_corpora_prints_hint(tmp_path, capsys):
     assert retrieval.main(["--corpora", str(tmp_path / "nope"), "--files", "walk"]) == 2
     assert "get-dev-corpora.sh" in capsys.readouterr().err

@@ -3,19 +3,15 @@ are deterministic, and chunk vectors from the table find the chunk a question is
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from bench.static_embedder import (
-    STATIC_DIMS,
-    StaticEmbedder,
-    load_or_distill,
-    table_path,
-)
+from bench.static_embedder import STATIC_DIMS, StaticEmbedder, principal_components, zipf_weights
 from qmd_daemon.models.embedder import Embedder
-from qmd_daemon.models.static_table import embed_vocabulary
+from qmd_daemon.models.static_table import STATIC_DIR, embed_vocabulary
 from tests.conftest import MODELS_DIR, indexed
 
 
@@ -28,8 +24,18 @@ def embedder(small_models: dict[str, Path]) -> Embedder:
 
 @pytest.fixture(scope="module")
 def table(embedder: Embedder) -> np.ndarray:
-    """The whole distilled table, kept in .test-cache/models/static (about a minute the first time)."""
-    return load_or_distill(embedder, MODELS_DIR)
+    """The whole vocabulary distilled, reduced and Zipf-weighted (bench/static_tier.py's `zipf`
+    variant), kept in .test-cache/models/static by the embedder's fingerprint (about a minute the
+    first time)."""
+    digest = hashlib.sha256(embedder.fingerprint.encode("utf-8")).hexdigest()[:16]
+    path = MODELS_DIR / STATIC_DIR / f"{digest}-{STATIC_DIMS}.npy"
+    if path.is_file():
+        return np.load(path)
+    rows = embed_vocabulary(embedder, progress=False)
+    table = principal_components(rows, STATIC_DIMS) * zipf_weights(len(rows))[:, None]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, table)
+    return table
 
 
 def test_token_rows_are_deterministic_and_independent_of_the_batch(embedder: Embedder) -> None:
@@ -47,15 +53,6 @@ def test_token_rows_are_deterministic_and_independent_of_the_batch(embedder: Emb
     row = embed_vocabulary(embedder, progress=False, tokens=[token])[0]
     reference = np.asarray(embedder.embed_documents(["cookie"])[0])
     assert float(reference @ (row / np.linalg.norm(row))) > 0.999
-
-
-def test_table_is_saved_by_fingerprint_and_loaded_back(embedder: Embedder, table: np.ndarray) -> None:
-    path = table_path(MODELS_DIR, embedder.fingerprint)
-    assert path.is_file()
-    assert table.shape[1] == STATIC_DIMS
-    with embedder.handle.acquire() as llm:
-        assert table.shape[0] == llm.n_vocab()
-    np.testing.assert_array_equal(load_or_distill(embedder, MODELS_DIR), table)
 
 
 def test_static_vectors_rank_the_chunk_a_question_is_about_first(
