@@ -205,6 +205,20 @@ def _time_set(engine: Any, queries: list[str], collection: str, expand: bool, re
     }
 
 
+def workdir_settings(workdir: Path) -> Settings:
+    """The user's settings with every folder the engine writes moved into `workdir`, which the
+    parent removes: "Auto = No installs nothing" (the cache folder held the walk's listings when
+    the fixtures lie outside git, as in a pip or tarball install). The models stay where the
+    parent's QMD_MODELS_DIR points."""
+    return replace(
+        Settings.from_env(),
+        config_dir=workdir / "config",
+        cache_dir=workdir / "cache",
+        index_path=workdir / "index.sqlite",
+        state_dir=workdir / "state",
+    )
+
+
 def measure_device(
     device: str,
     profile: str,
@@ -221,12 +235,7 @@ def measure_device(
 
     queries = json.loads((fixtures / "queries.json").read_text(encoding="utf-8"))
     limits = thresholds()
-    settings = replace(
-        Settings.from_env(),
-        config_dir=workdir / "config",
-        index_path=workdir / "index.sqlite",
-        state_dir=workdir / "state",
-    )
+    settings = workdir_settings(workdir)
     config = IndexConfig.load(settings.config_file)
     config.set_models({"profile": profile, "device": device})
     config.save()

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from qmd_daemon.ingest.listings import listings_file
 from qmd_daemon.search.pipeline import SearchOptions
 from qmd_daemon.setup import tasks
-from qmd_daemon.setup.bench import StaticRates, busy_note, choose_roles, models_without_rows
+from qmd_daemon.setup.bench import StaticRates, busy_note, choose_roles, models_without_rows, workdir_settings
 from tests.conftest import MODELS_DIR, REPO_ROOT
 
 DEFAULTS = SearchOptions()
@@ -99,6 +100,21 @@ def test_the_child_sees_the_models_without_their_rows(tmp_path: Path, monkeypatc
     assert (view / "embed.gguf").read_bytes() == b"gguf" and (view / "downloads").is_dir()
     monkeypatch.chdir(workdir)  # the child runs elsewhere
     assert (view / "embed.gguf").read_bytes() == b"gguf"
+
+
+def test_the_benchmark_writes_into_its_own_folder_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # Auto = No installs nothing: the cache folder was the user's, and the walk of fixtures outside
+    # git (a pip or tarball install) left its listings there (~/.cache/qmd-daemon/listings/...)
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("QMD_MODELS_DIR", str(tmp_path / "models"))
+    for name in ("QMD_CONFIG_DIR", "QMD_INDEX_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    work = tmp_path / "work"
+    settings = workdir_settings(work)
+    written = (settings.config_dir, settings.cache_dir, settings.state_dir, settings.index_path,
+               listings_file(settings.cache_dir, "qmd-benchmark"))
+    assert all(path.is_relative_to(work) for path in written), written
+    assert settings.models_dir == tmp_path / "models"  # the parent's models, read where they are
 
 
 def test_deep_limit_is_the_index_embedding_within_the_minutes():
