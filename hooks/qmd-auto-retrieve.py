@@ -29,14 +29,13 @@ def _num(name, default):
 def _log(message):
     # the state folder as clients/_qmd_client.state_dir finds it, repeated: this script is a copy in
     # the hooks folder and may run under a bare python3 (the wrappers' fallback) without the clients
-    home = os.environ.get("QMD_DAEMON_HOME")
+    # (a `~` in a variable set by an agent's settings file, which no shell expanded, too)
+    home = os.path.expanduser(os.environ.get("QMD_DAEMON_HOME") or "")
+    state = os.path.expanduser(os.environ.get("XDG_STATE_HOME") or "")
     base = (
         os.path.join(home, "state")
         if home
-        else os.path.join(
-            os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state"),
-            "qmd-daemon",
-        )
+        else os.path.join(state or os.path.join(os.path.expanduser("~"), ".local", "state"), "qmd-daemon")
     )
     try:
         os.makedirs(os.path.join(base, "logs"), mode=0o700, exist_ok=True)

@@ -177,6 +177,21 @@ def test_auto_retrieve_never_fails_a_prompt(tmp_path):
     assert slow.returncode == 0 and slow.stdout == ""
 
 
+def test_auto_retrieve_logs_under_a_home_given_with_a_tilde(tmp_path):
+    # an agent's settings file sets QMD_DAEMON_HOME="~/..." unexpanded: the log went to a folder
+    # named `~` in whatever folder the hook ran from (the clients expand it)
+    search = _script(tmp_path / "ai-search", "echo 'not json'\nexit 3\n")
+    env = _env(tmp_path, QMD_AI_SEARCH=str(search), QMD_DAEMON_HOME="~/qmd-tilde", HOME=str(tmp_path))
+    ran_in = tmp_path / "cwd"
+    ran_in.mkdir()
+    prompt = {"prompt": "where are failed requests retried with backoff", "cwd": str(tmp_path)}
+    proc = subprocess.run([sys.executable, str(RETRIEVE_HOOK)], input=json.dumps(prompt), env=env, cwd=ran_in,
+                          capture_output=True, text=True, timeout=20)
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert (tmp_path / "qmd-tilde/state/logs/hooks.log").read_text().strip()
+    assert not (ran_in / "~").exists()
+
+
 def test_auto_retrieve_with_the_real_ai_search_keeps_non_ascii_text(tmp_path):
     """The real ai-search (in-process: no daemon needed), with Windows' stream setup simulated
     (PYTHONIOENCODING=cp1252): the prompt and the snippet keep their box-drawing and CJK text."""
