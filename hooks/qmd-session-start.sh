@@ -7,10 +7,19 @@ QMD_WARM_DEFAULT=""  # filled in by the installer with its qmd-warm wrapper
 
 umask 077  # the log folder and hooks.log are the user's alone, like every state file
 dir=${CLAUDE_PROJECT_DIR:-$PWD}
+# A leading ~ that no shell expanded (a variable set in an agent's settings file) means the home
+# folder, as the clients read it: else the log would land in a folder named ~ under the project.
+home_path() {
+  case $1 in
+    "~") printf '%s' "$HOME" ;;
+    "~/"*) printf '%s/%s' "$HOME" "${1#"~/"}" ;;
+    *) printf '%s' "$1" ;;
+  esac
+}
 if [ -n "$QMD_DAEMON_HOME" ]; then
-  log_dir="$QMD_DAEMON_HOME/state/logs"
+  log_dir="$(home_path "$QMD_DAEMON_HOME")/state/logs"
 else
-  log_dir="${XDG_STATE_HOME:-$HOME/.local/state}/qmd-daemon/logs"
+  log_dir="$(home_path "${XDG_STATE_HOME:-$HOME/.local/state}")/qmd-daemon/logs"
 fi
 root=$(git -C "$dir" rev-parse --show-toplevel 2>/dev/null) || exit 0
 [ -n "$root" ] || exit 0

@@ -77,6 +77,16 @@ def test_outside_a_git_repository_the_hook_does_nothing(tmp_path):
     assert not marker.exists()
 
 
+def test_session_start_logs_under_a_home_given_with_a_tilde(tmp_path):
+    # QMD_DAEMON_HOME="~/..." from an agent's settings file, unexpanded: the hook made a folder
+    # named ~ inside the user's repository for its log
+    repo = _git_repo(tmp_path / "repo")
+    _run_hook(repo, _env(tmp_path, QMD_DAEMON_HOME="~/qmd-tilde", HOME=str(tmp_path), QMD_WARM="/nonexistent",
+                         PATH="/usr/bin:/bin"))
+    assert "qmd-warm not found" in (tmp_path / "qmd-tilde/state/logs/hooks.log").read_text()
+    assert not (repo / "~").exists()
+
+
 def test_hook_returns_without_waiting_for_the_warm(tmp_path):
     repo = _git_repo(tmp_path / "repo")
     marker, go = tmp_path / "warmed", tmp_path / "go"
