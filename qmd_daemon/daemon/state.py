@@ -74,8 +74,16 @@ def write_state(state_dir: Path, state: DaemonState) -> Path:
 
 
 def read_state(state_dir: Path) -> DaemonState | None:
+    """The state file, or None when no daemon could have written it: the clients' rule
+    (clients/_qmd_client.read_state), so `serve`, `stop` and `status` see the same daemon as
+    `ai-search` (a port past 65535 raised OverflowError out of a connect here)."""
     try:
         raw = json.loads(state_path(state_dir).read_text(encoding="utf-8"))
+        port, pid = raw["port"], raw["pid"]
+        if type(port) is not int or not 0 < port < 65536 or type(pid) is not int:
+            return None
+        if not isinstance(raw["token"], str):
+            return None
         return DaemonState(
             port=int(raw["port"]),
             token=str(raw["token"]),

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clients import _qmd_client as qc
-from qmd_daemon.daemon.state import DaemonState, probe_health, write_state
+from qmd_daemon.daemon.state import DaemonState, probe_health, read_state, write_state
 from tests.daemon.support import Stranger, make_repo, run_client, state_of, wait_for
 
 QUERY = "parse cookie header"
@@ -152,9 +152,14 @@ def test_a_state_file_no_daemon_wrote_is_taken_as_none(
     (tmp_path / "state").mkdir()
     (tmp_path / "state" / qc.STATE_FILE).write_text(json.dumps(content))
     assert qc.read_state() is None
+    # the daemon's side reads it by the same rule (`serve`, `stop`, `status`): it took the port
+    # past 65535 and the string "8080" for a daemon
+    assert read_state(tmp_path / "state") is None
     good = {"port": 8080, "token": TOKEN, "pid": 1}
     (tmp_path / "state" / qc.STATE_FILE).write_text(json.dumps(good))
     assert qc.read_state() == good
+    expected = DaemonState(port=8080, token=TOKEN, pid=1, version="", started_at=0.0)
+    assert read_state(tmp_path / "state") == expected
 
 
 def test_ai_search_past_a_port_out_of_range_starts_a_daemon(daemon_home: Path, repo: Path) -> None:
