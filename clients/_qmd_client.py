@@ -223,19 +223,46 @@ def run_git(root: str, *args: str) -> bytes | None:
 
 
 def repo_signature(root: str) -> str | None:
-    """The files the index takes from `root` as git lists them (tracked, and untracked but not
-    ignored: what scan.py indexes) with the size and mtime of each: equal signatures mean nothing
-    the index sees has changed. Not `git status`: for a file whose mtime moved but whose size did
-    not, status reads it through the repository's clean filter, a program .git/config names.
-    None when git cannot tell (the caller then refreshes). A checksum, not a cryptographic hash: a
-    miss costs one refresh the watcher would do anyway."""
+    """The files the index takes from `root`'s repository (the outer one for a submodule) as git
+    lists them (tracked, and untracked but not ignored: what scan.py indexes) with the size and
+    mtime of each: equal signatures mean nothing the index sees has changed. Not `git status`:
+    for a file whose mtime moved but whose size did not, status reads it through the repository's
+    clean filter, a program .git/config names. None when git cannot tell (the caller then
+    refreshes). A checksum, not a cryptographic hash: a miss costs one refresh the watcher would
+    do anyway."""
     import zlib
 
-    parts = _listing_stats(os.fsencode(root))
+    parts = _listing_stats(os.fsencode(_listing_root(root)))
     if parts is None:
         return None
     blob = b"".join(parts)
     return f"{len(blob)}-{zlib.crc32(blob):08x}-{zlib.adler32(blob):08x}"
+
+
+def _listing_root(root: str) -> str:
+    """The repository whose listing holds `root`: `root`, or the one above when `root` is a
+    submodule its .gitmodules declares (scan.py lists a submodule with the outer repository, whose
+    collection then answers a search made inside it: an edit outside the submodule is the
+    collection's change too). A superset never misses a change; it may cost a refresh."""
+    while True:
+        parent = os.path.dirname(root)
+        if parent == root:
+            return root
+        above, is_git = repo_root(parent)
+        if not is_git or os.path.relpath(root, above).replace(os.sep, "/") not in _declared_submodules(above):
+            return root
+        root = above
+
+
+def _declared_submodules(top: str) -> set[str]:
+    """The `path = ...` entries of `top`/.gitmodules (read, not asked of git: a call costs more)."""
+    try:
+        with open(os.path.join(top, ".gitmodules"), encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return set()
+    pairs = (line.strip().partition("=") for line in lines)
+    return {value.strip().strip('"') for key, _, value in pairs if key.strip() == "path"}
 
 
 def _listing_stats(root: bytes) -> list[bytes] | None:
