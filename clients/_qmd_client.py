@@ -685,11 +685,19 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
                 if _older_than_client(fresh):
                     _keep_older(fresh)
                 return fresh
-            if child is not None and child.poll() not in (None, 0):
+            code = None if child is None else child.poll()
+            if code not in (None, 0):
                 # it said why in its log and will not answer: no waiting out the timeout (a
-                # damaged index or a bad index.yml cost every ai-search 20 s); exit 0 is a serve
-                # that found another daemon healthy, which the loop above is waiting for
+                # damaged index or a bad index.yml cost every ai-search 20 s)
                 raise DaemonUnavailable(f"the daemon exited at start: {last_log_line('daemon.log')}")
+            if code == 0:
+                # a serve that found another daemon healthy, or one that stopped before this
+                # client got to it (an idle exit, a shutdown): the timeout would be waited out
+                # for nothing. The healthy one is taken on the next pass, even when it is the
+                # one whose handshake failed before
+                if not healthy(read_state()):
+                    raise DaemonUnavailable(f"the daemon stopped at start: {last_log_line('daemon.log')}")
+                state = child = None
     finally:
         if spawned:
             _release_spawn()

@@ -130,6 +130,26 @@ def test_a_daemon_that_fails_at_start_is_not_waited_for(daemon_home: Path, repo:
     assert lines[1].startswith("ai-search: error: index ") and len(lines) == 2
 
 
+def test_a_daemon_that_stops_at_once_is_not_waited_for(daemon_home: Path, repo: Path, tmp_path: Path) -> None:
+    # a serve that exits 0 (an idle exit or a shutdown before this client asked) was taken for one
+    # that found another daemon healthy: ai-search waited out its whole start timeout (20 s)
+    stopping = tmp_path / "stopping-python"
+    stopping.write_text(
+        "#!/bin/sh\n"
+        'if [ "$3" = serve ]; then echo "qmd-daemon stopped (idle for 0 minutes)"; exit 0; fi\n'
+        f'exec {sys.executable} "$@"\n'
+    )
+    stopping.chmod(0o755)
+    proc = run_client("ai_search.py", "parse cookie header", home=daemon_home, cwd=repo,
+                      QMD_DAEMON_PYTHON=str(stopping), QMD_START_TIMEOUT="3600", timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith(
+        "ai-search: daemon unavailable (the daemon stopped at start: qmd-daemon stopped (idle for 0 "
+        "minutes)); searching in-process"
+    ), proc.stderr
+    assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
+
+
 def test_json_is_utf8_where_the_locale_is_not(daemon_home: Path, tmp_path: Path) -> None:
     """Agents on Windows read ai-search through a pipe, which Python gives the ANSI code page;
     PYTHONIOENCODING=cp1252 makes the same stream here. The snippet comes out whole, as UTF-8."""
