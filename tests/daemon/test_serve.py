@@ -81,15 +81,15 @@ def test_stale_state_is_replaced(daemon_home: Path) -> None:
 def test_idle_exit_removes_the_state_file(daemon_home: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "qmd_daemon.daemon", "serve"],
-        env=env_for(daemon_home, QMD_IDLE_MINUTES="0.02"),
+        env=env_for(daemon_home, QMD_IDLE_MINUTES="0.04"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    # no health probe meanwhile: on a loaded box it could miss the 1.2 s the daemon lives; the
+    # no health probe meanwhile: on a loaded box it could miss the 2.4 s the daemon lives; the
     # daemon logs "listening" only after it wrote its state file, so the file was there
     out, err = proc.communicate(timeout=60)  # a ceiling: it returns when the daemon exits
-    assert proc.returncode == 0 and "idle for 0.02 minutes" in out
+    assert proc.returncode == 0 and "idle for 0.04 minutes" in out
     assert "listening on 127.0.0.1:" in err and f"(pid {proc.pid})" in err, err
     assert not (daemon_home / "state" / "daemon.json").exists()
     assert not pid_running(proc.pid)
