@@ -650,6 +650,15 @@ def daemon_lock_held() -> bool:
         os.close(fd)
 
 
+def _lock_pid() -> int | None:
+    """The pid the lock's holder wrote in it (qmd_daemon/locks.py::file_lock), None if unknown."""
+    try:
+        with open(os.path.join(state_dir(), LOCK_FILE), encoding="ascii") as handle:
+            return int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | None = None) -> dict[str, Any]:
     """The state of a healthy daemon, starting one (detached) when there is none or it is older
     than this client (retire_older). `failed`: a state that just failed its handshake (not asked
@@ -670,7 +679,9 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
         state = read_state()
     elif state is not None and state != failed and healthy(state):
         return state
-    if state is not None and daemon_lock_held():
+    if state is not None and daemon_lock_held() and _lock_pid() in (None, state.get("pid")):
+        # a lock held by another pid is a daemon starting after this one died (kill -9 leaves its
+        # state file): another client started it, and it answers in a moment
         raise DaemonUnavailable(f"the daemon (pid {state.get('pid')}) is running but does not answer")
     spawned = _claim_spawn()
     try:

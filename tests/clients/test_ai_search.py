@@ -18,9 +18,11 @@ from tests.conftest import BOX_PY, MODELS_DIR
 from tests.daemon.support import (
     CLIENTS,
     env_for,
+    hold_daemon_lock,
     make_repo,
     pid_running,
     run_client,
+    start_serve,
     state_of,
     wait_for,
 )
@@ -148,6 +150,23 @@ def test_a_daemon_that_stops_at_once_is_not_waited_for(daemon_home: Path, repo: 
         "minutes)); searching in-process"
     ), proc.stderr
     assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
+
+
+def test_a_daemon_starting_after_a_killed_one_is_waited_for(daemon_home: Path, repo: Path) -> None:
+    """kill -9 leaves the state file; while one client's new daemon starts (it holds the lock,
+    another pid than the file names), a second client took it for the dead one, hung, and
+    searched in-process (bench/soak.py: searches around a kill mid-embed)."""
+    dead = start_serve(daemon_home)
+    wait_for(lambda: (state_of(daemon_home) or {}).get("pid") == dead.pid, timeout=60)
+    dead.kill()
+    dead.wait(timeout=30)
+    starting = hold_daemon_lock(daemon_home, 1.0, "serve")
+    proc = run_client("ai_search.py", "parse cookie header", home=daemon_home, cwd=repo, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "in-process" not in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
+    assert state_of(daemon_home)["pid"] != dead.pid
+    assert starting.poll() in (None, 0)  # serving, or gone once it found the other one answering
 
 
 def test_json_is_utf8_where_the_locale_is_not(daemon_home: Path, tmp_path: Path) -> None:
