@@ -763,15 +763,20 @@ def serve_forever(
     )
     lock = LifetimeLock(settings.state_dir)
     if not lock.try_acquire():
+        # another daemon: starting (it answers soon) or stopping (an idle exit, a kill: it lets go
+        # of the lock, and this one takes over instead of giving up after the wait)
         deadline = time.monotonic() + wait_for_other
-        while time.monotonic() < deadline:
+        while True:
             state = _running(settings.state_dir)
             if state is not None:
                 say(f"qmd-daemon already running on 127.0.0.1:{state.port} (pid {state.pid})")
                 return 0
-            time.sleep(0.1)
-        print(f"qmd-daemon: error: another daemon holds {lock.path} but does not answer", file=sys.stderr)
-        return 1
+            if lock.try_acquire():
+                break
+            if time.monotonic() >= deadline:
+                said = f"qmd-daemon: error: another daemon holds {lock.path} but does not answer"
+                print(said, file=sys.stderr)
+                return 1
     try:
         # holding the lifetime lock, no other daemon of this home lives: any state file is stale
         # (and its port may now belong to anyone, so it is not even asked)

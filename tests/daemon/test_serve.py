@@ -22,6 +22,7 @@ from qmd_daemon.settings import Settings
 from tests.conftest import run_cli
 from tests.daemon.support import (
     env_for,
+    hold_daemon_lock,
     make_repo,
     pid_running,
     start_serve,
@@ -76,6 +77,19 @@ def test_stale_state_is_replaced(daemon_home: Path) -> None:
     proc = start_serve(daemon_home)
     state = healthy_state(daemon_home)
     assert state.pid == proc.pid and state.token != "x"
+
+
+def test_a_second_start_takes_over_when_the_first_daemon_lets_go(daemon_home: Path) -> None:
+    """A serve started while another daemon holds the lock and is stopping (an idle exit closing
+    its jobs, up to 25 s) waited 20 s for it to answer, then exited 1: the client that started it
+    searched in-process. It takes the lock once it is free and serves."""
+    holder = hold_daemon_lock(daemon_home, 1.0, "exit")
+    proc = start_serve(daemon_home)
+    serving = lambda: (state_of(daemon_home) or {}).get("pid") == proc.pid  # noqa: E731
+    wait_for(lambda: proc.poll() is not None or serving(), timeout=60)
+    assert proc.poll() is None, proc.communicate()
+    assert healthy_state(daemon_home).pid == proc.pid
+    assert holder.wait(timeout=30) == 0
 
 
 def test_idle_exit_removes_the_state_file(daemon_home: Path) -> None:
