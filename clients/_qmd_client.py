@@ -26,6 +26,8 @@ START_TIMEOUT_S = float(os.environ.get("QMD_START_TIMEOUT", "20"))
 # stranger, a hung daemon or a busy one, and the user should not wait on it
 HANDSHAKE_TIMEOUT_S = float(os.environ.get("QMD_HANDSHAKE_TIMEOUT", "3"))
 LOG_MAX_BYTES = 5 * 1024 * 1024
+# how long a daemon whose port failed may keep its lock before it counts as hung (ensure_daemon)
+LOCK_LET_GO_S = 2.0
 # The daemon's proof that it holds the token: HMAC-SHA256(token, PROOF_LABEL | port | nonce), made
 # by qmd_daemon/daemon/state.py::daemon_proof, which imports these constants from here.
 PROOF_LABEL = b"qmd-daemon proof v1: daemon to client"
@@ -650,6 +652,19 @@ def daemon_lock_held() -> bool:
         os.close(fd)
 
 
+def _hung(state: dict[str, Any]) -> bool:
+    """The daemon of `state`, whose port just failed, still holds its lock after LOCK_LET_GO_S.
+    A killed one lets go as the kernel frees its memory (a second with the models loaded), and
+    one stopping at the end of its close; a lock held by another pid than the state file names is
+    a daemon starting after a kill (kill -9 leaves the file), which another client started."""
+    deadline = time.monotonic() + LOCK_LET_GO_S
+    while daemon_lock_held() and _lock_pid() in (None, state.get("pid")):
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def _lock_pid() -> int | None:
     """The pid the lock's holder wrote in it (qmd_daemon/locks.py::file_lock), None if unknown."""
     try:
@@ -679,9 +694,7 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
         state = read_state()
     elif state is not None and state != failed and healthy(state):
         return state
-    if state is not None and daemon_lock_held() and _lock_pid() in (None, state.get("pid")):
-        # a lock held by another pid is a daemon starting after this one died (kill -9 leaves its
-        # state file): another client started it, and it answers in a moment
+    if state is not None and _hung(state):
         raise DaemonUnavailable(f"the daemon (pid {state.get('pid')}) is running but does not answer")
     spawned = _claim_spawn()
     try:

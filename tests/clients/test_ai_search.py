@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from qmd_daemon.daemon.state import DaemonState, write_state
+from qmd_daemon.store.schema import SCHEMA_VERSION
 from tests.conftest import BOX_PY, MODELS_DIR
 from tests.daemon.support import (
     CLIENTS,
@@ -167,6 +170,27 @@ def test_a_daemon_starting_after_a_killed_one_is_waited_for(daemon_home: Path, r
     assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
     assert state_of(daemon_home)["pid"] != dead.pid
     assert starting.poll() in (None, 0)  # serving, or gone once it found the other one answering
+
+
+def test_a_killed_daemon_still_letting_go_of_its_lock_is_not_taken_for_a_hung_one(
+    daemon_home: Path, repo: Path
+) -> None:
+    """kill -9 of a daemon with its models loaded: its port fails at once, its lock goes only
+    once the kernel has freed its memory. A client asking then took it for a hung daemon and
+    searched in-process (bench/soak.py: 2 of 4 searches around a kill mid-embed)."""
+    dying = hold_daemon_lock(daemon_home, 0.5, "exit")  # holds the lock with its own pid, then goes
+    closed = socket.create_server(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there any more
+    dead = DaemonState(
+        port=port, token="t" * 43, pid=dying.pid, version="0", started_at=0, schema=SCHEMA_VERSION
+    )
+    write_state(daemon_home / "state", dead)
+    proc = run_client("ai_search.py", "parse cookie header", home=daemon_home, cwd=repo, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "in-process" not in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
+    assert state_of(daemon_home)["pid"] != dying.pid
 
 
 def test_json_is_utf8_where_the_locale_is_not(daemon_home: Path, tmp_path: Path) -> None:
