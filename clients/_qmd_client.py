@@ -26,6 +26,8 @@ START_TIMEOUT_S = float(os.environ.get("QMD_START_TIMEOUT", "20"))
 # stranger, a hung daemon or a busy one, and the user should not wait on it
 HANDSHAKE_TIMEOUT_S = float(os.environ.get("QMD_HANDSHAKE_TIMEOUT", "3"))
 LOG_MAX_BYTES = 5 * 1024 * 1024
+# how long a daemon whose port failed may keep its lock before it counts as hung (ensure_daemon)
+LOCK_LET_GO_S = 2.0
 # The daemon's proof that it holds the token: HMAC-SHA256(token, PROOF_LABEL | port | nonce), made
 # by qmd_daemon/daemon/state.py::daemon_proof, which imports these constants from here.
 PROOF_LABEL = b"qmd-daemon proof v1: daemon to client"
@@ -223,19 +225,46 @@ def run_git(root: str, *args: str) -> bytes | None:
 
 
 def repo_signature(root: str) -> str | None:
-    """The files the index takes from `root` as git lists them (tracked, and untracked but not
-    ignored: what scan.py indexes) with the size and mtime of each: equal signatures mean nothing
-    the index sees has changed. Not `git status`: for a file whose mtime moved but whose size did
-    not, status reads it through the repository's clean filter, a program .git/config names.
-    None when git cannot tell (the caller then refreshes). A checksum, not a cryptographic hash: a
-    miss costs one refresh the watcher would do anyway."""
+    """The files the index takes from `root`'s repository (the outer one for a submodule) as git
+    lists them (tracked, and untracked but not ignored: what scan.py indexes) with the size and
+    mtime of each: equal signatures mean nothing the index sees has changed. Not `git status`:
+    for a file whose mtime moved but whose size did not, status reads it through the repository's
+    clean filter, a program .git/config names. None when git cannot tell (the caller then
+    refreshes). A checksum, not a cryptographic hash: a miss costs one refresh the watcher would
+    do anyway."""
     import zlib
 
-    parts = _listing_stats(os.fsencode(root))
+    parts = _listing_stats(os.fsencode(_listing_root(root)))
     if parts is None:
         return None
     blob = b"".join(parts)
     return f"{len(blob)}-{zlib.crc32(blob):08x}-{zlib.adler32(blob):08x}"
+
+
+def _listing_root(root: str) -> str:
+    """The repository whose listing holds `root`: `root`, or the one above when `root` is a
+    submodule its .gitmodules declares (scan.py lists a submodule with the outer repository, whose
+    collection then answers a search made inside it: an edit outside the submodule is the
+    collection's change too). A superset never misses a change; it may cost a refresh."""
+    while True:
+        parent = os.path.dirname(root)
+        if parent == root:
+            return root
+        above, is_git = repo_root(parent)
+        if not is_git or os.path.relpath(root, above).replace(os.sep, "/") not in _declared_submodules(above):
+            return root
+        root = above
+
+
+def _declared_submodules(top: str) -> set[str]:
+    """The `path = ...` entries of `top`/.gitmodules (read, not asked of git: a call costs more)."""
+    try:
+        with open(os.path.join(top, ".gitmodules"), encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return set()
+    pairs = (line.strip().partition("=") for line in lines)
+    return {value.strip().strip('"') for key, _, value in pairs if key.strip() == "path"}
 
 
 def _listing_stats(root: bytes) -> list[bytes] | None:
@@ -624,6 +653,28 @@ def daemon_lock_held() -> bool:
         os.close(fd)
 
 
+def _hung(state: dict[str, Any]) -> bool:
+    """The daemon of `state`, whose port just failed, still holds its lock after LOCK_LET_GO_S.
+    A killed one lets go as the kernel frees its memory (a second with the models loaded), and
+    one stopping at the end of its close; a lock held by another pid than the state file names is
+    a daemon starting after a kill (kill -9 leaves the file), which another client started."""
+    deadline = time.monotonic() + LOCK_LET_GO_S
+    while daemon_lock_held() and _lock_pid() in (None, state.get("pid")):
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _lock_pid() -> int | None:
+    """The pid the lock's holder wrote in it (qmd_daemon/locks.py::file_lock), None if unknown."""
+    try:
+        with open(os.path.join(state_dir(), LOCK_FILE), encoding="ascii") as handle:
+            return int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | None = None) -> dict[str, Any]:
     """The state of a healthy daemon, starting one (detached) when there is none or it is older
     than this client (retire_older). `failed`: a state that just failed its handshake (not asked
@@ -644,7 +695,7 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
         state = read_state()
     elif state is not None and state != failed and healthy(state):
         return state
-    if state is not None and daemon_lock_held():
+    if state is not None and _hung(state):
         raise DaemonUnavailable(f"the daemon (pid {state.get('pid')}) is running but does not answer")
     spawned = _claim_spawn()
     try:
@@ -659,11 +710,19 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
                 if _older_than_client(fresh):
                     _keep_older(fresh)
                 return fresh
-            if child is not None and child.poll() not in (None, 0):
+            code = None if child is None else child.poll()
+            if code not in (None, 0):
                 # it said why in its log and will not answer: no waiting out the timeout (a
-                # damaged index or a bad index.yml cost every ai-search 20 s); exit 0 is a serve
-                # that found another daemon healthy, which the loop above is waiting for
+                # damaged index or a bad index.yml cost every ai-search 20 s)
                 raise DaemonUnavailable(f"the daemon exited at start: {last_log_line('daemon.log')}")
+            if code == 0:
+                # a serve that found another daemon healthy, or one that stopped before this
+                # client got to it (an idle exit, a shutdown): the timeout would be waited out
+                # for nothing. The healthy one is taken on the next pass, even when it is the
+                # one whose handshake failed before
+                if not healthy(read_state()):
+                    raise DaemonUnavailable(f"the daemon stopped at start: {last_log_line('daemon.log')}")
+                state = child = None
     finally:
         if spawned:
             _release_spawn()

@@ -66,6 +66,10 @@ INDEX_CHECK_INTERVAL_S = 24 * 3600
 INDEX_CHECK_RECORD = "index-check.json"  # in the state folder: which index was found sound, when
 SEARCH_DEADLINE_S = 25.0  # per trip to the reader; under the clients' 30 s, so they get the reason
 READER_CLOSE_S = 10.0  # at exit, for a reader still inside a request
+# The shortest idle exit: QMD_IDLE_MINUTES=0 stopped a daemon the moment it listened, so the client
+# that started it never got its answer (it waited out its start timeout, then searched in-process);
+# this leaves a client's health check and its request, a few ms apart, to one daemon
+MIN_IDLE_S = 2.0
 
 
 def in_daemon_thread(fn: Callable[[], T]) -> asyncio.Future[T]:
@@ -131,7 +135,7 @@ class Daemon:
         self.settings = settings
         self.clock = clock
         minutes = settings.idle_minutes if idle_minutes is None else idle_minutes
-        self.idle_seconds = max(0.0, float(minutes) * 60.0)
+        self.idle_seconds = max(MIN_IDLE_S, float(minutes) * 60.0)
         self.check_interval = check_interval
         self.write_state_file = write_state_file
         self.preload = preload
@@ -759,15 +763,20 @@ def serve_forever(
     )
     lock = LifetimeLock(settings.state_dir)
     if not lock.try_acquire():
+        # another daemon: starting (it answers soon) or stopping (an idle exit, a kill: it lets go
+        # of the lock, and this one takes over instead of giving up after the wait)
         deadline = time.monotonic() + wait_for_other
-        while time.monotonic() < deadline:
+        while True:
             state = _running(settings.state_dir)
             if state is not None:
                 say(f"qmd-daemon already running on 127.0.0.1:{state.port} (pid {state.pid})")
                 return 0
-            time.sleep(0.1)
-        print(f"qmd-daemon: error: another daemon holds {lock.path} but does not answer", file=sys.stderr)
-        return 1
+            if lock.try_acquire():
+                break
+            if time.monotonic() >= deadline:
+                said = f"qmd-daemon: error: another daemon holds {lock.path} but does not answer"
+                print(said, file=sys.stderr)
+                return 1
     try:
         # holding the lifetime lock, no other daemon of this home lives: any state file is stale
         # (and its port may now belong to anyone, so it is not even asked)

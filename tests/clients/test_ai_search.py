@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -14,13 +15,17 @@ from pathlib import Path
 
 import pytest
 
+from qmd_daemon.daemon.state import DaemonState, write_state
+from qmd_daemon.store.schema import SCHEMA_VERSION
 from tests.conftest import BOX_PY, MODELS_DIR
 from tests.daemon.support import (
     CLIENTS,
     env_for,
+    hold_daemon_lock,
     make_repo,
     pid_running,
     run_client,
+    start_serve,
     state_of,
     wait_for,
 )
@@ -128,6 +133,64 @@ def test_a_daemon_that_fails_at_start_is_not_waited_for(daemon_home: Path, repo:
         f"{index} is not a usable SQLite database (file is not a database)"
     ), proc.stderr
     assert lines[1].startswith("ai-search: error: index ") and len(lines) == 2
+
+
+def test_a_daemon_that_stops_at_once_is_not_waited_for(daemon_home: Path, repo: Path, tmp_path: Path) -> None:
+    # a serve that exits 0 (an idle exit or a shutdown before this client asked) was taken for one
+    # that found another daemon healthy: ai-search waited out its whole start timeout (20 s)
+    stopping = tmp_path / "stopping-python"
+    stopping.write_text(
+        "#!/bin/sh\n"
+        'if [ "$3" = serve ]; then echo "qmd-daemon stopped (idle for 0 minutes)"; exit 0; fi\n'
+        f'exec {sys.executable} "$@"\n'
+    )
+    stopping.chmod(0o755)
+    proc = run_client("ai_search.py", "parse cookie header", home=daemon_home, cwd=repo,
+                      QMD_DAEMON_PYTHON=str(stopping), QMD_START_TIMEOUT="3600", timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith(
+        "ai-search: daemon unavailable (the daemon stopped at start: qmd-daemon stopped (idle for 0 "
+        "minutes)); searching in-process"
+    ), proc.stderr
+    assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
+
+
+def test_a_daemon_starting_after_a_killed_one_is_waited_for(daemon_home: Path, repo: Path) -> None:
+    """kill -9 leaves the state file; while one client's new daemon starts (it holds the lock,
+    another pid than the file names), a second client took it for the dead one, hung, and
+    searched in-process (bench/soak.py: searches around a kill mid-embed)."""
+    dead = start_serve(daemon_home)
+    wait_for(lambda: (state_of(daemon_home) or {}).get("pid") == dead.pid, timeout=60)
+    dead.kill()
+    dead.wait(timeout=30)
+    starting = hold_daemon_lock(daemon_home, 1.0, "serve")
+    proc = run_client("ai_search.py", "parse cookie header", home=daemon_home, cwd=repo, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "in-process" not in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
+    assert state_of(daemon_home)["pid"] != dead.pid
+    assert starting.poll() in (None, 0)  # serving, or gone once it found the other one answering
+
+
+def test_a_killed_daemon_still_letting_go_of_its_lock_is_not_taken_for_a_hung_one(
+    daemon_home: Path, repo: Path
+) -> None:
+    """kill -9 of a daemon with its models loaded: its port fails at once, its lock goes only
+    once the kernel has freed its memory. A client asking then took it for a hung daemon and
+    searched in-process (bench/soak.py: 2 of 4 searches around a kill mid-embed)."""
+    dying = hold_daemon_lock(daemon_home, 0.5, "exit")  # holds the lock with its own pid, then goes
+    closed = socket.create_server(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there any more
+    dead = DaemonState(
+        port=port, token="t" * 43, pid=dying.pid, version="0", started_at=0, schema=SCHEMA_VERSION
+    )
+    write_state(daemon_home / "state", dead)
+    proc = run_client("ai_search.py", "parse cookie header", home=daemon_home, cwd=repo, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "in-process" not in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
+    assert state_of(daemon_home)["pid"] != dying.pid
 
 
 def test_json_is_utf8_where_the_locale_is_not(daemon_home: Path, tmp_path: Path) -> None:

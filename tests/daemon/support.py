@@ -77,6 +77,37 @@ def start_serve(home: Path, **extra: str) -> subprocess.Popen[str]:
     )
 
 
+# A daemon in the lock's terms: it holds state/daemon.lock (its pid recorded) for `seconds`
+# before it answers (a start loading a big index) or stops (an idle exit closing its jobs), then
+# lets go and serves, or exits
+_HOLD_LOCK = """
+import sys, time
+from qmd_daemon.daemon.server import serve_forever
+from qmd_daemon.daemon.state import LifetimeLock
+from qmd_daemon.settings import Settings
+settings = Settings.from_env()
+lock = LifetimeLock(settings.state_dir)
+assert lock.try_acquire()
+print("held", flush=True)
+time.sleep(float(sys.argv[1]))
+lock.release()
+sys.exit(serve_forever(settings, out=lambda line: None) if sys.argv[2] == "serve" else 0)
+"""
+
+
+def hold_daemon_lock(home: Path, seconds: float, then: str) -> subprocess.Popen[str]:
+    """A process holding the daemon's lock for `seconds`, then serving (`then="serve"`) or gone."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(seconds), then],
+        env=env_for(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc
+
+
 def pid_running(pid: int) -> bool:
     """Alive and not a zombie of someone else's (a daemon is a grandchild: /proc tells)."""
     if not process_alive(pid):

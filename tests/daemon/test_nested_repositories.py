@@ -70,3 +70,26 @@ def test_a_submodule_is_searched_with_its_repository_and_an_inner_worktree_on_it
     (checkout / "lib" / "tusk.py").write_text("def tusk_polish_wax():\n    return 1\n")
     fresh = _search("tusk_polish_wax", daemon_home, outer)
     assert fresh[0]["path"] == "third_party/library/lib/tusk.py"
+
+
+def test_the_stamp_made_inside_a_submodule_sees_an_edit_outside_it(tmp_path: Path) -> None:
+    """A search made inside a submodule is answered by the outer repository's collection, which
+    refreshes as a whole: the client's freshness signature covers the outer listing, else an edit
+    next to the submodule was never asked to be refreshed (no watcher: macOS, network folders)."""
+    outer = make_repo(tmp_path / "outer")
+    _commit(outer)
+    library = make_repo(tmp_path / "library", {"lib/walrus.py": "def walrus_tusk_length():\n    return 3\n"})
+    _commit(library)
+    _git(outer, "submodule", "add", "-q", str(library), "third_party/library")
+    _commit(outer)
+    checkout = str(outer / "third_party" / "library")
+    assert qc.repo_root(checkout) == (checkout, True)  # the submodule is its own git top level
+    before = qc.repo_signature(checkout)
+    (outer / "src" / "client.py").write_text("def seal_flipper_count():\n    return 2\n")
+    assert qc.repo_signature(checkout) != before
+    # a clone merely lying inside a repository (not declared in .gitmodules) keeps its own listing
+    clone = make_repo(outer / "scratch")
+    _commit(clone)
+    before = qc.repo_signature(str(clone))
+    (outer / "src" / "client.py").write_text("def seal_flipper_count():\n    return 3\n")
+    assert qc.repo_signature(str(clone)) == before

@@ -22,6 +22,7 @@ from qmd_daemon.settings import Settings
 from tests.conftest import run_cli
 from tests.daemon.support import (
     env_for,
+    hold_daemon_lock,
     make_repo,
     pid_running,
     start_serve,
@@ -78,18 +79,31 @@ def test_stale_state_is_replaced(daemon_home: Path) -> None:
     assert state.pid == proc.pid and state.token != "x"
 
 
+def test_a_second_start_takes_over_when_the_first_daemon_lets_go(daemon_home: Path) -> None:
+    """A serve started while another daemon holds the lock and is stopping (an idle exit closing
+    its jobs, up to 25 s) waited 20 s for it to answer, then exited 1: the client that started it
+    searched in-process. It takes the lock once it is free and serves."""
+    holder = hold_daemon_lock(daemon_home, 1.0, "exit")
+    proc = start_serve(daemon_home)
+    serving = lambda: (state_of(daemon_home) or {}).get("pid") == proc.pid  # noqa: E731
+    wait_for(lambda: proc.poll() is not None or serving(), timeout=60)
+    assert proc.poll() is None, proc.communicate()
+    assert healthy_state(daemon_home).pid == proc.pid
+    assert holder.wait(timeout=30) == 0
+
+
 def test_idle_exit_removes_the_state_file(daemon_home: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "qmd_daemon.daemon", "serve"],
-        env=env_for(daemon_home, QMD_IDLE_MINUTES="0.02"),
+        env=env_for(daemon_home, QMD_IDLE_MINUTES="0.04"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    # no health probe meanwhile: on a loaded box it could miss the 1.2 s the daemon lives; the
+    # no health probe meanwhile: on a loaded box it could miss the 2.4 s the daemon lives; the
     # daemon logs "listening" only after it wrote its state file, so the file was there
     out, err = proc.communicate(timeout=60)  # a ceiling: it returns when the daemon exits
-    assert proc.returncode == 0 and "idle for 0.02 minutes" in out
+    assert proc.returncode == 0 and "idle for 0.04 minutes" in out
     assert "listening on 127.0.0.1:" in err and f"(pid {proc.pid})" in err, err
     assert not (daemon_home / "state" / "daemon.json").exists()
     assert not pid_running(proc.pid)

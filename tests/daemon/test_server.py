@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from qmd_daemon.daemon.server import Daemon, split_host
+from qmd_daemon.daemon.server import MIN_IDLE_S, Daemon, split_host
 from qmd_daemon.daemon.state import read_state
 from qmd_daemon.settings import Settings
 from tests.daemon.support import make_repo
@@ -287,6 +287,26 @@ async def test_idle_exit_with_an_injected_clock(home: Path) -> None:
         await d.close()
     assert d.stop_reason is not None and "idle" in d.stop_reason
     assert not (home / "state" / "daemon.json").exists()
+
+
+async def test_idle_minutes_zero_still_lets_the_starting_client_ask(home: Path) -> None:
+    """QMD_IDLE_MINUTES=0 stopped the daemon the moment it listened: the client that started it
+    waited out its start timeout and searched in-process, on every call."""
+    clock = FakeClock()
+    d = Daemon(Settings.from_env(), clock=clock, idle_minutes=0, watch=False, check_interval=0.01)
+    await d.start()
+    waiter = asyncio.ensure_future(d.wait_stopped())
+    try:
+        await asyncio.sleep(0.1)
+        assert not waiter.done()
+        async with aiohttp.ClientSession() as http:
+            status, _ = await call(http, d, "GET", "/health")
+        assert status == 200
+        clock.now += MIN_IDLE_S
+        await asyncio.wait_for(waiter, EVENT_CEILING_S)
+    finally:
+        await d.close()
+    assert d.stop_reason is not None and "idle" in d.stop_reason
 
 
 async def test_shutdown_endpoint(home: Path) -> None:
