@@ -45,6 +45,7 @@ from qmd_daemon.daemon.server import MIN_IDLE_S
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = Path.home() / ".cache" / "qmd-eval" / "git-corpora"
+REPOS = ("click", "cobra", "bats-core")  # copied into git repositories: a, b and c below
 GIT = ["git", "-c", "user.email=soak@example.com", "-c", "user.name=soak", "-c", "commit.gpgsign=false"]
 BAD_WORDS = ("Traceback", "database is locked")
 QUERIES = ["parse command line options", "how are errors reported", "soak_marker_ident", "main entry point"]
@@ -588,6 +589,11 @@ def main() -> int:
             f"soak: error: no models in {args.models_dir} (run the tests once to build them)", file=sys.stderr
         )
         return 2
+    missing = [name for name in REPOS if not (CORPORA / name).is_dir()]
+    if missing:
+        print(f"soak: error: no {', '.join(missing)} in {CORPORA} (get them with "
+              "../shared/eval/get-dev-git-corpora.py, as ../shared/eval/README.md says)", file=sys.stderr)
+        return 2
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # still stop the daemon it started
     base = Path(tempfile.mkdtemp(prefix="qmd-soak-"))
     report = Report()
@@ -595,7 +601,7 @@ def main() -> int:
     print(f"soak: HOME {base}, {load()}", flush=True)
     started = time.monotonic()
     try:
-        a, b, c = (make_repo(base, name) for name in ("click", "cobra", "bats-core"))
+        a, b, c = (make_repo(base, name) for name in REPOS)
         make_branch(a)
         if "1" in args.only:
             cold(soak, [a, b, c], args.processes)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from bench import retrieval
 from bench.ingest import generate_tree
+from tests.conftest import REPO_ROOT
 
 
 def _row(**kw):
@@ -187,3 +191,16 @@ def test_term_count_fill_counts_an_index_the_same_on_both_sides_and_leaves_it_as
     assert counts[0] == counts[1] and " 0 rows" not in counts[0]
     assert lines[2].startswith("CPU this / baseline = ")
     assert index.read_bytes() == before
+
+
+def test_soak_without_the_corpora_says_so_in_one_line(tmp_path):
+    # a machine without the eval corpora (CI, a fresh clone): a clear line and exit 2, not a
+    # FileNotFoundError traceback from the first copy
+    models = tmp_path / "models"
+    models.mkdir()
+    env = dict(os.environ, HOME=str(tmp_path))
+    proc = subprocess.run([sys.executable, str(REPO_ROOT / "bench" / "soak.py"), "--models-dir", str(models)],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("soak: error: no click, cobra, bats-core in ")
+    assert proc.stderr.count("\n") == 1
