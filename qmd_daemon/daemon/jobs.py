@@ -200,13 +200,14 @@ class JobQueue:
             if requeued:
                 continue
             skipped = job.result.get("skipped") if job.result else None
+            why = job.error["message"] if job.error else skipped  # for daemon.log's reader
             log.info(
                 "%s %s %s in %.2fs%s",
                 job.kind,
                 job.names or "all",
                 "skipped" if skipped else job.state,
                 finished - (job.started_at or finished),
-                f": {job.error['message'] if job.error else skipped}" if job.error or skipped else "",  # why
+                f": {why}" if why else "",
             )
             if job.kind == "refresh":
                 self._merge_due = True

@@ -135,18 +135,17 @@ def holds_word(text: str, lowered: str, word: str) -> bool:
 
 
 def _part_starts(text: str, i: int) -> bool:
-    if i == 0 or not text[i - 1].isalnum():  # `_` and punctuation end a part
-        return True
-    before, here = text[i - 1], text[i]
-    if before.isdigit() != here.isdigit() or (before.islower() and here.isupper()):
-        return True
-    return before.isupper() and here.isupper() and i + 1 < len(text) and text[i + 1].islower()  # HTTP|Server
+    return i == 0 or not text[i - 1].isalnum() or _parts_meet(text, i)  # `_` and punctuation end a part
 
 
 def _part_ends(text: str, j: int) -> bool:
-    if j == len(text) or not text[j].isalnum():
+    return j == len(text) or not text[j].isalnum() or _parts_meet(text, j)
+
+
+def _parts_meet(text: str, k: int) -> bool:
+    """Whether one identifier part ends before text[k] and the next starts there, as the index
+    splits them: at a digit run's edge, `getUser` (lower to upper), `HTTP|Server`."""
+    before, here = text[k - 1], text[k]
+    if before.isdigit() != here.isdigit() or (before.islower() and here.isupper()):
         return True
-    last, after = text[j - 1], text[j]
-    if last.isdigit() != after.isdigit() or (last.islower() and after.isupper()):
-        return True
-    return last.isupper() and after.isupper() and j + 1 < len(text) and text[j + 1].islower()
+    return before.isupper() and here.isupper() and k + 1 < len(text) and text[k + 1].islower()
