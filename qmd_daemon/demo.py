@@ -1,5 +1,7 @@
 """`qmd-daemon demo`: the embedded default job. Indexes qmd-daemon's own installed source into a
-throwaway index and answers a few questions about it, so a fresh install shows what it does."""
+throwaway index and answers a few questions about it, so a fresh install shows what it does.
+Everything it writes stays in that throwaway folder: the user's config, state (locks, skip log)
+and a team's PostgreSQL index (`QMD_DATABASE_URL`) are never touched."""
 
 from __future__ import annotations
 
@@ -23,7 +25,13 @@ def run_demo(echo: Callable[[str], None], questions: tuple[str, ...] = DEMO_QUES
     source = Path(__file__).resolve().parent
     with tempfile.TemporaryDirectory(prefix="qmd-demo-") as tmp:
         base = Settings.from_env()
-        settings = replace(base, config_dir=Path(tmp) / "config", index_path=Path(tmp) / "index.sqlite")
+        settings = replace(
+            base,
+            config_dir=Path(tmp) / "config",
+            state_dir=Path(tmp) / "state",
+            index_path=Path(tmp) / "index.sqlite",
+            database_url=None,
+        )
         engine = Engine(settings)
         try:
             collection = engine.add_collection(source, name="qmd-daemon-source", ignore=["demo.py"])
