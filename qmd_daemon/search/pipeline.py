@@ -343,7 +343,7 @@ def _retrieve(
         expansions, complete = models.expander.expand_until(parsed.model_text,
                                                             clock.deadline(EXPAND_SHARE))
         if not complete:
-            trace.budget_cuts.append(f"expand: {len(expansions)} lines")
+            trace.budget_cuts.append(f"expand: {len(expansions)} line(s) in time")
         for expansion in expansions:
             (lex_lines if expansion.kind == "lex" else vec_lines).append(expansion.text)
             trace.expanded.append(f"{expansion.kind}: {expansion.text}")
@@ -500,7 +500,7 @@ def _search(
         ranked, trace.reranked = rerank(models.reranker, parsed.rerank_text, ranked, count,
                                         clock.deadline())
         if trace.reranked < count:
-            trace.budget_cuts.append(f"rerank: {trace.reranked} of {count}")
+            trace.budget_cuts.append(f"rerank: {trace.reranked} of {count} in time")
         clock.lap("rerank")
     if options.boosts:
         ranked = saturate(ranked, options.weights)

@@ -166,8 +166,9 @@ def choose_roles(
             continue
         roles[role] = not measured["cut"] and measured["seconds"] <= max_q
         cut = measured["cut"]
-        reasons[role] = f"query {measured['seconds']} s, " + (
-            f"cut by the latency budget ({cut})" if cut else "ran in full within the budget"
+        reasons[role] = (
+            f"too slow for the search's latency budget ({cut}; query {measured['seconds']} s)" if cut
+            else f"query {measured['seconds']} s, ran in full within the budget"
         )
     both = sets.get("both")
     if roles["expand"] and roles["rerank"] and both and (both["cut"] or both["seconds"] > max_q):

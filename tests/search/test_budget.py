@@ -34,7 +34,7 @@ def test_rerank_runs_in_full_without_budget_and_not_at_all_past_it(engine: Engin
     assert full.reranked == 8 and full.budget_cuts == []
     assert engine.models.reranker().pair_seconds > 0, "the reranker's pace is measured"
     paths, cut = _search(engine, rerank=True, budget_ms=0.001)
-    assert cut.reranked == 0 and cut.budget_cuts == ["rerank: 0 of 8"]
+    assert cut.reranked == 0 and cut.budget_cuts == ["rerank: 0 of 8 in time"]
     assert paths == plain, "nothing rescored: the fused order stands"
 
 

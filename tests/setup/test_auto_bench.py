@@ -176,7 +176,7 @@ def test_roles_are_chosen_one_by_one_and_together():
     sets = {"vectors": {"seconds": 0.02, "cut": ""}, "expand": fast, "rerank": cut}
     roles, why = choose_roles(MINILM_STATIC, 50.0, 1000, sets, LIMITS)
     assert roles == {"static": True, "deep": True, "expand": True, "rerank": False}
-    assert "rerank: 3 of 40" in why["rerank"]
+    assert why["rerank"] == "too slow for the search's latency budget (rerank: 3 of 40; query 1.5 s)"
     sets.update(rerank=fast, both={"seconds": 1.5, "cut": "rerank: 20 of 40"})
     roles, why = choose_roles(MINILM_STATIC, 50.0, 1000, sets, LIMITS)
     assert roles == {"static": True, "deep": True, "expand": False, "rerank": True}  # together they miss
