@@ -30,6 +30,7 @@ else:  # run as a file (python clients/ai_search.py): its folder is sys.path[0]
 
 PROG = "ai-search"
 OUTPUT_KEYS = ("path", "line", "end_line", "score", "snippet", "collection")
+SLOW_NOTICE_S = 3.0  # a warm answer takes well under a second; past this the user hears why it waits
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -91,6 +92,32 @@ def _request(args: argparse.Namespace, query: str, root: str, refresh: bool | st
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
     return body
+
+
+class SlowNotice:
+    """Says on stderr, once, what a call is waiting for when it takes longer than `after` seconds:
+    a first search in a large repository indexes it (up to --wait), and a silent minute reads as
+    a hang to a user and to an agent alike. `_thread`, not `threading`: it is loaded at start,
+    while importing threading costs the warm path ~0.7 ms."""
+
+    def __init__(self, after: float, message: str):
+        import _thread
+
+        self._after, self._message = after, message
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
+        self._start = _thread.start_new_thread
+
+    def _watch(self) -> None:
+        if not self._done.acquire(timeout=self._after):
+            print(f"{PROG}: {self._message}", file=sys.stderr, flush=True)
+
+    def __enter__(self) -> SlowNotice:
+        self._start(self._watch, ())
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._done.release()
 
 
 def shape(response: dict[str, Any], root: str) -> list[dict[str, Any]]:
@@ -157,17 +184,23 @@ def main(argv: list[str] | None = None) -> int:
     # for QMD_IDLE_MINUTES) only to say the folder is not a collection: the one-off process says it
     starts_daemon = is_git or bool(args.collection)
     daemon = not args.no_daemon and os.environ.get("QMD_NO_DAEMON") != "1"
+    waiting = (
+        f"waiting for the index of {root} to catch up (a first search in a large repository indexes"
+        f" it; results come within about {args.wait:g} s, --wait changes it)"
+        if refresh and not args.collection else "waiting for the search to finish"
+    )
     try:
-        if daemon:
-            try:
-                response = qc.call("POST", "/search", body, timeout=args.wait + 60, start=starts_daemon)
-            except qc.DaemonUnavailable as exc:
-                if starts_daemon:
-                    print(f"{PROG}: daemon unavailable ({exc}); searching in-process", file=sys.stderr)
-        if response is None:
-            response = qc.fallback_search(body)
-            if daemon and not starts_daemon:  # a registered folder: the next call finds the daemon warm
-                qc.start_in_background()
+        with SlowNotice(SLOW_NOTICE_S, waiting):
+            if daemon:
+                try:
+                    response = qc.call("POST", "/search", body, timeout=args.wait + 60, start=starts_daemon)
+                except qc.DaemonUnavailable as exc:
+                    if starts_daemon:
+                        print(f"{PROG}: daemon unavailable ({exc}); searching in-process", file=sys.stderr)
+            if response is None:
+                response = qc.fallback_search(body)
+                if daemon and not starts_daemon:  # a registered folder: the next call finds the daemon warm
+                    qc.start_in_background()
     except qc.DaemonError as exc:  # a request it refuses as asked (a bad --path pattern): a usage error
         return _fail(str(exc), 2 if (exc.status, exc.code) == (400, "bad_request") else 1)
     except qc.DaemonUnavailable as exc:

@@ -349,3 +349,23 @@ def test_every_state_file_a_first_search_leaves_is_owner_only(daemon_home: Path,
     assert list((state / "repos").iterdir()) and (state / "logs" / "daemon.log").exists()
     modes = {str(p.relative_to(state)): stat.S_IMODE(p.stat().st_mode) for p in [state, *state.rglob("*")]}
     assert {p: m for p, m in modes.items() if m not in (0o600, 0o700)} == {}
+
+
+def test_a_slow_call_says_once_what_it_waits_for_and_a_quick_one_says_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import time
+
+    from clients.ai_search import SlowNotice
+
+    err = ""
+    with SlowNotice(0, "waiting for the index"):  # slower than 0 s: said while the call still runs
+        deadline = time.monotonic() + 10
+        while "waiting" not in err and time.monotonic() < deadline:
+            time.sleep(0.01)
+            err += capsys.readouterr().err
+    assert err == "ai-search: waiting for the index\n"
+    with SlowNotice(0.2, "waiting for the index"):
+        pass  # done long before 0.2 s: the notice is called off
+    time.sleep(0.5)  # one not called off would be printed by now
+    assert capsys.readouterr().err == ""
