@@ -83,6 +83,13 @@ def _working_collection(engine: Engine) -> CollectionConfig | None:
     return resolve_path(engine, cwd, create=False)[0]
 
 
+def _scope(engine: Engine, names: tuple[str, ...]) -> list[str]:
+    """What a search made from the shell covers: named collections, else the working folder's
+    collection with those included by default (as `ai-search` and the daemon answer), else the
+    default ones, else all. Before, a search inside one repository listed every other one's hits."""
+    return engine.search_scope(list(names) or None, None if names else _working_collection(engine))
+
+
 def _emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
@@ -302,7 +309,7 @@ def search(
     )
     trace = SearchTrace()
     engine = _searchable(ctx, names)
-    hits = engine.search(query, list(names) or None, limit=limit, options=options, trace=trace)
+    hits = engine.search(query, _scope(engine, names), limit=limit, options=options, trace=trace)
     _print_hits(query, hits, "json" if as_json else fmt, explain)
     if trace.path_files == 0:
         click.echo(NO_PATH_MATCH, err=True)
@@ -332,7 +339,7 @@ def context(ctx: click.Context, query: str, names: tuple[str, ...], limit: int, 
     if not query.strip():
         raise click.UsageError("empty query")
     engine = _searchable(ctx, names)
-    scope = engine.search_scope(list(names) or None)
+    scope = _scope(engine, names)
     hits = engine.search(query, scope, limit=limit, options=SearchOptions(max_tokens=max_tokens or None))
     languages, frameworks = detect_stack(engine.store, engine.collection_ids(scope))
     click.echo(render_context(query, hits, languages, frameworks), nl=False)

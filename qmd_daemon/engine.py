@@ -505,12 +505,15 @@ class Engine:
         beside the same files' hits from the collection the folder's new place registered."""
         return {name: c for name, c in self.collections().items() if c.path.is_dir()}
 
-    def search_scope(self, names: list[str] | None) -> list[str]:
-        """Named collections, else those included by default, else all (of those on disk)."""
+    def search_scope(self, names: list[str] | None, home: CollectionConfig | None = None) -> list[str]:
+        """Named collections; else `home` (the collection of the folder the search is made from)
+        with those included by default; else those included by default, else all (on disk)."""
         if names:
             return [c.name for c in self._select(names)]
         known = self.on_disk()
         default = [n for n, c in known.items() if c.include_by_default]
+        if home is not None:
+            return [home.name, *(n for n in default if n != home.name)]
         return default or list(known)
 
     def search(

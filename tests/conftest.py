@@ -153,9 +153,14 @@ def upgrade_by_newer_code(index: Path) -> None:
 
 
 def run_cli(
-    *args: str, env_home: Path, check: bool = False, timeout: float = 120, **env_extra: str
+    *args: str,
+    env_home: Path,
+    check: bool = False,
+    timeout: float = 120,
+    cwd: Path | None = None,
+    **env_extra: str,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the real console entry point in a subprocess (what a user runs)."""
+    """Run the real console entry point in a subprocess (what a user runs), from `cwd`."""
     env = dict(os.environ, QMD_DAEMON_HOME=str(env_home), **env_extra)
     proc = subprocess.run(
         [sys.executable, "-c", "from qmd_daemon.cli import main; main()", *args],
@@ -163,6 +168,7 @@ def run_cli(
         text=True,
         env=env,
         timeout=timeout,
+        cwd=cwd,
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"qmd-daemon {' '.join(args)} failed: {proc.stderr}")

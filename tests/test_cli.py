@@ -54,6 +54,26 @@ def test_add_update_search_json(home: Path, project: Path) -> None:
     assert json.loads(run_cli("collection", "list", "--json", env_home=home, check=True).stdout) == []
 
 
+def test_search_and_context_from_inside_a_repository_cover_it_and_the_default_collections(
+    home: Path, project: Path, tmp_path: Path
+) -> None:
+    other = write_tree(tmp_path / "other", {"pool.go": SAMPLE_GO.replace("TCPConnector", "OtherConnector")})
+    shared = write_tree(tmp_path / "notes", {"pooling.md": "# Pooling\n\nConnection pooling notes.\n"})
+    for folder, extra in ((project, []), (other, []), (shared, ["--default"])):
+        run_cli("collection", "add", str(folder), *extra, env_home=home, check=True)
+
+    def collections(*args: str, cwd: Path) -> set[str]:
+        out = run_cli("search", "connection pool", "--json", *args, env_home=home, check=True, cwd=cwd)
+        return {hit["collection"] for hit in json.loads(out.stdout)}
+
+    # inside a repository: it and the collections included by default, never the other repositories
+    assert collections(cwd=project / "pool") == {"repo-myproj", "notes"}
+    assert collections("-c", "other", cwd=project) == {"other"}
+    assert collections(cwd=tmp_path) == {"notes"}  # outside every collection: the default ones
+    context = run_cli("context", "connection pool", env_home=home, check=True, cwd=project).stdout
+    assert "repo-myproj" in context and "| other |" not in context
+
+
 def test_json_is_utf8_where_the_locale_is_not(home: Path, tmp_path: Path) -> None:
     """Windows gives piped stdout its ANSI code page; PYTHONIOENCODING=cp1252 makes the same
     stream here. A snippet cp1252 cannot hold comes out whole, as UTF-8 (it used to end the

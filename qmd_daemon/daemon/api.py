@@ -212,9 +212,7 @@ def search_scope(engine: Engine, names: list[str] | None, home: CollectionConfig
         return names
     if home is not None:
         check_readable(home.path)
-        extra = [n for n, c in engine.on_disk().items() if c.include_by_default and n != home.name]
-        return [home.name, *extra]
-    return engine.search_scope(None)
+    return engine.search_scope(None, home)
 
 
 def run_search(
