@@ -74,13 +74,11 @@ def _searchable(ctx: click.Context, names: tuple[str, ...]) -> Engine:
 def _working_collection(engine: Engine) -> CollectionConfig | None:
     """The collection covering the working folder (embedded first, marked in `status`); None
     when there is none, or the shell's folder was deleted or moved away beneath it."""
-    from qmd_daemon.daemon.api import resolve_path
-
     try:
         cwd = Path.cwd()
     except FileNotFoundError:
         return None
-    return resolve_path(engine, cwd, create=False)[0]
+    return engine.collection_at(cwd)
 
 
 def _scope(engine: Engine, names: tuple[str, ...]) -> list[str]:

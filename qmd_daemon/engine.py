@@ -18,7 +18,7 @@ from qmd_daemon.errors import ConfigError, UnknownCollectionError, UsageError
 from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
 from qmd_daemon.ingest.listings import listings_file
 from qmd_daemon.ingest.root_policy import check_root, check_size, missing_reason
-from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root
+from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root, is_submodule
 from qmd_daemon.ingest.skip_log import read_skipped, record_skipped
 from qmd_daemon.locks import held_by, waiting_for, writer_lock_path
 from qmd_daemon.models.model_set import ModelSet
@@ -36,6 +36,24 @@ IndexStamp = tuple[int | None, str]  # (collection id, index format): see Engine
 # Indexed files of a gone collection looked for in a folder of its name (default_name): most of
 # them there, it is the collection's folder moved; few, another repository of the same name
 MOVED_SAMPLE = 20
+
+
+def _is_within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _covers(collection: CollectionConfig, path: Path) -> bool:
+    """Whether `collection` indexes the files under `path`. A collection in git is listed by git
+    and its checked-out submodules' git; a worktree or clone checked out inside it is in neither
+    listing, so it is not covered (a walk, outside git, takes every folder)."""
+    if not _is_within(path, collection.path):
+        return False
+    inner = find_git_root(path)
+    while inner is not None and inner != collection.path and _is_within(inner, collection.path):
+        if not is_submodule(inner):
+            return find_git_root(collection.path) is None
+        inner = find_git_root(inner.parent)
+    return True
 
 
 def _name_char(char: str) -> bool:
@@ -209,6 +227,17 @@ class Engine:
             if collection.path == resolved:
                 return collection
         return None
+
+    def collection_at(self, path: Path) -> CollectionConfig | None:
+        """The collection indexing the files under `path`: the one rooted there, else the deepest
+        one containing it; what a search made from that folder covers (with those included by
+        default: search_scope), whichever front end it comes from."""
+        resolved = path.resolve()
+        exact = self.collection_for_path(resolved)
+        if exact is not None:
+            return exact
+        containing = [c for c in self.collections().values() if _covers(c, resolved)]
+        return max(containing, key=lambda c: len(c.path.parts)) if containing else None
 
     def add_collection(
         self,

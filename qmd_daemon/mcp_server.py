@@ -39,6 +39,15 @@ def load_sdk() -> None:
         ) from None
 
 
+def _working(engine: Any) -> Any:
+    """The collection of the folder the client started the server in (its project), as the
+    command line and ai-search scope a search; None outside every one or when it is gone."""
+    try:
+        return engine.collection_at(Path.cwd())
+    except FileNotFoundError:
+        return None
+
+
 def build_server(engine: Any) -> Any:
     """The MCPServer with both tools bound to `engine` (calls are serialised: one engine)."""
     load_sdk()
@@ -68,7 +77,11 @@ def build_server(engine: Any) -> Any:
         ],
         collections: Annotated[
             list[str] | None,
-            Field(description="Collection names to search (default: the default ones, else all)."),
+            Field(
+                description="Collection names to search (default: the collection of the folder the "
+                "server runs in, with those included by default; outside every collection: the "
+                "default ones, else all)."
+            ),
         ] = None,
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Most hits to return.")] = DEFAULTS.limit,
         min_score: Annotated[
@@ -98,7 +111,8 @@ def build_server(engine: Any) -> Any:
         options = SearchOptions(max_tokens=max_tokens or None, min_score=min_score, paths=tuple(paths or ()))
         try:
             with lock:
-                hits = engine.search(query, collections or None, limit=limit, options=options)
+                scope = engine.search_scope(collections or None, None if collections else _working(engine))
+                hits = engine.search(query, scope, limit=limit, options=options)
         except QmdError as exc:
             raise ToolError(str(exc)) from None
         return json.dumps([h.to_dict() for h in hits], ensure_ascii=False)

@@ -55,9 +55,11 @@ def indexed(home: Path, tmp_path: Path) -> dict[str, Any]:
     return {"home": home, "proj": proj, "docs": docs, "outside": tmp_path / "outside.py"}
 
 
-async def _session_calls(home: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[Any]]:
+async def _session_calls(
+    home: Path, calls: list[tuple[str, dict[str, Any]]], cwd: Path | None = None
+) -> tuple[list[str], list[Any]]:
     command, args = _command("mcp")
-    params = StdioServerParameters(command=command, args=[*args], env={"QMD_DAEMON_HOME": str(home)})
+    params = StdioServerParameters(command=command, args=[*args], env={"QMD_DAEMON_HOME": str(home)}, cwd=cwd)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         init = await session.initialize()
         assert init.server_info.name == "qmd-daemon"
@@ -102,6 +104,19 @@ async def test_search_and_get_over_stdio(indexed: dict[str, Any]) -> None:
     assert _text(r[7]) == "# Docs\n\nSee ClientSession.\n"
     assert {h["path"] for h in json.loads(_text(r[8]))} == {"README.md"}
     assert {h["path"] for h in json.loads(_text(r[3]))} > {"README.md"}  # unfiltered: client.py too
+
+
+async def test_search_covers_the_project_the_server_runs_in_and_the_default_collections(
+    indexed: dict[str, Any], tmp_path: Path
+) -> None:
+    def collections(result: Any) -> set[str]:
+        return {hit["collection"] for hit in json.loads(_text(result))}
+
+    call = [("search", {"query": "ClientSession", "limit": 50})]
+    _, in_docs = await _session_calls(indexed["home"], call, cwd=indexed["docs"])
+    assert collections(in_docs[0]) == {"docs", "proj"}  # proj is included by default
+    _, outside = await _session_calls(indexed["home"], call, cwd=tmp_path)
+    assert collections(outside[0]) == {"proj"}  # outside every collection: the default one
 
 
 async def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(indexed: dict[str, Any]) -> None:

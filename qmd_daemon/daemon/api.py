@@ -13,7 +13,6 @@ from qmd_daemon.config import CollectionConfig
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import RequestError
 from qmd_daemon.ingest.root_policy import check_readable
-from qmd_daemon.ingest.scan import find_git_root, is_submodule
 from qmd_daemon.search.limits import (
     DEFAULTS,
     MAX_BUDGET_MS,
@@ -163,37 +162,14 @@ def parse_targets(body: dict[str, Any]) -> tuple[list[str] | None, Path | None]:
     return _names(body), _path(body)
 
 
-def _is_within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
-def _covers(collection: CollectionConfig, path: Path) -> bool:
-    """Whether `collection` indexes the files under `path`. A collection in git is listed by git
-    and its checked-out submodules' git; a worktree or clone checked out inside it is in neither
-    listing, so it is not covered (a walk, outside git, takes every folder)."""
-    if not _is_within(path, collection.path):
-        return False
-    inner = find_git_root(path)
-    while inner is not None and inner != collection.path and _is_within(inner, collection.path):
-        if not is_submodule(inner):
-            return find_git_root(collection.path) is None
-        inner = find_git_root(inner.parent)
-    return True
-
-
 def resolve_path(engine: Engine, path: Path, *, create: bool) -> tuple[CollectionConfig | None, bool]:
     """The collection for `path`: the one rooted there, else the deepest one containing it, else
     (with `create`) a new one for the folder (`repo-<name>` for a git top level). Returns it and
     whether it was created."""
     resolved = path.resolve()
-    exact = engine.collection_for_path(resolved)
-    if exact is not None:
-        return exact, False
-    containing = [c for c in engine.collections().values() if _covers(c, resolved)]
-    if containing:
-        return max(containing, key=lambda c: len(c.path.parts)), False
-    if not create:
-        return None, False
+    found = engine.collection_at(resolved)
+    if found is not None or not create:
+        return found, False
     if not resolved.is_dir():
         raise RequestError(404, "not_found", f"folder {resolved} does not exist")
     return engine.add_collection(resolved, on_demand=True), True
