@@ -224,7 +224,7 @@ class Engine:
         nobody added it: only a git repository's top level is registered then (root_policy)."""
         path = Path(path).expanduser()
         if not path.exists():
-            raise UsageError(f"path {path} {missing_reason(path)}")
+            raise UsageError(f"path {path} {missing_reason(path).value}")
         if not path.is_dir():
             raise UsageError(f"path {path} is a file; a collection is a folder")
         path = path.resolve()

@@ -20,7 +20,7 @@ from qmd_daemon.file_types import kind_of, language_of, language_of_text
 from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
 from qmd_daemon.ingest.links import LinkChanges, update_links
 from qmd_daemon.ingest.listings import listings_file
-from qmd_daemon.ingest.root_policy import check_root, missing_reason
+from qmd_daemon.ingest.root_policy import Missing, check_root, missing_reason
 from qmd_daemon.ingest.scan import ScannedFile, scan
 from qmd_daemon.ingest.skipped_files import SkippedFiles
 from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, decode_source, read_inside, utf8_bytes
@@ -77,7 +77,7 @@ def _check_root(collection: CollectionConfig) -> Path:
         gone = missing_reason(root)  # a symlink loop is one, not "does not exist"
         raise UsageError(
             f"collection '{collection.name}': path {root} "
-            f"{gone + ' (moved or deleted?)' if gone == 'does not exist' else gone}; its index "
+            f"{gone.value}{' (moved or deleted?)' if gone is Missing.GONE else ''}; its index "
             f"is kept as it was: `qmd-daemon collection remove {collection.name}` forgets it"
         )
     if not root.is_dir():
