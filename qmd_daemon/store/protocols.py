@@ -197,9 +197,6 @@ class ChunkStore(Protocol):
         ...
 
 
-QUANTIZATIONS = ("float", "int8")  # how a vector store may keep vectors (int8: 1/4 the size)
-
-
 class VectorStore(Protocol):
     """Vectors of one embedding model, keyed by chunk id, searched within collections."""
 
