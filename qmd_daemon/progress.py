@@ -19,10 +19,9 @@ def shown(asked: bool | None) -> bool:
     return sys.stderr.isatty() if asked is None else asked
 
 
-def progress_bar(desc: str, unit: str, asked: bool | None, *, total: int | None = None,
-                 leave: bool = True) -> tqdm[Any]:
+def progress_bar(desc: str, unit: str, asked: bool | None, *, total: int) -> tqdm[Any]:
     """A bar of TOTAL steps on stderr, disabled (drawing nothing) where `shown(asked)` is False."""
-    return tqdm(total=total, desc=desc, unit=unit, disable=not shown(asked), file=sys.stderr, leave=leave)
+    return tqdm(total=total, desc=desc, unit=unit, disable=not shown(asked), file=sys.stderr)
 
 
 def progress_over(items: Iterable[T], desc: str, unit: str, asked: bool | None, *,
