@@ -12,7 +12,7 @@ import click
 
 from clients._qmd_client import prepare_stdout
 from qmd_daemon import __version__
-from qmd_daemon.config import CollectionConfig
+from qmd_daemon.config import PROFILES, CollectionConfig
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
 from qmd_daemon.search.calibration import ANSWER_THRESHOLD
@@ -408,7 +408,7 @@ def migrate(ctx: click.Context, target: str, database_url: str, as_json: bool) -
 
 @cli.command()
 @click.option(
-    "--profile", type=click.Choice(["qwen3", "small"]), help="Store this profile in index.yml first."
+    "--profile", type=click.Choice(PROFILES), help="Store this profile in index.yml first."
 )
 @click.option("--role", type=click.Choice(["all", "embed", "rerank", "expand"]), default="all")
 @click.option("--refresh", is_flag=True, help="Download again even when cached.")
@@ -536,7 +536,7 @@ def stop(timeout: float) -> None:
               help="The install-time speed check (docs/install.md); its limits: "
               "QMD_BENCHMARK_MAX_STATIC_MINUTES (10), QMD_BENCHMARK_MAX_EMBED_MINUTES (60, the deep "
               "pass), QMD_BENCHMARK_MAX_QUERY_SECONDS (5).")
-@click.option("--profile", type=click.Choice(["qwen3", "small"]), default="qwen3", show_default=True)
+@click.option("--profile", type=click.Choice(PROFILES), default="qwen3", show_default=True)
 @click.option("--device", "devices", multiple=True, type=click.Choice(["gpu", "cpu"]), help="Repeatable.")
 @click.option("--fixtures", type=click.Path(path_type=Path), help="Default: benchmark_fixtures/.")
 @click.option("--index-chunks", type=click.IntRange(min=1), help="Chunks to embed (default: 20,000).")

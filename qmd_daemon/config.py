@@ -24,6 +24,11 @@ BACKENDS = ("sqlite", "postgres")
 _BRACE = re.compile(r"\{([^{}]*)\}")
 DEVICES = ("auto", "cpu", "gpu")  # `models: {device: ...}`; absent or null: auto
 MODEL_ROLES = ("embed", "rerank", "expand")  # each a model reference, on/off, or null
+MODEL_SWITCHES = ("deep", "static")  # keys of `models:` that switch a pass, naming no model
+OFF = ("off", "false", "none", "no", "0")  # YAML reads a bare off/no as False: "false" here
+ON = ("on", "true", "yes", "1")
+PROFILES = ("qwen3", "small")  # `models: {profile: ...}`; absent: qwen3
+QUANTIZATIONS = ("float", "int8")  # `models: {quantization: ...}`: how vectors are kept (int8: 1/4 the size)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~20x faster
 
 
@@ -74,6 +79,28 @@ def mask_problem(mask: str) -> str | None:
     if not any(not glob.startswith("!") for glob in globs):
         return "no glob in it selects files"
     return next((problem for problem in map(_glob_problem, globs) if problem), None)
+
+
+def _models_problem(models: dict[str, Any]) -> str | None:
+    """"KEY must be ..., not VALUE" for the first bad value of a `models:` block (None: none)."""
+    device = models.get("device")
+    if device is not None and (isinstance(device, bool) or str(device).strip().lower() not in DEVICES):
+        return f"device must be one of {', '.join(DEVICES)}, not {device!r}"
+    for role in MODEL_ROLES:
+        value = models.get(role)
+        if value is not None and not isinstance(value, str | bool):  # YAML reads off/on as booleans
+            return f"{role} must be a model file or hf: reference, or off, not {value!r}"
+    for switch in MODEL_SWITCHES:
+        # why an error: `deep: maybe` read as "on" would start hours of embedding on a CPU
+        if switch in models and str(models[switch]).strip().lower() not in (*OFF, *ON):
+            return f"{switch} must be on or off, not {models[switch]!r}"
+    profile = models.get("profile")
+    if profile and str(profile).strip().lower() not in PROFILES:
+        return f"profile must be one of {', '.join(PROFILES)}, not {profile!r}"
+    quantization = str(models.get("quantization") or "float")
+    if quantization not in QUANTIZATIONS:
+        return f"quantization must be one of {', '.join(QUANTIZATIONS)}, not {quantization!r}"
+    return None
 
 
 @dataclass
@@ -182,22 +209,14 @@ class IndexConfig:
     # -- models --------------------------------------------------------------------------------
 
     def models(self) -> dict[str, Any]:
-        """The `models:` block, its device and role values checked: `device: quantum` was read as
-        auto and `embed: 5` as the default model, both silently."""
+        """The `models:` block, every value this version reads checked here, the one place: the
+        CLI, the daemon and the clients' in-process search all read it through this, so a bad
+        value is the same line from each (`device: quantum` was read as auto, `embed: 5` as the
+        default model, `profile: tiny` left search without vectors, all silently)."""
         models = dict(self.raw.get("models") or {})
-        device = models.get("device")
-        if device is not None and (isinstance(device, bool) or str(device).strip().lower() not in DEVICES):
-            raise ConfigError(
-                f"{self.path}: models.device must be one of {', '.join(DEVICES)}, not {device!r} "
-                f"(left untouched)"
-            )
-        for role in MODEL_ROLES:
-            value = models.get(role)
-            if value is not None and not isinstance(value, str | bool):  # YAML reads off/on as booleans
-                raise ConfigError(
-                    f"{self.path}: models.{role} must be a model file or hf: reference, or off, not "
-                    f"{value!r} (left untouched)"
-                )
+        problem = _models_problem(models)
+        if problem is not None:
+            raise ConfigError(f"{self.path}: models.{problem} (left untouched)")
         return models
 
     def set_models(self, values: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from qmd_daemon.config import CollectionConfig, IndexConfig
-from qmd_daemon.errors import ConfigError, UnknownCollectionError, UsageError
+from qmd_daemon.errors import UnknownCollectionError, UsageError
 from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
 from qmd_daemon.ingest.listings import listings_file
 from qmd_daemon.ingest.root_policy import check_root, check_size, missing_reason
@@ -29,7 +29,7 @@ from qmd_daemon.settings import DEFAULT_MASK, Settings
 from qmd_daemon.static_vectorize import static_pending
 from qmd_daemon.store.backends import Backend, copy_to_postgres, open_backend
 from qmd_daemon.store.pending_order import EmbedPriority
-from qmd_daemon.store.protocols import QUANTIZATIONS, ChunkStore, VectorStore
+from qmd_daemon.store.protocols import ChunkStore, VectorStore
 from qmd_daemon.vectorize import EmbedHint, EmbedReport, embed_pending
 
 IndexStamp = tuple[int | None, str]  # (collection id, index format): see Engine.index_stamp
@@ -133,8 +133,7 @@ class Engine:
             self._models.unload()
             self._models = None
         if self._models is None:
-            source = str(self.settings.config_file)
-            self._models = ModelSet(wanted, self.settings.models_dir, self.backend.llm_cache, source=source)
+            self._models = ModelSet(wanted, self.settings.models_dir, self.backend.llm_cache)
         return self._models
 
     def share_models_with(self, other: Engine) -> None:
@@ -149,13 +148,7 @@ class Engine:
         vectors = self.backend.vectors
         if vectors is None:
             return None
-        quantization = str(self.config().models().get("quantization") or "float")
-        if quantization not in QUANTIZATIONS:
-            raise ConfigError(
-                f"{self.settings.config_file}: models.quantization must be one of "
-                f"{', '.join(QUANTIZATIONS)}, not {quantization!r} (left untouched)"
-            )
-        return vectors(quantization)
+        return vectors(str(self.config().models().get("quantization") or "float"))  # checked there
 
     def writing(self) -> AbstractContextManager[None]:
         """One index writer at a time across processes (CLI, daemon, a second terminal): a second
@@ -253,7 +246,7 @@ class Engine:
         nobody added it: only a git repository's top level is registered then (root_policy)."""
         path = Path(path).expanduser()
         if not path.exists():
-            raise UsageError(f"path {path} {missing_reason(path)}")
+            raise UsageError(f"path {path} {missing_reason(path).value}")
         if not path.is_dir():
             raise UsageError(f"path {path} is a file; a collection is a folder")
         path = path.resolve()

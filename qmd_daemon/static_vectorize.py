@@ -11,7 +11,6 @@ a thousand chunks' statistics, not none.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -20,10 +19,9 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tqdm import tqdm
-
 from qmd_daemon.locks import LockBusy, held_or_busy
 from qmd_daemon.models.static_table import StaticModel
+from qmd_daemon.progress import progress_bar, shown
 from qmd_daemon.store.protocols import ChunkStore, StaticVectorStore
 from qmd_daemon.text.code_words import chunk_fields
 
@@ -84,8 +82,8 @@ def _run(store: ChunkStore, vectors: StaticVectorStore, model: StaticModel, coll
     with writing():
         vectors.ensure(model.fingerprint)
         todo = vectors.pending(collection_ids)
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = tqdm(total=len(todo), desc="static vectors", unit="chunk", disable=not show, file=sys.stderr)
+    show = shown(progress)
+    bar = progress_bar("static vectors", "chunk", show, total=len(todo))
     try:
         for start in range(0, len(todo), BATCH):
             batch = todo[start : start + BATCH]

@@ -8,7 +8,6 @@ write takes the index's writer lock (`writing`), so an update never waits on a w
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -20,6 +19,7 @@ from tqdm import tqdm
 
 from qmd_daemon.locks import LockBusy, held_or_busy
 from qmd_daemon.models.embedder import Embedder
+from qmd_daemon.progress import progress_bar
 from qmd_daemon.store.pending_order import EmbedPriority
 from qmd_daemon.store.protocols import ChunkStore, VectorStore
 from qmd_daemon.text.chunk_model import embedding_text
@@ -90,9 +90,8 @@ def embed_pending(
         with writing():
             report.reset = vectors.ensure(embedder.fingerprint, embedder.dim)
         left = vectors.pending_count(collection_ids)
-        show = sys.stderr.isatty() if progress is None else progress
         total = left if limit is None else min(left, limit)
-        bar = tqdm(total=total, desc="embedding", unit="chunk", disable=not show, file=sys.stderr)
+        bar = progress_bar("embedding", "chunk", progress, total=total)
         taken = 0
         # (chunk id, hash) of the last window: each got its vector or changed since, so one still
         # pending unchanged would be taken again and again; the run stops when only such are left

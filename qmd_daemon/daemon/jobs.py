@@ -6,7 +6,11 @@ committed index while a refresh transaction is open. Identical jobs that are sti
 A refresh skips the collections whose roots the watcher saw no change under since their last
 finished refresh (vouch.py). While no job has come for IDLE_MERGE_SECONDS, the writer thread merges
 the index's FTS5 segments one bounded step at a time (Engine.merge_step), so an update never pays a
-whole merge and a daemon's index is merged soon after its edits stop.
+whole merge and a daemon's index is merged soon after its edits stop. An embed job skipped
+because another process (a terminal's `qmd-daemon embed`) held the embedding lock is owed: the
+lock is tried every EMBED_RECHECK_SECONDS while the queue is idle, and the embed job submitted
+again once it is free, so what that run left (chunks written after its last look, collections it
+was not asked for) does not wait for the next edit.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Any
 from qmd_daemon.daemon.vouch import RefreshPlan, RefreshVouch, Watch
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
-from qmd_daemon.locks import holder_pid
+from qmd_daemon.locks import held_by, holder_pid
 from qmd_daemon.vectorize import EmbedBusy, EmbedHint
 
 log = logging.getLogger("qmd_daemon.jobs")
@@ -33,6 +37,9 @@ KINDS = ("refresh", "embed")
 # Seconds without a job before the idle merge steps begin: an agent's edits come in bursts, and a
 # step (~0.1 s at 500k chunks) holds the writer that the next refresh waits for.
 IDLE_MERGE_SECONDS = 5.0
+# Seconds between two tries of the embedding lock while a skipped embed job is owed: each try is a
+# non-blocking lock attempt on one file, and a run that ends is followed within this long.
+EMBED_RECHECK_SECONDS = 3.0
 _ids = itertools.count(1)
 
 
@@ -79,6 +86,34 @@ class Job:
         return True
 
 
+@dataclass
+class EmbedRetry:
+    """An embed job skipped because another process held the embedding lock: owed until the lock
+    is free (then submitted again) or an embed job that ran covers its collections."""
+
+    names: tuple[str, ...] | None  # None: every collection
+    holder: int | None  # the pid holding the lock when last tried
+    since: float = field(default_factory=time.time)  # the first skip
+
+    def add(self, names: tuple[str, ...] | None, holder: int | None) -> None:
+        self.names = None if names is None or self.names is None else tuple(sorted({*self.names, *names}))
+        self.holder = holder
+
+    def covered_by(self, names: tuple[str, ...] | None) -> bool:
+        """An embed job of `names` ran: True when nothing is owed any more."""
+        if names is None:
+            return True
+        if self.names is None:
+            return False
+        self.names = tuple(n for n in self.names if n not in names)
+        return not self.names
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"collections": list(self.names) if self.names is not None else None,
+                "waiting_for_pid": self.holder, "since": self.since,
+                "recheck_seconds": EMBED_RECHECK_SECONDS}
+
+
 class JobQueue:
     def __init__(
         self,
@@ -106,6 +141,8 @@ class JobQueue:
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._merge_due = True  # the index may hold segments to merge: at start, after a refresh
+        self._embed_retry: EmbedRetry | None = None
+        self._retry_task: asyncio.Task[None] | None = None
 
     # -- submission ----------------------------------------------------------------------------
 
@@ -155,6 +192,8 @@ class JobQueue:
             "running": self._running.as_dict() if self._running else None,
             "queued": [j.as_dict() for j in self._queue],
             "recent": [j.as_dict() for j in list(self._recent)[-10:]],
+            # a skipped embed job, submitted again once the other run lets go of the lock
+            "embed_retry": self._embed_retry.as_dict() if self._embed_retry is not None else None,
         }
 
     # -- running -------------------------------------------------------------------------------
@@ -202,15 +241,18 @@ class JobQueue:
             skipped = job.result.get("skipped") if job.result else None
             why = job.error["message"] if job.error else skipped  # for daemon.log's reader
             log.info(
-                "%s %s %s in %.2fs%s",
+                "%s %s %s in %.2fs%s%s",
                 job.kind,
                 job.names or "all",
                 "skipped" if skipped else job.state,
                 finished - (job.started_at or finished),
                 f": {why}" if why else "",
+                "; retried once it lets go" if skipped else "",
             )
             if job.kind == "refresh":
                 self._merge_due = True
+            if job.kind == "embed" and job.state == "done":
+                self._settle_embed(job, skipped is not None)
             if job.state == "done" and job.kind == "refresh" and self.auto_embed:
                 touched = [r["collection"] for r in job.result.get("reports", []) if r.get("touched")]
                 if touched:
@@ -220,6 +262,36 @@ class JobQueue:
                     self.on_finished(job)
                 except Exception:  # noqa: BLE001
                     log.exception("job callback failed")
+
+    def _settle_embed(self, job: Job, skipped: bool) -> None:
+        """A skipped embed job is owed (and the lock watched for); one that ran pays what it covers."""
+        if not skipped:
+            if self._embed_retry is not None and self._embed_retry.covered_by(job.names):
+                self._embed_retry = None
+            return
+        holder = job.result.get("held_by")
+        if self._embed_retry is not None:
+            self._embed_retry.add(job.names, holder)
+        else:
+            self._embed_retry = EmbedRetry(job.names, holder)
+        if self._retry_task is None or self._retry_task.done():
+            loop = asyncio.get_running_loop()
+            self._retry_task = loop.create_task(self._retry_embed(), name="qmd-embed-retry")
+
+    async def _retry_embed(self) -> None:
+        """Try the embedding lock every EMBED_RECHECK_SECONDS while the queue is idle (this
+        process's own embed job holds it otherwise); once free, submit the owed embed job."""
+        while self._embed_retry is not None and not self._closing:
+            await asyncio.sleep(EMBED_RECHECK_SECONDS)
+            retry = self._embed_retry
+            if retry is None or self._closing or not self.idle:
+                continue
+            holder = held_by(self.engine.embed_lock_path)
+            if holder is not None:
+                retry.holder = holder
+                continue
+            self._embed_retry = None
+            self.submit("embed", retry.names)
 
     def _yielded(self, job: Job, result: dict[str, Any]) -> bool:
         """An embed job that stopped to let a job queued behind it run (a refresh of a file just
@@ -293,13 +365,16 @@ class JobQueue:
             hint = self.embed_hint
             embedded = self.engine.embed(names, progress=False, yield_to=self._should_pause, hint=hint)
         except EmbedBusy as exc:  # a terminal's `qmd-daemon embed`: it embeds these chunks too
-            why = f"{exc} (pid {holder_pid(self.engine.embed_lock_path)})"
-            return {"embedded": 0, "copied": 0, "seconds": 0.0, "pending": 0, "skipped": why}
+            pid = holder_pid(self.engine.embed_lock_path)
+            return {"embedded": 0, "copied": 0, "seconds": 0.0, "pending": 0, "skipped": f"{exc} (pid {pid})",
+                    "held_by": pid}
         return embedded.as_dict()
 
     async def close(self, timeout: float = 10.0) -> bool:
         """Stop taking jobs, wait up to `timeout` for the running one; True when the writer is free."""
         self._closing = True
+        if self._retry_task is not None:
+            self._retry_task.cancel()
         self.engine.stop_waiting.set()  # a job queued on another process's writer lock gives up
         self._wakeup.set()
         for job in self._queue:

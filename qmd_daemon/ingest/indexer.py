@@ -9,13 +9,10 @@ or kill mid-update rolls the transaction back, so the previous index stays searc
 from __future__ import annotations
 
 import hashlib
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-
-from tqdm import tqdm
 
 from qmd_daemon.config import CollectionConfig
 from qmd_daemon.errors import UsageError
@@ -23,10 +20,11 @@ from qmd_daemon.file_types import kind_of, language_of, language_of_text
 from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
 from qmd_daemon.ingest.links import LinkChanges, update_links
 from qmd_daemon.ingest.listings import listings_file
-from qmd_daemon.ingest.root_policy import check_root, missing_reason
+from qmd_daemon.ingest.root_policy import Missing, check_root, missing_reason
 from qmd_daemon.ingest.scan import ScannedFile, scan
 from qmd_daemon.ingest.skipped_files import SkippedFiles
 from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, decode_source, read_inside, utf8_bytes
+from qmd_daemon.progress import progress_over
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.protocols import ChunkStore
 
@@ -79,7 +77,7 @@ def _check_root(collection: CollectionConfig) -> Path:
         gone = missing_reason(root)  # a symlink loop is one, not "does not exist"
         raise UsageError(
             f"collection '{collection.name}': path {root} "
-            f"{gone + ' (moved or deleted?)' if gone == 'does not exist' else gone}; its index "
+            f"{gone.value}{' (moved or deleted?)' if gone is Missing.GONE else ''}; its index "
             f"is kept as it was: `qmd-daemon collection remove {collection.name}` forgets it"
         )
     if not root.is_dir():
@@ -154,16 +152,13 @@ def update_collection(
     report = UpdateReport(collection=collection.name)
     skipped = result.skipped
     left_out = SkippedFiles(listings_file(settings.cache_dir, collection.name, "skipped"), INDEX_FORMAT)
-    show = sys.stderr.isatty() if progress is None else progress
     with store.transaction():
         collection_id = store.ensure_collection(collection.name, root)
         states = store.file_states(collection_id)
         rechunk = store.index_format(collection_id) != INDEX_FORMAT
         links = LinkChanges(everything=rechunk or not states)
         seen: set[str] = set()
-        for scanned in tqdm(
-            result.files, desc=collection.name, unit="file", disable=not show, file=sys.stderr, leave=False
-        ):
+        for scanned in progress_over(result.files, collection.name, "file", progress, leave=False):
             state = states.get(scanned.path)
             same_stat = state and state.size == scanned.size and state.mtime_ns == scanned.mtime_ns
             if same_stat and not rechunk:

@@ -15,6 +15,7 @@ import errno
 import os
 import time
 from collections import Counter
+from enum import Enum
 from pathlib import Path
 
 from qmd_daemon.errors import UsageError
@@ -34,14 +35,22 @@ def _settings_folders(home: Path) -> list[Path]:
     return [f.resolve() for f in folders]
 
 
-def missing_reason(path: Path) -> str:
+class Missing(Enum):
+    """Why a path `exists()` denies is not there; callers decide by the member, and its value is
+    the words said after the path (so rewording a message never changes what a caller does)."""
+
+    GONE = "does not exist"
+    LINK_LOOP = "is a symlink loop (its links lead back to one another), not a folder"
+
+
+def missing_reason(path: Path) -> Missing:
     """Why PATH, which `exists()` denies, is not there: a symlink loop exists() reports as absent."""
     try:
         path.stat()
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            return "is a symlink loop (its links lead back to one another), not a folder"
-    return "does not exist"
+            return Missing.LINK_LOOP
+    return Missing.GONE
 
 
 def check_readable(path: Path) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from qmd_daemon.errors import ConfigError
+from qmd_daemon.config import OFF
 from qmd_daemon.models import ModelError
 from qmd_daemon.models.cache import LLMCache
 from qmd_daemon.models.embedder import Embedder
@@ -24,9 +24,6 @@ from qmd_daemon.models.static_table import StaticModel
 
 RETRY_SECONDS = 30.0
 _FACTORIES = {"embed": Embedder, "rerank": Reranker, "expand": Expander}
-_OFF = ("off", "false", "none", "no", "0")  # YAML reads a bare off/no as False: "false" here
-_ON = ("on", "true", "yes", "1")
-_SWITCHES = ("deep", "static")  # keys of `models:` that switch a pass, naming no model
 
 
 class ModelSet:
@@ -35,11 +32,8 @@ class ModelSet:
         models: Mapping[str, Any],
         models_dir: Path,
         cache: LLMCache | None = None,
-        *,
-        source: str = "index.yml",
     ):
         self.config = dict(models)
-        self.source = source  # the file `models` came from, named in its errors
         self.models_dir = models_dir
         self.cache = cache
         self.device = select_device(str(self.config["device"]) if self.config.get("device") else None)
@@ -51,14 +45,9 @@ class ModelSet:
 
     def enabled(self, role: str) -> bool:
         """`models: {rerank: off}` (or false/none) switches a role off; any other value of a role
-        is its model (a path or `hf:` reference). `deep` and `static` name no model: on or off only."""
-        value = str(self.config.get(role, True)).strip().lower()
-        if role in _SWITCHES and value not in (*_OFF, *_ON):
-            # why an error: `deep: maybe` read as "on" would start hours of embedding on a CPU
-            raise ConfigError(
-                f"{self.source}: models.{role} must be on or off, not {self.config[role]!r} (left untouched)"
-            )
-        return value not in _OFF
+        is its model (a path or `hf:` reference). `deep` and `static` name no model: on or off only
+        (IndexConfig.models checked that)."""
+        return str(self.config.get(role, True)).strip().lower() not in OFF
 
     def deep_off(self) -> str | None:
         """Why no chunk goes through the embedder itself, when `models: {deep: off}` says so (on a

@@ -14,13 +14,13 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from qmd_daemon.config import PROFILES
 from qmd_daemon.models import ModelError
 from qmd_daemon.models.gguf_info import check_gguf
 from qmd_daemon.models.runtime import llama_module
 from qmd_daemon.models.uris import DEFAULT_URIS, model_uri, resolve
 from qmd_daemon.settings import Settings
 
-PROFILES: tuple[str, ...] = ("qwen3", "small")
 SMALL_EMBED_FILE = "all-MiniLM-L6-v2-q8_0.gguf"
 SMALL_LM_FILE = "gemma-3-270m-q4_k_m.gguf"
 

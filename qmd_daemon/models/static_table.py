@@ -26,11 +26,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tqdm import tqdm
-
 from qmd_daemon.models import ModelError
 from qmd_daemon.models.embedder import Embedder
 from qmd_daemon.models.runtime import decode_pooled, llama_module
+from qmd_daemon.progress import progress_bar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -73,8 +72,7 @@ def embed_vocabulary(embedder: Embedder, progress: bool | None = None,
 
     batch = LlamaBatch(n_tokens=embedder.handle.n_ctx, embd=0, n_seq_max=1, verbose=False)
     rows = np.zeros((len(ids), dim), dtype=np.float32)
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = tqdm(total=len(ids), desc="distilling", unit="token", disable=not show, file=sys.stderr)
+    bar = progress_bar("distilling", "token", progress, total=len(ids))
     try:
         for start in range(0, len(ids), DISTILL_BATCH):
             seqs = [[*head, t, *tail] for t in ids[start : start + DISTILL_BATCH]]

@@ -121,7 +121,9 @@ class ChunkStore(Protocol):
         self, collection_id: int, links: list[tuple[int, int, str]], doc_chunk_ids: list[int] | None = None
     ) -> None: ...
 
-    def links_of(self, collection_id: int) -> set[tuple[int, int, str]]: ...
+    def links_of(self, collection_id: int) -> set[tuple[int, int, str]]:
+        """Every (doc chunk, code file, cited text) link: an inspection API, for tests; no search reads it."""
+        ...
 
     def doc_chunks(self, collection_id: int) -> list[tuple[int, str]]: ...
 
@@ -195,9 +197,6 @@ class ChunkStore(Protocol):
     def manifest_texts(self, collection_ids: list[int], names: Sequence[str]) -> list[str]:
         """The chunk texts of files named one of `names` (at the root or in any folder)."""
         ...
-
-
-QUANTIZATIONS = ("float", "int8")  # how a vector store may keep vectors (int8: 1/4 the size)
 
 
 class VectorStore(Protocol):

@@ -16,11 +16,9 @@ takes its staged rows with it.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-from tqdm import tqdm
-
+from qmd_daemon.progress import progress_bar
 from qmd_daemon.store.fts_tokens import FTS_TOKENIZER
 
 TERM_STATS_TABLE = """CREATE TABLE IF NOT EXISTS term_stats (
@@ -131,8 +129,8 @@ def fill(conn: Any) -> None:
         "SELECT f.collection_id, c.id FROM chunks c JOIN files f ON f.id = c.file_id ORDER BY 1, 2"
     ).fetchall()
     counts = PendingCounts(conn)
-    # a bar on a terminal (tqdm leaves it out elsewhere): seconds of CPU at 500k chunks
-    with tqdm(total=len(owners), desc="counting words", unit=" chunks", disable=None, file=sys.stderr) as bar:
+    # a bar on a terminal: seconds of CPU at 500k chunks
+    with progress_bar("counting words", " chunks", None, total=len(owners)) as bar:
         for start in range(0, len(owners), FILL_BATCH):
             batch = owners[start : start + FILL_BATCH]
             for collection_id in dict.fromkeys(cid for cid, _ in batch):

@@ -18,6 +18,7 @@ import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from qmd_daemon.config import QUANTIZATIONS
 from qmd_daemon.store.binary_codes import (
     CodeCache,
     code_row,
@@ -30,7 +31,6 @@ from qmd_daemon.store.binary_codes import (
 )
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.pending_order import ORDER_BY, EmbedPriority
-from qmd_daemon.store.protocols import QUANTIZATIONS
 
 if TYPE_CHECKING:
     import numpy as np

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.errors import UsageError
-from qmd_daemon.ingest.root_policy import check_size, tally_to_cap
+from qmd_daemon.ingest.root_policy import Missing, check_size, missing_reason, tally_to_cap
 from qmd_daemon.settings import DEFAULT_MASK, Settings
 from tests.conftest import run_cli, write_tree
 
@@ -114,3 +114,13 @@ def test_a_refusal_is_remembered_so_asking_again_lists_nothing(tmp_path: Path) -
     with pytest.raises(UsageError, match="over 3 files"):
         check_size(tree, settings, mask=DEFAULT_MASK, ignore=[])
     check_size(tree, settings, mask="**/*.md", ignore=[])  # another question is measured afresh
+
+
+def test_a_missing_root_is_told_by_kind_not_by_its_words(tmp_path: Path) -> None:
+    """The indexer adds "(moved or deleted?)" for a folder that is gone and not for a link loop: it
+    compared the message text, so rewording one would have changed which paths get the hint."""
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    assert missing_reason(tmp_path / "a") is Missing.LINK_LOOP
+    assert missing_reason(tmp_path / "a" / "src") is Missing.LINK_LOOP  # a path through the loop
+    assert missing_reason(tmp_path / "gone") is Missing.GONE

@@ -11,13 +11,11 @@ them, so a local index can join a shared database that other machines already fi
 from __future__ import annotations
 
 import struct
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tqdm import tqdm
-
+from qmd_daemon.progress import progress_bar
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.postgres.chunk_store import analysed, lock_collection
 from qmd_daemon.store.postgres.connection import PostgresDatabase
@@ -250,8 +248,7 @@ def copy_index(source: IndexStore, db: PostgresDatabase, show: bool | None = Non
         "SELECT id, name, root, updated_at, index_format FROM collections ORDER BY name"
     ).fetchall()
     total = source.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    show = sys.stderr.isatty() if show is None else show
-    with tqdm(total=total, desc="copying", unit="chunk", disable=not show, file=sys.stderr) as bar:
+    with progress_bar("copying", "chunk", show, total=total) as bar:
         for row in collections:
             copier.collection(row, bar)
     copier.llm_cache()

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from qmd_daemon.config import QUANTIZATIONS
 from qmd_daemon.store.pending_order import ORDER_BY, EmbedPriority
 from qmd_daemon.store.postgres.connection import PostgresDatabase
 from qmd_daemon.store.postgres.schema import meta_value, set_meta
 
-QUANTIZATIONS = ("float", "int8")
 _COLUMN_TYPE = {"float": "vector", "int8": "halfvec"}
 VECTOR_LOCK = 0x716D6401  # advisory lock key of the vector table's (re)creation
 # Graph candidates per search: at least this many, and at least 2 x k. bench/knn_backends.py at
