@@ -277,9 +277,61 @@ def _submodules(root: Path) -> list[str]:
     top = find_git_root(root)
     if top is None or not (top / ".gitmodules").is_file():
         return []
+    return [link for link in _gitlinks(root, top) if os.path.lexists(os.path.join(root, link, ".git"))]
+
+
+_FileStamp = tuple[int, int, int] | None  # (mtime_ns, size, inode); None: no such file
+_GITLINKS: dict[Path, tuple[tuple[_FileStamp, _FileStamp], list[str]]] = {}
+_GITLINKS_KEPT = 256  # roots whose gitlinks are kept
+
+
+def _gitlinks(root: Path, top: Path) -> list[str]:
+    """The submodule folders git's index records under `root` (its gitlinks). `git ls-files
+    --stage` lists the whole index (tens of ms in a large repository) and a search made inside a
+    submodule asks this every time (daemon/api.py `_covers`): the answer is kept until the index
+    file or .gitmodules changes (git replaces its index by a rename: a new inode at least)."""
+    stamp = _links_stamp(top)
+    kept = _GITLINKS.get(root)
+    if stamp is not None and kept is not None and kept[0] == stamp:
+        return kept[1]
     entries = _git_ls_files(root, "--stage") or ()
-    links = (entry.partition("\t")[2] for entry in entries if entry.startswith("160000 "))
-    return [link for link in links if os.path.lexists(os.path.join(root, link, ".git"))]
+    links = [entry.partition("\t")[2] for entry in entries if entry.startswith("160000 ")]
+    if stamp is not None and stamp == _links_stamp(top):  # not kept if the index moved meanwhile
+        if len(_GITLINKS) >= _GITLINKS_KEPT:
+            _GITLINKS.clear()
+        _GITLINKS[root] = (stamp, links)
+    return links
+
+
+def _links_stamp(top: Path) -> tuple[_FileStamp, _FileStamp] | None:
+    """What changes when the gitlinks of repository `top` may have: its index file and .gitmodules
+    (None when the index cannot be found: nothing is kept)."""
+    index = _index_file(top)
+    index_stamp = _file_stamp(index) if index is not None else None
+    return None if index_stamp is None else (index_stamp, _file_stamp(top / ".gitmodules"))
+
+
+def _index_file(top: Path) -> Path | None:
+    """The index file of the repository whose top level is `top`: .git/index, or in the folder a
+    `.git` file points to (a submodule, a worktree). None when it cannot be told."""
+    dot_git = top / ".git"
+    if dot_git.is_dir():
+        return dot_git / "index"
+    try:
+        pointer = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not pointer.startswith("gitdir:"):
+        return None
+    return (top / pointer[len("gitdir:") :].strip()) / "index"
+
+
+def _file_stamp(path: Path) -> _FileStamp:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size, stat.st_ino
 
 
 def is_submodule(folder: Path) -> bool:
