@@ -152,3 +152,18 @@ def test_the_kept_submodule_list_follows_the_index(tmp_path: Path) -> None:
     assert submodule_folders(outer) == {"libs/second", "libs/third"}
     subprocess.run([*_GIT, "-C", str(outer), "submodule", "deinit", "-q", "-f", "libs/third"], check=True)
     assert submodule_folders(outer) == {"libs/second"}  # its folder is empty now
+
+
+def test_a_deeper_gitignore_negation_wins_in_a_walk_as_in_git(tmp_path: Path) -> None:
+    """git asks a path's .gitignore files deepest first: `!gen_kept.py` in a/ keeps a file the
+    root's `gen_*.py` matches. The walk dropped it (any file matching was enough)."""
+    files = {
+        ".gitignore": "gen_*.py\n",
+        "a/.gitignore": "!gen_kept.py\n",
+        "a/gen_kept.py": "1\n",
+        "a/gen_other.py": "1\n",
+        "b.py": "1\n",
+    }
+    walked = write_tree(tmp_path / "walked", files)
+    listed = _repo(tmp_path / "listed", files)
+    assert sorted(_scan(walked)) == _scan(listed) == ["a/gen_kept.py", "b.py"]
