@@ -192,6 +192,27 @@ class IndexConfig:
         entries = self.raw.get("collections") or {}
         return entries.pop(name, None) is not None
 
+    def removing(self) -> dict[str, int]:
+        """`removing:` collections no longer listed whose rows the index may still hold (name ->
+        the index's id of them): a `collection remove` unlists first, then deletes, and the next
+        update or remove finishes one that was cut short. Entries that are no such pair are skipped."""
+        entries = self.raw.get("removing")
+        if not isinstance(entries, dict):
+            return {}
+        return {str(n): i for n, i in entries.items() if isinstance(i, int) and not isinstance(i, bool)}
+
+    def set_removing(self, name: str, collection_id: int | None) -> None:
+        """Record (an id) or clear (None) the pending removal of `name`."""
+        entries = self.removing()
+        if collection_id is None:
+            entries.pop(name, None)
+        else:
+            entries[name] = collection_id
+        if entries:
+            self.raw["removing"] = entries
+        else:
+            self.raw.pop("removing", None)
+
     # -- storage -------------------------------------------------------------------------------
 
     def backend(self) -> str:

@@ -106,7 +106,7 @@ class Engine:
     def __init__(self, settings: Settings | None = None):
         self.settings = settings or Settings.from_env()
         self._backend: Backend | None = None
-        self._config: tuple[tuple[int, int], IndexConfig] | None = None
+        self._config: tuple[tuple[int, int, int], IndexConfig] | None = None
         self._models: ModelSet | None = None
         self._models_owner: Engine | None = None
         self.stop_waiting = threading.Event()  # set: a wait for the writer lock gives up (LockBusy)
@@ -172,7 +172,7 @@ class Engine:
         path = self.settings.config_file
         try:
             stat = path.stat()
-            stamp = (stat.st_mtime_ns, stat.st_size)
+            stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ino)  # a save is a rename: a new inode
         except OSError:
             return IndexConfig.load(path)
         if self._config is None or self._config[0] != stamp:
@@ -282,15 +282,37 @@ class Engine:
         return collection
 
     def remove_collection(self, name: str) -> None:
-        """Waits for a running update (of any process) to finish, then forgets the collection."""
-        with self.writing(), IndexConfig.editing(self.settings.config_file) as config:
-            if not config.remove_collection(name):
-                raise UnknownCollectionError(f"no collection named '{name}'")
-            with self.store.transaction():
-                self.store.remove_collection(name)
+        """Waits for a running update (of any process) to finish, then forgets the collection:
+        index.yml first, its rows after. A search that finds the rows gone then finds the name
+        unlisted and says so (`search`), never an empty answer; a remove cut short between the
+        two is finished by the next update or remove (index.yml's `removing:` names it)."""
+        with self.writing():
+            with IndexConfig.editing(self.settings.config_file) as config:
+                pending = name in config.removing()
+                if not config.remove_collection(name) and not pending:
+                    raise UnknownCollectionError(f"no collection named '{name}'")
+                collection_id = self.store.collection_id(name)
+                if collection_id is not None and not pending:
+                    config.set_removing(name, collection_id)
+            self._finish_removals()
+
+    def _finish_removals(self) -> None:
+        """Delete the rows of each collection index.yml's `removing:` names (only the row of the id
+        recorded: a PostgreSQL index is shared, and another user's collections are theirs), then
+        clear the entries. The caller holds the writer lock."""
+        pending = self.config().removing()
+        if not pending:
+            return
+        for name, collection_id in pending.items():
+            if self.store.collection_id(name) == collection_id:
+                with self.store.transaction():
+                    self.store.remove_collection(name)
             record_skipped(self.settings.state_dir, name, None)
             for cache in ("folders", "skipped"):
                 listings_file(self.settings.cache_dir, name, cache).unlink(missing_ok=True)
+        with IndexConfig.editing(self.settings.config_file) as config:
+            for name in pending:
+                config.set_removing(name, None)
 
     def collections(self) -> dict[str, CollectionConfig]:
         return self.config().collections()
@@ -323,6 +345,9 @@ class Engine:
         collection that cannot be updated (its folder moved or deleted) gets a report with its
         `error` and the others are updated all the same; else its UsageError stops the update."""
         reports = []
+        if self.config().removing():  # a remove cut short: its rows go before anything is indexed
+            with self.writing():
+                self._finish_removals()
         for selected in self._select(names):
             with self.writing():
                 # index.yml as it is now: the collection may have been removed or changed meanwhile
@@ -547,7 +572,8 @@ class Engine:
         trace: SearchTrace | None = None,
     ) -> list[Hit]:
         options = replace(options or SearchOptions(), limit=limit)
-        ids = self.collection_ids(self.search_scope(collections))
+        scope = self.search_scope(collections)
+        ids = self.collection_ids(scope)
         deep_off = self.models.deep_off()
         if deep_off is not None and trace is not None:
             trace.deep_off = deep_off
@@ -559,4 +585,18 @@ class Engine:
             reranker=self.models.reranker() if options.rerank else None,
             static=self.static_tier() if options.vectors else None,
         )
-        return run_search(self.store, query, ids, options, models, trace)
+        hits = run_search(self.store, query, ids, options, models, trace)
+        if not hits:
+            self._still_listed(scope)
+        return hits
+
+    def _still_listed(self, names: list[str]) -> None:
+        """An empty answer from collections one of which was removed meanwhile says so: `remove`
+        unlists a collection before deleting its rows, so a search that found them gone finds it
+        unlisted here (UnknownCollectionError), where it answered [] as if nothing matched."""
+        listed = self.collections()
+        gone = [name for name in names if name not in listed]
+        if gone:
+            raise UnknownCollectionError(
+                f"collection '{gone[0]}' was removed while this search ran (see `qmd-daemon collection list`)"
+            )

@@ -1,9 +1,10 @@
 """What the watcher watches under a root, and whether the root's filesystem lets it vouch for it.
 
 Both watch backends list a root's folders here with the scanner's own rules (`IgnoreRules`, shared
-with qmd_daemon/ingest/scan.py): the built-in excludes, the collection's ignore patterns and mask,
-and the tree's .gitignore files (files git tracks in spite of them excepted). Ignored folders
-(node_modules/, .venv/, .git/, build/ ...) are pruned, so they cost no watch and raise no event.
+with qmd_daemon/ingest/scan.py, as `git_rules` sets them for a repository): the built-in excludes,
+the collection's ignore patterns and mask, and the tree's .gitignore files (files git tracks in
+spite of them excepted; a submodule under its own only). Ignored folders (node_modules/, .venv/,
+.git/, build/ ...) are pruned, so they cost no watch and raise no event.
 A root on a network, VM or FUSE share may change without this kernel seeing it: never vouched for.
 """
 
@@ -15,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qmd_daemon.ingest.scan import IgnoreRules, tracked_but_ignored
+from qmd_daemon.ingest.scan import IgnoreRules, git_rules
 
 MAX_WATCHED_DIRS = 20_000  # where the kernel's own limit cannot be read (watchfiles backends)
 _MAX_USER_WATCHES = Path("/proc/sys/fs/inotify/max_user_watches")
@@ -162,9 +163,7 @@ def prepare_root(
     path: Path, spec: RootSpec, excludes: tuple[str, ...], limit: int
 ) -> tuple[WatchedRoot, list[str]]:
     """The root's rules and the folders to watch under it (at most `limit`); blocking: a thread."""
-    rules = IgnoreRules(
-        path, mask=spec.mask, ignore=list(spec.ignore), excludes=excludes, keep=tracked_but_ignored(path)
-    )
+    rules = git_rules(path, mask=spec.mask, ignore=list(spec.ignore), excludes=excludes)
     rels, complete = watch_dirs(path, rules, limit)
     return WatchedRoot(path, spec, rules, local=is_local(path), complete=complete), rels
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from qmd_daemon.atomic_files import replace_file
 
-LISTINGS_FORMAT = 2  # raise when what a scan takes from a listing changes
+LISTINGS_FORMAT = 3  # raise when what a scan takes from a listing changes (3: a deeper negation wins)
 RACY_NS = 3_000_000_000  # coarser than any file system's mtime tick (FAT: 2 s)
 
 

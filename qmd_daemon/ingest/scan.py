@@ -182,9 +182,30 @@ def _compiled_rules(mask: str, ignore: tuple[str, ...]) -> tuple[PathMatcher, Pa
     return fast_matcher(compile_mask(mask)), fast_matcher(compile_patterns(list(ignore), "ignore"))
 
 
+# A .gitignore's verdict on a path relative to its folder: True ignored, False re-included by a
+# negation (`!keep.txt`), None when none of its patterns matches (the file above then decides).
+Verdict = Callable[[str], bool | None]
+
+
 @lru_cache(maxsize=4096)
-def _gitignore_matcher(text: str) -> PathMatcher:
-    return fast_matcher(pathspec.GitIgnoreSpec.from_lines(text.splitlines()))
+def _gitignore_verdict(text: str) -> Verdict:
+    """git reads a path's .gitignore files deepest first and the first that matches it decides:
+    `!keep.txt` below a root's `*.txt` keeps a/keep.txt, which an any-file-matches rule dropped
+    (the watcher then dropped its edits while git listed it)."""
+    spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
+    ignored = fast_matcher(spec)
+    negations = [_including(p) for p in spec.patterns if p.include is False]
+    if not negations:
+        return lambda path: True if ignored(path) else None
+    negated = fast_matcher(pathspec.PathSpec(negations))
+    return lambda path: True if ignored(path) else (False if negated(path) else None)
+
+
+def _including(pattern: pathspec.Pattern) -> pathspec.Pattern:
+    """A negation as an including pattern: whether it matches, not what it decides."""
+    flipped = copy.copy(pattern)
+    flipped.include = True
+    return flipped
 
 
 class ScannedFile(NamedTuple):
@@ -256,9 +277,61 @@ def _submodules(root: Path) -> list[str]:
     top = find_git_root(root)
     if top is None or not (top / ".gitmodules").is_file():
         return []
+    return [link for link in _gitlinks(root, top) if os.path.lexists(os.path.join(root, link, ".git"))]
+
+
+_FileStamp = tuple[int, int, int] | None  # (mtime_ns, size, inode); None: no such file
+_GITLINKS: dict[Path, tuple[tuple[_FileStamp, _FileStamp], list[str]]] = {}
+_GITLINKS_KEPT = 256  # roots whose gitlinks are kept
+
+
+def _gitlinks(root: Path, top: Path) -> list[str]:
+    """The submodule folders git's index records under `root` (its gitlinks). `git ls-files
+    --stage` lists the whole index (tens of ms in a large repository) and a search made inside a
+    submodule asks this every time (daemon/api.py `_covers`): the answer is kept until the index
+    file or .gitmodules changes (git replaces its index by a rename: a new inode at least)."""
+    stamp = _links_stamp(top)
+    kept = _GITLINKS.get(root)
+    if stamp is not None and kept is not None and kept[0] == stamp:
+        return kept[1]
     entries = _git_ls_files(root, "--stage") or ()
-    links = (entry.partition("\t")[2] for entry in entries if entry.startswith("160000 "))
-    return [link for link in links if os.path.lexists(os.path.join(root, link, ".git"))]
+    links = [entry.partition("\t")[2] for entry in entries if entry.startswith("160000 ")]
+    if stamp is not None and stamp == _links_stamp(top):  # not kept if the index moved meanwhile
+        if len(_GITLINKS) >= _GITLINKS_KEPT:
+            _GITLINKS.clear()
+        _GITLINKS[root] = (stamp, links)
+    return links
+
+
+def _links_stamp(top: Path) -> tuple[_FileStamp, _FileStamp] | None:
+    """What changes when the gitlinks of repository `top` may have: its index file and .gitmodules
+    (None when the index cannot be found: nothing is kept)."""
+    index = _index_file(top)
+    index_stamp = _file_stamp(index) if index is not None else None
+    return None if index_stamp is None else (index_stamp, _file_stamp(top / ".gitmodules"))
+
+
+def _index_file(top: Path) -> Path | None:
+    """The index file of the repository whose top level is `top`: .git/index, or in the folder a
+    `.git` file points to (a submodule, a worktree). None when it cannot be told."""
+    dot_git = top / ".git"
+    if dot_git.is_dir():
+        return dot_git / "index"
+    try:
+        pointer = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not pointer.startswith("gitdir:"):
+        return None
+    return (top / pointer[len("gitdir:") :].strip()) / "index"
+
+
+def _file_stamp(path: Path) -> _FileStamp:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size, stat.st_ino
 
 
 def is_submodule(folder: Path) -> bool:
@@ -266,6 +339,25 @@ def is_submodule(folder: Path) -> bool:
     (whose listing then holds its files), not a clone or worktree that merely lies inside it."""
     above = find_git_root(folder.parent)
     return above is not None and folder.relative_to(above).as_posix() in _submodules(above)
+
+
+def submodule_folders(root: Path) -> set[str]:
+    """Every checked-out submodule under `root`, nested ones too (relative, POSIX separators)."""
+    found: set[str] = set()
+    for folder in _submodules(root):
+        found.add(folder)
+        found.update(f"{folder}/{inner}" for inner in submodule_folders(root / folder))
+    return found
+
+
+def git_rules(root: Path, *, mask: str, ignore: list[str], excludes: tuple[str, ...]) -> IgnoreRules:
+    """The rules that decide as a scan's git listing of `root` does (the watcher's): files git
+    tracks in spite of a .gitignore kept, and each submodule under its own .gitignore files only,
+    none of the outer repository's. Outside git: the rules of a walk."""
+    return IgnoreRules(
+        root, mask=mask, ignore=ignore, excludes=excludes,
+        keep=tracked_but_ignored(root), repos=submodule_folders(root),
+    )  # fmt: skip
 
 
 def tracked_but_ignored(root: Path) -> set[str]:
@@ -281,8 +373,10 @@ class IgnoreRules:
     """What a scan of `root` leaves out, as one matcher: the built-in excludes and the collection's
     own ignore patterns (gitignore syntax), the mask (files only), and the .gitignore files of the
     tree, each applying below its folder as git applies them (an ignored folder hides everything
-    in it). The walk below lists a tree without git with it; the daemon's watcher drops the
-    events of paths it ignores. `keep`: files indexed although a .gitignore matches them."""
+    in it, a deeper file's verdict comes first). The walk below lists a tree without git with it;
+    the daemon's watcher drops the events of paths it ignores (`git_rules`). `keep`: files indexed
+    although a .gitignore matches them; `repos`: folders that are repositories of their own
+    (checked-out submodules), where the .gitignore files above stop applying, as in git."""
 
     def __init__(
         self,
@@ -292,25 +386,30 @@ class IgnoreRules:
         ignore: list[str],
         excludes: tuple[str, ...],
         keep: set[str] | frozenset[str] = frozenset(),
+        repos: set[str] | frozenset[str] = frozenset(),
     ):
         self.root = root
         self._in_mask, self._in_excludes = _compiled_rules(mask, (*excludes, *ignore))
         self.keep = keep
+        self.repos = repos
+        # folders holding a kept file or a submodule (a gitlink is tracked: git lists the submodule
+        # even where a .gitignore above matches its folder), and each one's folders above
         self._keep_dirs = {k.rsplit("/", i)[0] for k in keep for i in range(1, k.count("/") + 1)}
-        self._specs: dict[str, PathMatcher | None] = {}
-        self._chains: dict[str, tuple[tuple[int, PathMatcher], ...]] = {}
+        self._keep_dirs.update(r.rsplit("/", i)[0] for r in repos for i in range(r.count("/") + 1))
+        self._specs: dict[str, Verdict | None] = {}
+        self._chains: dict[str, tuple[tuple[int, Verdict], ...]] = {}
         self._texts: dict[str, str] = {}  # the .gitignore files read, by folder
         self._dirs: dict[str, bool] = {}
         self.unreadable = 0
 
-    def _spec(self, rel_dir: str) -> PathMatcher | None:
+    def _spec(self, rel_dir: str) -> Verdict | None:
         """The .gitignore of folder `rel_dir` ('' for the root), read once."""
         if rel_dir not in self._specs:
-            spec: PathMatcher | None = None
+            spec: Verdict | None = None
             try:
                 with open(os.path.join(self.root, rel_dir, ".gitignore"), "rb") as handle:
                     text = self._texts[rel_dir] = handle.read().decode("utf-8", errors="replace")
-                spec = _gitignore_matcher(text)
+                spec = _gitignore_verdict(text)
             except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
                 pass
             except OSError:  # a folder without search permission (EACCES)
@@ -329,13 +428,14 @@ class IgnoreRules:
         self._spec(rel_dir)
         return self._texts.get(rel_dir)
 
-    def _gitignores(self, rel_dir: str) -> tuple[tuple[int, PathMatcher], ...]:
-        """The .gitignore files that apply in folder `rel_dir` (its own and those above, root
-        first), each with the length of its folder's prefix, cut from a path to match it."""
+    def _gitignores(self, rel_dir: str) -> tuple[tuple[int, Verdict], ...]:
+        """The .gitignore files that apply in folder `rel_dir` (its own and those above up to its
+        repository's top, root first), each with the length of its folder's prefix, cut from a
+        path to match it."""
         chain = self._chains.get(rel_dir)
         if chain is None:
             head = rel_dir.rpartition("/")[0]
-            above = self._gitignores(head) if rel_dir else ()
+            above = self._gitignores(head) if rel_dir and rel_dir not in self.repos else ()
             own = self._spec(rel_dir)
             chain = (*above, (len(rel_dir) + 1 if rel_dir else 0, own)) if own is not None else above
             self._chains[rel_dir] = chain
@@ -343,9 +443,11 @@ class IgnoreRules:
 
     def _matched_by_gitignore(self, rel: str, is_dir: bool) -> bool:
         local_end = "/" if is_dir else ""
-        return any(
-            matches(rel[cut:] + local_end) for cut, matches in self._gitignores(rel.rpartition("/")[0])
-        )
+        for cut, verdict in reversed(self._gitignores(rel.rpartition("/")[0])):  # deepest first
+            decided = verdict(rel[cut:] + local_end)
+            if decided is not None:
+                return decided
+        return False
 
     def git_ignored(self, rel: str, is_dir: bool) -> bool:
         """A .gitignore hides `rel` (a POSIX path relative to the root), or a folder above it."""

@@ -204,3 +204,12 @@ def test_soak_without_the_corpora_says_so_in_one_line(tmp_path):
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("soak: error: no click, cobra, bats-core in ")
     assert proc.stderr.count("\n") == 1
+
+
+def test_submodule_covers_bench_runs_and_prints_its_ratio(tmp_path):
+    env = dict(os.environ, HOME=str(tmp_path), GIT_CONFIG_NOSYSTEM="1")
+    script = REPO_ROOT / "bench" / "submodule_covers.py"
+    proc = subprocess.run([sys.executable, str(script), "--files", "30", "--rounds", "2"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "ratio before/after" in proc.stdout

@@ -14,8 +14,9 @@ import pytest
 
 from qmd_daemon.daemon.watch_scope import watch_dirs
 from qmd_daemon.daemon.watcher import RootSpec, RootWatcher
-from qmd_daemon.ingest.scan import IgnoreRules, scan, tracked_but_ignored
+from qmd_daemon.ingest.scan import git_rules, scan
 from qmd_daemon.settings import DEFAULT_EXCLUDES, DEFAULT_MASK
+from tests.conftest import write_tree
 from tests.daemon.support import make_repo
 
 LINUX = sys.platform.startswith("linux")
@@ -203,19 +204,51 @@ async def test_a_changed_gitignore_relists_the_folders(tmp_path: Path) -> None:
         await watcher.close()
 
 
+GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "protocol.file.allow=always"]
+# A submodule is its own repository: the outer .gitignore's `*.log`, `build-out/` and `vendored/`
+# do not reach into it, its own `*_tmp.py` does; a deeper .gitignore's negation beats a pattern
+# of a .gitignore above it.
+INNER_FILES = {".gitignore": "*_tmp.py\n", "src/core.py": "def inner_core():\n    return 1\n"}
+NEGATED = {
+    "src/.gitignore": "local_*.py\n",
+    "src/lib/.gitignore": "!local_kept.py\n",
+    "src/lib/local_kept.py": "kept = 1\n",
+    "src/lib/local_other.py": "dropped = 1\n",
+}
+IN_SUBMODULE = {
+    "build-out/tool.py": "1\n",
+    "app.log": "1\n",
+    "src/untracked.py": "1\n",
+    "scratch_tmp.py": "1\n",
+}
+
+
+def repo_with_submodules(tmp_path: Path) -> Path:
+    """An outer repository (ignoring_repo's rules) with a submodule at libs/inner and one under a
+    folder its .gitignore ignores (vendored/dep), each holding files only the outer rules match."""
+    outer = ignoring_repo(tmp_path / "outer")
+    write_tree(outer, {".gitignore": (outer / ".gitignore").read_text() + "vendored/\n", **NEGATED})
+    subprocess.run([*GIT, "-C", str(outer), "add", "-A"], check=True)
+    subprocess.run([*GIT, "-C", str(outer), "commit", "-qm", "c"], check=True)
+    inner = make_repo(tmp_path / "inner", INNER_FILES)
+    subprocess.run([*GIT, "-C", str(inner), "add", "-A"], check=True)
+    subprocess.run([*GIT, "-C", str(inner), "commit", "-qm", "c"], check=True)
+    for folder in ("libs/inner", "vendored/dep"):
+        subprocess.run(
+            [*GIT, "-C", str(outer), "submodule", "add", "-q", "-f", str(inner), folder], check=True
+        )
+        write_tree(outer / folder, IN_SUBMODULE)
+    return outer
+
+
 def test_the_watched_folders_and_rules_agree_with_the_scanner(tmp_path: Path) -> None:
     """Every file a scan indexes sits in a watched folder and passes the rules, and no other does
-    (a checked-out submodule's files too: the scan lists them with the submodule's git)."""
-    outer = ignoring_repo(tmp_path / "outer")
-    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "protocol.file.allow=always"]
-    subprocess.run([*git, "-C", str(outer), "commit", "-qm", "c"], check=True)
-    inner = ignoring_repo(tmp_path / "inner")
-    subprocess.run([*git, "-C", str(inner), "commit", "-qm", "c"], check=True)
-    subprocess.run([*git, "-C", str(outer), "submodule", "add", "-q", str(inner), "libs/inner"], check=True)
-    for rel in ("build-out/bundle.js", "app.log", "src/local_settings.py", "src/untracked.py"):
-        (outer / "libs" / "inner" / rel).parent.mkdir(exist_ok=True)
-        (outer / "libs" / "inner" / rel).write_text("1\n")
-    for repo, git in ((ignoring_repo(tmp_path / "git"), True), (tmp_path / "plain", False), (outer, True)):
+    (a checked-out submodule's files too: the scan lists them with the submodule's git and its
+    ignore rules alone)."""
+    outer = repo_with_submodules(tmp_path)
+    git_repo = ignoring_repo(tmp_path / "git")
+    write_tree(git_repo, NEGATED)
+    for repo, git in ((git_repo, True), (tmp_path / "plain", False), (outer, True)):
         if not git:
             for rel, text in {
                 ".gitignore": "*.log\nout/\n!keep.log\n",
@@ -228,6 +261,7 @@ def test_the_watched_folders_and_rules_agree_with_the_scanner(tmp_path: Path) ->
                 "sub/e.py": "6\n",
                 "sub/deeper/d.py": "7\n",
                 "node_modules/x.js": "8\n",
+                **NEGATED,
             }.items():
                 (repo / rel).parent.mkdir(parents=True, exist_ok=True)
                 (repo / rel).write_text(text)
@@ -237,8 +271,7 @@ def test_the_watched_folders_and_rules_agree_with_the_scanner(tmp_path: Path) ->
                 repo, mask="**", ignore=list(SPEC.ignore), excludes=DEFAULT_EXCLUDES, max_file_bytes=1 << 20
             ).files
         }
-        keep = tracked_but_ignored(repo)
-        rules = IgnoreRules(repo, mask="**", ignore=list(SPEC.ignore), excludes=DEFAULT_EXCLUDES, keep=keep)
+        rules = git_rules(repo, mask="**", ignore=list(SPEC.ignore), excludes=DEFAULT_EXCLUDES)
         folders, complete = watch_dirs(repo, rules)
         assert complete
         seen = set()
@@ -248,4 +281,30 @@ def test_the_watched_folders_and_rules_agree_with_the_scanner(tmp_path: Path) ->
                 if entry.is_file() and not rules.ignored(rel):
                     seen.add(rel)
         assert seen == scanned, (git, seen ^ scanned)
+        assert "src/lib/local_kept.py" in scanned and "src/lib/local_other.py" not in scanned
         assert scanned  # the trees are not empty
+    for folder in ("libs/inner", "vendored/dep"):
+        assert {f"{folder}/app.log", f"{folder}/build-out/tool.py", f"{folder}/src/core.py"} <= scanned
+        assert f"{folder}/scratch_tmp.py" not in scanned
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_an_edit_in_a_submodule_counts_under_its_own_ignore_rules(tmp_path: Path, backend: str) -> None:
+    """A file of a submodule that the outer .gitignore matches (the submodule's does not) is
+    indexed, so its edit is a change; one the submodule's own .gitignore matches is not."""
+    outer = repo_with_submodules(tmp_path)
+    recorder = Recorder()
+    watcher = await start(recorder, outer, backend)
+    try:
+        for folder in ("libs/inner", "vendored/dep"):
+            (outer / folder / "scratch_tmp.py").write_text("2\n")
+        (outer / "src" / "lib" / "local_other.py").write_text("2\n")
+        await asyncio.sleep(1.2)  # well past the debounce
+        assert recorder.calls == []
+        edits = ("libs/inner/build-out/tool.py", "vendored/dep/src/untracked.py", "src/lib/local_kept.py")
+        for count, rel in enumerate(edits, 1):
+            (outer / rel).write_text("edited = 1\n")
+            await recorder.wait_for_call(count)
+            assert recorder.calls == [{outer}] * count, rel
+    finally:
+        await watcher.close()

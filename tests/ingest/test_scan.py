@@ -3,7 +3,7 @@ import subprocess
 from pathlib import Path
 
 from qmd_daemon.config import expand_braces
-from qmd_daemon.ingest.scan import scan
+from qmd_daemon.ingest.scan import is_submodule, scan, submodule_folders
 from qmd_daemon.settings import DEFAULT_EXCLUDES, DEFAULT_MASK
 from tests.conftest import write_tree
 
@@ -131,3 +131,39 @@ def test_checked_out_submodules_are_listed_with_their_own_ignore_rules(tmp_path:
     expected = ["libs/inner/new.py", "libs/inner/src/a.py", "libs/inner/sub/d.py", "o.py"]
     assert _scan(outer) == expected
     assert _scan(outer / "libs") == [p.removeprefix("libs/") for p in expected[:-1]]
+
+
+def test_the_kept_submodule_list_follows_the_index(tmp_path: Path) -> None:
+    """`is_submodule` keeps the index's gitlinks between calls (a search inside a submodule asks it
+    every time): adding, removing or deinitialising a submodule is seen at once all the same."""
+    source = _repo(tmp_path / "source", {"s.py": "1\n"})
+    outer = _repo(tmp_path / "outer", {"o.py": "1\n"})
+    first, second = outer / "libs" / "first", outer / "libs" / "second"
+    subprocess.run([*_GIT, "-C", str(outer), "submodule", "add", "-q", str(source), "libs/first"], check=True)
+    assert is_submodule(first) and is_submodule(first)  # the second answer is the kept one
+    _repo(second, {"x.py": "1\n"})  # a clone of its own: not a submodule yet
+    assert not is_submodule(second)
+    subprocess.run([*_GIT, "-C", str(outer), "add", "libs/second"], check=True)  # now a gitlink
+    assert is_submodule(second) and is_submodule(first)
+    subprocess.run([*_GIT, "-C", str(outer), "rm", "-q", "--cached", "libs/first"], check=True)
+    assert not is_submodule(first) and is_submodule(second)
+    assert submodule_folders(outer) == {"libs/second"}
+    subprocess.run([*_GIT, "-C", str(outer), "submodule", "add", "-q", str(source), "libs/third"], check=True)
+    assert submodule_folders(outer) == {"libs/second", "libs/third"}
+    subprocess.run([*_GIT, "-C", str(outer), "submodule", "deinit", "-q", "-f", "libs/third"], check=True)
+    assert submodule_folders(outer) == {"libs/second"}  # its folder is empty now
+
+
+def test_a_deeper_gitignore_negation_wins_in_a_walk_as_in_git(tmp_path: Path) -> None:
+    """git asks a path's .gitignore files deepest first: `!gen_kept.py` in a/ keeps a file the
+    root's `gen_*.py` matches. The walk dropped it (any file matching was enough)."""
+    files = {
+        ".gitignore": "gen_*.py\n",
+        "a/.gitignore": "!gen_kept.py\n",
+        "a/gen_kept.py": "1\n",
+        "a/gen_other.py": "1\n",
+        "b.py": "1\n",
+    }
+    walked = write_tree(tmp_path / "walked", files)
+    listed = _repo(tmp_path / "listed", files)
+    assert sorted(_scan(walked)) == _scan(listed) == ["a/gen_kept.py", "b.py"]
