@@ -36,8 +36,9 @@ def set_models(values: dict[str, Any]) -> dict[str, Any]:
     config.set_models({k: v for k, v in values.items() if v is not None})
     for key in (k for k, v in values.items() if v is None):
         config.raw["models"].pop(key, None)
+    written = config.models()  # a bad value the user left in the block stops the setup unwritten
     config.save()
-    return {"before": before, "existed": existed, "written": config.models()}
+    return {"before": before, "existed": existed, "written": written}
 
 
 def restore_models(spec: dict[str, Any], delete_if_empty: bool) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from qmd_daemon.errors import ConfigError
 from qmd_daemon.ingest.listings import listings_file
 from qmd_daemon.search.pipeline import SearchOptions
 from qmd_daemon.setup import tasks
@@ -192,6 +193,18 @@ def test_yes_after_auto_switches_the_roles_back_on(tmp_path: Path, monkeypatch: 
                       "auto": None})
     written = yaml.safe_load((tmp_path / "config" / "index.yml").read_text())["models"]
     assert written == {"profile": "small", "device": "cpu"}
+
+
+def test_a_bad_models_value_of_the_users_stops_the_setup_with_index_yml_unwritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(tmp_path))
+    config = tmp_path / "config" / "index.yml"
+    config.parent.mkdir(parents=True)
+    config.write_text("models:\n  quantization: int3\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"models\.quantization .*\(left untouched\)"):
+        tasks.set_models({"profile": "small", "device": "cpu"})
+    assert config.read_text(encoding="utf-8") == "models:\n  quantization: int3\n"
 
 
 def _bench_until_warm_up(args: list[str], tmp_path: Path, stream: str) -> subprocess.Popen[str]:
