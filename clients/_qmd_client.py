@@ -666,6 +666,12 @@ def _hung(state: dict[str, Any]) -> bool:
     return False
 
 
+def daemon_lock_holder() -> int | None:
+    """The pid of the live daemon holding state/daemon.lock (as it wrote it), else None: the
+    setup signals only that process (a state file's pid may be another program's by now)."""
+    return _lock_pid() if daemon_lock_held() else None
+
+
 def _lock_pid() -> int | None:
     """The pid the lock's holder wrote in it (qmd_daemon/locks.py::file_lock), None if unknown."""
     try:

@@ -87,7 +87,14 @@ def warm(root: str, is_git: bool, timeout: float) -> None:
         while jobs and time.monotonic() < deadline:
             for job in jobs:
                 if job["id"] not in final:
-                    current = qc.http(state, "GET", f"/jobs/{job['id']}", timeout=30)
+                    try:
+                        current = qc.http(state, "GET", f"/jobs/{job['id']}", timeout=30)
+                    except qc.DaemonUnavailable:
+                        # stopped, or replaced after an upgrade: its jobs went with it (an error
+                        # line read as if the warm had broken something)
+                        _log(f"{root}: the daemon (pid {state.get('pid')}) stopped before these jobs "
+                             "finished; the next search or session picks them up")
+                        return
                     if current.get("state") in ("done", "failed"):
                         final[job["id"]] = current
             if len(final) == len(jobs):

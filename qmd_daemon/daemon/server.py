@@ -161,6 +161,7 @@ class Daemon:
         )
         self._root_names: dict[Path, list[str]] = {}  # watched root -> its collections
         self._refreshed: dict[str, float] = {}  # collection -> monotonic start of its last good refresh
+        self._embed_resumed: set[str] = set()  # collections a search asked to embed (_resume_embedding)
         self._last_activity = clock()
         self._inflight = 0
         self._stop = asyncio.Event()
@@ -389,6 +390,8 @@ class Daemon:
 
         hits, search_ms, roots = await self._read_for_request(run)
         self.hit_counts.record(hits)
+        if trace.pending_vectors:
+            self._resume_embedding(scope)
         stale = bool(trace.stale) or any(self.jobs.busy_for(n) for n in scope)
         body: dict[str, Any] = {
             "hits": hits,
@@ -411,6 +414,17 @@ class Daemon:
         if job is not None and job.error:
             body["refresh_error"] = job.error
         return web.json_response(body)
+
+    def _resume_embedding(self, names: list[str]) -> None:
+        """A search found chunks waiting for vectors that no job embeds: the daemon that was
+        embedding them stopped (replaced after an upgrade, `qmd-daemon stop`) and its job went with
+        it, and only the next session's hook would ask again, so a session still open kept its
+        keyword-only answers. Asked once per collection in a daemon's life: a model that cannot
+        load fails one job, not one per search."""
+        owed = [n for n in names if n not in self._embed_resumed and not self.jobs.busy_for(n, ("embed",))]
+        if owed and self.jobs.auto_embed and not self._closed:
+            self._embed_resumed.update(owed)
+            self.jobs.submit("embed", owed)
 
     async def _jobs_request(self, request: web.Request, kinds: tuple[str, ...]) -> web.Response:
         body = await self._body(request)

@@ -599,14 +599,29 @@ class Setup:
             return
         # through the clients' verified connection: the token goes only to a peer that proved it
         # holds it (a reused pid does not make the port's owner the daemon)
+        accepted = False
         with contextlib.suppress(qc.DaemonUnavailable, qc.DaemonError):
             qc.http({"port": port, "token": token}, "POST", "/shutdown", {}, timeout=5)
-        deadline = time.monotonic() + 10
-        while process_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if process_alive(pid):
+            accepted = True
+        if not accepted and qc.daemon_lock_holder() != pid:
+            # the state file outlived its daemon (kill -9, a reboot) and its pid is another
+            # program's now: it was sent SIGTERM 10 s later
+            self.j.note(f"pid {pid} is not a running daemon (a state file left behind): left alone")
+            return
+        if not _exited(pid, 10.0):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGTERM)
+            if not _exited(pid, 10.0):
+                # a daemon from before the embed job's yield to shutdown finishes its batch first
+                self.j.note(f"the daemon (pid {pid}) is still finishing a job: it exits by itself, "
+                            "and the next search or session starts the new one")
+
+
+def _exited(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not process_alive(pid)
 
 
 def process_alive(pid: int) -> bool:

@@ -65,3 +65,22 @@ def test_warm_never_fails(daemon_home: Path, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0
     assert "qmd-warm failed" in (daemon_home / "state" / "logs" / "warm.log").read_text()
+
+
+def test_a_daemon_stopped_while_warming_is_said_plainly(
+    daemon_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon a warm follows is stopped (an upgrade's installer, a newer client replacing it):
+    warm.log says so and what picks the work up, not `qmd-warm failed: NotTheDaemon: ...`."""
+    from qmd_daemon.daemon.stop import stop_daemon
+
+    repo = make_repo(tmp_path / "proj")
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(daemon_home))
+    log = daemon_home / "state" / "logs" / "warm.log"
+    settings = Settings.from_env()
+    with file_lock(writer_lock_path(settings.index_path)):  # the refresh cannot finish: still followed
+        run_client("qmd_warm.py", "--repo", str(repo), home=daemon_home, cwd=tmp_path)
+        wait_for(lambda: log.exists() and "; jobs job-" in log.read_text(), timeout=40)
+        assert stop_daemon(settings.state_dir) is not None
+    wait_for(lambda: "stopped before these jobs finished" in log.read_text(), timeout=30)
+    assert "qmd-warm failed" not in log.read_text()

@@ -450,12 +450,47 @@ def test_no_stops_the_daemon_without_telling_a_stranger_the_token(fake_home):
         state = DaemonState(port=stranger.port, token=token, pid=alive.pid, version="0", started_at=0)
         write_state(Path(fake_home["QMD_DAEMON_HOME"]) / "state", state)
         proc = run_install(fake_home, "--semantic-retrieval", "no")
+        assert alive.poll() is None, "the installer signalled a process that is not the daemon"
     finally:
         stranger.close()
         alive.kill()
         alive.wait()
     assert proc.returncode == 0, proc.stderr
     assert stranger.received and token.encode() not in stranger.received
+    assert f"pid {alive.pid} is not a running daemon (a state file left behind): left alone" in proc.stdout
+
+
+def test_the_setup_says_when_the_daemon_outlives_its_stop(fake_home):
+    """A daemon holding its lock that neither takes /shutdown nor SIGTERM within 10 s each (one
+    from before the embed job's yield to shutdown, finishing its batch): the run says it goes on
+    by itself rather than leaving 'stop the running daemon' as if it were done."""
+    import subprocess
+    import sys
+
+    from qmd_daemon.daemon.state import DaemonState, write_state
+    from tests.daemon.support import Stranger
+
+    state_dir = Path(fake_home["QMD_DAEMON_HOME"]) / "state"
+    holder = (
+        "import signal, sys, time; from pathlib import Path; from qmd_daemon.locks import file_lock;"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN); lock = file_lock(Path(sys.argv[1]));"
+        "lock.acquire(); print('held', flush=True); time.sleep(120)"
+    )
+    busy = subprocess.Popen(
+        [sys.executable, "-c", holder, str(state_dir / "daemon.lock")], stdout=subprocess.PIPE, text=True
+    )
+    stranger = Stranger(silent=True)
+    try:
+        assert busy.stdout is not None and busy.stdout.readline() == "held\n"
+        state = DaemonState(port=stranger.port, token="t" * 43, pid=busy.pid, version="0", started_at=0)
+        write_state(state_dir, state)
+        proc = run_install(fake_home, "--semantic-retrieval", "no")
+    finally:
+        stranger.close()
+        busy.kill()
+        busy.wait()
+    assert proc.returncode == 0, proc.stderr
+    assert f"the daemon (pid {busy.pid}) is still finishing a job: it exits by itself" in proc.stdout
 
 
 def test_yes_stops_a_daemon_started_before_it(fake_home):
