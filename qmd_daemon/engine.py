@@ -189,7 +189,8 @@ class Engine:
         one carries its parent folder's name (a hash of its absolute path when that is taken too).
         A name whose folder is gone is taken by a folder holding its files: a repository moved
         elsewhere takes its name, and its index, back (add_collection); another one of that name
-        does not (_holds_files_of).
+        does not (_holds_files_of). On a shared (PostgreSQL) index a name another home indexed
+        for other files is taken too (_free).
         """
         prefix = "repo-" if find_git_root(path) == path else ""
         base = _fit(f"{prefix}{_slug(path.name)}")  # a folder name of 120 letters was refused
@@ -199,12 +200,19 @@ class Engine:
         for name in dict.fromkeys((base, f"{prefix}{_earlier_slug(path.name)}")):
             if name in taken and not taken[name].path.is_dir() and self._holds_files_of(path, name):
                 return name
-        if base not in taken:
+        if self._free(base, path, taken):
             return base
         beside = _fit(f"{base}-{_slug(path.parent.name)}") if path.parent.name else base
-        if beside not in taken:  # `/a/proj` and `/b/proj`: repo-proj and repo-proj-b
+        if self._free(beside, path, taken):  # `/a/proj` and `/b/proj`: repo-proj and repo-proj-b
             return beside
         return _fit(base, hashlib.sha256(str(path).encode()).hexdigest()[:6])
+
+    def _free(self, name: str, path: Path, taken: dict[str, CollectionConfig]) -> bool:
+        """Whether PATH may take NAME: unlisted here, and in the index either absent or of this
+        repository. A shared (PostgreSQL) index holds other homes' collections: a teammate's
+        `repo-app` checked out elsewhere is shared, an unrelated `repo-app` of theirs is not (each
+        update would replace the other's files)."""
+        return name not in taken and self._holds_files_of(path, name)
 
     def _holds_files_of(self, path: Path, name: str) -> bool:
         """Whether most of a sample of collection NAME's indexed files are under PATH: its folder

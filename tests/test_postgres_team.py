@@ -1,0 +1,58 @@
+"""A team's first hour on one shared PostgreSQL index (docs/postgres.md): two homes on one real
+server (tests/postgres_server.py), each registering repositories the way ai-search does."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from qmd_daemon.engine import Engine
+from qmd_daemon.settings import Settings
+from tests.conftest import SAMPLE_PY, write_tree
+
+
+def _engine(home: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> Engine:
+    (home / "config").mkdir(parents=True, exist_ok=True)
+    (home / "config" / "index.yml").write_text("backend: postgres\n", encoding="utf-8")
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(home))
+    monkeypatch.setenv("QMD_DATABASE_URL", url)
+    return Engine(Settings.from_env())
+
+
+def _repo(root: Path, files: dict[str, str | bytes]) -> Path:
+    write_tree(root, files)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def _indexed(engine: Engine, name: str) -> list[str]:
+    collection_id = engine.store.collection_id(name)
+    assert collection_id is not None
+    return sorted(path for _, path in engine.store.file_paths([collection_id]))
+
+
+def test_a_teammates_repository_of_the_same_name_is_not_taken_over(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B's own `app` gets a name of its own (each update would otherwise replace A's files with
+    B's); B's checkout of A's `app` elsewhere shares A's collection, as docs/postgres.md says."""
+    a = _engine(tmp_path / "home-a", postgres_url, monkeypatch)
+    a_app = _repo(tmp_path / "a" / "app", {"client.py": SAMPLE_PY, "README.md": "# Client\n"})
+    name = a.add_collection(a_app, on_demand=True).name
+    a.update([name])
+    a.close()
+
+    b = _engine(tmp_path / "home-b", postgres_url, monkeypatch)
+    own = _repo(tmp_path / "b" / "mine" / "app", {"billing.py": "def invoice(total):\n    return total\n"})
+    own_name = b.add_collection(own, on_demand=True).name
+    b.update([own_name])
+    clone = _repo(tmp_path / "b" / "work" / "app", {"client.py": SAMPLE_PY, "README.md": "# Client\n"})
+    clone_name = b.add_collection(clone, on_demand=True).name
+
+    assert name == clone_name == "repo-app"
+    assert own_name == "repo-app-mine"
+    assert _indexed(b, "repo-app") == ["README.md", "client.py"]
+    assert _indexed(b, "repo-app-mine") == ["billing.py"]
+    b.close()
