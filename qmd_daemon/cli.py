@@ -385,10 +385,14 @@ def embed(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
 @click.option(
     "--to", "target", type=click.Choice(["postgres"]), required=True, help="The backend to copy to."
 )
-@click.option("--database-url", required=True, help="postgresql://user@host/dbname of the server.")
+@click.option(
+    "--database-url",
+    help="postgresql://user@host/dbname of the server (default: index.yml database_url, else "
+    "QMD_DATABASE_URL).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def migrate(ctx: click.Context, target: str, database_url: str, as_json: bool) -> None:
+def migrate(ctx: click.Context, target: str, database_url: str | None, as_json: bool) -> None:
     """Copy the local index (chunks, vectors, LLM cache) into PostgreSQL, so nobody re-embeds.
     Each collection lands whole or not at all; run it again to finish an interrupted copy."""
     report = _engine(ctx).migrate_to_postgres(database_url)

@@ -392,11 +392,13 @@ class Engine:
         upgrade): the next update of each re-reads it whole."""
         return [name for name in self.collections() if self.index_stamp(name)[1] not in ("", INDEX_FORMAT)]
 
-    def migrate_to_postgres(self, database_url: str, *, progress: bool | None = None) -> dict[str, Any]:
-        """Copy this index into PostgreSQL (`qmd-daemon migrate`), vectors included, holding the
-        writer lock so no update changes it halfway."""
+    def migrate_to_postgres(
+        self, database_url: str | None, *, progress: bool | None = None
+    ) -> dict[str, Any]:
+        """Copy the local index into PostgreSQL (`qmd-daemon migrate`), vectors included, holding
+        the writer lock so no update changes it halfway. None: the server index.yml names."""
         with self.writing():
-            return copy_to_postgres(self.backend, database_url, progress)
+            return copy_to_postgres(self.settings, database_url, progress)
 
     def collection_ids(self, names: list[str]) -> list[int]:
         return [i for i in (self.store.collection_id(n) for n in names) if i is not None]

@@ -3,6 +3,7 @@ server (tests/postgres_server.py), each registering repositories the way ai-sear
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from qmd_daemon.engine import Engine
 from qmd_daemon.settings import Settings
-from tests.conftest import SAMPLE_PY, write_tree
+from tests.conftest import SAMPLE_PY, run_cli, write_tree
 
 
 def _engine(home: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> Engine:
@@ -56,3 +57,32 @@ def test_a_teammates_repository_of_the_same_name_is_not_taken_over(
     assert _indexed(b, "repo-app") == ["README.md", "client.py"]
     assert _indexed(b, "repo-app-mine") == ["billing.py"]
     b.close()
+
+
+def test_migrate_after_switching_index_yml_reads_the_local_index(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/postgres.md's order: index.yml says `backend: postgres` (the server in
+    QMD_DATABASE_URL, so the password is on no command line), then `migrate --to postgres` copies
+    the local SQLite index there. It refused before: --database-url was required, and with
+    `backend: postgres` already set the source was the (empty) server itself."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(home))
+    local = Engine(Settings.from_env())  # no index.yml yet: SQLite
+    repo = _repo(tmp_path / "app", {"client.py": SAMPLE_PY})
+    local.update([local.add_collection(repo).name])
+    local.close()
+    config = home / "config" / "index.yml"
+    config.write_text("backend: postgres\n" + config.read_text(encoding="utf-8"), encoding="utf-8")
+
+    moved = run_cli("migrate", "--to", "postgres", "--json", env_home=home, QMD_DATABASE_URL=postgres_url)
+    assert moved.returncode == 0, moved.stderr
+    assert json.loads(moved.stdout)["copied"] == ["repo-app"]
+    found = run_cli(
+        "search", "ClientSession", "--json", env_home=home, check=True, QMD_DATABASE_URL=postgres_url
+    )
+    assert [hit["path"] for hit in json.loads(found.stdout)][:1] == ["client.py"]
+
+    unnamed = run_cli("migrate", "--to", "postgres", env_home=home)
+    assert unnamed.returncode == 2 and unnamed.stderr.count("\n") == 1, unnamed.stderr
+    assert "QMD_DATABASE_URL" in unnamed.stderr
