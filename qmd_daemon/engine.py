@@ -27,7 +27,7 @@ from qmd_daemon.search.pipeline import SearchModels, SearchOptions, SearchTrace,
 from qmd_daemon.search.static_list import StaticTier
 from qmd_daemon.settings import DEFAULT_MASK, Settings
 from qmd_daemon.static_vectorize import static_pending
-from qmd_daemon.store.backends import Backend, copy_to_postgres, open_backend
+from qmd_daemon.store.backends import Backend, configured_url, copy_to_postgres, open_backend
 from qmd_daemon.store.pending_order import EmbedPriority
 from qmd_daemon.store.protocols import ChunkStore, VectorStore
 from qmd_daemon.vectorize import EmbedHint, EmbedReport, embed_pending
@@ -106,6 +106,7 @@ class Engine:
     def __init__(self, settings: Settings | None = None):
         self.settings = settings or Settings.from_env()
         self._backend: Backend | None = None
+        self._opened: tuple[str, str | None] | None = None  # the index.yml target _backend is of
         self._config: tuple[tuple[int, int, int], IndexConfig] | None = None
         self._models: ModelSet | None = None
         self._models_owner: Engine | None = None
@@ -113,9 +114,17 @@ class Engine:
 
     @property
     def backend(self) -> Backend:
-        """The index as index.yml's `backend:` says, opened on first use."""
+        """The index as index.yml's `backend:` says, opened on first use and again when index.yml
+        names another one: a daemon started before `backend: postgres` was set answered from the
+        local file, and never saw what teammates indexed on the server."""
+        config = self.config()
+        target = (config.backend(), configured_url(config, self.settings))
+        if self._backend is not None and target != self._opened:
+            self._backend.close()
+            self._backend = None
         if self._backend is None:
             self._backend = open_backend(self.settings)
+            self._opened = target
         return self._backend
 
     @property
@@ -125,11 +134,14 @@ class Engine:
     @property
     def models(self) -> ModelSet:
         """The configured models (index.yml `models:`), built lazily, never downloaded here; a
-        changed `models:` block (a long-lived daemon, then `pull --profile`) builds a new set."""
+        changed `models:` block (a long-lived daemon, then `pull --profile`) builds a new set, and so
+        does another index (their LLM cache is the index's)."""
         if self._models_owner is not None:
             return self._models_owner.models
         wanted = self.config().models()
-        if self._models is not None and self._models.config != wanted:
+        if self._models is not None and (
+            self._models.config != wanted or self._models.cache is not self.backend.llm_cache
+        ):
             self._models.unload()
             self._models = None
         if self._models is None:

@@ -86,3 +86,32 @@ def test_migrate_after_switching_index_yml_reads_the_local_index(
     unnamed = run_cli("migrate", "--to", "postgres", env_home=home)
     assert unnamed.returncode == 2 and unnamed.stderr.count("\n") == 1, unnamed.stderr
     assert "QMD_DATABASE_URL" in unnamed.stderr
+
+
+def test_a_running_engine_follows_index_yml_to_the_server(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon's Engine, open on the local file when the user sets `backend: postgres`, answers
+    from the server from its next call on (it kept the local file until it stopped), with the
+    server's LLM cache under its models."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(home))
+    monkeypatch.setenv("QMD_DATABASE_URL", postgres_url)
+    engine = Engine(Settings.from_env())
+    repo = _repo(tmp_path / "app", {"client.py": SAMPLE_PY})
+    engine.update([engine.add_collection(repo).name])
+    assert engine.backend.location.endswith("index.sqlite")
+    models = engine.models
+
+    teammate = _engine(tmp_path / "home-b", postgres_url, monkeypatch)
+    invoice = "def invoice_total(lines):\n    return sum(lines)\n"
+    billing = _repo(tmp_path / "billing", {"invoice.py": invoice})
+    teammate.update([teammate.add_collection(billing).name])
+    teammate.close()
+
+    config = home / "config" / "index.yml"
+    config.write_text("backend: postgres\n" + config.read_text(encoding="utf-8"), encoding="utf-8")
+    assert engine.backend.location.startswith("postgresql ")
+    assert engine.store.collection_id("repo-billing") is not None
+    assert engine.models is not models and engine.models.cache is engine.backend.llm_cache
+    engine.close()
