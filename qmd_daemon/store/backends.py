@@ -36,6 +36,7 @@ class Backend:
     llm_cache: StoredLLMCache
     location: str  # where the index lives, for `status` (a file; a server and database, no password)
     static: StaticVectorStore | None = None
+    no_vectors: str = "sqlite-vec could not be loaded by this Python's SQLite"  # why, when vectors is None
 
     def close(self) -> None:
         self.chunks.close()

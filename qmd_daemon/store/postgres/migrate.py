@@ -19,7 +19,7 @@ from qmd_daemon.progress import progress_bar
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.postgres.chunk_store import analysed, lock_collection
 from qmd_daemon.store.postgres.connection import PostgresDatabase
-from qmd_daemon.store.postgres.schema import migrate
+from qmd_daemon.store.postgres.schema import enable_pgvector, migrate
 from qmd_daemon.store.postgres.static_vectors import PostgresStaticVectors
 from qmd_daemon.store.postgres.vectors import PostgresVectorIndex, vector_literal
 from qmd_daemon.store.static_vectors import StaticVectors
@@ -77,6 +77,10 @@ class _Copier:
             return None
         active = VectorIndex(self.source).active_model()
         if active is None:
+            return None
+        missing = enable_pgvector(self.db)
+        if missing is not None:
+            self.report.vectors_left = missing
             return None
         fingerprint, dim, stored = active
         target = PostgresVectorIndex(self.db).active_model()
