@@ -495,8 +495,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         older = "" if row["index_current"] else "; indexed by another version: the next update re-reads it"
         if row["folder_gone"]:
             older += f"; its folder is gone (moved or deleted?): `qmd-daemon collection remove {row['name']}`"
-        name = row["name"]
-        if name == info["current_collection"]:
+        name = row["name"] if row["listed"] else f"{row['name']} (not in this index.yml: another home's)"
+        if row["name"] == info["current_collection"]:
             name += " (this repository)"
             if row["with_vectors"] is not None and row["chunks"]:
                 share = 100 * row["with_vectors"] // row["chunks"]

@@ -509,6 +509,7 @@ class Engine:
         skipped = read_skipped(self.settings.state_dir)
         static = self.backend.static
         stats = self.store.collection_stats()
+        listed = self.collections()
         chunks = sum(row["chunks"] for row in stats)
         deep_off = self.models.deep_off()
         counted = vectors is not None and active is not None and deep_off is None  # else none will come
@@ -541,8 +542,12 @@ class Engine:
                     **row,
                     # written by another version's chunker or rules: the next update re-reads it
                     "index_current": row["index_format"] == INDEX_FORMAT,
-                    # moved or deleted on disk: no update reaches it, its index stays as it was
-                    "folder_gone": not Path(row["root"]).is_dir(),
+                    # not in this home's index.yml: on a shared (PostgreSQL) index, another home's
+                    "listed": (mine := listed.get(row["name"])) is not None,
+                    # this home's folder of it moved or deleted: no update reaches it, its index
+                    # stays as it was. The row's root is the last updater's, another machine's
+                    # path on a shared index: "gone" there advised removing the team's collection
+                    "folder_gone": mine is not None and not mine.path.is_dir(),
                     # files the last walk left out, by reason (too_large, binary, unreadable, ...)
                     "skipped": skipped.get(row["name"], {}),
                     "pending_vectors": (waiting := pending(row["name"])),

@@ -173,3 +173,29 @@ def test_a_server_without_pgvector_serves_keyword_search(
     embed = run_cli("embed", env_home=tmp_path / "home", QMD_DATABASE_URL=url_without_pgvector)
     assert embed.returncode == 1 and embed.stderr.count("\n") == 1, embed.stderr
     assert "pgvector is not enabled" in embed.stderr
+
+
+def test_status_on_a_shared_index_never_advises_removing_the_teams_collection(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On B's machine the server's root of a shared collection is A's path (the last updater's),
+    which B's disk lacks: status said "its folder is gone: `collection remove`", and that removes
+    it for the whole team. Now "gone" is this home's own folder, and a collection only another
+    home lists is marked as theirs."""
+    a = _engine(tmp_path / "home-a", postgres_url, monkeypatch)
+    a_machine = tmp_path / "machine-a"
+    for name in ("app", "tool"):
+        a.update([a.add_collection(_repo(a_machine / name, {f"{name}.py": SAMPLE_PY}), on_demand=True).name])
+    a.close()
+    shutil.rmtree(a_machine)  # B's machine has no such folders
+
+    b_home = tmp_path / "home-b"
+    b = _engine(b_home, postgres_url, monkeypatch)
+    assert b.add_collection(_repo(tmp_path / "machine-b" / "app", {"app.py": SAMPLE_PY})).name == "repo-app"
+    rows = {row["name"]: row for row in b.status()["collections"]}
+    b.close()
+    assert (rows["repo-app"]["listed"], rows["repo-app"]["folder_gone"]) == (True, False)
+    assert (rows["repo-tool"]["listed"], rows["repo-tool"]["folder_gone"]) == (False, False)
+    shown = run_cli("status", env_home=b_home, check=True, QMD_DATABASE_URL=postgres_url).stdout
+    assert "collection remove" not in shown
+    assert "repo-tool (not in this index.yml: another home's)" in shown
