@@ -199,3 +199,15 @@ def test_status_on_a_shared_index_never_advises_removing_the_teams_collection(
     shown = run_cli("status", env_home=b_home, check=True, QMD_DATABASE_URL=postgres_url).stdout
     assert "collection remove" not in shown
     assert "repo-tool (not in this index.yml: another home's)" in shown
+
+
+@pytest.mark.parametrize("url", ["postgres://team:s3cretPW@[::1/qmd", "team:s3cretPW@/qmd"])
+def test_a_malformed_url_is_one_line_without_its_password(tmp_path: Path, url: str) -> None:
+    """A mistyped URL (an unclosed IPv6 bracket, a missing scheme) was answered with the driver's
+    parse error, which quotes the URL: the password landed on the terminal and in logs."""
+    home = tmp_path / "home"
+    (home / "config").mkdir(parents=True)
+    (home / "config" / "index.yml").write_text("backend: postgres\n", encoding="utf-8")
+    failed = run_cli("status", env_home=home, QMD_DATABASE_URL=url)
+    assert failed.returncode == 1 and failed.stderr.count("\n") == 1, failed.stderr
+    assert "not a PostgreSQL URL" in failed.stderr and "s3cretPW" not in failed.stderr
