@@ -408,6 +408,12 @@ def migrate(ctx: click.Context, target: str, database_url: str | None, as_json: 
         click.echo(f"vectors not copied: {report['vectors_left']}")
     if report["static_left"]:
         click.echo(f"static vectors not copied: {report['static_left']}")
+    for name in report["conflicts"]:
+        click.echo(
+            f"not copied: {name}: the server's collection of that name holds other files (another "
+            f"repository); rename yours under `collections:` in index.yml before it searches the "
+            f"server (its next update indexes it there), or both will replace each other's files"
+        )
 
 
 @cli.command()

@@ -211,3 +211,28 @@ def test_a_malformed_url_is_one_line_without_its_password(tmp_path: Path, url: s
     failed = run_cli("status", env_home=home, QMD_DATABASE_URL=url)
     assert failed.returncode == 1 and failed.stderr.count("\n") == 1, failed.stderr
     assert "not a PostgreSQL URL" in failed.stderr and "s3cretPW" not in failed.stderr
+
+
+def test_migrate_names_a_collection_the_server_holds_for_another_repository(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """C's local `repo-app` is not A's `repo-app` on the server: migrate skipped it as "already
+    there", and once C searched the server both homes' updates replaced each other's files. Now
+    it says which collection to rename; a collection skipped because it is the same (a rerun)
+    is no conflict."""
+    a = _engine(tmp_path / "home-a", postgres_url, monkeypatch)
+    a.update([a.add_collection(_repo(tmp_path / "a" / "app", {"client.py": SAMPLE_PY})).name])
+    a.close()
+    home = tmp_path / "home-c"
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(home))
+    local = Engine(Settings.from_env())
+    billing = {"billing.py": "def invoice():\n    return 1\n"}
+    for name, files in (("app", billing), ("tool", {"t.py": SAMPLE_PY})):
+        local.update([local.add_collection(_repo(tmp_path / "c" / name, files)).name])
+    local.close()
+    migrate = ("migrate", "--to", "postgres", "--database-url", postgres_url)
+    first = json.loads(run_cli(*migrate, "--json", env_home=home, check=True).stdout)
+    assert (first["copied"], first["conflicts"]) == (["repo-tool"], ["repo-app"])
+    again = run_cli(*migrate, env_home=home, check=True).stdout
+    assert "not copied: repo-app: the server's collection of that name holds other files" in again
+    assert "repo-tool" not in again

@@ -31,6 +31,8 @@ from qmd_daemon.text.chunk_model import Chunk, Definition
 class MigrationReport:
     copied: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # already on the server
+    # skipped, and the server's collection of that name holds other files: another repository
+    conflicts: list[str] = field(default_factory=list)
     chunks: int = 0
     vectors: int = 0
     cache_entries: int = 0
@@ -109,13 +111,27 @@ class _Copier:
         target.ensure(fingerprint)
         return True
 
+    def _same_files(self, old_id: int, server_id: int) -> bool:
+        """Whether most of a sample of the local collection's paths are in the server's one of its
+        name: the same repository (an interrupted copy, a teammate's), not another that took the
+        name first (each side's updates would then replace the other's files)."""
+        sample = [p for (p,) in self.source.conn.execute(
+            "SELECT path FROM files WHERE collection_id = ? ORDER BY id LIMIT 20", (old_id,))]
+        row = self.db.execute(
+            "SELECT count(*) FROM files WHERE collection_id = %s AND path = ANY(%s)", (server_id, sample)
+        ).fetchone()
+        return not sample or 2 * int(row[0] if row else 0) > len(sample)
+
     def collection(self, row: tuple[Any, ...], bar: Any) -> None:
         old_id, name, root, updated_at, index_format = row
         db, conn = self.db, self.source.conn
         with db.transaction():
             lock_collection(db, name)
-            if db.execute("SELECT 1 FROM collections WHERE name = %s", (name,)).fetchone():
+            there = db.execute("SELECT id FROM collections WHERE name = %s", (name,)).fetchone()
+            if there is not None:
                 self.report.skipped.append(name)
+                if not self._same_files(old_id, int(there[0])):
+                    self.report.conflicts.append(name)
                 return
             (new_id,) = db.execute(
                 "INSERT INTO collections (name, root, updated_at, index_format) VALUES (%s, %s, %s, %s) "
