@@ -385,10 +385,14 @@ def embed(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
 @click.option(
     "--to", "target", type=click.Choice(["postgres"]), required=True, help="The backend to copy to."
 )
-@click.option("--database-url", required=True, help="postgresql://user@host/dbname of the server.")
+@click.option(
+    "--database-url",
+    help="postgresql://user@host/dbname of the server (default: index.yml database_url, else "
+    "QMD_DATABASE_URL).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def migrate(ctx: click.Context, target: str, database_url: str, as_json: bool) -> None:
+def migrate(ctx: click.Context, target: str, database_url: str | None, as_json: bool) -> None:
     """Copy the local index (chunks, vectors, LLM cache) into PostgreSQL, so nobody re-embeds.
     Each collection lands whole or not at all; run it again to finish an interrupted copy."""
     report = _engine(ctx).migrate_to_postgres(database_url)
@@ -404,6 +408,12 @@ def migrate(ctx: click.Context, target: str, database_url: str, as_json: bool) -
         click.echo(f"vectors not copied: {report['vectors_left']}")
     if report["static_left"]:
         click.echo(f"static vectors not copied: {report['static_left']}")
+    for name in report["conflicts"]:
+        click.echo(
+            f"not copied: {name}: the server's collection of that name holds other files (another "
+            f"repository); rename yours under `collections:` in index.yml before it searches the "
+            f"server (its next update indexes it there), or both will replace each other's files"
+        )
 
 
 @cli.command()
@@ -461,7 +471,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if vectors["off"]:
         click.echo(f"deep vectors: {vectors['off']}: the static tier stands in")
     elif not info["sqlite_vec"]:
-        click.echo("deep vectors: sqlite-vec unavailable")
+        click.echo(f"deep vectors: unavailable: {info['no_vectors']}")
     elif vectors["model"]:
         click.echo(
             f"deep vectors: {vectors['embedded']}/{vectors['chunks']} chunks, "
@@ -491,8 +501,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         older = "" if row["index_current"] else "; indexed by another version: the next update re-reads it"
         if row["folder_gone"]:
             older += f"; its folder is gone (moved or deleted?): `qmd-daemon collection remove {row['name']}`"
-        name = row["name"]
-        if name == info["current_collection"]:
+        name = row["name"] if row["listed"] else f"{row['name']} (not in this index.yml: another home's)"
+        if row["name"] == info["current_collection"]:
             name += " (this repository)"
             if row["with_vectors"] is not None and row["chunks"]:
                 share = 100 * row["with_vectors"] // row["chunks"]

@@ -27,7 +27,7 @@ from qmd_daemon.search.pipeline import SearchModels, SearchOptions, SearchTrace,
 from qmd_daemon.search.static_list import StaticTier
 from qmd_daemon.settings import DEFAULT_MASK, Settings
 from qmd_daemon.static_vectorize import static_pending
-from qmd_daemon.store.backends import Backend, copy_to_postgres, open_backend
+from qmd_daemon.store.backends import Backend, configured_url, copy_to_postgres, open_backend
 from qmd_daemon.store.pending_order import EmbedPriority
 from qmd_daemon.store.protocols import ChunkStore, VectorStore
 from qmd_daemon.vectorize import EmbedHint, EmbedReport, embed_pending
@@ -106,6 +106,7 @@ class Engine:
     def __init__(self, settings: Settings | None = None):
         self.settings = settings or Settings.from_env()
         self._backend: Backend | None = None
+        self._opened: tuple[str, str | None] | None = None  # the index.yml target _backend is of
         self._config: tuple[tuple[int, int, int], IndexConfig] | None = None
         self._models: ModelSet | None = None
         self._models_owner: Engine | None = None
@@ -113,9 +114,17 @@ class Engine:
 
     @property
     def backend(self) -> Backend:
-        """The index as index.yml's `backend:` says, opened on first use."""
+        """The index as index.yml's `backend:` says, opened on first use and again when index.yml
+        names another one: a daemon started before `backend: postgres` was set answered from the
+        local file, and never saw what teammates indexed on the server."""
+        config = self.config()
+        target = (config.backend(), configured_url(config, self.settings))
+        if self._backend is not None and target != self._opened:
+            self._backend.close()
+            self._backend = None
         if self._backend is None:
             self._backend = open_backend(self.settings)
+            self._opened = target
         return self._backend
 
     @property
@@ -125,11 +134,14 @@ class Engine:
     @property
     def models(self) -> ModelSet:
         """The configured models (index.yml `models:`), built lazily, never downloaded here; a
-        changed `models:` block (a long-lived daemon, then `pull --profile`) builds a new set."""
+        changed `models:` block (a long-lived daemon, then `pull --profile`) builds a new set, and so
+        does another index (their LLM cache is the index's)."""
         if self._models_owner is not None:
             return self._models_owner.models
         wanted = self.config().models()
-        if self._models is not None and self._models.config != wanted:
+        if self._models is not None and (
+            self._models.config != wanted or self._models.cache is not self.backend.llm_cache
+        ):
             self._models.unload()
             self._models = None
         if self._models is None:
@@ -189,7 +201,8 @@ class Engine:
         one carries its parent folder's name (a hash of its absolute path when that is taken too).
         A name whose folder is gone is taken by a folder holding its files: a repository moved
         elsewhere takes its name, and its index, back (add_collection); another one of that name
-        does not (_holds_files_of).
+        does not (_holds_files_of). On a shared (PostgreSQL) index a name another home indexed
+        for other files is taken too (_free).
         """
         prefix = "repo-" if find_git_root(path) == path else ""
         base = _fit(f"{prefix}{_slug(path.name)}")  # a folder name of 120 letters was refused
@@ -199,12 +212,19 @@ class Engine:
         for name in dict.fromkeys((base, f"{prefix}{_earlier_slug(path.name)}")):
             if name in taken and not taken[name].path.is_dir() and self._holds_files_of(path, name):
                 return name
-        if base not in taken:
+        if self._free(base, path, taken):
             return base
         beside = _fit(f"{base}-{_slug(path.parent.name)}") if path.parent.name else base
-        if beside not in taken:  # `/a/proj` and `/b/proj`: repo-proj and repo-proj-b
+        if self._free(beside, path, taken):  # `/a/proj` and `/b/proj`: repo-proj and repo-proj-b
             return beside
         return _fit(base, hashlib.sha256(str(path).encode()).hexdigest()[:6])
+
+    def _free(self, name: str, path: Path, taken: dict[str, CollectionConfig]) -> bool:
+        """Whether PATH may take NAME: unlisted here, and in the index either absent or of this
+        repository. A shared (PostgreSQL) index holds other homes' collections: a teammate's
+        `repo-app` checked out elsewhere is shared, an unrelated `repo-app` of theirs is not (each
+        update would replace the other's files)."""
+        return name not in taken and self._holds_files_of(path, name)
 
     def _holds_files_of(self, path: Path, name: str) -> bool:
         """Whether most of a sample of collection NAME's indexed files are under PATH: its folder
@@ -384,11 +404,13 @@ class Engine:
         upgrade): the next update of each re-reads it whole."""
         return [name for name in self.collections() if self.index_stamp(name)[1] not in ("", INDEX_FORMAT)]
 
-    def migrate_to_postgres(self, database_url: str, *, progress: bool | None = None) -> dict[str, Any]:
-        """Copy this index into PostgreSQL (`qmd-daemon migrate`), vectors included, holding the
-        writer lock so no update changes it halfway."""
+    def migrate_to_postgres(
+        self, database_url: str | None, *, progress: bool | None = None
+    ) -> dict[str, Any]:
+        """Copy the local index into PostgreSQL (`qmd-daemon migrate`), vectors included, holding
+        the writer lock so no update changes it halfway. None: the server index.yml names."""
         with self.writing():
-            return copy_to_postgres(self.backend, database_url, progress)
+            return copy_to_postgres(self.settings, database_url, progress)
 
     def collection_ids(self, names: list[str]) -> list[int]:
         return [i for i in (self.store.collection_id(n) for n in names) if i is not None]
@@ -463,7 +485,7 @@ class Engine:
     def why_no_embedding(self) -> str:
         """Why this index and these models cannot embed, for `embed`'s one-line error."""
         if self.backend.vectors is None:
-            return "sqlite-vec could not be loaded by this Python's SQLite"
+            return self.backend.no_vectors
         return str(self.models.status()["roles"]["embed"].get("reason", "no embedding model configured"))
 
     def static_status(self) -> dict[str, Any]:
@@ -487,6 +509,7 @@ class Engine:
         skipped = read_skipped(self.settings.state_dir)
         static = self.backend.static
         stats = self.store.collection_stats()
+        listed = self.collections()
         chunks = sum(row["chunks"] for row in stats)
         deep_off = self.models.deep_off()
         counted = vectors is not None and active is not None and deep_off is None  # else none will come
@@ -498,7 +521,8 @@ class Engine:
         return {
             "index": self.backend.location,
             "config": str(self.settings.config_file),
-            "sqlite_vec": self.store.supports_vectors,
+            "sqlite_vec": self.store.supports_vectors,  # (pgvector on PostgreSQL)
+            "no_vectors": self.backend.no_vectors if self.backend.vectors is None else None,
             "vectors": {
                 "model": active[0] if active else None,
                 "dim": active[1] if active else None,
@@ -518,8 +542,12 @@ class Engine:
                     **row,
                     # written by another version's chunker or rules: the next update re-reads it
                     "index_current": row["index_format"] == INDEX_FORMAT,
-                    # moved or deleted on disk: no update reaches it, its index stays as it was
-                    "folder_gone": not Path(row["root"]).is_dir(),
+                    # not in this home's index.yml: on a shared (PostgreSQL) index, another home's
+                    "listed": (mine := listed.get(row["name"])) is not None,
+                    # this home's folder of it moved or deleted: no update reaches it, its index
+                    # stays as it was. The row's root is the last updater's, another machine's
+                    # path on a shared index: "gone" there advised removing the team's collection
+                    "folder_gone": mine is not None and not mine.path.is_dir(),
                     # files the last walk left out, by reason (too_large, binary, unreadable, ...)
                     "skipped": skipped.get(row["name"], {}),
                     "pending_vectors": (waiting := pending(row["name"])),

@@ -363,6 +363,8 @@ def test_migrate_carries_the_static_tier_or_the_next_pass_rebuilds_it(
     assert ("static vectors not copied: the server's static vectors are of another model" in said) == (
         server_holds != "nothing"
     )
+    # read before index.yml moves to the server: from then on small_engine opens the server too
+    static_model = small_engine.static_tier().model.fingerprint  # type: ignore[union-attr]
     config = IndexConfig.load(small_engine.settings.config_file)
     config.raw["backend"] = "postgres"
     config.save()
@@ -378,7 +380,7 @@ def test_migrate_carries_the_static_tier_or_the_next_pass_rebuilds_it(
         assert rebuilt is not None and rebuilt["embedded"] == (0 if server_holds == "nothing" else 12)
         status = remote.status()["static_vectors"]
         assert status["available"] and (status["vectors"], status["chunks"]) == (12, 12)
-        assert status["model"] == small_engine.static_tier().model.fingerprint  # type: ignore[union-attr]
+        assert status["model"] == static_model
         # the same vectors and IDF counts, carried or pooled again: the same ranking, the same scores
         ranking = _static_ranking(remote, name, "print text in red")
         assert [p for p, _s in ranking] == [p for p, _s in local]

@@ -36,6 +36,7 @@ class Backend:
     llm_cache: StoredLLMCache
     location: str  # where the index lives, for `status` (a file; a server and database, no password)
     static: StaticVectorStore | None = None
+    no_vectors: str = "sqlite-vec could not be loaded by this Python's SQLite"  # why, when vectors is None
 
     def close(self) -> None:
         self.chunks.close()
@@ -57,13 +58,18 @@ def open_backend(settings: Settings) -> Backend:
     config = IndexConfig.load(settings.config_file)
     if config.backend() == "sqlite":
         return open_sqlite(settings)
-    url = config.database_url() or settings.database_url
+    url = configured_url(config, settings)
     if not url:
         raise ConfigError(
             f"{config.path}: backend: postgres needs database_url (or QMD_DATABASE_URL in the environment)"
         )
     backend: Backend = _postgres(f"{config.path} says backend: postgres").open_backend(url, settings)
     return backend
+
+
+def configured_url(config: IndexConfig, settings: Settings) -> str | None:
+    """The server index.yml's `database_url:` or QMD_DATABASE_URL names (the file first)."""
+    return config.database_url() or settings.database_url
 
 
 def _postgres(why: str) -> Any:
@@ -77,13 +83,23 @@ def _postgres(why: str) -> Any:
         ) from None
 
 
-def copy_to_postgres(backend: Backend, database_url: str, progress: bool | None) -> dict[str, Any]:
-    """`qmd-daemon migrate --to postgres`: copy this local index into the PostgreSQL database
-    DATABASE_URL names (store/postgres/migrate.py); the caller holds the writer lock."""
-    if not isinstance(backend.chunks, IndexStore):
-        raise UsageError("this index is already on PostgreSQL: migrate copies a local (SQLite) index")
+def copy_to_postgres(settings: Settings, database_url: str | None, progress: bool | None) -> dict[str, Any]:
+    """`qmd-daemon migrate --to postgres`: copy this home's local SQLite index into the PostgreSQL
+    database DATABASE_URL names, else the one index.yml or QMD_DATABASE_URL names
+    (store/postgres/migrate.py); the caller holds the writer lock. The source is the local file
+    whatever `backend:` says, so index.yml may already point at the server (docs/postgres.md
+    names the server once, and the password stays off the command line)."""
+    url = database_url or configured_url(IndexConfig.load(settings.config_file), settings)
+    if not url:
+        raise UsageError(
+            "migrate needs the server: --database-url URL, index.yml database_url or QMD_DATABASE_URL"
+        )
     copy = _postgres("migrate --to postgres").copy_sqlite_index
-    report: dict[str, Any] = copy(backend.chunks, database_url, progress)
+    source = open_sqlite(settings)
+    try:
+        report: dict[str, Any] = copy(source.chunks, url, progress)
+    finally:
+        source.close()
     return report
 
 

@@ -11,6 +11,7 @@ from qmd_daemon.store.postgres.chunk_store import PostgresChunkStore
 from qmd_daemon.store.postgres.connection import PostgresDatabase
 from qmd_daemon.store.postgres.llm_cache import PostgresLLMCache
 from qmd_daemon.store.postgres.migrate import copy_sqlite_index
+from qmd_daemon.store.postgres.schema import enable_pgvector
 from qmd_daemon.store.postgres.static_vectors import PostgresStaticVectors
 from qmd_daemon.store.postgres.vectors import PostgresVectorIndex
 from qmd_daemon.store.protocols import VectorStore
@@ -24,11 +25,16 @@ def open_backend(database_url: str, settings: Settings) -> Backend:
     db = PostgresDatabase(database_url)
     try:
         chunks = PostgresChunkStore(db)
+        no_vectors = enable_pgvector(db)
     except BaseException:
         db.close()
         raise
+    chunks.supports_vectors = no_vectors is None
 
     def vectors(quantization: str) -> VectorStore:
         return PostgresVectorIndex(db, quantization=quantization)
 
-    return Backend(chunks, vectors, PostgresLLMCache(db), db.where, PostgresStaticVectors(db))
+    return Backend(
+        chunks, vectors if no_vectors is None else None, PostgresLLMCache(db), db.where,
+        PostgresStaticVectors(db), no_vectors or "",
+    )

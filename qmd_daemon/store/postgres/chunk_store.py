@@ -56,7 +56,7 @@ def lock_collection(db: PostgresDatabase, name: str) -> None:
 class PostgresChunkStore:
     """The ChunkStore protocol over a PostgreSQL database (store/protocols.py)."""
 
-    supports_vectors = True  # pgvector: PostgresVectorIndex on the same database
+    supports_vectors = True  # pgvector on the same database; open_backend sets False where it is not enabled
 
     def __init__(self, db: PostgresDatabase):
         self.db = db

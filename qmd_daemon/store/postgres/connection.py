@@ -10,6 +10,7 @@ never the password.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -25,10 +26,19 @@ def describe(url: str) -> str:
     try:
         parts = conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:
-        raise IndexDatabaseError(f"not a PostgreSQL URL ({_first_line(exc)})") from None
+        raise IndexDatabaseError(f"not a PostgreSQL URL ({redacted(_first_line(exc), url)})") from None
     host = str(parts.get("host") or "localhost")
     port = f":{parts['port']}" if parts.get("port") else ""
     return f"postgresql {parts.get('user') or ''}@{host}{port}/{parts.get('dbname') or ''}"
+
+
+def redacted(text: str, url: str) -> str:
+    """TEXT with the password URL holds masked: the driver's parse errors quote the URL itself."""
+    userinfo = url.split("://", 1)[1].rpartition("@")[0] if "://" in url else url.rpartition("@")[0]
+    secrets = [userinfo.partition(":")[2], *re.findall(r"password\s*=\s*'?([^'\s]+)", url)]
+    for secret in filter(None, secrets):
+        text = text.replace(secret, "***")
+    return text
 
 
 def _first_line(exc: BaseException) -> str:
@@ -55,7 +65,7 @@ class PostgresDatabase:
                 self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
             except psycopg.Error as exc:
                 raise IndexDatabaseError(
-                    f"cannot reach the index database ({self.where}): {_first_line(exc)}"
+                    f"cannot reach the index database ({self.where}): {redacted(_first_line(exc), self.url)}"
                 ) from None
         return self._conn
 

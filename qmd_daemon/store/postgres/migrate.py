@@ -19,7 +19,7 @@ from qmd_daemon.progress import progress_bar
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.postgres.chunk_store import analysed, lock_collection
 from qmd_daemon.store.postgres.connection import PostgresDatabase
-from qmd_daemon.store.postgres.schema import migrate
+from qmd_daemon.store.postgres.schema import enable_pgvector, migrate
 from qmd_daemon.store.postgres.static_vectors import PostgresStaticVectors
 from qmd_daemon.store.postgres.vectors import PostgresVectorIndex, vector_literal
 from qmd_daemon.store.static_vectors import StaticVectors
@@ -31,6 +31,8 @@ from qmd_daemon.text.chunk_model import Chunk, Definition
 class MigrationReport:
     copied: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # already on the server
+    # skipped, and the server's collection of that name holds other files: another repository
+    conflicts: list[str] = field(default_factory=list)
     chunks: int = 0
     vectors: int = 0
     cache_entries: int = 0
@@ -78,6 +80,10 @@ class _Copier:
         active = VectorIndex(self.source).active_model()
         if active is None:
             return None
+        missing = enable_pgvector(self.db)
+        if missing is not None:
+            self.report.vectors_left = missing
+            return None
         fingerprint, dim, stored = active
         target = PostgresVectorIndex(self.db).active_model()
         if target is not None and target[:2] != (fingerprint, dim):
@@ -105,13 +111,27 @@ class _Copier:
         target.ensure(fingerprint)
         return True
 
+    def _same_files(self, old_id: int, server_id: int) -> bool:
+        """Whether most of a sample of the local collection's paths are in the server's one of its
+        name: the same repository (an interrupted copy, a teammate's), not another that took the
+        name first (each side's updates would then replace the other's files)."""
+        sample = [p for (p,) in self.source.conn.execute(
+            "SELECT path FROM files WHERE collection_id = ? ORDER BY id LIMIT 20", (old_id,))]
+        row = self.db.execute(
+            "SELECT count(*) FROM files WHERE collection_id = %s AND path = ANY(%s)", (server_id, sample)
+        ).fetchone()
+        return not sample or 2 * int(row[0] if row else 0) > len(sample)
+
     def collection(self, row: tuple[Any, ...], bar: Any) -> None:
         old_id, name, root, updated_at, index_format = row
         db, conn = self.db, self.source.conn
         with db.transaction():
             lock_collection(db, name)
-            if db.execute("SELECT 1 FROM collections WHERE name = %s", (name,)).fetchone():
+            there = db.execute("SELECT id FROM collections WHERE name = %s", (name,)).fetchone()
+            if there is not None:
                 self.report.skipped.append(name)
+                if not self._same_files(old_id, int(there[0])):
+                    self.report.conflicts.append(name)
                 return
             (new_id,) = db.execute(
                 "INSERT INTO collections (name, root, updated_at, index_format) VALUES (%s, %s, %s, %s) "

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from qmd_daemon.config import QUANTIZATIONS
+from qmd_daemon.errors import IndexDatabaseError
 from qmd_daemon.store.pending_order import ORDER_BY, EmbedPriority
 from qmd_daemon.store.postgres.connection import PostgresDatabase
-from qmd_daemon.store.postgres.schema import meta_value, set_meta
+from qmd_daemon.store.postgres.schema import enable_pgvector, meta_value, set_meta
 
 _COLUMN_TYPE = {"float": "vector", "int8": "halfvec"}
 VECTOR_LOCK = 0x716D6401  # advisory lock key of the vector table's (re)creation
@@ -77,6 +78,9 @@ class PostgresVectorIndex:
         current = self.active_model()
         if current == wanted:
             return False
+        missing = enable_pgvector(self.db)
+        if missing is not None:
+            raise IndexDatabaseError(missing)
         with self.db.transaction():
             self.db.advisory_lock(VECTOR_LOCK)
             current = self.active_model()  # another machine may have made it meanwhile
