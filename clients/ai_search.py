@@ -15,6 +15,7 @@ relative to the repository; a table when stdout is a terminal; `[]` when nothing
 
 from __future__ import annotations
 
+import _thread
 import json
 import os
 import sys
@@ -101,19 +102,16 @@ class SlowNotice:
     while importing threading costs the warm path ~0.7 ms."""
 
     def __init__(self, after: float, message: str):
-        import _thread
-
         self._after, self._message = after, message
         self._done = _thread.allocate_lock()
         self._done.acquire()
-        self._start = _thread.start_new_thread
 
     def _watch(self) -> None:
         if not self._done.acquire(timeout=self._after):
             print(f"{PROG}: {self._message}", file=sys.stderr, flush=True)
 
     def __enter__(self) -> SlowNotice:
-        self._start(self._watch, ())
+        _thread.start_new_thread(self._watch, ())
         return self
 
     def __exit__(self, *_: object) -> None:
