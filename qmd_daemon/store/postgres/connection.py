@@ -10,10 +10,12 @@ never the password.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import unquote
 
 import psycopg
 from psycopg import conninfo
@@ -29,16 +31,44 @@ def describe(url: str) -> str:
         raise IndexDatabaseError(f"not a PostgreSQL URL ({redacted(_first_line(exc), url)})") from None
     host = str(parts.get("host") or "localhost")
     port = f":{parts['port']}" if parts.get("port") else ""
-    return f"postgresql {parts.get('user') or ''}@{host}{port}/{parts.get('dbname') or ''}"
+    where = f"postgresql {parts.get('user') or ''}@{host}{port}/{parts.get('dbname') or ''}"
+    return redacted(where, url)  # a password mistyped into the user or host field stays hidden
+
+
+# A password anywhere in a text, as either form of a connection string writes it: a libpq keyword
+# (`password=secret`, `password = 'two words'`), a URL's query parameter (`?password=secret&...`)
+# or a URL's user info (`//user:secret@host`). Texts other than the user's URL may hold one: a
+# server's message can quote any connection string (dblink, postgres_fdw).
+_PASSWORD_KEYWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&#'\"]+)", re.IGNORECASE)
+_URL_USERINFO = re.compile(r"(://[^/:@\s]*:)[^@\s/]+@")
 
 
 def redacted(text: str, url: str) -> str:
-    """TEXT with the password URL holds masked: the driver's parse errors quote the URL itself."""
-    userinfo = url.split("://", 1)[1].rpartition("@")[0] if "://" in url else url.rpartition("@")[0]
-    secrets = [userinfo.partition(":")[2], *re.findall(r"password\s*=\s*'?([^'\s]+)", url)]
-    for secret in filter(None, secrets):
+    """TEXT with the password URL holds masked as `***`, whichever form URL takes (keyword or
+    URL, percent-encoded or quoted), and any other password a connection string in TEXT spells.
+    The one mask: every PostgreSQL error and every printed server passes through it."""
+    secrets = set(_raw_passwords(url))
+    with contextlib.suppress(psycopg.Error):  # a URL libpq cannot parse: its raw spellings above go
+        secrets.add(str(conninfo.conninfo_to_dict(url).get("password") or ""))
+    for secret in sorted(filter(None, secrets), key=len, reverse=True):
         text = text.replace(secret, "***")
-    return text
+    text = _URL_USERINFO.sub(r"\1***@", text)
+    return _PASSWORD_KEYWORD.sub(r"\1***", text)
+
+
+def _raw_passwords(url: str) -> Iterator[str]:
+    """The password as URL spells it, and decoded, without parsing it as libpq would (a URL it
+    refuses is quoted by its parse error all the same)."""
+    if "://" in url:
+        userinfo = url.split("://", 1)[1].split("/", 1)[0].rpartition("@")[0]
+    else:  # `user:secret@host/db` without its scheme: the word before the last `@`
+        userinfo = (url.rpartition("@")[0].split() or [""])[-1]
+    found = [userinfo.partition(":")[2]]
+    found += [m.group(2).strip("'") for m in _PASSWORD_KEYWORD.finditer(url)]
+    for raw in found:
+        yield raw
+        yield unquote(raw)
+        yield raw.replace("\\'", "'").replace("\\\\", "\\")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -65,7 +95,7 @@ class PostgresDatabase:
                 self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
             except psycopg.Error as exc:
                 raise IndexDatabaseError(
-                    f"cannot reach the index database ({self.where}): {redacted(_first_line(exc), self.url)}"
+                    f"cannot reach the index database ({self.where}): {self.first_line(exc)}"
                 ) from None
         return self._conn
 
@@ -79,18 +109,26 @@ class PostgresDatabase:
     @contextmanager
     def translated(self) -> Iterator[None]:
         """Driver errors as the project's: a query the server refuses is QueryRejected; a lost
-        connection or a broken schema is IndexDatabaseError (the transaction was rolled back)."""
+        connection or a broken schema is IndexDatabaseError (the transaction was rolled back).
+        Every message passes through `redacted`: a server's or driver's text may quote a
+        connection string, and the password in it would reach the terminal, the daemon's log
+        and an MCP client."""
         try:
             yield
         except (psycopg.errors.SyntaxError, psycopg.errors.QueryCanceled) as exc:
-            raise QueryRejected(f"the index database refused the query: {_first_line(exc)}") from exc
+            raise QueryRejected(f"the index database refused the query: {self.first_line(exc)}") from exc
         except psycopg.OperationalError as exc:
             raise IndexDatabaseError(
-                f"lost the index database ({self.where}): {_first_line(exc)}; nothing of the "
+                f"lost the index database ({self.where}): {self.first_line(exc)}; nothing of the "
                 "unfinished change was kept, run it again"
             ) from exc
         except psycopg.Error as exc:
-            raise IndexDatabaseError(f"index database error ({self.where}): {_first_line(exc)}") from exc
+            raise IndexDatabaseError(f"index database error ({self.where}): {self.first_line(exc)}") from exc
+
+    def first_line(self, exc: BaseException) -> str:
+        """The first line of a driver error, its password masked (this database's, or any a
+        connection string in it spells)."""
+        return redacted(_first_line(exc), self.url)
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> psycopg.Cursor[Any]:
         """Run one statement; outside a transaction a lost connection is reopened and the

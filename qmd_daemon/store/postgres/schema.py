@@ -168,7 +168,7 @@ def enable_pgvector(db: PostgresDatabase) -> str | None:
     except IndexDatabaseError as exc:
         if isinstance(exc.__cause__, psycopg.OperationalError):
             raise  # the server, not the extension
-        why = str(exc.__cause__ or exc).strip().splitlines()[0]  # the server adds a HINT line
+        why = db.first_line(exc.__cause__ or exc)  # the first: the server adds a HINT line
         return f"pgvector is not enabled in {db.where} ({why}): a superuser runs `CREATE EXTENSION vector`"
     return None
 

@@ -9,7 +9,7 @@ import pytest
 from qmd_daemon.errors import IndexDatabaseError
 from qmd_daemon.store.lexical_query import Word
 from qmd_daemon.store.postgres.chunk_store import PostgresChunkStore
-from qmd_daemon.store.postgres.connection import PostgresDatabase
+from qmd_daemon.store.postgres.connection import PostgresDatabase, describe, redacted
 
 
 def test_an_unreachable_server_is_one_line_without_the_password(tmp_path) -> None:
@@ -47,3 +47,22 @@ def test_a_search_after_the_server_dropped_the_connection_answers(
     assert store.fts_search(Word("anything"), [cid], 10, (2.0, 4.0, 1.0)) == []
     assert store.collection_id("repo") == cid
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "secret", "echoed"),
+    [
+        # a URL's query parameter: the keyword pattern took `s3cret&sslmode=disable` as the password
+        ("postgresql://qmd@db/qmd?password=s3cret&sslmode=disable", "s3cret", "auth s3cret refused"),
+        # quoted keyword value with a space: only its first word was masked
+        ("host=db password='two words' dbname=qmd", "two words", "auth two words refused"),
+        # percent-encoded in the URL, decoded in what the driver says
+        ("postgresql://qmd:s3c%40ret@db/qmd", "s3c@ret", "auth s3c@ret refused"),
+        # a connection string the server quotes that is not ours (dblink, postgres_fdw)
+        ("postgresql://qmd@db/qmd", "other", "dblink: host=x password=other dbname=y; postgresql://u:other@h/d"),
+    ],
+)
+def test_every_spelling_of_a_password_is_masked(url: str, secret: str, echoed: str) -> None:
+    masked = redacted(echoed, url)
+    assert secret not in masked and "***" in masked
+    assert secret not in describe(url)
