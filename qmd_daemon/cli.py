@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from qmd_daemon.search.limits import (
 from qmd_daemon.search.path_filter import NO_PATH_MATCH
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
 from qmd_daemon.store.backends import storage_error
+from qmd_daemon.store.protocols import STALE_DAYS, HomeListing, Release
 
 
 class _FloatRange(click.FloatRange):
@@ -193,11 +195,74 @@ def collection_list(ctx: click.Context, as_json: bool) -> None:
 
 @collection.command("remove")
 @click.argument("name")
+@click.option(
+    "--purge",
+    is_flag=True,
+    help="On a shared (PostgreSQL) index: delete its rows for every home, even those still listing it.",
+)
+@click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def collection_remove(ctx: click.Context, name: str) -> None:
-    """Forget a collection and drop its documents from the index."""
-    _engine(ctx).remove_collection(name)
-    click.echo(f"removed {name}")
+def collection_remove(ctx: click.Context, name: str, purge: bool, as_json: bool) -> None:
+    """Forget a collection and drop its documents from the index. On a shared (PostgreSQL) index
+    it leaves this home's index.yml, and its documents stay while another home lists it."""
+    engine = _engine(ctx)
+    shared = engine.backend.homes is not None
+    done = engine.remove_collection(name, purge=purge)
+    if as_json:
+        _emit_json({"name": name, "shared": shared, **_removal_json(done)})
+    else:
+        click.echo(_removal_line(done, shared))
+
+
+def _homes(listings: list[HomeListing]) -> str:
+    """Homes as `label (seen YYYY-MM-DD)`, a few named."""
+    named = [f"{h.label} (seen {time.strftime('%Y-%m-%d', time.localtime(h.seen_at))})" for h in listings[:3]]
+    return ", ".join(named) + (f" and {len(listings) - 3} more" if len(listings) > 3 else "")
+
+
+def _removal_json(done: Release) -> dict[str, Any]:
+    def homes(listings: list[HomeListing]) -> list[dict[str, Any]]:
+        return [{"label": h.label, "seen_at": h.seen_at} for h in listings]
+
+    return {"deleted": done.deleted, "others": homes(done.others), "stale": homes(done.stale)}
+
+
+def _removal_line(done: Release, shared: bool) -> str:
+    """What `collection remove` did, in one line: on a shared index whether the rows went, and
+    for whom."""
+    if not shared:
+        return f"removed {done.name}"
+    others = len(done.others)
+    homes_word = "home" if others == 1 else "homes"
+    if not done.deleted and not done.existed:
+        return f"removed {done.name} from this home's index.yml (the server no longer held it)"
+    if not done.deleted:
+        return (
+            f"removed {done.name} from this home's index.yml; {others} other {homes_word} still "
+            f"list it ({_homes(done.others)}), rows kept"
+        )
+    if others:  # --purge
+        return (
+            f"purged {done.name}: deleted its rows for every home, {others} other {homes_word} still "
+            f"listing it ({_homes(done.others)}): their next update indexes it again"
+        )
+    stale = f"; listings not renewed for {STALE_DAYS} days not counted: {_homes(done.stale)}"
+    stale = stale if done.stale else ""
+    return f"removed {done.name}: deleted its rows, no other home lists it{stale}"
+
+
+def _shared_note(row: dict[str, Any], shared: bool) -> str:
+    """Who else lists a collection (status): on a shared index `remove` keeps rows others list,
+    and one nobody renewed a listing of is left for `--purge`."""
+    others = sum(not h["this_home"] and not h["stale"] for h in row["homes"])
+    if row["listed"]:
+        return f" (also listed by {others} other home{'s' if others != 1 else ''})" if others else ""
+    if others or not shared:
+        return " (not in this index.yml: another home's)"
+    return (
+        f" (not in this index.yml: no home renewed a listing of it in {STALE_DAYS} days; "
+        f"`qmd-daemon collection remove --purge {row['name']}` deletes it)"
+    )
 
 
 def _summary(report: dict[str, Any]) -> str:
@@ -496,12 +561,18 @@ def status(ctx: click.Context, as_json: bool) -> None:
         detail = state.get("model") or state.get("reason") or ""
         click.echo(f"  {role}: {state['state']}{'  ' + detail if detail else ''}")
     click.echo(f"llm cache: {info['llm_cache']['entries']} stored rerank scores and expansions")
+    if info["server"] is not None:  # the totals above are this home's collections
+        server = info["server"]
+        click.echo(
+            f"server: {server['collections']} collections, {server['chunks']} chunks in all "
+            f"({server['others']} collections not in this index.yml)"
+        )
     for row in info["collections"]:
         pending = f", {row['pending_vectors']} waiting for vectors" if row["pending_vectors"] else ""
         older = "" if row["index_current"] else "; indexed by another version: the next update re-reads it"
         if row["folder_gone"]:
             older += f"; its folder is gone (moved or deleted?): `qmd-daemon collection remove {row['name']}`"
-        name = row["name"] if row["listed"] else f"{row['name']} (not in this index.yml: another home's)"
+        name = f"{row['name']}{_shared_note(row, info['server'] is not None)}"
         if row["name"] == info["current_collection"]:
             name += " (this repository)"
             if row["with_vectors"] is not None and row["chunks"]:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -120,6 +120,14 @@ class CollectionConfig:
         return {**entry, "ignore": list(self.ignore), "includeByDefault": self.include_by_default}
 
 
+class Removal(NamedTuple):
+    """A pending `collection remove` (index.yml `removing:`): the index's id of the collection,
+    and whether every home's rows go (`--purge`) or only this home's listing (a shared index)."""
+
+    collection_id: int
+    purge: bool
+
+
 class IndexConfig:
     """A parsed index.yml; `raw` keeps the whole document so unknown keys survive a save."""
 
@@ -192,22 +200,34 @@ class IndexConfig:
         entries = self.raw.get("collections") or {}
         return entries.pop(name, None) is not None
 
-    def removing(self) -> dict[str, int]:
+    def removing(self) -> dict[str, Removal]:
         """`removing:` collections no longer listed whose rows the index may still hold (name ->
-        the index's id of them): a `collection remove` unlists first, then deletes, and the next
-        update or remove finishes one that was cut short. Entries that are no such pair are skipped."""
+        the index's id of them, and whether `--purge` asked for the rows of every home): a
+        `collection remove` unlists first, then deletes, and the next update or remove finishes
+        one that was cut short. Entries that are no such pair are skipped."""
         entries = self.raw.get("removing")
         if not isinstance(entries, dict):
             return {}
-        return {str(n): i for n, i in entries.items() if isinstance(i, int) and not isinstance(i, bool)}
+        out = {}
+        for name, entry in entries.items():
+            # an id alone (what versions before --purge wrote), or {id: N, purge: true}
+            value, purge = (entry, False)
+            if isinstance(entry, dict):
+                value, purge = entry.get("id"), entry.get("purge") is True
+            if isinstance(value, int) and not isinstance(value, bool):
+                out[str(name)] = Removal(value, purge)
+        return out
 
-    def set_removing(self, name: str, collection_id: int | None) -> None:
+    def set_removing(self, name: str, collection_id: int | None, purge: bool = False) -> None:
         """Record (an id) or clear (None) the pending removal of `name`."""
-        entries = self.removing()
+        entries: dict[str, Any] = {
+            n: {"id": r.collection_id, "purge": True} if r.purge else r.collection_id
+            for n, r in self.removing().items()
+        }
         if collection_id is None:
             entries.pop(name, None)
         else:
-            entries[name] = collection_id
+            entries[name] = {"id": collection_id, "purge": True} if purge else collection_id
         if entries:
             self.raw["removing"] = entries
         else:

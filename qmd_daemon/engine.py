@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+import time
 import unicodedata
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -29,13 +30,16 @@ from qmd_daemon.settings import DEFAULT_MASK, Settings
 from qmd_daemon.static_vectorize import static_pending
 from qmd_daemon.store.backends import Backend, configured_url, copy_to_postgres, open_backend
 from qmd_daemon.store.pending_order import EmbedPriority
-from qmd_daemon.store.protocols import ChunkStore, VectorStore
+from qmd_daemon.store.protocols import ChunkStore, HomeListing, Release, VectorStore
 from qmd_daemon.vectorize import EmbedHint, EmbedReport, embed_pending
 
 IndexStamp = tuple[int | None, str]  # (collection id, index format): see Engine.index_stamp
 # Indexed files of a gone collection looked for in a folder of its name (default_name): most of
 # them there, it is the collection's folder moved; few, another repository of the same name
 MOVED_SAMPLE = 20
+# A long-lived daemon renews its home's listings on a shared index this often (a listing not
+# renewed for weeks no longer keeps a collection's rows: store/postgres/homes.py)
+LISTING_RENEWAL_S = 3600.0
 
 
 def _is_within(path: Path, root: Path) -> bool:
@@ -98,6 +102,10 @@ def _earlier_slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._").lower() or "root"
 
 
+def _listing_json(home: HomeListing) -> dict[str, Any]:
+    return {"label": home.label, "seen_at": home.seen_at, "stale": home.stale, "this_home": home.this_home}
+
+
 class Engine:
     """One index and its collections, opened lazily, for one thread at a time: the CLI and the MCP
     server hold one, the daemon two (a reader for searches and a writer for jobs, each on its own
@@ -107,6 +115,8 @@ class Engine:
         self.settings = settings or Settings.from_env()
         self._backend: Backend | None = None
         self._opened: tuple[str, str | None] | None = None  # the index.yml target _backend is of
+        # the index.yml this home's listings on a shared index were last renewed from, and when next
+        self._listed: tuple[IndexConfig, float] | None = None
         self._config: tuple[tuple[int, int, int], IndexConfig] | None = None
         self._models: ModelSet | None = None
         self._models_owner: Engine | None = None
@@ -125,6 +135,13 @@ class Engine:
         if self._backend is None:
             self._backend = open_backend(self.settings)
             self._opened = target
+            self._listed = None
+        homes = self._backend.homes
+        if homes is not None and (
+            self._listed is None or self._listed[0] is not config or time.monotonic() > self._listed[1]
+        ):  # a shared index: which collections this home lists, renewed (homes.STALE_DAYS)
+            homes.sync(list(config.collections()))
+            self._listed = (config, time.monotonic() + LISTING_RENEWAL_S)
         return self._backend
 
     @property
@@ -301,38 +318,61 @@ class Engine:
             config.set_collection(collection)
         return collection
 
-    def remove_collection(self, name: str) -> None:
+    def remove_collection(self, name: str, *, purge: bool = False) -> Release:
         """Waits for a running update (of any process) to finish, then forgets the collection:
         index.yml first, its rows after. A search that finds the rows gone then finds the name
         unlisted and says so (`search`), never an empty answer; a remove cut short between the
-        two is finished by the next update or remove (index.yml's `removing:` names it)."""
+        two is finished by the next update or remove (index.yml's `removing:` names it).
+
+        On a shared (PostgreSQL) index the rows go only when no other home lists the collection,
+        or with PURGE (every home's rows; also for a collection only other homes list, or none:
+        a home that vanished). One index (SQLite): the rows go."""
+        homes = self.backend.homes
         with self.writing():
             with IndexConfig.editing(self.settings.config_file) as config:
-                pending = name in config.removing()
-                if not config.remove_collection(name) and not pending:
-                    raise UnknownCollectionError(f"no collection named '{name}'")
+                pending = config.removing().get(name)
+                listed = config.remove_collection(name)
                 collection_id = self.store.collection_id(name)
-                if collection_id is not None and not pending:
-                    config.set_removing(name, collection_id)
-            self._finish_removals()
+                if not listed and pending is None:
+                    if collection_id is None or homes is None:
+                        raise UnknownCollectionError(f"no collection named '{name}'")
+                    if not purge:
+                        raise UnknownCollectionError(
+                            f"no collection named '{name}' in this index.yml; the shared index holds it "
+                            f"for other homes (see `qmd-daemon status`): `collection remove --purge "
+                            f"{name}` deletes it for every home"
+                        )
+                if collection_id is not None and (pending is None or purge and not pending.purge):
+                    config.set_removing(name, collection_id, purge)
+            done = self._finish_removals()
+        return done.get(name) or Release(name=name, deleted=False, existed=False, others=[], stale=[])
 
-    def _finish_removals(self) -> None:
-        """Delete the rows of each collection index.yml's `removing:` names (only the row of the id
-        recorded: a PostgreSQL index is shared, and another user's collections are theirs), then
-        clear the entries. The caller holds the writer lock."""
+    def _finish_removals(self) -> dict[str, Release]:
+        """Finish each removal index.yml's `removing:` names, then clear the entries. Only the
+        collection of the id recorded is touched (a PostgreSQL index is shared: another user's
+        collections of the same name are theirs); there this home's listing goes, and the rows
+        only when no other home lists it or the removal purges (CollectionHomes.release).
+        The caller holds the writer lock."""
         pending = self.config().removing()
-        if not pending:
-            return
-        for name, collection_id in pending.items():
-            if self.store.collection_id(name) == collection_id:
-                with self.store.transaction():
-                    self.store.remove_collection(name)
+        homes = self.backend.homes
+        done = {}
+        for name, removal in pending.items():
+            if homes is not None:
+                done[name] = homes.release(name, removal.collection_id, removal.purge)
+            else:
+                existed = self.store.collection_id(name) == removal.collection_id
+                if existed:
+                    with self.store.transaction():
+                        self.store.remove_collection(name)
+                done[name] = Release(name=name, deleted=existed, existed=existed, others=[], stale=[])
             record_skipped(self.settings.state_dir, name, None)
             for cache in ("folders", "skipped"):
                 listings_file(self.settings.cache_dir, name, cache).unlink(missing_ok=True)
-        with IndexConfig.editing(self.settings.config_file) as config:
-            for name in pending:
-                config.set_removing(name, None)
+        if pending:
+            with IndexConfig.editing(self.settings.config_file) as config:
+                for name in pending:
+                    config.set_removing(name, None)
+        return done
 
     def collections(self) -> dict[str, CollectionConfig]:
         return self.config().collections()
@@ -489,8 +529,8 @@ class Engine:
         return str(self.models.status()["roles"]["embed"].get("reason", "no embedding model configured"))
 
     def static_status(self) -> dict[str, Any]:
-        """The static tier's coverage (chunks with a vector of their current text, of all), or
-        why it is unavailable."""
+        """The static tier's coverage of this home's collections (chunks with a vector of their
+        current text, of all), or why it is unavailable."""
         store = self.backend.static
         if store is None:
             return {"available": False, "reason": "not kept by this index"}
@@ -500,7 +540,8 @@ class Engine:
             return {"available": False, "reason": "no embedding model (the tier is distilled from it)"}
         if self.models.static() is None:
             return {"available": False, "reason": self.models.static_error() or "not built"}
-        covered, chunks = store.coverage()
+        mine = self.collection_ids(list(self.collections()))
+        covered, chunks = store.coverage(mine) if mine else (0, 0)  # [] would count every collection
         return {"available": True, "model": store.active_model(), "vectors": covered, "chunks": chunks}
 
     def status(self) -> dict[str, Any]:
@@ -510,10 +551,13 @@ class Engine:
         static = self.backend.static
         stats = self.store.collection_stats()
         listed = self.collections()
-        chunks = sum(row["chunks"] for row in stats)
+        homes = self.backend.homes.listings() if self.backend.homes is not None else {}
+        # the totals are this home's collections; a shared index's others are its `server` line
+        chunks = sum(row["chunks"] for row in stats if row["name"] in listed)
+        listed_ids = self.collection_ids(list(listed))
         deep_off = self.models.deep_off()
         counted = vectors is not None and active is not None and deep_off is None  # else none will come
-        everywhere = vectors.pending_count() if vectors and counted else None
+        everywhere = (vectors.pending_count(listed_ids) if listed_ids else 0) if vectors and counted else None
 
         def pending(name: str) -> int | None:
             return vectors.pending_count(self.collection_ids([name])) if vectors and counted else None
@@ -533,6 +577,14 @@ class Engine:
                 "running": held_by(self.embed_lock_path),  # the pid of the run embedding now
             },
             "static_vectors": self.static_status(),
+            # the whole shared index, every home's collections (None: one home's index, SQLite)
+            "server": {
+                "collections": len(stats),
+                "chunks": sum(row["chunks"] for row in stats),
+                "others": sum(row["name"] not in listed for row in stats),
+            }
+            if self.backend.homes is not None
+            else None,
             "models": self.models.status(),
             # rerank scores and expansions answered before: the same question and chunk are not
             # asked of the model again, even when the model itself is not loaded in this process
@@ -556,6 +608,8 @@ class Engine:
                     "static_vectors": static.coverage(self.collection_ids([row["name"]]))[0]
                     if static is not None
                     else None,
+                    # a shared index: the homes listing it (this one first); stale ones keep no rows
+                    "homes": [_listing_json(home) for home in homes.get(row["name"], [])],
                 }
                 for row in stats
             ],

@@ -20,7 +20,13 @@ from qmd_daemon.settings import Settings
 from qmd_daemon.store.connection import user_error
 from qmd_daemon.store.index_store import IndexStore
 from qmd_daemon.store.llm_cache import SqliteLLMCache
-from qmd_daemon.store.protocols import ChunkStore, StaticVectorStore, StoredLLMCache, VectorStore
+from qmd_daemon.store.protocols import (
+    ChunkStore,
+    CollectionHomes,
+    StaticVectorStore,
+    StoredLLMCache,
+    VectorStore,
+)
 from qmd_daemon.store.static_vectors import StaticVectors
 from qmd_daemon.store.vectors import VectorIndex
 
@@ -37,6 +43,8 @@ class Backend:
     location: str  # where the index lives, for `status` (a file; a server and database, no password)
     static: StaticVectorStore | None = None
     no_vectors: str = "sqlite-vec could not be loaded by this Python's SQLite"  # why, when vectors is None
+    # which homes list each collection: a shared index's (PostgreSQL); None: one home (SQLite)
+    homes: CollectionHomes | None = None
 
     def close(self) -> None:
         self.chunks.close()

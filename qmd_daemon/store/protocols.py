@@ -273,3 +273,42 @@ class StoredLLMCache(Protocol):
 
     def entries(self) -> int: ...
 
+
+
+STALE_DAYS = 30  # a home's listing of a shared collection not renewed for this long keeps no rows
+
+
+@dataclass(frozen=True)
+class HomeListing:
+    """A home (a QMD_DAEMON_HOME on some machine) that lists a collection of a shared index: its
+    label (user@host:state folder), when it last said so, whether that is too long ago to keep
+    the collection's rows, and whether it is the home asking."""
+
+    label: str
+    seen_at: float
+    stale: bool
+    this_home: bool
+
+
+@dataclass(frozen=True)
+class Release:
+    """What a home's `collection remove` did on a shared index: `deleted` the rows (no other home
+    lists it, or purged), else kept for `others`; `stale`: listings too old to keep them;
+    `existed`: False when the server no longer held that collection (removed or made anew)."""
+
+    name: str
+    deleted: bool
+    existed: bool
+    others: list[HomeListing]
+    stale: list[HomeListing]
+
+
+class CollectionHomes(Protocol):
+    """Which homes list which collection of a shared index (store/postgres/homes.py); a SQLite
+    index has one home and no such record."""
+
+    def sync(self, names: Collection[str]) -> None: ...
+
+    def listings(self) -> dict[str, list[HomeListing]]: ...
+
+    def release(self, name: str, collection_id: int, purge: bool) -> Release: ...

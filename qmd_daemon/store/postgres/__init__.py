@@ -1,7 +1,7 @@
 """The PostgreSQL backend: a team's shared index on a server the user names (docs/postgres.md).
 Chunks and keyword search (chunk_store.py), vectors in pgvector (vectors.py), the static tier's
-vectors (static_vectors.py) and the LLM cache (llm_cache.py) share one connection (connection.py)
-and one versioned schema (schema.py)."""
+vectors (static_vectors.py), the LLM cache (llm_cache.py) and which homes list each collection
+(homes.py) share one connection (connection.py) and one versioned schema (schema.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from qmd_daemon.settings import Settings
 from qmd_daemon.store.backends import Backend
 from qmd_daemon.store.postgres.chunk_store import PostgresChunkStore
 from qmd_daemon.store.postgres.connection import PostgresDatabase
+from qmd_daemon.store.postgres.homes import PostgresHomes, home_identity
 from qmd_daemon.store.postgres.llm_cache import PostgresLLMCache
 from qmd_daemon.store.postgres.migrate import copy_sqlite_index
 from qmd_daemon.store.postgres.schema import enable_pgvector
@@ -23,8 +24,9 @@ def open_backend(database_url: str, settings: Settings) -> Backend:
     """The index on the server DATABASE_URL names (store/backends.py calls this for `backend:
     postgres`); its schema is created or migrated on first use."""
     db = PostgresDatabase(database_url)
+    home = home_identity(settings.state_dir)
     try:
-        chunks = PostgresChunkStore(db)
+        chunks = PostgresChunkStore(db, home)
         no_vectors = enable_pgvector(db)
     except BaseException:
         db.close()
@@ -36,5 +38,5 @@ def open_backend(database_url: str, settings: Settings) -> Backend:
 
     return Backend(
         chunks, vectors if no_vectors is None else None, PostgresLLMCache(db), db.where,
-        PostgresStaticVectors(db), no_vectors or "",
+        PostgresStaticVectors(db), no_vectors or "", PostgresHomes(chunks, *home),
     )

@@ -58,8 +58,9 @@ class PostgresChunkStore:
 
     supports_vectors = True  # pgvector on the same database; open_backend sets False where it is not enabled
 
-    def __init__(self, db: PostgresDatabase):
+    def __init__(self, db: PostgresDatabase, home: tuple[str, str] | None = None):
         self.db = db
+        self.home = home  # (id, label) of the home writing: an update lists its collection (homes.py)
         self.where = db.where
         migrate(db)
         self.derived = db.derived
@@ -105,9 +106,20 @@ class PostgresChunkStore:
         if row:
             if row[1] != str(root):
                 self._sql("UPDATE collections SET root = %s WHERE id = %s", (str(root), row[0]))
-            return int(row[0])
-        return int(self._scalar("INSERT INTO collections (name, root) VALUES (%s, %s) RETURNING id",
-                                (name, str(root))))
+            collection_id = int(row[0])
+        else:
+            collection_id = int(self._scalar(
+                "INSERT INTO collections (name, root) VALUES (%s, %s) RETURNING id", (name, str(root))
+            ))
+        if self.home is not None:  # in the update's transaction: a remove elsewhere sees it listed
+            self._sql(
+                """INSERT INTO collection_homes (collection_id, home_id, label, seen_at)
+                   VALUES (%s, %s, %s, extract(epoch FROM now()))
+                   ON CONFLICT (collection_id, home_id) DO UPDATE SET label = excluded.label,
+                   seen_at = excluded.seen_at""",
+                (collection_id, *self.home),
+            )
+        return collection_id
 
     def collection_id(self, name: str) -> int | None:
         row = self._sql("SELECT id FROM collections WHERE name = %s", (name,)).fetchone()

@@ -152,7 +152,19 @@ _V2 = [
     )""",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2}
+# V3: which homes list which collection (homes.py): a home's `collection remove` deletes the
+# rows only when no other home lists it. A deleted collection takes its listings with it.
+_V3 = [
+    """CREATE TABLE collection_homes (
+        collection_id BIGINT NOT NULL REFERENCES collections(id) ON DELETE CASCADE,
+        home_id TEXT NOT NULL,
+        label TEXT NOT NULL,
+        seen_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (collection_id, home_id)
+    )""",
+]
+
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3}
 SCHEMA_VERSION = max(MIGRATIONS)
 _MIGRATION_LOCK = 0x716D64  # one migration at a time across every machine sharing the database
 
