@@ -220,6 +220,10 @@ def _homes(listings: list[HomeListing]) -> str:
     return ", ".join(named) + (f" and {len(listings) - 3} more" if len(listings) > 3 else "")
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
 def _removal_json(done: Release) -> dict[str, Any]:
     def homes(listings: list[HomeListing]) -> list[dict[str, Any]]:
         return [{"label": h.label, "seen_at": h.seen_at} for h in listings]
@@ -233,13 +237,13 @@ def _removal_line(done: Release, shared: bool) -> str:
     if not shared:
         return f"removed {done.name}"
     others = len(done.others)
-    homes_word = "home" if others == 1 else "homes"
+    homes_word, lists = ("home", "lists") if others == 1 else ("homes", "list")
     if not done.deleted and not done.existed:
         return f"removed {done.name} from this home's index.yml (the server no longer held it)"
     if not done.deleted:
         return (
-            f"removed {done.name} from this home's index.yml; {others} other {homes_word} still "
-            f"list it ({_homes(done.others)}), rows kept"
+            f"removed {done.name} from this home's index.yml; {others} other {homes_word} "
+            f"still {lists} it ({_homes(done.others)}), rows kept"
         )
     if others:  # --purge
         return (
@@ -564,8 +568,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if info["server"] is not None:  # the totals above are this home's collections
         server = info["server"]
         click.echo(
-            f"server: {server['collections']} collections, {server['chunks']} chunks in all "
-            f"({server['others']} collections not in this index.yml)"
+            f"server: {_count(server['collections'], 'collection')}, {server['chunks']} chunks in all "
+            f"({_count(server['others'], 'collection')} not in this index.yml)"
         )
     for row in info["collections"]:
         pending = f", {row['pending_vectors']} waiting for vectors" if row["pending_vectors"] else ""

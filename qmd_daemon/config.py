@@ -236,8 +236,10 @@ class IndexConfig:
     # -- storage -------------------------------------------------------------------------------
 
     def backend(self) -> str:
-        """`backend:` the engine that holds the index: sqlite (one file, the default) or postgres."""
-        value = self.raw.get("backend") or "sqlite"
+        """`backend:` the engine that holds the index: sqlite (one file, the default) or postgres.
+        Without the key a `database_url:` means postgres: a URL written alone was ignored and the
+        index stayed in the local file, silently (`backend: sqlite` keeps it local explicitly)."""
+        value = self.raw.get("backend") or ("postgres" if self.raw.get("database_url") else "sqlite")
         if value not in BACKENDS:
             raise ConfigError(f"{self.path}: 'backend' must be one of {', '.join(BACKENDS)} (left untouched)")
         return str(value)

@@ -67,7 +67,7 @@ def test_remove_keeps_the_rows_another_home_lists_and_the_last_one_deletes_them(
     chunks = _on_server(postgres_url, "repo-app")
     assert chunks > 0
     kept = _qmd(b, postgres_url, "collection", "remove", "repo-app").stdout
-    assert "removed repo-app from this home's index.yml; 1 other home still list it" in kept
+    assert "removed repo-app from this home's index.yml; 1 other home still lists it" in kept
     assert "home-a" in kept and kept.strip().endswith("rows kept")
     assert _on_server(postgres_url, "repo-app") == chunks
     assert "repo-app" not in IndexConfig.load(b / "config" / "index.yml").collections()
@@ -163,4 +163,4 @@ def test_status_totals_are_this_homes_collections(tmp_path: Path, postgres_url: 
     if info["static_vectors"]["available"]:
         assert info["static_vectors"]["chunks"] == tool
     shown = _qmd(b, postgres_url, "status").stdout
-    assert f"server: 2 collections, {app + tool} chunks in all (1 collections not in this index.yml)" in shown
+    assert f"server: 2 collections, {app + tool} chunks in all (1 collection not in this index.yml)" in shown

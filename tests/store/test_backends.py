@@ -56,6 +56,24 @@ def test_postgres_needs_a_database_url(tmp_path: Path) -> None:
         open_backend(_settings(tmp_path, "backend: postgres\n"))
 
 
+def test_a_database_url_alone_means_postgres_and_backend_sqlite_keeps_it_local(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A user who wrote only `database_url:` got a local SQLite index, silently (status named the
+    file, easy to miss); an explicit `backend: sqlite` still wins."""
+    backend = open_backend(_settings(tmp_path / "a", f"database_url: {postgres_url}\n"))
+    try:
+        assert backend.location.startswith("postgresql") and backend.homes is not None
+        assert not (tmp_path / "a" / "cache" / "index.sqlite").exists()
+    finally:
+        backend.close()
+    local = open_backend(_settings(tmp_path / "b", f"backend: sqlite\ndatabase_url: {postgres_url}\n"))
+    try:
+        assert isinstance(local.chunks, IndexStore) and (tmp_path / "b" / "cache" / "index.sqlite").is_file()
+    finally:
+        local.close()
+
+
 def test_an_unknown_backend_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="'backend' must be one of sqlite, postgres"):
         open_backend(_settings(tmp_path, "backend: mysql\n"))
