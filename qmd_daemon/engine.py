@@ -30,7 +30,7 @@ from qmd_daemon.static_vectorize import static_pending
 from qmd_daemon.store.backends import Backend, configured_url, copy_to_postgres, open_backend
 from qmd_daemon.store.pending_order import EmbedPriority
 from qmd_daemon.store.protocols import ChunkStore, VectorStore
-from qmd_daemon.vectorize import EmbedHint, EmbedReport, embed_pending
+from qmd_daemon.vectorize import EmbedBusy, EmbedHint, EmbedReport, embed_pending
 
 IndexStamp = tuple[int | None, str]  # (collection id, index format): see Engine.index_stamp
 # Indexed files of a gone collection looked for in a folder of its name (default_name): most of
@@ -440,11 +440,15 @@ class Engine:
         if static is not None and static["pending"] and yield_to is not None and yield_to():
             # the static pass stopped for a queued job: the deep one waits behind it too
             return EmbedReport(pending=vectors.pending_count(ids), model=embedder.fingerprint, static=static)
-        report = embed_pending(
-            self.store, vectors, embedder, ids, self.embed_lock_path, self.writing,
-            progress=progress, limit=limit, yield_to=yield_to,
-            priority=lambda: self.embed_priority(hint() if hint is not None else EmbedHint()),
-        )  # fmt: skip
+        try:
+            report = embed_pending(
+                self.store, vectors, embedder, ids, self.embed_lock_path, self.writing,
+                progress=progress, limit=limit, yield_to=yield_to,
+                priority=lambda: self.embed_priority(hint() if hint is not None else EmbedHint()),
+            )  # fmt: skip
+        except EmbedBusy as exc:  # the static pass ran all the same: its report goes with the refusal
+            exc.static = static
+            raise
         report.static = static
         return report
 
@@ -452,6 +456,22 @@ class Engine:
     def embed_lock_path(self) -> Path:
         """Held by the one deep embedding run on this index (a terminal's `embed` or the daemon's)."""
         return self.settings.state_dir / "embed.lock"
+
+    @property
+    def static_lock_path(self) -> Path:
+        """Held by the one static pass on this index (static_vectorize.py)."""
+        return self.settings.state_dir / "static.lock"
+
+    def pending_vectors(self, names: list[str] | None) -> int | None:
+        """Chunks of the collections still waiting for a deep vector (one count in the store);
+        None when no deep vectors are kept or made here (no vector store, deep off)."""
+        vectors = self.vectors
+        if vectors is None or self.models.deep_off() is not None:
+            return None
+        ids = self.collection_ids([c.name for c in self._select(names)])
+        if vectors.active_model() is None:  # nothing embedded yet: every chunk waits
+            return sum(self.store.chunk_count(i) for i in ids)
+        return vectors.pending_count(ids)
 
     def static_tier(self) -> StaticTier | None:
         """The static tier when this index keeps it and the embedder has one (None otherwise)."""
@@ -466,9 +486,8 @@ class Engine:
         tier = self.static_tier()
         if tier is None:
             return None
-        lock = self.settings.state_dir / "static.lock"
-        report = static_pending(self.store, tier.vectors, tier.model, ids, lock, self.writing,
-                                progress=progress, yield_to=yield_to)
+        report = static_pending(self.store, tier.vectors, tier.model, ids, self.static_lock_path,
+                                self.writing, progress=progress, yield_to=yield_to)
         return report.as_dict()
 
     def embed_priority(self, hint: EmbedHint) -> EmbedPriority:
