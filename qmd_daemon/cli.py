@@ -444,18 +444,21 @@ def pull(ctx: click.Context, profile: str | None, role: str, refresh: bool) -> N
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show the index, its collections, vectors and which models search can use."""
-    from qmd_daemon.daemon.stop import running_daemon
+    from qmd_daemon.daemon.stop import daemon_jobs, running_daemon
 
     engine = _engine(ctx)
     engine.models.embedder()
     daemon = running_daemon(engine.settings.state_dir)
+    jobs = daemon_jobs(daemon) if daemon is not None else None
     here = _working_collection(engine)
     info = {
         "version": __version__,
         **engine.status(),
         # the collection covering the working folder: the daemon embeds its chunks first
         "current_collection": here.name if here is not None else None,
-        "daemon": {"running": daemon is not None, "pid": daemon.pid if daemon else None},
+        "daemon": {"running": daemon is not None, "pid": daemon.pid if daemon else None,
+                   # an embed the daemon skipped while another process held a pass's lock: owed
+                   "embed_retry": jobs.get("embed_retry") if jobs else None},
     }
     if as_json:
         _emit_json(info)
@@ -482,7 +485,12 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if vectors["running"] is not None:  # a daemon's embed job meanwhile skips: this run does the work
         by = "the daemon" if daemon is not None and daemon.pid == vectors["running"] else "`qmd-daemon embed`"
         click.echo(f"  embedding now: {by} (pid {vectors['running']})")
-    if static["available"]:
+    if retry := info["daemon"]["embed_retry"]:
+        _echo_embed_owed(retry)
+    if static["available"] and static["chunks"] and not static["vectors"]:  # no pass has pooled any yet
+        click.echo(f"static vectors: not built yet, {static['chunks']} chunks waiting (the daemon's embed "
+                   f"job or `qmd-daemon embed` pools them)")
+    elif static["available"]:
         where = "" if vectors["off"] else " where chunks lack deep vectors"
         click.echo(f"static vectors: {static['vectors']}/{static['chunks']} chunks (lexical's candidates "
                    f"re-scored{where})")
@@ -512,6 +520,17 @@ def status(ctx: click.Context, as_json: bool) -> None:
             reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(row["skipped"].items()))
             total = sum(row["skipped"].values())
             click.echo(f"    not indexed: {total} file{'s' if total != 1 else ''} ({reasons})")
+
+
+def _echo_embed_owed(retry: dict[str, Any]) -> None:
+    """The daemon's skipped embed job (daemon/jobs.py EmbedRetry), one line: which pass, for which
+    collections, and the process whose lock it waits for."""
+    which = " and ".join(f"{p} pass" for p in retry.get("passes") or ["deep"])
+    scope = ", ".join(retry["collections"]) if retry.get("collections") else "every collection"
+    holder = retry.get("waiting_for_pid")
+    by = f"pid {holder}" if holder else "another process"
+    click.echo(f"  embedding owed: the daemon skipped the {which} of {scope} while {by} held its lock; "
+               f"it runs once that lets go (checked every {retry.get('recheck_seconds', 3):g} s)")
 
 
 @cli.command()
