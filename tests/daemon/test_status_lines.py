@@ -21,7 +21,9 @@ def _tree(engine: Engine, tmp_path: Path) -> None:
     engine.update(["tree"], progress=False)
 
 
-async def test_status_names_the_embed_the_daemon_owes(small_engine: Engine, home: Path, tmp_path: Path) -> None:
+async def test_status_names_the_embed_the_daemon_owes(
+    small_engine: Engine, home: Path, tmp_path: Path
+) -> None:
     _tree(small_engine, tmp_path)
     lifetime = LifetimeLock(small_engine.settings.state_dir)  # what serve_forever holds around it
     assert lifetime.try_acquire()
