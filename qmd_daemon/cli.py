@@ -50,6 +50,9 @@ def _engine(ctx: click.Context) -> Engine:
         engine = Engine()
         ctx.ensure_object(dict)["engine"] = engine
         ctx.call_on_close(engine.close)
+        # an index.yml entry an upgrade made unusable: one line each, and the rest works on
+        for refused in engine.refused_collections().values():
+            click.echo(f"qmd-daemon: {refused.message}", err=True)
     return engine
 
 
@@ -216,8 +219,10 @@ def _summary(report: dict[str, Any]) -> str:
 @click.pass_context
 def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     """Bring the index up to date with the files on disk (incremental). A collection whose folder
-    is gone is reported and left as it was; the others are updated all the same (exit 1)."""
-    reports = _engine(ctx).update(list(names) or None, keep_going=True)
+    is gone, or whose mask today's rules refuse, is reported and left as it was; the others are
+    updated all the same (exit 1)."""
+    engine = _engine(ctx)  # says each refused collection's line on stderr
+    reports = engine.update(list(names) or None, keep_going=True)
     if as_json:
         _emit_json([r.as_dict() for r in reports])
     else:
@@ -227,7 +232,7 @@ def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     failed = [report.error for report in reports if report.error is not None]
     for error in failed:
         click.echo(f"qmd-daemon: error: {error}", err=True)
-    if failed:
+    if failed or (not names and engine.refused_collections()):
         sys.exit(1)
 
 
@@ -507,6 +512,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     for row in info["collections"]:
         pending = f", {row['pending_vectors']} waiting for vectors" if row["pending_vectors"] else ""
         older = "" if row["index_current"] else "; indexed by another version: the next update re-reads it"
+        if row["refused"]:
+            older = f"; {row['refused']}"
         if row["folder_gone"]:
             older += f"; its folder is gone (moved or deleted?): `qmd-daemon collection remove {row['name']}`"
         name = row["name"] if row["listed"] else f"{row['name']} (not in this index.yml: another home's)"

@@ -13,8 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from qmd_daemon.config import CollectionConfig, IndexConfig
-from qmd_daemon.errors import UnknownCollectionError, UsageError
+from qmd_daemon.config import CollectionConfig, IndexConfig, RefusedCollection
+from qmd_daemon.errors import ConfigError, UnknownCollectionError, UsageError
 from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
 from qmd_daemon.ingest.listings import listings_file
 from qmd_daemon.ingest.root_policy import check_root, check_size, missing_reason
@@ -250,7 +250,14 @@ class Engine:
         if exact is not None:
             return exact
         containing = [c for c in self.collections().values() if _covers(c, resolved)]
-        return max(containing, key=lambda c: len(c.path.parts)) if containing else None
+        if containing:
+            return max(containing, key=lambda c: len(c.path.parts))
+        # a folder of a collection left out for its mask: said with the fix, never registered
+        # anew (that would reset the user's mask to the default behind their back)
+        refused = [r for r in self.refused_collections().values() if _is_within(resolved, r.path.resolve())]
+        if refused:
+            raise ConfigError(refused[0].message)
+        return None
 
     def add_collection(
         self,
@@ -270,6 +277,9 @@ class Engine:
         if not path.is_dir():
             raise UsageError(f"path {path} is a file; a collection is a folder")
         path = path.resolve()
+        refused = next((r for r in self.refused_collections().values() if r.path.resolve() == path), None)
+        if refused is not None and mask is None:  # only a valid mask brings it back (its fix)
+            raise ConfigError(refused.message)
         check_root(path, on_demand=on_demand)
         if self.collection_for_path(path) is None:
             check_size(path, self.settings, mask=mask or DEFAULT_MASK, ignore=list(ignore or []))
@@ -277,6 +287,8 @@ class Engine:
             existing = next((c for c in config.collections().values() if c.path == path), None)
             if name is None and existing is not None:
                 name = existing.name
+            if name is None and refused is not None:
+                name = refused.name
             name = name or self.default_name(path, config)
             if not _name_ok(name):
                 raise UsageError(
@@ -337,10 +349,22 @@ class Engine:
     def collections(self) -> dict[str, CollectionConfig]:
         return self.config().collections()
 
+    def refused_collections(self) -> dict[str, RefusedCollection]:
+        """index.yml entries left out for a mask today's rules refuse (config.RefusedCollection):
+        every front end names them with the fix; the other collections keep working."""
+        return self.config().refused()
+
+    def _refuse_if_named(self, names: list[str]) -> None:
+        refused = self.refused_collections()
+        named = next((refused[n] for n in names if n in refused), None)
+        if named is not None:
+            raise ConfigError(named.message)
+
     def _select(self, names: list[str] | None) -> list[CollectionConfig]:
         known = self.collections()
         if not names:
             return list(known.values())
+        self._refuse_if_named(names)
         missing = [n for n in names if n not in known]
         if missing:
             raise UnknownCollectionError(
@@ -529,6 +553,7 @@ class Engine:
         static = self.backend.static
         stats = self.store.collection_stats()
         listed = self.collections()
+        refused = self.refused_collections()
         chunks = sum(row["chunks"] for row in stats)
         deep_off = self.models.deep_off()
         counted = vectors is not None and active is not None and deep_off is None  # else none will come
@@ -562,11 +587,13 @@ class Engine:
                     # written by another version's chunker or rules: the next update re-reads it
                     "index_current": row["index_format"] == INDEX_FORMAT,
                     # not in this home's index.yml: on a shared (PostgreSQL) index, another home's
-                    "listed": (mine := listed.get(row["name"])) is not None,
+                    "listed": (mine := listed.get(row["name"])) is not None or row["name"] in refused,
                     # this home's folder of it moved or deleted: no update reaches it, its index
                     # stays as it was. The row's root is the last updater's, another machine's
                     # path on a shared index: "gone" there advised removing the team's collection
                     "folder_gone": mine is not None and not mine.path.is_dir(),
+                    # listed, but left out for a mask today's rules refuse: the line with its fix
+                    "refused": refused[row["name"]].message if row["name"] in refused else None,
                     # files the last walk left out, by reason (too_large, binary, unreadable, ...)
                     "skipped": skipped.get(row["name"], {}),
                     "pending_vectors": (waiting := pending(row["name"])),
@@ -643,6 +670,7 @@ class Engine:
         unlisted here (UnknownCollectionError), where it answered [] as if nothing matched."""
         listed = self.collections()
         gone = [name for name in names if name not in listed]
+        self._refuse_if_named(gone)
         if gone:
             raise UnknownCollectionError(
                 f"collection '{gone[0]}' was removed while this search ran (see `qmd-daemon collection list`)"
