@@ -22,6 +22,7 @@ import sys
 
 if False:  # annotations only: importing typing costs ms on every call (_parser imports argparse)
     import argparse
+    from collections.abc import Callable
     from typing import Any
 
 if __package__:
@@ -98,17 +99,19 @@ def _request(args: argparse.Namespace, query: str, root: str, refresh: bool | st
 class SlowNotice:
     """Says on stderr, once, what a call is waiting for when it takes longer than `after` seconds:
     a first search in a large repository indexes it (up to --wait), and a silent minute reads as
-    a hang to a user and to an agent alike. `_thread`, not `threading`: it is loaded at start,
-    while importing threading costs the warm path ~0.7 ms."""
+    a hang to a user and to an agent alike. `message`: the line, or a function asked for it only
+    then (what the daemon reports it is doing at that moment). `_thread`, not `threading`: it is
+    loaded at start, while importing threading costs the warm path ~0.7 ms."""
 
-    def __init__(self, after: float, message: str):
+    def __init__(self, after: float, message: str | Callable[[], str]):
         self._after, self._message = after, message
         self._done = _thread.allocate_lock()
         self._done.acquire()
 
     def _watch(self) -> None:
         if not self._done.acquire(timeout=self._after):
-            print(f"{PROG}: {self._message}", file=sys.stderr, flush=True)
+            message = self._message if isinstance(self._message, str) else self._message()
+            print(f"{PROG}: {message}", file=sys.stderr, flush=True)
 
     def __enter__(self) -> SlowNotice:
         _thread.start_new_thread(self._watch, ())
@@ -116,6 +119,32 @@ class SlowNotice:
 
     def __exit__(self, *_: object) -> None:
         self._done.release()
+
+
+def daemon_doing(root: str, wait: float) -> str | None:
+    """What the daemon says its writer is doing (/health's `jobs`, one quick request), worded for
+    the slow-call notice: re-reading an index after an upgrade is not indexing a repository for
+    the first time, nor taking in a few edits. None when no daemon answers (it is starting)."""
+    state = qc.read_state()
+    try:
+        jobs = qc.http(state, "GET", "/health", timeout=1.0).get("jobs") if state else None
+    except (qc.DaemonUnavailable, qc.DaemonError, OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(jobs, dict):  # an older daemon's /health: it does not say
+        return None
+    within = f"results come within about {wait:g} s, --wait changes it"
+    running = jobs.get("running") or {}
+    names = ", ".join(running.get("collections") or []) or "every collection"
+    if running.get("kind") == "refresh":
+        doing = {
+            "new": f"the daemon is indexing {root} for the first time",
+            "upgrade": f"the daemon is re-reading the index of {names} after an upgrade (an older version"
+            " indexed it; searches meanwhile answer from the old chunks)",
+        }.get(str(running.get("reason")), f"the daemon is taking in recent changes to {names}")
+        return f"{doing} ({within})"
+    if running.get("kind") == "embed":
+        return f"the daemon is finishing a batch of embedding before it refreshes {root} ({within})"
+    return f"waiting for the daemon's answer ({jobs.get('queued', 0)} jobs queued; {within})"
 
 
 def shape(response: dict[str, Any], root: str) -> list[dict[str, Any]]:
@@ -182,11 +211,13 @@ def main(argv: list[str] | None = None) -> int:
     # for QMD_IDLE_MINUTES) only to say the folder is not a collection: the one-off process says it
     starts_daemon = is_git or bool(args.collection)
     daemon = not args.no_daemon and os.environ.get("QMD_NO_DAEMON") != "1"
-    waiting = (
-        f"waiting for the index of {root} to catch up (a first search in a large repository indexes"
-        f" it; results come within about {args.wait:g} s, --wait changes it)"
-        if refresh and not args.collection else "waiting for the search to finish"
-    )
+    def waiting() -> str:  # asked at SLOW_NOTICE_S only: a warm call never pays for the question
+        if not refresh or args.collection:
+            return "waiting for the search to finish"
+        doing = daemon_doing(root, args.wait) if daemon else None
+        return doing or (f"waiting for the index of {root} to catch up (a daemon starting loads its "
+                         f"models first; results come within about {args.wait:g} s, --wait changes it)")
+
     try:
         with SlowNotice(SLOW_NOTICE_S, waiting):
             if daemon:

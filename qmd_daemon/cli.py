@@ -52,6 +52,9 @@ def _engine(ctx: click.Context) -> Engine:
         engine = Engine()
         ctx.ensure_object(dict)["engine"] = engine
         ctx.call_on_close(engine.close)
+        # an index.yml entry an upgrade made unusable: one line each, and the rest works on
+        for refused in engine.refused_collections().values():
+            click.echo(f"qmd-daemon: {refused.message}", err=True)
     return engine
 
 
@@ -285,8 +288,10 @@ def _summary(report: dict[str, Any]) -> str:
 @click.pass_context
 def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     """Bring the index up to date with the files on disk (incremental). A collection whose folder
-    is gone is reported and left as it was; the others are updated all the same (exit 1)."""
-    reports = _engine(ctx).update(list(names) or None, keep_going=True)
+    is gone, or whose mask today's rules refuse, is reported and left as it was; the others are
+    updated all the same (exit 1)."""
+    engine = _engine(ctx)  # says each refused collection's line on stderr
+    reports = engine.update(list(names) or None, keep_going=True)
     if as_json:
         _emit_json([r.as_dict() for r in reports])
     else:
@@ -296,7 +301,7 @@ def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     failed = [report.error for report in reports if report.error is not None]
     for error in failed:
         click.echo(f"qmd-daemon: error: {error}", err=True)
-    if failed:
+    if failed or (not names and engine.refused_collections()):
         sys.exit(1)
 
 
@@ -513,18 +518,21 @@ def pull(ctx: click.Context, profile: str | None, role: str, refresh: bool) -> N
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show the index, its collections, vectors and which models search can use."""
-    from qmd_daemon.daemon.stop import running_daemon
+    from qmd_daemon.daemon.stop import daemon_jobs, running_daemon
 
     engine = _engine(ctx)
     engine.models.embedder()
     daemon = running_daemon(engine.settings.state_dir)
+    jobs = daemon_jobs(daemon) if daemon is not None else None
     here = _working_collection(engine)
     info = {
         "version": __version__,
         **engine.status(),
         # the collection covering the working folder: the daemon embeds its chunks first
         "current_collection": here.name if here is not None else None,
-        "daemon": {"running": daemon is not None, "pid": daemon.pid if daemon else None},
+        "daemon": {"running": daemon is not None, "pid": daemon.pid if daemon else None,
+                   # an embed the daemon skipped while another process held a pass's lock: owed
+                   "embed_retry": jobs.get("embed_retry") if jobs else None},
     }
     if as_json:
         _emit_json(info)
@@ -551,7 +559,12 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if vectors["running"] is not None:  # a daemon's embed job meanwhile skips: this run does the work
         by = "the daemon" if daemon is not None and daemon.pid == vectors["running"] else "`qmd-daemon embed`"
         click.echo(f"  embedding now: {by} (pid {vectors['running']})")
-    if static["available"]:
+    if retry := info["daemon"]["embed_retry"]:
+        _echo_embed_owed(retry)
+    if static["available"] and static["chunks"] and not static["vectors"]:  # no pass has pooled any yet
+        click.echo(f"static vectors: not built yet, {static['chunks']} chunks waiting (the daemon's embed "
+                   f"job or `qmd-daemon embed` pools them)")
+    elif static["available"]:
         where = "" if vectors["off"] else " where chunks lack deep vectors"
         click.echo(f"static vectors: {static['vectors']}/{static['chunks']} chunks (lexical's candidates "
                    f"re-scored{where})")
@@ -574,6 +587,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     for row in info["collections"]:
         pending = f", {row['pending_vectors']} waiting for vectors" if row["pending_vectors"] else ""
         older = "" if row["index_current"] else "; indexed by another version: the next update re-reads it"
+        if row["refused"]:
+            older = f"; {row['refused']}"
         if row["folder_gone"]:
             older += f"; its folder is gone (moved or deleted?): `qmd-daemon collection remove {row['name']}`"
         name = f"{row['name']}{_shared_note(row, info['server'] is not None)}"
@@ -587,6 +602,17 @@ def status(ctx: click.Context, as_json: bool) -> None:
             reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(row["skipped"].items()))
             total = sum(row["skipped"].values())
             click.echo(f"    not indexed: {total} file{'s' if total != 1 else ''} ({reasons})")
+
+
+def _echo_embed_owed(retry: dict[str, Any]) -> None:
+    """The daemon's skipped embed job (daemon/jobs.py EmbedRetry), one line: which pass, for which
+    collections, and the process whose lock it waits for."""
+    which = " and ".join(f"{p} pass" for p in retry.get("passes") or ["deep"])
+    scope = ", ".join(retry["collections"]) if retry.get("collections") else "every collection"
+    holder = retry.get("waiting_for_pid")
+    by = f"pid {holder}" if holder else "another process"
+    click.echo(f"  embedding owed: the daemon skipped the {which} of {scope} while {by} held its lock; "
+               f"it runs once that lets go (checked every {retry.get('recheck_seconds', 3):g} s)")
 
 
 @cli.command()

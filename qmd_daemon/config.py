@@ -103,6 +103,24 @@ def _models_problem(models: dict[str, Any]) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class RefusedCollection:
+    """An index.yml entry whose mask today's rules refuse (an older version accepted it): left out
+    of `collections()` so the others keep working, and named with its fix wherever it is asked for."""
+
+    name: str
+    path: Path
+    pattern: str
+    problem: str
+
+    @property
+    def message(self) -> str:
+        return (
+            f"collection '{self.name}' is skipped: its mask {self.pattern!r} is no longer accepted "
+            f"({self.problem}); give it a valid one: qmd-daemon collection add {self.path} --mask 'GLOBS'"
+        )
+
+
 @dataclass
 class CollectionConfig:
     name: str
@@ -158,7 +176,17 @@ class IndexConfig:
     # -- collections -------------------------------------------------------------------------
 
     def collections(self) -> dict[str, CollectionConfig]:
+        """The usable collections; one whose mask is refused is left out (`refused`)."""
+        return self._read_collections()[0]
+
+    def refused(self) -> dict[str, RefusedCollection]:
+        """Entries an upgrade made unusable: a mask an older version accepted that `mask_problem`
+        now refuses. Every command used to fail on them; now only what touches them does."""
+        return self._read_collections()[1]
+
+    def _read_collections(self) -> tuple[dict[str, CollectionConfig], dict[str, RefusedCollection]]:
         out: dict[str, CollectionConfig] = {}
+        refused: dict[str, RefusedCollection] = {}
         for name, entry in (self.raw.get("collections") or {}).items():
             if not isinstance(entry, dict) or "path" not in entry:
                 raise ConfigError(f"{self.path}: collection '{name}' needs a 'path'")
@@ -174,10 +202,8 @@ class IndexConfig:
             pattern = DEFAULT_MASK if pattern in EARLIER_DEFAULT_MASKS else pattern
             problem = None if pattern == DEFAULT_MASK else mask_problem(pattern)  # the default: 0.3 ms
             if problem:
-                raise ConfigError(
-                    f"{self.path}: collection '{name}': 'pattern' {pattern!r} is no valid mask: {problem} "
-                    f"(left untouched)"
-                )
+                refused[str(name)] = RefusedCollection(str(name), Path(str(entry["path"])), pattern, problem)
+                continue
             out[str(name)] = CollectionConfig(
                 name=str(name),
                 path=Path(str(entry["path"])),
@@ -185,7 +211,7 @@ class IndexConfig:
                 ignore=[str(i) for i in ignore],
                 include_by_default=bool(entry.get("includeByDefault", False)),
             )
-        return out
+        return out, refused
 
     def set_collection(self, collection: CollectionConfig) -> None:
         entries = self.raw.setdefault("collections", {}) or {}

@@ -14,8 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from qmd_daemon.config import CollectionConfig, IndexConfig
-from qmd_daemon.errors import UnknownCollectionError, UsageError
+from qmd_daemon.config import CollectionConfig, IndexConfig, RefusedCollection
+from qmd_daemon.errors import ConfigError, UnknownCollectionError, UsageError
 from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
 from qmd_daemon.ingest.listings import listings_file
 from qmd_daemon.ingest.root_policy import check_root, check_size, missing_reason
@@ -31,7 +31,7 @@ from qmd_daemon.static_vectorize import static_pending
 from qmd_daemon.store.backends import Backend, configured_url, copy_to_postgres, open_backend
 from qmd_daemon.store.pending_order import EmbedPriority
 from qmd_daemon.store.protocols import ChunkStore, HomeListing, Release, VectorStore
-from qmd_daemon.vectorize import EmbedHint, EmbedReport, embed_pending
+from qmd_daemon.vectorize import EmbedBusy, EmbedHint, EmbedReport, embed_pending
 
 IndexStamp = tuple[int | None, str]  # (collection id, index format): see Engine.index_stamp
 # Indexed files of a gone collection looked for in a folder of its name (default_name): most of
@@ -140,7 +140,7 @@ class Engine:
         if homes is not None and (
             self._listed is None or self._listed[0] is not config or time.monotonic() > self._listed[1]
         ):  # a shared index: which collections this home lists, renewed (homes.STALE_DAYS)
-            homes.sync(list(config.collections()))
+            homes.sync([*config.collections(), *config.refused()])  # a set-aside one is still listed
             self._listed = (config, time.monotonic() + LISTING_RENEWAL_S)
         return self._backend
 
@@ -267,7 +267,14 @@ class Engine:
         if exact is not None:
             return exact
         containing = [c for c in self.collections().values() if _covers(c, resolved)]
-        return max(containing, key=lambda c: len(c.path.parts)) if containing else None
+        if containing:
+            return max(containing, key=lambda c: len(c.path.parts))
+        # a folder of a collection left out for its mask: said with the fix, never registered
+        # anew (that would reset the user's mask to the default behind their back)
+        refused = [r for r in self.refused_collections().values() if _is_within(resolved, r.path.resolve())]
+        if refused:
+            raise ConfigError(refused[0].message)
+        return None
 
     def add_collection(
         self,
@@ -287,6 +294,9 @@ class Engine:
         if not path.is_dir():
             raise UsageError(f"path {path} is a file; a collection is a folder")
         path = path.resolve()
+        refused = next((r for r in self.refused_collections().values() if r.path.resolve() == path), None)
+        if refused is not None and mask is None:  # only a valid mask brings it back (its fix)
+            raise ConfigError(refused.message)
         check_root(path, on_demand=on_demand)
         if self.collection_for_path(path) is None:
             check_size(path, self.settings, mask=mask or DEFAULT_MASK, ignore=list(ignore or []))
@@ -294,6 +304,8 @@ class Engine:
             existing = next((c for c in config.collections().values() if c.path == path), None)
             if name is None and existing is not None:
                 name = existing.name
+            if name is None and refused is not None:
+                name = refused.name
             name = name or self.default_name(path, config)
             if not _name_ok(name):
                 raise UsageError(
@@ -377,10 +389,22 @@ class Engine:
     def collections(self) -> dict[str, CollectionConfig]:
         return self.config().collections()
 
+    def refused_collections(self) -> dict[str, RefusedCollection]:
+        """index.yml entries left out for a mask today's rules refuse (config.RefusedCollection):
+        every front end names them with the fix; the other collections keep working."""
+        return self.config().refused()
+
+    def _refuse_if_named(self, names: list[str]) -> None:
+        refused = self.refused_collections()
+        named = next((refused[n] for n in names if n in refused), None)
+        if named is not None:
+            raise ConfigError(named.message)
+
     def _select(self, names: list[str] | None) -> list[CollectionConfig]:
         known = self.collections()
         if not names:
             return list(known.values())
+        self._refuse_if_named(names)
         missing = [n for n in names if n not in known]
         if missing:
             raise UnknownCollectionError(
@@ -480,11 +504,15 @@ class Engine:
         if static is not None and static["pending"] and yield_to is not None and yield_to():
             # the static pass stopped for a queued job: the deep one waits behind it too
             return EmbedReport(pending=vectors.pending_count(ids), model=embedder.fingerprint, static=static)
-        report = embed_pending(
-            self.store, vectors, embedder, ids, self.embed_lock_path, self.writing,
-            progress=progress, limit=limit, yield_to=yield_to,
-            priority=lambda: self.embed_priority(hint() if hint is not None else EmbedHint()),
-        )  # fmt: skip
+        try:
+            report = embed_pending(
+                self.store, vectors, embedder, ids, self.embed_lock_path, self.writing,
+                progress=progress, limit=limit, yield_to=yield_to,
+                priority=lambda: self.embed_priority(hint() if hint is not None else EmbedHint()),
+            )  # fmt: skip
+        except EmbedBusy as exc:  # the static pass ran all the same: its report goes with the refusal
+            exc.static = static
+            raise
         report.static = static
         return report
 
@@ -492,6 +520,22 @@ class Engine:
     def embed_lock_path(self) -> Path:
         """Held by the one deep embedding run on this index (a terminal's `embed` or the daemon's)."""
         return self.settings.state_dir / "embed.lock"
+
+    @property
+    def static_lock_path(self) -> Path:
+        """Held by the one static pass on this index (static_vectorize.py)."""
+        return self.settings.state_dir / "static.lock"
+
+    def pending_vectors(self, names: list[str] | None) -> int | None:
+        """Chunks of the collections still waiting for a deep vector (one count in the store);
+        None when no deep vectors are kept or made here (no vector store, deep off)."""
+        vectors = self.vectors
+        if vectors is None or self.models.deep_off() is not None:
+            return None
+        ids = self.collection_ids([c.name for c in self._select(names)])
+        if vectors.active_model() is None:  # nothing embedded yet: every chunk waits
+            return sum(self.store.chunk_count(i) for i in ids)
+        return vectors.pending_count(ids)
 
     def static_tier(self) -> StaticTier | None:
         """The static tier when this index keeps it and the embedder has one (None otherwise)."""
@@ -506,9 +550,8 @@ class Engine:
         tier = self.static_tier()
         if tier is None:
             return None
-        lock = self.settings.state_dir / "static.lock"
-        report = static_pending(self.store, tier.vectors, tier.model, ids, lock, self.writing,
-                                progress=progress, yield_to=yield_to)
+        report = static_pending(self.store, tier.vectors, tier.model, ids, self.static_lock_path,
+                                self.writing, progress=progress, yield_to=yield_to)
         return report.as_dict()
 
     def embed_priority(self, hint: EmbedHint) -> EmbedPriority:
@@ -540,7 +583,7 @@ class Engine:
             return {"available": False, "reason": "no embedding model (the tier is distilled from it)"}
         if self.models.static() is None:
             return {"available": False, "reason": self.models.static_error() or "not built"}
-        mine = self.collection_ids(list(self.collections()))
+        mine = self.collection_ids([*self.collections(), *self.refused_collections()])
         covered, chunks = store.coverage(mine) if mine else (0, 0)  # [] would count every collection
         return {"available": True, "model": store.active_model(), "vectors": covered, "chunks": chunks}
 
@@ -551,10 +594,12 @@ class Engine:
         static = self.backend.static
         stats = self.store.collection_stats()
         listed = self.collections()
+        refused = self.refused_collections()
         homes = self.backend.homes.listings() if self.backend.homes is not None else {}
-        # the totals are this home's collections; a shared index's others are its `server` line
-        chunks = sum(row["chunks"] for row in stats if row["name"] in listed)
-        listed_ids = self.collection_ids(list(listed))
+        # the totals are this home's collections (a set-aside one still is); a shared index's
+        # others are its `server` line
+        chunks = sum(row["chunks"] for row in stats if row["name"] in listed or row["name"] in refused)
+        listed_ids = self.collection_ids([*listed, *refused])
         deep_off = self.models.deep_off()
         counted = vectors is not None and active is not None and deep_off is None  # else none will come
         everywhere = (vectors.pending_count(listed_ids) if listed_ids else 0) if vectors and counted else None
@@ -581,7 +626,7 @@ class Engine:
             "server": {
                 "collections": len(stats),
                 "chunks": sum(row["chunks"] for row in stats),
-                "others": sum(row["name"] not in listed for row in stats),
+                "others": sum(row["name"] not in listed and row["name"] not in refused for row in stats),
             }
             if self.backend.homes is not None
             else None,
@@ -595,11 +640,13 @@ class Engine:
                     # written by another version's chunker or rules: the next update re-reads it
                     "index_current": row["index_format"] == INDEX_FORMAT,
                     # not in this home's index.yml: on a shared (PostgreSQL) index, another home's
-                    "listed": (mine := listed.get(row["name"])) is not None,
+                    "listed": (mine := listed.get(row["name"])) is not None or row["name"] in refused,
                     # this home's folder of it moved or deleted: no update reaches it, its index
                     # stays as it was. The row's root is the last updater's, another machine's
                     # path on a shared index: "gone" there advised removing the team's collection
                     "folder_gone": mine is not None and not mine.path.is_dir(),
+                    # listed, but left out for a mask today's rules refuse: the line with its fix
+                    "refused": refused[row["name"]].message if row["name"] in refused else None,
                     # files the last walk left out, by reason (too_large, binary, unreadable, ...)
                     "skipped": skipped.get(row["name"], {}),
                     "pending_vectors": (waiting := pending(row["name"])),
@@ -678,6 +725,7 @@ class Engine:
         unlisted here (UnknownCollectionError), where it answered [] as if nothing matched."""
         listed = self.collections()
         gone = [name for name in names if name not in listed]
+        self._refuse_if_named(gone)
         if gone:
             raise UnknownCollectionError(
                 f"collection '{gone[0]}' was removed while this search ran (see `qmd-daemon collection list`)"

@@ -19,7 +19,7 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qmd_daemon.locks import LockBusy, held_or_busy
+from qmd_daemon.locks import LockBusy, held_or_busy, holder_pid
 from qmd_daemon.models.static_table import StaticModel
 from qmd_daemon.progress import progress_bar, shown
 from qmd_daemon.store.protocols import ChunkStore, StaticVectorStore
@@ -44,6 +44,7 @@ class StaticReport:
     seconds: float = 0.0
     model: str = ""
     busy: bool = False  # another process was running the pass: it does the work
+    held_by: int | None = None  # that process's pid, when busy (the daemon owes the pass: jobs.py)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,7 +69,7 @@ def static_pending(
         with held_or_busy(lock_path, StaticBusy("another static pass is running on this index")):
             _run(store, vectors, model, collection_ids, writing, report, progress, yield_to)
     except StaticBusy:
-        report.busy = True
+        report.busy, report.held_by = True, holder_pid(lock_path)
     covered, chunks = vectors.coverage(collection_ids)  # a count, not the pending rows themselves
     report.pending = chunks - covered
     report.seconds = round(time.perf_counter() - started, 3)

@@ -55,7 +55,10 @@ class EmbedHint:
 
 
 class EmbedBusy(LockBusy):
-    """Another process is embedding right now."""
+    """Another process is embedding right now. `static`: the static pass's report when one ran
+    before the deep pass was refused (Engine.embed), so the caller still knows what it did."""
+
+    static: dict[str, Any] | None = None
 
 
 def embed_lock(path: Path) -> AbstractContextManager[None]:

@@ -532,13 +532,13 @@ def test_status_says_whether_the_daemon_runs(daemon_home: Path, tmp_path: Path) 
         return text, data["daemon"]
 
     text, data = status()
-    assert "daemon: not running" in text and data == {"running": False, "pid": None}
+    assert "daemon: not running" in text and data == {"running": False, "pid": None, "embed_retry": None}
     repo = make_repo(tmp_path / "proj")
     assert run_client("ai_search.py", "cookie", home=daemon_home, cwd=repo).returncode == 0
     state = state_of(daemon_home)
     text, data = status()
     assert f"daemon: running (pid {state['pid']}, port {state['port']})" in text
-    assert data == {"running": True, "pid": state["pid"]}
+    assert data == {"running": True, "pid": state["pid"], "embed_retry": None}  # no embed owed
     assert run_cli("stop", env_home=daemon_home, check=True).returncode == 0
     text, data = status()
     assert "daemon: not running" in text and not data["running"]  # its state file is no daemon

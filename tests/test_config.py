@@ -49,19 +49,22 @@ def test_an_ignore_that_is_no_pattern_list_is_one_line(tmp_path: Path, ignore: s
     assert path.read_text() == text
 
 
-def test_a_pattern_that_is_no_valid_mask_is_one_line(tmp_path: Path) -> None:
+def test_a_pattern_that_is_no_valid_mask_leaves_that_collection_out(tmp_path: Path) -> None:
+    """An older version accepted it: that entry is set aside with its fix, the others are read."""
     path = tmp_path / "index.yml"
-    text = "collections:\n  x:\n    path: /y\n    pattern: '**/*.py['\n"
+    text = "collections:\n  x:\n    path: /y\n    pattern: '**/*.py['\n  ok:\n    path: /z\n"
     path.write_text(text)
-    with pytest.raises(ConfigError) as info:
-        IndexConfig.load(path).collections()
-    assert str(info.value) == (
-        f"{path}: collection 'x': 'pattern' '**/*.py[' is no valid mask: a '[' that no ']' closes "
-        "(write '\\[' for the character itself) (left untouched)"
+    config = IndexConfig.load(path)
+    assert list(config.collections()) == ["ok"]
+    assert config.refused()["x"].message == (
+        "collection 'x' is skipped: its mask '**/*.py[' is no longer accepted (a '[' that no ']' closes "
+        "(write '\\[' for the character itself)); give it a valid one: qmd-daemon collection add /y "
+        "--mask 'GLOBS'"
     )
     assert path.read_text() == text
     path.write_text("collections:\n  x:\n    path: /y\n    pattern: '**/*.[ch];**/\\[x'\n")
     assert IndexConfig.load(path).collections()["x"].pattern == "**/*.[ch];**/\\[x"
+    assert IndexConfig.load(path).refused() == {}
 
 
 def test_missing_file_is_empty_config(tmp_path: Path) -> None:

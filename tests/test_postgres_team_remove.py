@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import yaml
 
 from qmd_daemon.config import IndexConfig
 from tests.conftest import REPO_ROOT, SAMPLE_PY, run_cli, write_tree
@@ -164,3 +165,20 @@ def test_status_totals_are_this_homes_collections(tmp_path: Path, postgres_url: 
         assert info["static_vectors"]["chunks"] == tool
     shown = _qmd(b, postgres_url, "status").stdout
     assert f"server: 2 collections, {app + tool} chunks in all (1 collection not in this index.yml)" in shown
+
+
+def test_a_collection_set_aside_for_its_mask_stays_listed_so_another_homes_remove_keeps_it(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """After an upgrade refuses A's old mask, A's collection is set aside (config.refused), not
+    forgotten: A's listing on the server must stay, else B's remove deleted A's rows."""
+    a, b = _two_homes_list_app(tmp_path, postgres_url)
+    chunks = _on_server(postgres_url, "repo-app")
+    config_file = a / "config" / "index.yml"
+    raw = yaml.safe_load(config_file.read_text(encoding="utf-8"))
+    raw["collections"]["repo-app"]["pattern"] = "**/*.py["  # as an older version saved it
+    config_file.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    assert "repo-app" in IndexConfig.load(config_file).refused()
+    _qmd(a, postgres_url, "status")  # A opens the index with the collection set aside
+    kept = _qmd(b, postgres_url, "collection", "remove", "repo-app").stdout
+    assert "1 other home still lists it" in kept and _on_server(postgres_url, "repo-app") == chunks

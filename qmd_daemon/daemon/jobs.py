@@ -10,7 +10,10 @@ whole merge and a daemon's index is merged soon after its edits stop. An embed j
 because another process (a terminal's `qmd-daemon embed`) held the embedding lock is owed: the
 lock is tried every EMBED_RECHECK_SECONDS while the queue is idle, and the embed job submitted
 again once it is free, so what that run left (chunks written after its last look, collections it
-was not asked for) does not wait for the next edit.
+was not asked for) does not wait for the next edit. The same holds for the static pass: one skipped
+because another process was pooling static vectors (static.lock) is owed too, and the retry waits
+until neither lock is held, so the static tier does not stay partial until the next edit. A skipped
+job's `pending` is the real number of chunks waiting for deep vectors (the store counts them), not 0.
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ from qmd_daemon.vectorize import EmbedBusy, EmbedHint
 log = logging.getLogger("qmd_daemon.jobs")
 
 KINDS = ("refresh", "embed")
+# Why a job was asked for, for the clients' wording of a slow answer (ai-search's notice): a
+# collection registered by this request and read for the first time, one an older version indexed
+# and re-read after an upgrade, or changes to take in. A merged job keeps the most telling.
+REASONS = ("changes", "upgrade", "new")
 # Seconds without a job before the idle merge steps begin: an agent's edits come in bursts, and a
 # step (~0.1 s at 500k chunks) holds the writer that the next refresh waits for.
 IDLE_MERGE_SECONDS = 5.0
@@ -47,6 +54,7 @@ _ids = itertools.count(1)
 class Job:
     kind: str
     names: tuple[str, ...] | None  # None: every collection
+    reason: str = "changes"  # one of REASONS
     id: str = field(default_factory=lambda: f"job-{next(_ids)}")
     state: str = "queued"  # queued | running | done | failed
     created_at: float = field(default_factory=time.time)
@@ -65,6 +73,7 @@ class Job:
             "id": self.id,
             "kind": self.kind,
             "collections": list(self.names) if self.names is not None else None,
+            "reason": self.reason,
             "state": self.state,
             "created_at": self.created_at,
             "started_at": self.started_at,
@@ -94,10 +103,12 @@ class EmbedRetry:
     names: tuple[str, ...] | None  # None: every collection
     holder: int | None  # the pid holding the lock when last tried
     since: float = field(default_factory=time.time)  # the first skip
+    passes: set[str] = field(default_factory=lambda: {"deep"})  # the passes skipped: deep, static
 
-    def add(self, names: tuple[str, ...] | None, holder: int | None) -> None:
+    def add(self, names: tuple[str, ...] | None, holder: int | None, passes: set[str]) -> None:
         self.names = None if names is None or self.names is None else tuple(sorted({*self.names, *names}))
         self.holder = holder
+        self.passes |= passes
 
     def covered_by(self, names: tuple[str, ...] | None) -> bool:
         """An embed job of `names` ran: True when nothing is owed any more."""
@@ -110,7 +121,7 @@ class EmbedRetry:
 
     def as_dict(self) -> dict[str, Any]:
         return {"collections": list(self.names) if self.names is not None else None,
-                "waiting_for_pid": self.holder, "since": self.since,
+                "waiting_for_pid": self.holder, "since": self.since, "passes": sorted(self.passes),
                 "recheck_seconds": EMBED_RECHECK_SECONDS}
 
 
@@ -146,19 +157,22 @@ class JobQueue:
 
     # -- submission ----------------------------------------------------------------------------
 
-    def submit(self, kind: str, names: list[str] | tuple[str, ...] | None = None) -> Job:
-        if kind not in KINDS:
-            raise ValueError(f"unknown job kind {kind!r}")
+    def submit(
+        self, kind: str, names: list[str] | tuple[str, ...] | None = None, reason: str = "changes"
+    ) -> Job:
+        if kind not in KINDS or reason not in REASONS:
+            raise ValueError(f"unknown job kind {kind!r} or reason {reason!r}")
         key = tuple(sorted(set(names))) if names else None
         for job in self._queue:
             if job.kind == kind and job.names == key:
+                job.reason = max(job.reason, reason, key=REASONS.index)
                 return job
             if kind == "embed" == job.kind:
                 # one embed job for every collection waiting: its order (the most recent request's
                 # collection first, engine.embed's hint) then decides, not the order jobs came in
                 job.names = None if key is None or job.names is None else tuple(sorted({*job.names, *key}))
                 return job
-        job = Job(kind=kind, names=key)
+        job = Job(kind=kind, names=key, reason=reason)
         self._queue.append(job)
         self._wakeup.set()
         return job
@@ -186,6 +200,16 @@ class JobQueue:
                 return job
         running = self._running
         return running if running is not None and running.kind == kind and running.covers(name) else None
+
+    def activity(self) -> dict[str, Any]:
+        """What the writer is doing, cheaply (no index read: /health answers it): the running job
+        (kind, collections, reason) and an owed embed, for a client's wording of a slow answer and
+        `status`'s line about a skipped embed."""
+        return {
+            "running": self._running.as_dict() if self._running else None,
+            "queued": len(self._queue),
+            "embed_retry": self._embed_retry.as_dict() if self._embed_retry is not None else None,
+        }
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -239,6 +263,9 @@ class JobQueue:
             if requeued:
                 continue
             skipped = job.result.get("skipped") if job.result else None
+            static_busy = job.kind == "embed" and _static_busy(job.result)
+            skipped = skipped or ("the static pass: another process is pooling static vectors"
+                                  if static_busy else None)
             why = job.error["message"] if job.error else skipped  # for daemon.log's reader
             log.info(
                 "%s %s %s in %.2fs%s%s",
@@ -252,7 +279,7 @@ class JobQueue:
             if job.kind == "refresh":
                 self._merge_due = True
             if job.kind == "embed" and job.state == "done":
-                self._settle_embed(job, skipped is not None)
+                self._settle_embed(job, skipped is not None, static_busy)
             if job.state == "done" and job.kind == "refresh" and self.auto_embed:
                 touched = [r["collection"] for r in job.result.get("reports", []) if r.get("touched")]
                 if touched:
@@ -263,17 +290,19 @@ class JobQueue:
                 except Exception:  # noqa: BLE001
                     log.exception("job callback failed")
 
-    def _settle_embed(self, job: Job, skipped: bool) -> None:
-        """A skipped embed job is owed (and the lock watched for); one that ran pays what it covers."""
+    def _settle_embed(self, job: Job, skipped: bool, static_busy: bool) -> None:
+        """A skipped embed job (its deep pass, or its static pass: another process held that
+        pass's lock) is owed and the locks watched for; one that ran whole pays what it covers."""
         if not skipped:
             if self._embed_retry is not None and self._embed_retry.covered_by(job.names):
                 self._embed_retry = None
             return
-        holder = job.result.get("held_by")
+        passes = ({"deep"} if job.result.get("skipped") else set()) | ({"static"} if static_busy else set())
+        holder = job.result.get("held_by") if "deep" in passes else job.result["static"].get("held_by")
         if self._embed_retry is not None:
-            self._embed_retry.add(job.names, holder)
+            self._embed_retry.add(job.names, holder, passes)
         else:
-            self._embed_retry = EmbedRetry(job.names, holder)
+            self._embed_retry = EmbedRetry(job.names, holder, passes=passes)
         if self._retry_task is None or self._retry_task.done():
             loop = asyncio.get_running_loop()
             self._retry_task = loop.create_task(self._retry_embed(), name="qmd-embed-retry")
@@ -286,7 +315,8 @@ class JobQueue:
             retry = self._embed_retry
             if retry is None or self._closing or not self.idle:
                 continue
-            holder = held_by(self.engine.embed_lock_path)
+            holder = held_by(self.engine.static_lock_path)
+            holder = held_by(self.engine.embed_lock_path) if holder is None else holder
             if holder is not None:
                 retry.holder = holder
                 continue
@@ -302,8 +332,11 @@ class JobQueue:
             for key in ("embedded", "copied", "seconds"):
                 result[key] = round(result[key] + job.result[key], 3)
         job.result = result
-        if job.kind != "embed" or not result["pending"] or not self._other_waiting() or self._closing:
-            return False
+        if job.kind != "embed" or result.get("skipped") or not self._other_waiting() or self._closing:
+            return False  # a skipped job is owed instead (_settle_embed): requeued, it would skip again
+        static = result.get("static") or {}
+        if not result["pending"] and (not static.get("pending") or static.get("busy")):
+            return False  # nothing left for either pass (a static pass that stopped for the queued job is)
         self._queue.append(job)
         return True
 
@@ -366,8 +399,10 @@ class JobQueue:
             embedded = self.engine.embed(names, progress=False, yield_to=self._should_pause, hint=hint)
         except EmbedBusy as exc:  # a terminal's `qmd-daemon embed`: it embeds these chunks too
             pid = holder_pid(self.engine.embed_lock_path)
-            return {"embedded": 0, "copied": 0, "seconds": 0.0, "pending": 0, "skipped": f"{exc} (pid {pid})",
-                    "held_by": pid}
+            # the chunks still waiting, counted (never a 0 that reads as "nothing waits"); the
+            # static pass ran before the deep one was refused, so its report is in the exception
+            return {"embedded": 0, "copied": 0, "seconds": 0.0, "pending": self.engine.pending_vectors(names),
+                    "skipped": f"{exc} (pid {pid})", "held_by": pid, "static": exc.static}
         return embedded.as_dict()
 
     async def close(self, timeout: float = 10.0) -> bool:
@@ -393,3 +428,9 @@ class JobQueue:
                 return False
         self._executor.shutdown(wait=True)
         return True
+
+
+def _static_busy(result: dict[str, Any] | None) -> bool:
+    """The embed job's static pass found another process pooling (static_vectorize's `busy`)."""
+    static = (result or {}).get("static")
+    return bool(static and static.get("busy"))

@@ -162,6 +162,7 @@ class Daemon:
         self._root_names: dict[Path, list[str]] = {}  # watched root -> its collections
         self._refreshed: dict[str, float] = {}  # collection -> monotonic start of its last good refresh
         self._embed_resumed: set[str] = set()  # collections a search asked to embed (_resume_embedding)
+        self._outdated: set[str] = set()  # indexed by an older version, not yet re-read (_refresh_outdated)
         self._last_activity = clock()
         self._inflight = 0
         self._stop = asyncio.Event()
@@ -332,6 +333,9 @@ class Daemon:
                 "schema": SCHEMA_VERSION,
                 "port": self.port,
                 "uptime_s": round(time.time() - self.started_at, 3),
+                # what the writer is doing (no index read): ai-search words a slow answer by it,
+                # `status` names an embed owed to another process's lock
+                "jobs": self.jobs.activity(),
             }
         )
 
@@ -349,6 +353,14 @@ class Daemon:
             if missing:
                 raise RequestError(404, "not_found", f"no collection named '{missing[0]}'")
         return home, created
+
+    def _refresh_reason(self, names: list[str] | None, created: bool) -> str:
+        """Why a search's refresh runs, as the clients word it: a collection registered now is read
+        for the first time; one an older version indexed (found at start) is re-read until a
+        refresh of it has finished; else changes are taken in."""
+        if created:
+            return "new"
+        return "upgrade" if names and self._outdated.intersection(names) else "changes"
 
     async def _registered(self, collection: Any) -> None:
         log.info("registered collection %s -> %s", collection.name, collection.path)
@@ -377,9 +389,11 @@ class Daemon:
             if self._watched(home, spec, flush=True) or self._polled(home, spec):
                 job = self.jobs.latest("refresh", home.name)  # a polled root: no rescan per search
             else:
-                job = self.jobs.submit("refresh", [home.name])
+                reason = self._refresh_reason([home.name], False)
+                job = self.jobs.submit("refresh", [home.name], reason=reason)
         elif created or req.refresh or req.auto:
-            job = self.jobs.submit("refresh", [home.name] if home is not None else req.names)
+            names = [home.name] if home is not None else req.names
+            job = self.jobs.submit("refresh", names, reason=self._refresh_reason(names, created))
         if job is not None:
             refreshed = await job.wait(req.wait) and job.state == "done"
         trace = SearchTrace()
@@ -440,7 +454,8 @@ class Daemon:
             self._current = names[0]
         if created:
             await self._registered(home)
-        jobs = [self.jobs.submit(kind, names) for kind in kinds]
+        reason = "new" if created else "changes"
+        jobs = [self.jobs.submit(kind, names, reason=reason) for kind in kinds]
         done = True
         deadline = time.monotonic() + wait
         for job in jobs:
@@ -560,6 +575,8 @@ class Daemon:
             self.jobs.submit("refresh", names)
 
     def _job_finished(self, job: Job) -> None:
+        if job.kind == "refresh" and job.state == "done":
+            self._outdated.difference_update(job.names if job.names is not None else set(self._outdated))
         if job.kind == "refresh" and job.state == "done" and job.started_mono is not None:
             for name in job.names if job.names is not None else list(self._refreshed_names()):
                 self._refreshed[name] = max(self._refreshed.get(name, 0.0), job.started_mono)
@@ -641,7 +658,8 @@ class Daemon:
             return
         if names and not self._closed:
             log.info("re-reading %s: indexed by another version", ", ".join(names))
-            self.jobs.submit("refresh", names)
+            self._outdated.update(names)
+            self.jobs.submit("refresh", names, reason="upgrade")
 
     # -- lifetime ------------------------------------------------------------------------------
 

@@ -5,8 +5,10 @@ the process ends), so that whatever runs next finds the index free."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
+from typing import Any
 
 from qmd_daemon.daemon.state import DaemonState, LifetimeLock, read_state, request_verified
 from qmd_daemon.errors import QmdError
@@ -24,6 +26,19 @@ def running_daemon(state_dir: Path) -> DaemonState | None:
     """The state file of the daemon that holds the lifetime lock, None when none runs (a state
     file left by a dead one is not a running daemon)."""
     return None if _lock_free(state_dir) else read_state(state_dir)
+
+
+def daemon_jobs(state: DaemonState, timeout: float = 2.0) -> dict[str, Any] | None:
+    """What the running daemon's writer is doing (/health's `jobs`: the running job, an embed owed
+    to another process's lock), for `status`; None when it does not answer in time."""
+    answer = request_verified(state, "GET", "/health", timeout=timeout)
+    if answer is None or answer[0] != 200:
+        return None
+    try:
+        jobs = json.loads(answer[1]).get("jobs")
+    except (ValueError, AttributeError):
+        return None
+    return jobs if isinstance(jobs, dict) else None
 
 
 def stop_daemon(state_dir: Path, timeout: float = 30.0) -> int | None:

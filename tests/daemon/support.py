@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,29 @@ def hold_daemon_lock(home: Path, seconds: float, then: str) -> subprocess.Popen[
     )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
     return proc
+
+
+_HOLD_LOCK = (
+    "import sys; from pathlib import Path; from qmd_daemon.locks import held_or_busy\n"
+    "with held_or_busy(Path(sys.argv[1]), RuntimeError('busy')):\n"
+    "    print('held', flush=True); sys.stdin.read()\n"
+)
+
+
+@contextlib.contextmanager
+def lock_held_elsewhere(path: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the lock file `path` (as a terminal's `qmd-daemon embed` holds
+    embed.lock or static.lock) until its stdin is closed (`communicate("")`) or the block ends."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        yield holder
+    finally:
+        if holder.poll() is None:
+            holder.communicate("")
 
 
 def pid_running(pid: int) -> bool:

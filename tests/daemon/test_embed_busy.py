@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -19,11 +18,7 @@ from qmd_daemon.daemon import jobs
 from qmd_daemon.daemon.jobs import EmbedRetry, JobQueue
 from qmd_daemon.engine import Engine
 from tests.conftest import MODELS_DIR, run_cli, write_tree
-
-_HOLD = (
-    "import sys; from pathlib import Path; from qmd_daemon.vectorize import embed_lock\n"
-    "with embed_lock(Path(sys.argv[1])):\n    print('held', flush=True); sys.stdin.read()\n"
-)
+from tests.daemon.support import lock_held_elsewhere
 
 
 @pytest.fixture
@@ -33,19 +28,13 @@ async def held(small_engine: Engine, tmp_path: Path) -> AsyncIterator[tuple[subp
     tree = write_tree(tmp_path / "tree", {"a.py": "def walrus():\n    return 1\n"})
     small_engine.add_collection(tree, "tree")
     small_engine.update(["tree"], progress=False)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD, str(small_engine.embed_lock_path)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    queue = JobQueue(small_engine, auto_embed=False)
-    queue.start()
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        yield holder, queue
-    finally:
-        assert await queue.close()
-        if holder.poll() is None:
-            holder.communicate("")
+    with lock_held_elsewhere(small_engine.embed_lock_path) as holder:
+        queue = JobQueue(small_engine, auto_embed=False)
+        queue.start()
+        try:
+            yield holder, queue
+        finally:
+            assert await queue.close()
 
 
 async def test_an_embed_job_skips_while_another_process_embeds(
@@ -94,6 +83,24 @@ async def test_a_skipped_embed_runs_once_the_other_run_lets_go(
     assert retried["result"]["embedded"] > 0
     vectors = small_engine.status()["vectors"]
     assert vectors["pending"] == 0 and vectors["embedded"] == vectors["chunks"] > 0
+
+
+async def test_a_skipped_embed_job_counts_the_chunks_still_waiting(
+    small_engine: Engine, held: tuple[subprocess.Popen[str], JobQueue]
+) -> None:
+    """A skipped job said `pending: 0`, so /status and the clients read that nothing waits; and,
+    counted, a skipped job must not be requeued behind a refresh (it would only skip again)."""
+    holder, queue = held
+    chunks = small_engine.status()["vectors"]["chunks"]
+    skipped = queue.submit("embed", ["tree"])
+    refresh = queue.submit("refresh", ["tree"])  # queued behind it: the job is not put back behind it
+    assert await refresh.wait(120) and refresh.state == "done", refresh.error  # a ceiling
+    assert skipped.done.is_set() and skipped.result["skipped"]
+    assert skipped.result["pending"] == chunks > 0
+    assert skipped.finished_at is not None and refresh.started_at is not None
+    assert skipped.finished_at <= refresh.started_at
+    # the static pass ran before the deep one was refused: its report stays with the job
+    assert skipped.result["static"]["pending"] == 0 and skipped.result["static"]["embedded"] == chunks
 
 
 def test_an_embed_job_that_ran_pays_what_it_covers() -> None:

@@ -1,0 +1,88 @@
+"""A collection whose mask an older version accepted but today's `compile_mask` refuses (an
+unclosed `[` once registered and indexed nothing): every command failed after the upgrade, the
+other collections with it. Now one line names that collection and its fix, the others update,
+search and show in `status`, and the fix brings it back. Real CLI, real index, real daemon API
+resolution (engine.collection_at, what /search calls) for a search made inside its folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from qmd_daemon.engine import Engine
+from qmd_daemon.errors import ConfigError
+from tests.conftest import run_cli, write_tree
+
+LINE = ("qmd-daemon: collection 'old' is skipped: its mask '**/*.py[' is no longer accepted (a '[' that no "
+        "']' closes (write '\\[' for the character itself)); give it a valid one: qmd-daemon collection "
+        "add {path} --mask 'GLOBS'")
+
+
+@pytest.fixture
+def two(home: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """Collections `good` and `old`, both indexed; then `old`'s mask written as an older version
+    let it be (index.yml edited by hand, as the older code had saved it)."""
+    good = write_tree(tmp_path / "good", {"walrus.py": "def walrus_tusk():\n    return 1\n"})
+    old = write_tree(tmp_path / "old", {"narwhal.py": "def narwhal_horn():\n    return 2\n"})
+    run_cli("collection", "add", str(good), "--name", "good", env_home=home, check=True)
+    run_cli("collection", "add", str(old), "--name", "old", env_home=home, check=True)
+    run_cli("update", env_home=home, check=True)
+    config_file = home / "config" / "index.yml"
+    raw = yaml.safe_load(config_file.read_text())
+    raw["collections"]["old"]["pattern"] = "**/*.py["
+    config_file.write_text(yaml.safe_dump(raw))
+    return good, old
+
+
+def _clean(proc: object, code: int) -> str:
+    assert proc.returncode == code, (proc.stdout, proc.stderr)  # type: ignore[attr-defined]
+    assert "Traceback" not in proc.stderr  # type: ignore[attr-defined]
+    return str(proc.stderr)  # type: ignore[attr-defined]
+
+
+def test_the_other_collections_keep_working_and_the_line_names_the_fix(
+    home: Path, two: tuple[Path, Path]
+) -> None:
+    good, old = two
+    line = LINE.format(path=old.resolve())
+    (good / "more.py").write_text("def walrus_whisker():\n    return 3\n")
+    update = run_cli("update", env_home=home)
+    assert _clean(update, 1).splitlines() == [line]
+    assert "good:" in update.stdout and "old:" not in update.stdout  # the other one was updated
+    found = run_cli("search", "walrus_whisker", "-c", "good", "--json", env_home=home)
+    _clean(found, 0)
+    assert "more.py" in found.stdout
+    named = run_cli("update", "-c", "old", env_home=home)
+    assert line.removeprefix("qmd-daemon: ") in _clean(named, 1)
+    status = run_cli("status", env_home=home)
+    assert _clean(status, 0).splitlines() == [line]
+    assert "another home's" not in status.stdout
+    assert any(row.strip().startswith("old:") and "is skipped" in row for row in status.stdout.splitlines())
+    # the fix the line gives: the collection is back, with its index
+    fixed = run_cli("collection", "add", str(old), "--mask", "**/*.py", env_home=home)
+    assert _clean(fixed, 0).splitlines() == [line]  # still true as it started
+    assert run_cli("update", env_home=home, check=True).stderr == ""
+    again = run_cli("search", "narwhal_horn", "-c", "old", "--json", env_home=home, check=True)
+    assert "narwhal.py" in again.stdout
+
+
+def test_a_search_inside_its_folder_says_it_and_registers_nothing(
+    home: Path, two: tuple[Path, Path]
+) -> None:
+    """ai-search's daemon resolves the folder (collection_at) and registers a folder no collection
+    covers: that would have replaced the user's mask with the default behind their back."""
+    _good, old = two
+    engine = Engine()
+    try:
+        with pytest.raises(ConfigError) as info:
+            engine.collection_at(old / "sub")
+        assert str(info.value) == LINE.format(path=old.resolve()).removeprefix("qmd-daemon: ")
+        with pytest.raises(ConfigError):
+            engine.add_collection(old, on_demand=True)
+        assert "**/*.py[" in (home / "config" / "index.yml").read_text()  # left as the user wrote it
+        assert engine.collection_at(_good) is not None
+    finally:
+        engine.close()
