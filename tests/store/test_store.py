@@ -20,13 +20,18 @@ def test_fresh_index_has_schema_and_vectors(tmp_path: Path) -> None:
     store.close()
 
 
+def _run_sql(path: Path, statement: str) -> None:
+    """One statement on the database file, committed, through a connection of its own."""
+    conn = sqlite.connect(str(path))
+    conn.execute(statement)
+    conn.commit()
+    conn.close()
+
+
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "i.sqlite"
     IndexStore(path).close()
-    conn = sqlite.connect(str(path))
-    conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
-    conn.commit()
-    conn.close()
+    _run_sql(path, "UPDATE meta SET value = '999' WHERE key = 'schema_version'")
     with pytest.raises(IndexDatabaseError, match="newer"):
         IndexStore(path)
 
@@ -41,10 +46,7 @@ def test_not_a_database_is_refused(tmp_path: Path) -> None:
 
 def test_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "other.sqlite"
-    conn = sqlite.connect(str(path))
-    conn.execute("CREATE TABLE t (x)")
-    conn.commit()
-    conn.close()
+    _run_sql(path, "CREATE TABLE t (x)")
     with pytest.raises(IndexDatabaseError, match="not a qmd-daemon index"):
         IndexStore(path)
 
