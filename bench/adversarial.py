@@ -76,6 +76,12 @@ class Tally:
         if not ok:
             self.notes.append(what)
 
+    def kept_sentinel(self, lab: Lab, what: str) -> None:
+        """After a fault: the sentinel still found, else a failed check and data lost."""
+        found = lab.finds(SENTINEL)
+        self.data_lost += not found
+        self.check(found, what)
+
 
 class Lab:
     """A temp home, a repository with a sentinel, and the commands a user runs against them."""
@@ -375,8 +381,7 @@ def odd_files(lab: Lab) -> Tally:
     if proc.returncode != 0 or "Traceback" in proc.stderr:
         tally.notes.append(f"update over odd files: exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
     tally.check(not lab.finds(SECRET), "a secret outside the root was indexed")
-    tally.check(lab.finds(SENTINEL), "the sentinel was lost")
-    tally.data_lost += not lab.finds(SENTINEL)
+    tally.kept_sentinel(lab, "the sentinel was lost")
     tally.check(lab.finds("deep"), "a nested file was not indexed")
     return tally
 
@@ -513,9 +518,9 @@ def kill9(lab: Lab) -> Tally:
         if killed:
             proc.send_signal(signal.SIGKILL)
         proc.wait()
-        found = lab.finds(SENTINEL)
-        tally.data_lost += not found
-        tally.check(found, f"kill at {fraction:.0%}: the previous index was not searchable after kill -9")
+        tally.kept_sentinel(
+            lab, f"kill at {fraction:.0%}: the previous index was not searchable after kill -9"
+        )
         after = lab.cli("update")
         tally.check(
             after.returncode == 0, f"kill at {fraction:.0%}: the next update failed: {after.stderr[-200:]}"
@@ -573,9 +578,7 @@ def writers(lab: Lab) -> Tally:
         time.sleep(0.5)
     failed = [j for j in status.get("jobs", {}).get("recent", []) if j.get("state") == "failed"]
     tally.check(not failed, f"a daemon job failed: {failed[:1]}")
-    found = lab.finds(SENTINEL)
-    tally.data_lost += not found
-    tally.check(found, "the sentinel was lost")
+    tally.kept_sentinel(lab, "the sentinel was lost")
     lab.stop_daemon()
     return tally
 
@@ -611,9 +614,7 @@ def disk_full(lab: Lab) -> Tally:
             "rollback" not in line and ("full" in line.lower() or "space" in line.lower()),
             f"the error does not name the cause: {line!r}",
         )
-        found = small.finds(SENTINEL)
-        tally.data_lost += not found
-        tally.check(found, "the previous index was not searchable after the disk filled")
+        tally.kept_sentinel(small, "the previous index was not searchable after the disk filled")
     finally:
         subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
     return tally

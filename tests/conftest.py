@@ -29,6 +29,16 @@ def small_models() -> dict[str, Path]:
     return build_small_profile(MODELS_DIR)
 
 
+@pytest.fixture(scope="module")
+def embedder(small_models: dict[str, Path]) -> Iterator[Any]:
+    """The small profile's embedder, loaded once a test module (2 threads), unloaded after it."""
+    from qmd_daemon.models.embedder import Embedder
+
+    emb = Embedder(small_models["embed"], threads=2)
+    yield emb
+    emb.unload()
+
+
 @pytest.fixture
 def daemon_home(tmp_path: Path):
     """A QMD_DAEMON_HOME for tests that start a real daemon; whatever daemon it ends with is stopped."""

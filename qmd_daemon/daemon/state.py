@@ -167,8 +167,9 @@ def request_verified(
         conn.close()
 
 
-def probe_health(state: DaemonState, timeout: float = 2.0) -> dict[str, Any] | None:
-    """The /health body when the daemon that wrote `state` answers it within `timeout`, else None."""
+def health_body(state: DaemonState, timeout: float = 2.0) -> dict[str, Any] | None:
+    """The JSON object the daemon that wrote `state` answers /health with (200) within `timeout`,
+    else None: the one reading of it for the liveness probe and `status`'s jobs."""
     answer = request_verified(state, "GET", "/health", timeout=timeout)
     if answer is None or answer[0] != 200:
         return None
@@ -176,7 +177,13 @@ def probe_health(state: DaemonState, timeout: float = 2.0) -> dict[str, Any] | N
         data = json.loads(answer[1])
     except ValueError:
         return None
-    return data if isinstance(data, dict) and data.get("ok") else None
+    return data if isinstance(data, dict) else None
+
+
+def probe_health(state: DaemonState, timeout: float = 2.0) -> dict[str, Any] | None:
+    """The /health body when the daemon that wrote `state` answers it, healthy, within `timeout`."""
+    data = health_body(state, timeout)
+    return data if data is not None and data.get("ok") else None
 
 
 class LifetimeLock:

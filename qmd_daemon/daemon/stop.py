@@ -5,12 +5,11 @@ the process ends), so that whatever runs next finds the index free."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
-from qmd_daemon.daemon.state import DaemonState, LifetimeLock, read_state, request_verified
+from qmd_daemon.daemon.state import DaemonState, LifetimeLock, health_body, read_state, request_verified
 from qmd_daemon.errors import QmdError
 
 
@@ -31,13 +30,7 @@ def running_daemon(state_dir: Path) -> DaemonState | None:
 def daemon_jobs(state: DaemonState, timeout: float = 2.0) -> dict[str, Any] | None:
     """What the running daemon's writer is doing (/health's `jobs`: the running job, an embed owed
     to another process's lock), for `status`; None when it does not answer in time."""
-    answer = request_verified(state, "GET", "/health", timeout=timeout)
-    if answer is None or answer[0] != 200:
-        return None
-    try:
-        jobs = json.loads(answer[1]).get("jobs")
-    except (ValueError, AttributeError):
-        return None
+    jobs = (health_body(state, timeout) or {}).get("jobs")
     return jobs if isinstance(jobs, dict) else None
 
 

@@ -714,21 +714,16 @@ class _Collector:
                 return True
             return False
         if lang in ("c", "cpp"):
-            if t == "declaration" and (top or ctx == "namespace"):
-                if self.has_function_declarator(node):
-                    name, name_node = self.c_name(node)
-                    if name:
-                        self.add(node, name, "function", name_node, is_var=True)
-                    return True
+            # a function declared at the top or in a namespace, a method declared in a class body
+            declared = (t == "declaration" and (top or ctx == "namespace")) or (
+                t == "field_declaration" and ctx in _CLASSY
+            )
+            if not declared or not self.has_function_declarator(node):
                 return False
-            if t == "field_declaration" and ctx in _CLASSY:
-                if self.has_function_declarator(node):
-                    name, name_node = self.c_name(node)
-                    if name:
-                        self.add(node, name, "method", name_node, is_var=True)
-                    return True
-                return False
-            return False
+            name, name_node = self.c_name(node)
+            if name:
+                self.add(node, name, "function" if t == "declaration" else "method", name_node, is_var=True)
+            return True
         if lang == "elixir":
             return self.elixir_call(node, ctx)
         if lang == "lua":

@@ -16,13 +16,6 @@ from tests.conftest import MODELS_DIR, indexed
 
 
 @pytest.fixture(scope="module")
-def embedder(small_models: dict[str, Path]) -> Embedder:
-    emb = Embedder(small_models["embed"], threads=2)
-    yield emb
-    emb.unload()
-
-
-@pytest.fixture(scope="module")
 def table(embedder: Embedder) -> np.ndarray:
     """The whole vocabulary distilled, reduced and Zipf-weighted (bench/static_tier.py's `zipf`
     variant), kept in .test-cache/models/static by the embedder's fingerprint (about a minute the

@@ -109,7 +109,9 @@ def hold_daemon_lock(home: Path, seconds: float, then: str) -> subprocess.Popen[
     return proc
 
 
-_HOLD_LOCK = (
+# a name of its own: under _HOLD_LOCK's name it replaced the daemon-lock script above, and
+# hold_daemon_lock took a lock file named after its seconds ("1.0") in the working folder instead
+_HOLD_LOCK_FILE = (
     "import sys; from pathlib import Path; from qmd_daemon.locks import held_or_busy\n"
     "with held_or_busy(Path(sys.argv[1]), RuntimeError('busy')):\n"
     "    print('held', flush=True); sys.stdin.read()\n"
@@ -121,7 +123,7 @@ def lock_held_elsewhere(path: Path) -> Iterator[subprocess.Popen[str]]:
     """Another process holding the lock file `path` (as a terminal's `qmd-daemon embed` holds
     embed.lock or static.lock) until its stdin is closed (`communicate("")`) or the block ends."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD_LOCK, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        [sys.executable, "-c", _HOLD_LOCK_FILE, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         text=True,
     )
     try:

@@ -8,6 +8,7 @@ import asyncio
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,13 +58,19 @@ def repo(tmp_path: Path) -> Path:
     return root.resolve()
 
 
-def new_daemon(max_dirs: int | None = None) -> Daemon:
+@asynccontextmanager
+async def running(max_dirs: int | None = None) -> AsyncIterator[Daemon]:
+    """A started watching daemon, closed after the block."""
     d = Daemon(Settings.from_env(), watch=True, auto_embed=False)
     assert d.watcher is not None
     d.watcher.debounce_ms = d.watcher.step_ms = 60_000  # only the refresh's own flush hands changes on
     if max_dirs is not None:
         d.watcher.max_dirs = max_dirs
-    return d
+    await d.start()
+    try:
+        yield d
+    finally:
+        await d.close()
 
 
 @pytest.fixture
@@ -106,9 +113,7 @@ async def settled(d: Daemon, http: aiohttp.ClientSession, repo: Path) -> None:
 async def test_a_vouched_refresh_walks_nothing_and_an_edit_is_found(
     home: Path, repo: Path, walks: Walks, http: aiohttp.ClientSession
 ) -> None:
-    d = new_daemon()
-    await d.start()
-    try:
+    async with running() as d:
         await settled(d, http, repo)
         before = walks.count
         result = await refresh(http, d, repo)
@@ -123,25 +128,17 @@ async def test_a_vouched_refresh_walks_nothing_and_an_edit_is_found(
         (repo / "docs" / "guide.md").write_text("# Guide\n\nexplicitly_refreshed_words here\n")
         assert await finds(http, d, repo, "explicitly_refreshed_words", refresh=True)
         assert (await refresh(http, d, repo))["vouched"] == [NAME]
-    finally:
-        await d.close()
     # a new daemon has not seen what changed while none ran: it walks before it vouches
     (repo / "src" / "offline.py").write_text("def written_while_no_daemon_ran():\n    pass\n")
-    d = new_daemon()
-    await d.start()
-    try:
+    async with running() as d:
         result = await refresh(http, d, repo)
         assert result["vouched"] == [] and [r["added"] for r in result["reports"]] == [1]
-    finally:
-        await d.close()
 
 
 async def test_a_change_during_a_refresh_makes_the_next_one_walk(
     home: Path, repo: Path, walks: Walks, http: aiohttp.ClientSession
 ) -> None:
-    d = new_daemon()
-    await d.start()
-    try:
+    async with running() as d:
         await settled(d, http, repo)
         (repo / "pool" / "new.go").write_text("package pool\n")  # so that this refresh walks
 
@@ -162,18 +159,14 @@ async def test_a_change_during_a_refresh_makes_the_next_one_walk(
         assert walks.count == before + 2
         assert await finds(http, d, repo, "landed_during_the_refresh")
         assert (await refresh(http, d, repo))["vouched"] == [NAME]
-    finally:
-        await d.close()
 
 
 async def test_an_inotify_queue_overflow_drops_the_vouch(
     home: Path, repo: Path, walks: Walks, http: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture
 ) -> None:
-    d = new_daemon()
-    await d.start()
-    watcher = d.watcher
-    assert watcher is not None
-    try:
+    async with running() as d:
+        watcher = d.watcher
+        assert watcher is not None
         await settled(d, http, repo)
         vouched_at = watcher.mark(repo)
         # fill the kernel's queue with events of ignored files (no await: the loop reads nothing
@@ -192,21 +185,15 @@ async def test_an_inotify_queue_overflow_drops_the_vouch(
         assert result["vouched"] == [] and [r["changed"] for r in result["reports"]] == [1]
         assert walks.count == before + 1
         assert await finds(http, d, repo, "lost_in_the_overflow")
-    finally:
-        await d.close()
 
 
 async def test_a_root_watched_in_part_is_never_vouched_for(
     home: Path, repo: Path, walks: Walks, http: aiohttp.ClientSession
 ) -> None:
-    d = new_daemon(max_dirs=2)  # the repository has four folders: polled, not vouched for
-    await d.start()
-    try:
+    async with running(max_dirs=2) as d:  # the repository has four folders: polled, not vouched for
         await post(http, d, "/refresh", {"path": str(repo), "wait": 30})
         assert d.watcher is not None and d.watcher.polls(repo)
         before = walks.count
         for _ in range(3):
             assert (await refresh(http, d, repo))["vouched"] == []
         assert walks.count == before + 3
-    finally:
-        await d.close()

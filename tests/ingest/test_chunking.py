@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,20 @@ def assert_valid(text: str, chunks: list[Chunk]) -> None:
             covered[row] = True
     missing = [i + 1 for i, line in enumerate(lines) if line.strip() and not covered[i]]
     assert not missing, f"non-blank lines not in any chunk: {missing[:10]}"
+
+
+def assert_defines(
+    text: str, chunks: list[Chunk], expected: dict[str, str], shown: Callable[[str], str]
+) -> None:
+    """Each expected name is defined with its kind, and each definition's line shows `shown(name)`."""
+    lines = text.split("\n")
+    found: dict[str, set[str]] = {}
+    for chunk in chunks:
+        for d in chunk.definitions:
+            found.setdefault(d.name, set()).add(d.kind)
+            assert shown(d.name) in lines[d.line - 1], ("the line does not show the name", d)
+    for name, kind in expected.items():
+        assert kind in found.get(name, set()), (name, kind, found)
 
 
 def chunk_of(chunks: list[Chunk], name: str) -> Chunk:
@@ -1139,14 +1154,10 @@ def test_language_definitions_and_small_chunks(case) -> None:
     chunks = chunk_code(path, text, language)
     assert chunks is not None, "tree-sitter path not taken"
     assert_valid(text, chunks)
-    found: dict[str, set[str]] = {}
-    for chunk in chunks:
-        for d in chunk.definitions:
-            found.setdefault(d.name, set()).add(d.kind)
-            # the line of a definition shows its name
-            assert d.name.split("::")[-1].split(" for ")[-1].split(".")[-1] in text.split("\n")[d.line - 1]
-    for name, kind in expected.items():
-        assert kind in found.get(name, set()), (name, kind, found)
+    def last_part(name: str) -> str:  # what the line of a qualified name shows
+        return name.split("::")[-1].split(" for ")[-1].split(".")[-1]
+
+    assert_defines(text, chunks, expected, last_part)
     assert any(c.signature for c in chunks)
     assert chunk_text(path, text, language) == chunks
 

@@ -9,7 +9,7 @@ import pytest
 
 from qmd_daemon.ingest.chunk_fallback import chunk_fallback
 from qmd_daemon.ingest.chunking import chunk_text
-from tests.ingest.test_chunking import assert_valid
+from tests.ingest.test_chunking import assert_defines, assert_valid
 
 
 def _src(text: str) -> str:
@@ -372,13 +372,7 @@ def test_family_definitions_are_found(case) -> None:
     language, path, text, expected = case
     chunks = chunk_fallback(path, text, language)
     assert_valid(text, chunks)
-    found: dict[str, set[str]] = {}
-    for chunk in chunks:
-        for d in chunk.definitions:
-            found.setdefault(d.name, set()).add(d.kind)
-            assert d.name.strip("'")[-3:] in text.split("\n")[d.line - 1], "the line shows the name"
-    for name, kind in expected.items():
-        assert kind in found.get(name, set()), (name, kind, found)
+    assert_defines(text, chunks, expected, lambda name: name.strip("'")[-3:])
 
 
 @pytest.mark.parametrize("case", FAMILIES, ids=[c[0] for c in FAMILIES])

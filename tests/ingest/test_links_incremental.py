@@ -70,6 +70,17 @@ def _nothing(root: Path) -> None:
     pass
 
 
+def _indexed_copy(engine: Engine, root: Path, prepare: Callable[[Path], None]) -> tuple[Path, str, int]:
+    """The project's copy at ROOT, PREPAREd, added and updated: (root, collection name, its id)."""
+    _project_copy(root)
+    prepare(root)
+    name = engine.add_collection(root).name
+    engine.update([name])
+    collection_id = engine.store.collection_id(name)
+    assert collection_id is not None
+    return root, name, collection_id
+
+
 @pytest.mark.parametrize(
     ("prepare", "edit"),
     [
@@ -86,12 +97,7 @@ def _nothing(root: Path) -> None:
 def test_incremental_links_equal_a_full_relink(
     engine: Engine, tmp_path: Path, prepare: Callable[[Path], None], edit: Callable[[Path], None]
 ) -> None:
-    root = _project_copy(tmp_path / "proj")
-    prepare(root)
-    name = engine.add_collection(root).name
-    engine.update([name])
-    collection_id = engine.store.collection_id(name)
-    assert collection_id is not None
+    root, name, collection_id = _indexed_copy(engine, tmp_path / "proj", prepare)
     before = engine.store.links_of(collection_id)
     assert before == _full_relink(engine, collection_id) and len(before) > 50
     doc_chunks = len(engine.store.doc_chunks(collection_id))
@@ -105,11 +111,7 @@ def test_incremental_links_equal_a_full_relink(
 
 
 def test_a_body_only_code_edit_relinks_nothing(engine: Engine, tmp_path: Path) -> None:
-    root = _project_copy(tmp_path / "proj")
-    name = engine.add_collection(root).name
-    engine.update([name])
-    collection_id = engine.store.collection_id(name)
-    assert collection_id is not None
+    root, name, collection_id = _indexed_copy(engine, tmp_path / "proj", _nothing)
     before = engine.store.links_of(collection_id)
     _append(root / "qmd_daemon" / "engine.py", "\n# a comment: the defined names stay the same\n")
     report = engine.update([name])[0]

@@ -17,13 +17,6 @@ from qmd_daemon.models.profiles import small_downloads_dir
 from tests.conftest import MODELS_DIR
 
 
-@pytest.fixture(scope="module")
-def embedder(small_models: dict[str, Path]) -> Embedder:
-    emb = Embedder(small_models["embed"], threads=2)
-    yield emb
-    emb.unload()
-
-
 def _reference(ids: list[int]) -> np.ndarray:
     """all-MiniLM-L6-v2 forward pass in numpy (f32 weights): mean pooling, L2-normalised."""
     with checkpoint(small_downloads_dir(MODELS_DIR)) as folder:

@@ -88,19 +88,19 @@ def start_paused_upgrade(path: Path, tmp_path: Path) -> tuple[subprocess.Popen[b
 
 
 def _searches_right(store: IndexStore) -> None:
-    every = [int(row[0]) for row in store.conn.execute("SELECT id FROM collections")]
-    assert store.fts_count(Word("alpha"), every) == 1
-    assert store.conn.execute("SELECT count(*) FROM term_stats WHERE token = 'alpha'").fetchone()[0] == 1
+    """The upgraded index finds its one `alpha` chunk and counts the word once; closes the store."""
+    try:
+        every = [int(row[0]) for row in store.conn.execute("SELECT id FROM collections")]
+        assert store.fts_count(Word("alpha"), every) == 1
+        assert store.conn.execute("SELECT count(*) FROM term_stats WHERE token = 'alpha'").fetchone()[0] == 1
+    finally:
+        store.close()
 
 
 def test_the_upgrade_is_announced(engine: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     path = schema_3_index(engine, tmp_path)
     capfd.readouterr()
-    store = IndexStore(path)
-    try:
-        _searches_right(store)
-    finally:
-        store.close()
+    _searches_right(IndexStore(path))
     err = capfd.readouterr().err
     assert f"upgrading the index {path} from schema 3 to {schema.SCHEMA_VERSION}" in err
     assert not upgrade_lock_path(path).exists()
@@ -142,10 +142,7 @@ def test_a_second_process_waits_for_the_upgrade_instead_of_running_it_again(
     second.join(timeout=60)
     store = opened[0]
     assert isinstance(store, IndexStore), store
-    try:
-        _searches_right(store)
-    finally:
-        store.close()
+    _searches_right(store)
     assert counted == []  # the child's count stood; the second process did not count again
 
 
@@ -155,9 +152,5 @@ def test_a_process_killed_mid_upgrade_leaves_an_index_that_opens(engine: Any, tm
     os.kill(child.pid, signal.SIGKILL)
     child.wait(timeout=30)
     assert _version(path) == 3  # step 4's transaction never landed
-    store = IndexStore(path)
-    try:
-        _searches_right(store)
-    finally:
-        store.close()
+    _searches_right(IndexStore(path))
     assert _version(path) == schema.SCHEMA_VERSION

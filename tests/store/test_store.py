@@ -20,13 +20,18 @@ def test_fresh_index_has_schema_and_vectors(tmp_path: Path) -> None:
     store.close()
 
 
+def _run_sql(path: Path, statement: str) -> None:
+    """One statement on the database file, committed, through a connection of its own."""
+    conn = sqlite.connect(str(path))
+    conn.execute(statement)
+    conn.commit()
+    conn.close()
+
+
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "i.sqlite"
     IndexStore(path).close()
-    conn = sqlite.connect(str(path))
-    conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
-    conn.commit()
-    conn.close()
+    _run_sql(path, "UPDATE meta SET value = '999' WHERE key = 'schema_version'")
     with pytest.raises(IndexDatabaseError, match="newer"):
         IndexStore(path)
 
@@ -41,16 +46,28 @@ def test_not_a_database_is_refused(tmp_path: Path) -> None:
 
 def test_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "other.sqlite"
-    conn = sqlite.connect(str(path))
-    conn.execute("CREATE TABLE t (x)")
-    conn.commit()
-    conn.close()
+    _run_sql(path, "CREATE TABLE t (x)")
     with pytest.raises(IndexDatabaseError, match="not a qmd-daemon index"):
         IndexStore(path)
 
 
 def _chunk(text: str, start: int, name: str) -> Chunk:
     return Chunk(start, start + text.count("\n"), text, [Definition(name, "function", start)])
+
+
+def _write_m(store: IndexStore, cid: int, version: int, lines: int, chunks: list[Chunk]) -> tuple[int, int]:
+    """m.py at VERSION (its size, mtime and hash follow it): (chunks added, chunks removed)."""
+    return store.write_file(
+        cid,
+        "m.py",
+        size=version,
+        mtime_ns=version,
+        content_hash=f"h{version}",
+        language="python",
+        kind="code",
+        line_count=lines,
+        chunks=chunks,
+    )
 
 
 def test_write_file_replaces_only_changed_chunks_and_fts_follows(tmp_path: Path) -> None:
@@ -61,32 +78,12 @@ def test_write_file_replaces_only_changed_chunks_and_fts_follows(tmp_path: Path)
             _chunk("def alpha():\n    return 1", 1, "alpha"),
             _chunk("def beta():\n    return 2", 4, "beta"),
         )
-        assert store.write_file(
-            cid,
-            "m.py",
-            size=1,
-            mtime_ns=1,
-            content_hash="h1",
-            language="python",
-            kind="code",
-            line_count=5,
-            chunks=[a, b],
-        ) == (2, 0)
+        assert _write_m(store, cid, 1, 5, [a, b]) == (2, 0)
     ids_before = {r[0]: r[1] for r in store.conn.execute("SELECT hash, id FROM chunks")}
     with store.transaction():
         c = _chunk("def gamma():\n    return 3", 4, "gamma")
         moved_a = Chunk(2, 3, a.text, a.definitions)
-        assert store.write_file(
-            cid,
-            "m.py",
-            size=2,
-            mtime_ns=2,
-            content_hash="h2",
-            language="python",
-            kind="code",
-            line_count=6,
-            chunks=[moved_a, c],
-        ) == (1, 1)
+        assert _write_m(store, cid, 2, 6, [moved_a, c]) == (1, 1)
     rows = store.conn.execute("SELECT hash, id, start_line FROM chunks ORDER BY seq").fetchall()
     assert rows[0][1] == ids_before[a.content_hash] and rows[0][2] == 2
     fts = [r[0] for r in store.conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'beta'")]

@@ -24,6 +24,15 @@ def _write(store: IndexStore, collection_id: int, path: str, chunks: list[Chunk]
     )
 
 
+@pytest.fixture(params=["scored whole", "codes then rescoring"])
+def search_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each KNN test runs both ways a search goes: a set this small scored whole, and (that
+    limit at 0) the codes' candidates rescored, as on a large index."""
+    if request.param == "codes then rescoring":
+        monkeypatch.setattr(binary_codes, "FULL_SCORE_VALUES", 0)
+    return str(request.param)
+
+
 def _store_with_chunks(tmp_path: Path) -> tuple[IndexStore, int, int]:
     store = IndexStore(tmp_path / "i.sqlite")
     with store.transaction():
@@ -170,16 +179,13 @@ def test_a_small_collection_in_a_big_index_finds_what_scoring_it_whole_finds(
 
 
 @pytest.mark.parametrize("quantization", ["float", "int8"])
-@pytest.mark.parametrize("path", ["scored whole", "codes then rescoring"])
 def test_code_search_finds_the_float_top_10_and_stays_in_the_collection(
-    tmp_path: Path, quantization: str, path: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, quantization: str, search_path: str
 ) -> None:
     # 2,000 vectors of MiniLM's 384 dims, each query near a stored vector, as a question near its
     # answer. A set this small is scored whole; with that limit at 0 the 400 candidates of the
     # codes are rescored, as on a large index, so the codes really choose. The reference is the
     # float query against the float vectors the stored ones came from (chunk ids follow them).
-    if path == "codes then rescoring":
-        monkeypatch.setattr(binary_codes, "FULL_SCORE_VALUES", 0)
     store, a, b = _store_with_vectors(tmp_path, 2000, 384, quantization)
     vectors = VectorIndex(store, quantization=quantization)
     in_b = {
@@ -218,12 +224,9 @@ def _two_near_vectors(tmp_path: Path, quantization: str) -> tuple[IndexStore, in
     return store, a, near, far
 
 
-@pytest.mark.parametrize("path", ["scored whole", "codes then rescoring"])
 def test_an_int8_index_ranks_by_the_float_query_not_the_quantized_one(
-    tmp_path: Path, path: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, search_path: str
 ) -> None:
-    if path == "codes then rescoring":
-        monkeypatch.setattr(binary_codes, "FULL_SCORE_VALUES", 0)
     store, a, near, far = _two_near_vectors(tmp_path, "int8")
     vectors = VectorIndex(store, quantization="int8")
     query = [1.0, 0.0115, 0.0, 0.0]
@@ -309,13 +312,10 @@ def test_an_index_embedded_before_codes_gets_them_from_its_vectors(tmp_path: Pat
     reopened.close()
 
 
-@pytest.mark.parametrize("path", ["scored whole", "codes then rescoring"])
 def test_codes_loaded_at_start_cover_every_collection_and_follow_new_vectors(
-    tmp_path: Path, path: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, search_path: str
 ) -> None:
     """warm() (the daemon at start) holds every code, and a vector put after that is still found."""
-    if path == "codes then rescoring":
-        monkeypatch.setattr(binary_codes, "FULL_SCORE_VALUES", 0)
     store, a, b = _store_with_vectors(tmp_path, 500, 16, "int8")
     vectors = VectorIndex(store, quantization="int8")
     assert vectors.warm() == 500
