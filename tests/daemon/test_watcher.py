@@ -382,3 +382,49 @@ async def test_an_edit_in_an_excluded_file_triggers_nothing(tmp_path: Path, back
         await nothing_then_one_refresh_each(recorder, outer, INDEXED)
     finally:
         await watcher.close()
+
+
+@pytest.mark.skipif(not LINUX, reason="inotify is Linux only")
+@pytest.mark.parametrize("flush", [True, False], ids=["a search flushes", "the changes settle"])
+async def test_a_submodule_added_while_watched_is_watched_under_its_own_rules(
+    tmp_path: Path, flush: bool
+) -> None:
+    """`git submodule add` into a folder the outer .gitignore ignores: git lists the submodule's
+    files (a gitlink is tracked), so a scan indexes them, but the watcher learned of it only at
+    its next re-list (a .gitignore edit, an overflow) and vouched for the root meanwhile: an
+    edit there went unseen. A changed .gitmodules (or `.git`) re-lists the root once its changes
+    settle, and the root is not vouched for until then."""
+    outer = ignoring_repo(tmp_path / "outer")
+    with (outer / ".gitignore").open("a") as handle:
+        handle.write("vendored/\n")
+    inner = make_repo(tmp_path / "inner", INNER_FILES)
+    subprocess.run([*GIT, "-C", str(inner), "add", "-A"], check=True)
+    subprocess.run([*GIT, "-C", str(inner), "commit", "-qm", "c"], check=True)
+    recorder = Recorder()
+    watcher = await start(recorder, outer, "inotify")
+    try:
+        assert watcher.vouches(outer)
+        subprocess.run([*GIT, "-C", str(outer), "submodule", "add", "-q", "-f", str(inner), "vendored/dep"],
+                       check=True)  # fmt: skip
+        if flush:  # what a search does first
+            watcher.flush(outer)
+            assert not watcher.vouches(outer)  # until its folders are listed again
+        else:
+            await recorder.wait_for_call(1)  # the debounce: the change, then a re-list
+        deadline = time.monotonic() + 20  # a ceiling
+        while not (watcher.vouches(outer) and outer / "vendored" / "dep" / "src" in watcher.dirs):
+            assert time.monotonic() < deadline, sorted(watcher.dirs)
+            await asyncio.sleep(0.05)
+        await recorder.wait_for_call(1)  # one refresh, after the re-list
+        await asyncio.sleep(0.8)
+        assert recorder.calls == [{outer}]
+        calls = len(recorder.calls)
+        (outer / "vendored" / "dep" / "src" / "core.py").write_text("def inner_core():\n    return 2\n")
+        await recorder.wait_for_call(calls + 1)
+        assert recorder.calls[calls:] == [{outer}]
+        # the submodule's own rules: its *_tmp.py is ignored, the outer *.log is not
+        (outer / "vendored" / "dep" / "scratch_tmp.py").write_text("1\n")
+        await asyncio.sleep(1.2)
+        assert len(recorder.calls) == calls + 1
+    finally:
+        await watcher.close()
