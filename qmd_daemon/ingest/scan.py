@@ -359,7 +359,7 @@ def submodule_folders(root: Path) -> set[str]:
 def git_rules(root: Path, *, mask: str, ignore: list[str], excludes: tuple[str, ...]) -> IgnoreRules:
     """The rules that decide as a scan's git listing of `root` does (the watcher's): files git
     tracks in spite of a .gitignore kept, each submodule under its own .gitignore files only,
-    none of the outer repository's, and each repository's exclude files (`exclude_files`) below
+    none of the outer repository's, and each repository's exclude files (`_exclude_files`) below
     its .gitignore files. Outside git: the rules of a walk."""
     repos = submodule_folders(root)
     return IgnoreRules(
@@ -369,26 +369,27 @@ def git_rules(root: Path, *, mask: str, ignore: list[str], excludes: tuple[str, 
     )  # fmt: skip
 
 
-def exclude_files(top: Path) -> list[Path]:
+def _exclude_files(folder: Path) -> list[Path]:
     """The files `git ls-files --exclude-standard` reads beside the .gitignore files, lowest
     precedence first: core.excludesFile (git's default, $XDG_CONFIG_HOME/git/ignore, when unset),
-    then the repository's own info/exclude (in its common git folder: a worktree's, a submodule's).
-    Asked of git once, when the rules are made (a watch starts or re-lists), never per event."""
-    configured = _run_git(top, "config", "--path", "--get", "core.excludesFile")
+    then the repository's own info/exclude (in its common git folder: a worktree's, a submodule's),
+    for the repository holding `folder` (git's relative answers are relative to it). Asked of git
+    when the rules are made (a watch starts or re-lists), never per event."""
+    configured = _run_git(folder, "config", "--path", "--get", "core.excludesFile")
     name = configured.stdout.decode("utf-8", "surrogateescape").strip() if configured else ""
     if name:
-        user = top / Path(name).expanduser()  # an absolute path stays as it is
+        user = folder / Path(name).expanduser()  # an absolute path stays as it is
     else:
         xdg = os.environ.get("XDG_CONFIG_HOME")
         user = (Path(xdg) if xdg else Path.home() / ".config") / "git" / "ignore"
-    info = _run_git(top, "rev-parse", "--git-path", "info/exclude")
+    info = _run_git(folder, "rev-parse", "--git-path", "info/exclude")
     own = info.stdout.decode("utf-8", "surrogateescape").strip() if info else ""
-    return [user, *([top / own] if own else [])]
+    return [user, *([folder / own] if own else [])]
 
 
 def _exclude_verdicts(root: Path) -> tuple[Verdict, ...]:
     """The verdicts that apply at `root` below its own .gitignore (IgnoreRules' `bases`), lowest
-    precedence first: the exclude files of its repository (`exclude_files`), then, for a root
+    precedence first: the exclude files of its repository (`_exclude_files`), then, for a root
     below the repository's top, the .gitignore files of the folders from the top down to it (a
     scan's `git ls-files` there reads them all). Each pattern is relative to its own folder: a
     path under `root` is read with the folders between."""
@@ -398,7 +399,7 @@ def _exclude_verdicts(root: Path) -> tuple[Verdict, ...]:
     chain: list[Verdict] = []
     rel_root = root.relative_to(top).as_posix() if top != root else ""
     parts = rel_root.split("/") if rel_root else []
-    files = [(path, rel_root) for path in exclude_files(root)]
+    files = [(path, rel_root) for path in _exclude_files(root)]
     files += [(top.joinpath(*parts[:i], ".gitignore"), "/".join(parts[i:])) for i in range(len(parts))]
     for path, between in files:
         try:
