@@ -377,14 +377,17 @@ def _exclude_files(folder: Path) -> list[Path]:
     when the rules are made (a watch starts or re-lists), never per event."""
     configured = _run_git(folder, "config", "--path", "--get", "core.excludesFile")
     name = configured.stdout.decode("utf-8", "surrogateescape").strip() if configured else ""
-    if name:
-        user = folder / Path(name).expanduser()  # an absolute path stays as it is
-    else:
-        xdg = os.environ.get("XDG_CONFIG_HOME")
-        user = (Path(xdg) if xdg else Path.home() / ".config") / "git" / "ignore"
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    try:
+        if name:
+            user = [folder / Path(name).expanduser()]  # an absolute path stays as it is
+        else:
+            user = [(Path(xdg) if xdg else Path.home() / ".config") / "git" / "ignore"]
+    except RuntimeError:  # no home folder to expand (`~`): git finds none either
+        user = []
     info = _run_git(folder, "rev-parse", "--git-path", "info/exclude")
     own = info.stdout.decode("utf-8", "surrogateescape").strip() if info else ""
-    return [user, *([folder / own] if own else [])]
+    return [*user, *([folder / own] if own else [])]
 
 
 def _exclude_verdicts(root: Path) -> tuple[Verdict, ...]:
@@ -433,7 +436,8 @@ class IgnoreRules:
     although a .gitignore matches them; `repos`: folders that are repositories of their own
     (checked-out submodules), where the .gitignore files above stop applying, as in git; `bases`:
     for the root ('') and each of `repos`, the verdicts applying below every .gitignore there
-    (core.excludesFile, then info/exclude: `git_rules`), lowest precedence first."""
+    (core.excludesFile, info/exclude, the .gitignore files above a root below its repository's
+    top: `git_rules`), lowest precedence first."""
 
     def __init__(
         self,
