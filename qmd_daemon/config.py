@@ -112,6 +112,9 @@ class RefusedCollection:
     path: Path
     pattern: str
     problem: str
+    # kept so its fix (`collection add PATH --mask GLOBS`) brings it back as the user had it
+    ignore: tuple[str, ...] = ()
+    include_by_default: bool = False
 
     @property
     def message(self) -> str:
@@ -202,7 +205,10 @@ class IndexConfig:
             pattern = DEFAULT_MASK if pattern in EARLIER_DEFAULT_MASKS else pattern
             problem = None if pattern == DEFAULT_MASK else mask_problem(pattern)  # the default: 0.3 ms
             if problem:
-                refused[str(name)] = RefusedCollection(str(name), Path(str(entry["path"])), pattern, problem)
+                refused[str(name)] = RefusedCollection(
+                    str(name), Path(str(entry["path"])), pattern, problem,
+                    tuple(str(i) for i in ignore), bool(entry.get("includeByDefault", False)),
+                )  # fmt: skip
                 continue
             out[str(name)] = CollectionConfig(
                 name=str(name),

@@ -21,8 +21,12 @@ class QmdError(Exception):
 
 
 class ConfigError(QmdError):
-    """index.yml cannot be read or would be written wrongly."""
+    """index.yml cannot be read or would be written wrongly, or asks for what cannot be done
+    (a collection set aside for its mask, a backend without its server or package). The user's
+    own configuration, not a fault of the daemon: 409 (the request conflicts with it), never a
+    500 that reads as a bug."""
 
+    http_status = 409
     code = "config_error"
 
 

@@ -15,6 +15,7 @@ import yaml
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import ConfigError
 from tests.conftest import run_cli, write_tree
+from tests.daemon.support import make_repo, run_client, state_of
 
 LINE = ("qmd-daemon: collection 'old' is skipped: its mask '**/*.py[' is no longer accepted (a '[' that no "
         "']' closes (write '\\[' for the character itself)); give it a valid one: qmd-daemon collection "
@@ -86,3 +87,64 @@ def test_a_search_inside_its_folder_says_it_and_registers_nothing(
         assert engine.collection_at(_good) is not None
     finally:
         engine.close()
+
+
+def test_its_fix_keeps_its_ignore_list_and_include_by_default(home: Path, tmp_path: Path) -> None:
+    """`collection add PATH --mask GLOBS`, the fix the line names, reset `ignore:` to empty and
+    `includeByDefault` to false: files the user had left out came back into the index."""
+    old = write_tree(tmp_path / "old", {"keep.py": "def kept_walrus():\n    pass\n",
+                                        "vendor/lib.py": "def vendored_walrus():\n    pass\n"})
+    run_cli("collection", "add", str(old), "--name", "old", "--ignore", "vendor/",
+            "--default", env_home=home, check=True)  # fmt: skip
+    config_file = home / "config" / "index.yml"
+    raw = yaml.safe_load(config_file.read_text())
+    raw["collections"]["old"]["pattern"] = "**/*.py["
+    config_file.write_text(yaml.safe_dump(raw))
+    _clean(run_cli("collection", "add", str(old), "--mask", "**/*.py", env_home=home), 0)
+    entry = yaml.safe_load(config_file.read_text())["collections"]["old"]
+    assert (entry["pattern"], entry["ignore"], entry["includeByDefault"]) == ("**/*.py", ["vendor/"], True)
+    run_cli("update", env_home=home, check=True)
+    found = run_cli("search", "vendored_walrus", "-c", "old", "--json", env_home=home, check=True)
+    assert "vendor/lib.py" not in found.stdout
+    # an --ignore given with the fix still replaces the list
+    _clean(run_cli("collection", "add", str(old), "--mask", "**/*.py", "--ignore", "none/",
+                   env_home=home), 0)  # fmt: skip
+    assert yaml.safe_load(config_file.read_text())["collections"]["old"]["ignore"] == ["none/"]
+
+
+def test_its_name_stays_taken(home: Path, two: tuple[Path, Path], tmp_path: Path) -> None:
+    """A set-aside collection's name is not free: another folder called `old` (or asked to be
+    named `old`) took over its index.yml entry, and the set-aside collection was lost."""
+    _good, old = two
+    other = write_tree(tmp_path / "elsewhere" / "old", {"seal.py": "def seal_flipper():\n    pass\n"})
+    added = run_cli("collection", "add", str(other), "--no-update", env_home=home)
+    _clean(added, 0)
+    assert added.stdout.split()[1] == "old-elsewhere"
+    named = run_cli("collection", "add", str(other), "--name", "old", "--no-update", env_home=home)
+    assert "collection 'old' already exists for" in _clean(named, 2)
+    raw = yaml.safe_load((home / "config" / "index.yml").read_text())
+    assert raw["collections"]["old"]["path"] == str(old.resolve())  # the set-aside entry, untouched
+    assert raw["collections"]["old"]["pattern"] == "**/*.py["
+
+
+def test_ai_search_inside_its_folder_is_the_daemons_one_line(
+    home: Path, daemon_home: Path, tmp_path: Path
+) -> None:
+    """The daemon answered a search inside a set-aside collection with HTTP 500, a server fault;
+    it is the user's index.yml: 409 config_error, and ai-search prints the line and exits 1
+    without trying an in-process search (that reads the same index.yml and fails the same way)."""
+    repo = make_repo(tmp_path / "old")
+    run_cli("collection", "add", str(repo), "--name", "old", env_home=home, check=True)
+    config_file = home / "config" / "index.yml"
+    raw = yaml.safe_load(config_file.read_text())
+    raw["collections"]["old"]["pattern"] = "**/*.py["
+    config_file.write_text(yaml.safe_dump(raw))
+    proc = run_client("ai_search.py", "parse cookie header", home=daemon_home, cwd=repo / "src")
+    assert proc.returncode == 1 and proc.stdout == ""
+    line = LINE.format(path=repo.resolve()).removeprefix("qmd-daemon: ")
+    assert proc.stderr.splitlines() == [f"ai-search: error: {line}"]
+    assert state_of(daemon_home) is not None  # the daemon answered it
+    log = (daemon_home / "state" / "logs" / "daemon.log").read_text()
+    assert "Traceback" not in log
+    alone = run_client("ai_search.py", "parse cookie header", "--no-daemon", home=daemon_home, cwd=repo)
+    assert (alone.returncode, alone.stderr.splitlines()) == (1, [f"ai-search: error: {line}"])

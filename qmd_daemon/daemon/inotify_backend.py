@@ -54,10 +54,17 @@ async def open_inotify() -> INotify:
     return await asyncio.to_thread(INotify, nonblocking=True)
 
 
+# names whose change may add or remove a repository of its own under a root (a submodule added,
+# checked out or taken away: `git submodule add` writes .gitmodules, a checkout a `.git` file):
+# the root's rules (`IgnoreRules.repos`, the gitlinks kept) are made again once its changes settle
+REPO_NAMES = frozenset({".gitmodules", ".git"})
+
+
 class InotifyBackend:
     """A kernel watch on each folder of a set of roots. Each read hands `on_change` the roots its
-    events touched, and `on_relist` (at once, mid-read) a root whose folders must be listed again:
-    a .gitignore changed, the queue overflowed, the root itself went or moved."""
+    events touched, `on_relist` (at once, mid-read) a root whose folders must be listed again:
+    a .gitignore changed, the queue overflowed, the root itself went or moved; and `on_repos` a
+    root where a submodule may have come or gone (REPO_NAMES): listed again once git is done."""
 
     def __init__(
         self,
@@ -68,6 +75,7 @@ class InotifyBackend:
         *,
         on_change: Callable[[set[Path]], None],
         on_relist: Callable[[Path], None],
+        on_repos: Callable[[Path], None],
     ):
         self.roots: dict[Path, WatchedRoot] = {}
         self.error: str | None = None
@@ -75,6 +83,7 @@ class InotifyBackend:
         self.max_dirs = max_dirs
         self._on_change = on_change
         self._on_relist = on_relist
+        self._on_repos = on_repos
         self._owners: dict[int, dict[Path, str]] = {}  # wd -> {root: folder}
         self._ino: INotify | None = ino
         self._loop = loop
@@ -205,6 +214,10 @@ class InotifyBackend:
                 if name == ".gitignore" and not is_dir:
                     touched.add(root)  # what is ignored changed: list the folders again
                     self._on_relist(root)
+                    continue
+                if name in REPO_NAMES:  # before the rules: they ignore both names
+                    touched.add(root)
+                    self._on_repos(root)
                     continue
                 if entry.rules.ignored(rel, is_dir):
                     continue

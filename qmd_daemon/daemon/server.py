@@ -31,6 +31,7 @@ from qmd_daemon.atomic_files import replace_file
 from qmd_daemon.daemon import api
 from qmd_daemon.daemon.hit_counts import HitCounts
 from qmd_daemon.daemon.jobs import Job, JobQueue
+from qmd_daemon.daemon.log_mask import mask_daemon_log
 from qmd_daemon.daemon.state import (
     NONCE,
     DaemonState,
@@ -793,6 +794,7 @@ def serve_forever(
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    mask_daemon_log(settings)  # a logged traceback of a database error keeps its password out
     lock = LifetimeLock(settings.state_dir)
     if not lock.try_acquire():
         # another daemon: starting (it answers soon) or stopping (an idle exit, a kill: it lets go

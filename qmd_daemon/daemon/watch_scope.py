@@ -2,8 +2,9 @@
 
 Both watch backends list a root's folders here with the scanner's own rules (`IgnoreRules`, shared
 with qmd_daemon/ingest/scan.py, as `git_rules` sets them for a repository): the built-in excludes,
-the collection's ignore patterns and mask, and the tree's .gitignore files (files git tracks in
-spite of them excepted; a submodule under its own only). Ignored folders (node_modules/, .venv/,
+the collection's ignore patterns and mask, the tree's .gitignore files and, below them, the
+repository's info/exclude and the user's excludes file (files git tracks in spite of them excepted;
+a submodule under its own only). Ignored folders (node_modules/, .venv/,
 .git/, build/ ...) are pruned, so they cost no watch and raise no event.
 A root on a network, VM or FUSE share may change without this kernel seeing it: never vouched for.
 """

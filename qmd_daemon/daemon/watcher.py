@@ -7,6 +7,9 @@ changes. A root's refresh starts once it has seen no change for `step_ms`, or `d
 its first change; `flush(root)` (inotify) hands a root's waiting changes on at once. `mark(root)`
 moves on every change heard of under a root and every time its watch is made or dropped, so a
 refresh that finds the mark where the last one left it has nothing to walk (vouch.py).
+A submodule added, checked out or removed under a root (.gitmodules or a `.git` changed) makes the
+root's folders be listed again when its changes settle, git's index written by then; meanwhile the
+root is not vouched for.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ class RootWatcher:
         self._closed = False
         self._seq = itertools.count(1)  # one sequence for every root: a mark is never reused
         self._marks: dict[Path, int] = {}  # root -> the sequence number of its latest change
+        self._relist_due: set[Path] = set()  # roots whose submodules may have changed (REPO_NAMES)
 
     # -- what is watched -----------------------------------------------------------------------
 
@@ -97,7 +101,7 @@ class RootWatcher:
     def vouches(self, root: Path) -> bool:
         """Every change a scan of `root` could index reaches this watcher at once (inotify, every
         folder watched, a local filesystem, no error)."""
-        return self._watch is not None and self._watch.vouches(root)
+        return self._watch is not None and root not in self._relist_due and self._watch.vouches(root)
 
     def polls(self, root: Path) -> bool:
         """inotify watches `root` but cannot vouch for it (in part only, or a remote filesystem):
@@ -120,7 +124,11 @@ class RootWatcher:
         if not isinstance(self._watch, InotifyBackend) or self._closed:
             return False
         self._watch.read()
-        if root in self._pending:
+        if root in self._relist_due:  # listed again now: the refresh asked for follows it
+            self._pending.pop(root, None)
+            self._relist_due.discard(root)
+            self._resync(root)
+        elif root in self._pending:
             del self._pending[root]
             self.on_change({root})
         return self.vouches(root)
@@ -157,6 +165,7 @@ class RootWatcher:
                     self.max_dirs,
                     on_change=self._changed,
                     on_relist=self._resync,
+                    on_repos=self._relist_due.add,
                 )
             inotify = self._watch
             for path, spec in wanted.items():
@@ -172,6 +181,7 @@ class RootWatcher:
     def _drop(self, path: Path) -> None:
         self._bump({path})
         self._pending.pop(path, None)
+        self._relist_due.discard(path)
         if self._watch is not None:
             self._watch.drop(path)
 
@@ -228,6 +238,10 @@ class RootWatcher:
         }
         for root in due:
             del self._pending[root]
+        for root in due & self._relist_due:  # listed again; its refresh follows that
+            due.discard(root)
+            self._relist_due.discard(root)
+            self._resync(root)
         if due:
             log.info("changes under %s", ", ".join(str(r) for r in sorted(due)))
             self.on_change(due)
@@ -258,5 +272,6 @@ class RootWatcher:
         for task in list(self._resyncs):
             task.cancel()
         self._pending.clear()
+        self._relist_due.clear()
         if self._watch is not None:
             await self._watch.close()

@@ -16,7 +16,7 @@ import re
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import attrgetter
@@ -237,12 +237,23 @@ _UNLISTABLE = re.compile(rb"^warning: could not open directory '", re.MULTILINE)
 def _git_ls_files(root: Path, *selection: str, skipped: Counter[str] | None = None) -> list[str] | None:
     """`git ls-files` names under `root` (None outside git or when git fails); the folders it
     could not list are counted in `skipped`."""
+    proc = _run_git(root, "ls-files", "-z", *selection)
+    if proc is None:
+        return None
+    unlistable = len(_UNLISTABLE.findall(proc.stderr))
+    if unlistable and skipped is not None:
+        skipped["unreadable_dir"] += unlistable
+    return [n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+
+
+def _run_git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
+    """`git -C root args...` (None outside git, or when git fails)."""
     git = git_executable()
     if git is None or find_git_root(root) is None:
         return None
     try:
         proc = subprocess.run(
-            git_argv(git, str(root), "ls-files", "-z", *selection),
+            git_argv(git, str(root), *args),
             capture_output=True,
             env=dict(os.environ, GIT_OPTIONAL_LOCKS="0", LC_ALL="C"),  # LC_ALL: _UNLISTABLE's English
             stdin=subprocess.DEVNULL,
@@ -251,12 +262,7 @@ def _git_ls_files(root: Path, *selection: str, skipped: Counter[str] | None = No
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if proc.returncode != 0:
-        return None
-    unlistable = len(_UNLISTABLE.findall(proc.stderr))
-    if unlistable and skipped is not None:
-        skipped["unreadable_dir"] += unlistable
-    return [n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+    return proc if proc.returncode == 0 else None
 
 
 def _git_candidates(root: Path, skipped: Counter[str]) -> list[str] | None:
@@ -352,12 +358,64 @@ def submodule_folders(root: Path) -> set[str]:
 
 def git_rules(root: Path, *, mask: str, ignore: list[str], excludes: tuple[str, ...]) -> IgnoreRules:
     """The rules that decide as a scan's git listing of `root` does (the watcher's): files git
-    tracks in spite of a .gitignore kept, and each submodule under its own .gitignore files only,
-    none of the outer repository's. Outside git: the rules of a walk."""
+    tracks in spite of a .gitignore kept, each submodule under its own .gitignore files only,
+    none of the outer repository's, and each repository's exclude files (`_exclude_files`) below
+    its .gitignore files. Outside git: the rules of a walk."""
+    repos = submodule_folders(root)
     return IgnoreRules(
         root, mask=mask, ignore=ignore, excludes=excludes,
-        keep=tracked_but_ignored(root), repos=submodule_folders(root),
+        keep=tracked_but_ignored(root), repos=repos,
+        bases={rel: _exclude_verdicts(root / rel if rel else root) for rel in ("", *repos)},
     )  # fmt: skip
+
+
+def _exclude_files(folder: Path) -> list[Path]:
+    """The files `git ls-files --exclude-standard` reads beside the .gitignore files, lowest
+    precedence first: core.excludesFile (git's default, $XDG_CONFIG_HOME/git/ignore, when unset),
+    then the repository's own info/exclude (in its common git folder: a worktree's, a submodule's),
+    for the repository holding `folder` (git's relative answers are relative to it). Asked of git
+    when the rules are made (a watch starts or re-lists), never per event."""
+    configured = _run_git(folder, "config", "--path", "--get", "core.excludesFile")
+    name = configured.stdout.decode("utf-8", "surrogateescape").strip() if configured else ""
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    try:
+        if name:
+            user = [folder / Path(name).expanduser()]  # an absolute path stays as it is
+        else:
+            user = [(Path(xdg) if xdg else Path.home() / ".config") / "git" / "ignore"]
+    except RuntimeError:  # no home folder to expand (`~`): git finds none either
+        user = []
+    info = _run_git(folder, "rev-parse", "--git-path", "info/exclude")
+    own = info.stdout.decode("utf-8", "surrogateescape").strip() if info else ""
+    return [*user, *([folder / own] if own else [])]
+
+
+def _exclude_verdicts(root: Path) -> tuple[Verdict, ...]:
+    """The verdicts that apply at `root` below its own .gitignore (IgnoreRules' `bases`), lowest
+    precedence first: the exclude files of its repository (`_exclude_files`), then, for a root
+    below the repository's top, the .gitignore files of the folders from the top down to it (a
+    scan's `git ls-files` there reads them all). Each pattern is relative to its own folder: a
+    path under `root` is read with the folders between."""
+    top = find_git_root(root)
+    if top is None:
+        return ()
+    chain: list[Verdict] = []
+    rel_root = root.relative_to(top).as_posix() if top != root else ""
+    parts = rel_root.split("/") if rel_root else []
+    files = [(path, rel_root) for path in _exclude_files(root)]
+    files += [(top.joinpath(*parts[:i], ".gitignore"), "/".join(parts[i:])) for i in range(len(parts))]
+    for path, between in files:
+        try:
+            text = path.read_bytes().decode("utf-8", errors="replace")
+        except OSError:  # none (the usual case), or unreadable: git skips it too
+            continue
+        verdict = _gitignore_verdict(text)
+        chain.append(verdict if not between else _prefixed(verdict, between + "/"))
+    return tuple(chain)
+
+
+def _prefixed(verdict: Verdict, prefix: str) -> Verdict:
+    return lambda path: verdict(prefix + path)
 
 
 def tracked_but_ignored(root: Path) -> set[str]:
@@ -376,7 +434,10 @@ class IgnoreRules:
     in it, a deeper file's verdict comes first). The walk below lists a tree without git with it;
     the daemon's watcher drops the events of paths it ignores (`git_rules`). `keep`: files indexed
     although a .gitignore matches them; `repos`: folders that are repositories of their own
-    (checked-out submodules), where the .gitignore files above stop applying, as in git."""
+    (checked-out submodules), where the .gitignore files above stop applying, as in git; `bases`:
+    for the root ('') and each of `repos`, the verdicts applying below every .gitignore there
+    (core.excludesFile, info/exclude, the .gitignore files above a root below its repository's
+    top: `git_rules`), lowest precedence first."""
 
     def __init__(
         self,
@@ -387,11 +448,13 @@ class IgnoreRules:
         excludes: tuple[str, ...],
         keep: set[str] | frozenset[str] = frozenset(),
         repos: set[str] | frozenset[str] = frozenset(),
+        bases: Mapping[str, tuple[Verdict, ...]] | None = None,
     ):
         self.root = root
         self._in_mask, self._in_excludes = _compiled_rules(mask, (*excludes, *ignore))
         self.keep = keep
         self.repos = repos
+        self._bases = bases or {}
         # folders holding a kept file or a submodule (a gitlink is tracked: git lists the submodule
         # even where a .gitignore above matches its folder), and each one's folders above
         self._keep_dirs = {k.rsplit("/", i)[0] for k in keep for i in range(1, k.count("/") + 1)}
@@ -435,9 +498,13 @@ class IgnoreRules:
         chain = self._chains.get(rel_dir)
         if chain is None:
             head = rel_dir.rpartition("/")[0]
-            above = self._gitignores(head) if rel_dir and rel_dir not in self.repos else ()
+            # a repository's exclude files come first: the lowest precedence, as git orders them
+            top = not rel_dir or rel_dir in self.repos
+            cut = len(rel_dir) + 1 if rel_dir else 0
+            bases = tuple((cut, verdict) for verdict in self._bases.get(rel_dir, ()))
+            above = self._gitignores(head) if not top else bases
             own = self._spec(rel_dir)
-            chain = (*above, (len(rel_dir) + 1 if rel_dir else 0, own)) if own is not None else above
+            chain = (*above, (cut, own)) if own is not None else above
             self._chains[rel_dir] = chain
         return chain
 

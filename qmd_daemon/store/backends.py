@@ -111,6 +111,25 @@ def copy_to_postgres(settings: Settings, database_url: str | None, progress: boo
     return report
 
 
+def password_mask(settings: Settings) -> Callable[[str], str] | None:
+    """What masks the configured PostgreSQL password in any text (the password mask of
+    store/postgres/connection.py, with this home's URL): the daemon's log filter. A driver error
+    is raised as one masked line, but `from` the driver's own, and a logged traceback prints that
+    whole. None when no server is configured (a local index has no password) or its driver is
+    not installed (then no driver error can occur)."""
+    try:
+        url = configured_url(IndexConfig.load(settings.config_file), settings)
+    except ConfigError:  # the daemon says so on its own; a URL it cannot read is not in use
+        return None
+    if not url:
+        return None
+    try:
+        mask: Callable[[str, str], str] = _postgres("a database URL is configured").redacted
+    except ConfigError:
+        return None
+    return lambda text: mask(text, url)
+
+
 def storage_error(exc: BaseException) -> QmdError | None:
     """The one line a front end prints for a driver error that reached it; None when `exc` is
     no storage error (a backend maps its own errors where it can; this is the last net)."""

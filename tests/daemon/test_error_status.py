@@ -31,7 +31,7 @@ from qmd_daemon.settings import Settings
 # The contract clients rely on, written out: a change to a type's status shows up here.
 EXPECTED = [
     (QmdError("engine broke"), 500, "engine_error"),
-    (ConfigError("cannot parse index.yml"), 500, "config_error"),
+    (ConfigError("cannot parse index.yml"), 409, "config_error"),
     (IndexDatabaseError("index is damaged"), 503, "index_error"),
     (UsageError("path does not exist"), 400, "bad_request"),
     (UnknownCollectionError("no collection named 'x'"), 404, "not_found"),
@@ -75,7 +75,7 @@ async def test_broken_index_yml_is_a_config_error(daemon: Daemon, home: Path) ->
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("collections: [unclosed\n")
     status, body = await _search(daemon, {"query": "anything"})
-    assert (status, body["error"]["code"]) == (500, "config_error")
+    assert (status, body["error"]["code"]) == (409, "config_error")
 
 
 async def test_refused_folder_is_a_usage_error(daemon: Daemon, tmp_path: Path) -> None:
@@ -95,3 +95,19 @@ def test_fallback_answers_the_same_code_and_the_types_exit_code(home: Path, tmp_
     )
     assert proc.returncode == UsageError.exit_code
     assert json.loads(proc.stdout)["error"]["code"] == "bad_request"
+
+
+async def test_a_set_aside_collections_folder_is_a_config_error(
+    daemon: Daemon, home: Path, tmp_path: Path
+) -> None:
+    """index.yml sets the collection aside (a mask this version refuses): the user's configuration,
+    409 config_error with the fix, not a 500 that reads as the daemon's fault."""
+    repo = tmp_path / "old"
+    (repo / "src").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    config = home / "config" / "index.yml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f"collections:\n  old:\n    path: {repo}\n    pattern: '**/*.py['\n")
+    status, body = await _search(daemon, {"query": "anything", "path": str(repo / "src")})
+    assert (status, body["error"]["code"]) == (409, "config_error")
+    assert "collection add" in body["error"]["message"]

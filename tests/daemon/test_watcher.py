@@ -288,6 +288,17 @@ def test_the_watched_folders_and_rules_agree_with_the_scanner(tmp_path: Path) ->
         assert f"{folder}/scratch_tmp.py" not in scanned
 
 
+async def nothing_then_one_refresh_each(recorder: Recorder, root: Path, edits: tuple[str, ...]) -> None:
+    """No call for what was done so far (well past the debounce), then one per file of `edits`
+    edited in turn."""
+    await asyncio.sleep(1.2)
+    assert recorder.calls == []
+    for count, rel in enumerate(edits, 1):
+        (root / rel).write_text("edited = 1\n")
+        await recorder.wait_for_call(count)
+        assert recorder.calls == [{root}] * count, rel
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_an_edit_in_a_submodule_counts_under_its_own_ignore_rules(tmp_path: Path, backend: str) -> None:
     """A file of a submodule that the outer .gitignore matches (the submodule's does not) is
@@ -299,12 +310,121 @@ async def test_an_edit_in_a_submodule_counts_under_its_own_ignore_rules(tmp_path
         for folder in ("libs/inner", "vendored/dep"):
             (outer / folder / "scratch_tmp.py").write_text("2\n")
         (outer / "src" / "lib" / "local_other.py").write_text("2\n")
-        await asyncio.sleep(1.2)  # well past the debounce
-        assert recorder.calls == []
         edits = ("libs/inner/build-out/tool.py", "vendored/dep/src/untracked.py", "src/lib/local_kept.py")
-        for count, rel in enumerate(edits, 1):
+        await nothing_then_one_refresh_each(recorder, outer, edits)
+    finally:
+        await watcher.close()
+
+
+def excluding_repo(tmp_path: Path) -> Path:
+    """repo_with_submodules with rules outside the .gitignore files, as git reads them: the outer
+    repository's info/exclude (a folder, a suffix, a path anchored at its top), the submodule's own
+    info/exclude (in .git/modules/...), and the user's excludes file (core.excludesFile unset: its
+    default under XDG_CONFIG_HOME). The root .gitignore re-includes one excluded name: a .gitignore
+    comes before the exclude files."""
+    outer = repo_with_submodules(tmp_path)
+    (outer / ".git" / "info" / "exclude").write_text("secret_notes/\n*.draft.py\n/src/anchored_*.py\n")
+    with (outer / ".gitignore").open("a") as handle:
+        handle.write("!kept.draft.py\n")
+    inner_exclude = subprocess.run(
+        ["git", "-C", str(outer / "libs" / "inner"), "rev-parse", "--git-path", "info/exclude"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    inner_path = outer / "libs" / "inner" / inner_exclude
+    inner_path.parent.mkdir(parents=True, exist_ok=True)
+    inner_path.write_text("inner_private.py\n")
+    user_ignore = tmp_path / "user-home" / ".config" / "git" / "ignore"
+    user_ignore.parent.mkdir(parents=True, exist_ok=True)
+    user_ignore.write_text("*.local.py\n")
+    write_tree(outer, {
+        "secret_notes/plan.py": "1\n", "src/x.draft.py": "1\n", "src/kept.draft.py": "1\n",
+        "src/anchored_a.py": "1\n", "src/lib/anchored_b.py": "1\n", "src/conf.local.py": "1\n",
+        "libs/inner/inner_private.py": "1\n", "inner_private.py": "1\n",
+    })  # fmt: skip
+    return outer
+
+
+EXCLUDED = ("secret_notes/plan.py", "src/x.draft.py", "src/anchored_a.py", "src/conf.local.py",
+            "libs/inner/inner_private.py")  # fmt: skip
+INDEXED = ("src/kept.draft.py", "src/lib/anchored_b.py", "inner_private.py")
+
+
+def test_the_exclude_files_rule_as_in_the_scanner(tmp_path: Path) -> None:
+    """info/exclude and the user's excludes file, lowest precedence, in the watcher's rules as in
+    a scan's git listing, for a root at the repository's top and one below it."""
+    outer = excluding_repo(tmp_path)
+    for root in (outer, outer / "src"):
+        prefix = "" if root == outer else "src/"
+        scanned = {f.path for f in scan(root, mask="**", ignore=[], excludes=DEFAULT_EXCLUDES,
+                                        max_file_bytes=1 << 20).files}  # fmt: skip
+        rules = git_rules(root, mask="**", ignore=[], excludes=DEFAULT_EXCLUDES)
+        for rel in (*EXCLUDED, *INDEXED):
+            if rel.startswith(prefix):
+                local = rel.removeprefix(prefix)
+                assert (local in scanned) == (rel in INDEXED) == (not rules.ignored(local)), (root, rel)
+    watched = {p.relative_to(outer).as_posix() for p in watch_dirs(outer, git_rules(
+        outer, mask="**", ignore=[], excludes=DEFAULT_EXCLUDES))[0] for p in [outer / p]}  # fmt: skip
+    assert "secret_notes" not in watched and "src" in watched
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_an_edit_in_an_excluded_file_triggers_nothing(tmp_path: Path, backend: str) -> None:
+    """A file info/exclude or the user's excludes file leaves out is never indexed: its edits
+    triggered a refresh for nothing while the watcher read the .gitignore files alone."""
+    outer = excluding_repo(tmp_path)
+    recorder = Recorder()
+    watcher = await start(recorder, outer, backend)
+    try:
+        assert outer / "secret_notes" not in watcher.dirs
+        for rel in EXCLUDED:
             (outer / rel).write_text("edited = 1\n")
-            await recorder.wait_for_call(count)
-            assert recorder.calls == [{outer}] * count, rel
+        (outer / "src" / "new.draft.py").write_text("1\n")
+        await nothing_then_one_refresh_each(recorder, outer, INDEXED)
+    finally:
+        await watcher.close()
+
+
+@pytest.mark.skipif(not LINUX, reason="inotify is Linux only")
+@pytest.mark.parametrize("flush", [True, False], ids=["a search flushes", "the changes settle"])
+async def test_a_submodule_added_while_watched_is_watched_under_its_own_rules(
+    tmp_path: Path, flush: bool
+) -> None:
+    """`git submodule add` into a folder the outer .gitignore ignores: git lists the submodule's
+    files (a gitlink is tracked), so a scan indexes them, but the watcher learned of it only at
+    its next re-list (a .gitignore edit, an overflow) and vouched for the root meanwhile: an
+    edit there went unseen. A changed .gitmodules (or `.git`) re-lists the root once its changes
+    settle, and the root is not vouched for until then."""
+    outer = ignoring_repo(tmp_path / "outer")
+    with (outer / ".gitignore").open("a") as handle:
+        handle.write("vendored/\n")
+    inner = make_repo(tmp_path / "inner", INNER_FILES)
+    subprocess.run([*GIT, "-C", str(inner), "add", "-A"], check=True)
+    subprocess.run([*GIT, "-C", str(inner), "commit", "-qm", "c"], check=True)
+    recorder = Recorder()
+    watcher = await start(recorder, outer, "inotify")
+    try:
+        assert watcher.vouches(outer)
+        subprocess.run([*GIT, "-C", str(outer), "submodule", "add", "-q", "-f", str(inner), "vendored/dep"],
+                       check=True)  # fmt: skip
+        if flush:  # what a search does first
+            watcher.flush(outer)
+            assert not watcher.vouches(outer)  # until its folders are listed again
+        else:
+            await recorder.wait_for_call(1)  # the debounce: the change, then a re-list
+        deadline = time.monotonic() + 20  # a ceiling
+        while not (watcher.vouches(outer) and outer / "vendored" / "dep" / "src" in watcher.dirs):
+            assert time.monotonic() < deadline, sorted(watcher.dirs)
+            await asyncio.sleep(0.05)
+        await recorder.wait_for_call(1)  # one refresh, after the re-list
+        await asyncio.sleep(0.8)
+        assert recorder.calls == [{outer}]
+        calls = len(recorder.calls)
+        (outer / "vendored" / "dep" / "src" / "core.py").write_text("def inner_core():\n    return 2\n")
+        await recorder.wait_for_call(calls + 1)
+        assert recorder.calls[calls:] == [{outer}]
+        # the submodule's own rules: its *_tmp.py is ignored, the outer *.log is not
+        (outer / "vendored" / "dep" / "scratch_tmp.py").write_text("1\n")
+        await asyncio.sleep(1.2)
+        assert len(recorder.calls) == calls + 1
     finally:
         await watcher.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.backends import Backend
 from qmd_daemon.store.postgres.chunk_store import PostgresChunkStore
-from qmd_daemon.store.postgres.connection import PostgresDatabase
+from qmd_daemon.store.postgres.connection import PostgresDatabase, redacted
 from qmd_daemon.store.postgres.homes import PostgresHomes, home_identity
 from qmd_daemon.store.postgres.llm_cache import PostgresLLMCache
 from qmd_daemon.store.postgres.migrate import copy_sqlite_index
@@ -17,7 +17,7 @@ from qmd_daemon.store.postgres.static_vectors import PostgresStaticVectors
 from qmd_daemon.store.postgres.vectors import PostgresVectorIndex
 from qmd_daemon.store.protocols import VectorStore
 
-__all__ = ["copy_sqlite_index", "open_backend"]
+__all__ = ["copy_sqlite_index", "open_backend", "redacted"]
 
 
 def open_backend(database_url: str, settings: Settings) -> Backend:
