@@ -229,14 +229,15 @@ class Engine:
         for name in dict.fromkeys((base, f"{prefix}{_earlier_slug(path.name)}")):
             if name in taken and not taken[name].path.is_dir() and self._holds_files_of(path, name):
                 return name
-        if self._free(base, path, taken):
+        used = {*taken, *config.refused()}  # a set-aside entry keeps its name (the user's mask is theirs)
+        if self._free(base, path, used):
             return base
         beside = _fit(f"{base}-{_slug(path.parent.name)}") if path.parent.name else base
-        if self._free(beside, path, taken):  # `/a/proj` and `/b/proj`: repo-proj and repo-proj-b
+        if self._free(beside, path, used):  # `/a/proj` and `/b/proj`: repo-proj and repo-proj-b
             return beside
         return _fit(base, hashlib.sha256(str(path).encode()).hexdigest()[:6])
 
-    def _free(self, name: str, path: Path, taken: dict[str, CollectionConfig]) -> bool:
+    def _free(self, name: str, path: Path, taken: set[str]) -> bool:
         """Whether PATH may take NAME: unlisted here, and in the index either absent or of this
         repository. A shared (PostgreSQL) index holds other homes' collections: a teammate's
         `repo-app` checked out elsewhere is shared, an unrelated `repo-app` of theirs is not (each
@@ -313,18 +314,20 @@ class Engine:
                     f"a letter or digit first)"
                 )
             other = config.collections().get(name)
-            if other is not None and other.path != path and other.path.is_dir():
-                raise UsageError(f"collection '{name}' already exists for {other.path}")
+            # a set-aside entry of that name is the user's too: its folder, ignores and default stay
+            kept: CollectionConfig | RefusedCollection | None = other or config.refused().get(name)
+            if kept is not None and kept.path != path and kept.path.is_dir():
+                raise UsageError(f"collection '{name}' already exists for {kept.path}")
             # else: its folder is gone (moved here, most likely): the collection follows it, and the
             # next update re-reads only what differs (paths are kept relative to the root)
             compile_mask(mask or DEFAULT_MASK)  # a bad pattern is refused now, not at the next update
             compile_patterns(list(ignore or []), "ignore")
-            keep_default = bool(other and other.include_by_default)
+            keep_default = bool(kept and kept.include_by_default)
             collection = CollectionConfig(
                 name=name,
                 path=path,
                 pattern=mask or (other.pattern if other else DEFAULT_MASK),
-                ignore=list(ignore) if ignore is not None else (other.ignore if other else []),
+                ignore=list(ignore) if ignore is not None else (list(kept.ignore) if kept else []),
                 include_by_default=keep_default if include_by_default is None else include_by_default,
             )
             config.set_collection(collection)

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from qmd_daemon.config import IndexConfig
 from qmd_daemon.engine import Engine
-from qmd_daemon.errors import ConfigError
+from qmd_daemon.errors import ConfigError, UsageError
 from tests.conftest import run_cli, write_tree
 
 LINE = ("qmd-daemon: collection 'old' is skipped: its mask '**/*.py[' is no longer accepted (a '[' that no "
@@ -86,3 +87,40 @@ def test_a_search_inside_its_folder_says_it_and_registers_nothing(
         assert engine.collection_at(_good) is not None
     finally:
         engine.close()
+
+
+def test_another_folder_of_its_name_never_takes_the_set_aside_entry(
+    home: Path, two: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A second checkout of `old` elsewhere (a search there registers it, or `collection add`):
+    the set-aside name counted as free, so the new folder took it and index.yml's entry (the
+    user's folder, mask and ignores) was replaced behind their back."""
+    _good, old = two
+    clone = write_tree(tmp_path / "elsewhere" / "old", {"narwhal.py": "def narwhal_horn():\n    return 2\n"})
+    engine = Engine()
+    try:
+        added = engine.add_collection(clone, on_demand=False)
+        assert added.name != "old" and added.path == clone.resolve()
+        with pytest.raises(UsageError, match="already exists"):
+            engine.add_collection(clone, "old")
+    finally:
+        engine.close()
+    config = IndexConfig.load(home / "config" / "index.yml")
+    assert config.refused()["old"].path == old and config.refused()["old"].pattern == "**/*.py["
+
+
+def test_the_fix_keeps_the_collections_ignores_and_default(home: Path, two: tuple[Path, Path]) -> None:
+    """`collection add PATH --mask GLOBS`, the line's fix, reset the entry's ignore patterns and
+    includeByDefault to the defaults (the set-aside entry was not read back)."""
+    _good, old = two
+    config_file = home / "config" / "index.yml"
+    raw = yaml.safe_load(config_file.read_text())
+    raw["collections"]["old"].update({"ignore": ["vendor/**"], "includeByDefault": True})
+    config_file.write_text(yaml.safe_dump(raw))
+    engine = Engine()
+    try:
+        engine.add_collection(old, mask="**/*.py")
+    finally:
+        engine.close()
+    back = IndexConfig.load(config_file).collections()["old"]
+    assert (back.pattern, back.ignore, back.include_by_default) == ("**/*.py", ["vendor/**"], True)
