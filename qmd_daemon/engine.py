@@ -397,7 +397,7 @@ class Engine:
         every front end names them with the fix; the other collections keep working."""
         return self.config().refused()
 
-    def _refuse_if_named(self, names: list[str]) -> None:
+    def refuse_if_named(self, names: list[str]) -> None:
         refused = self.refused_collections()
         named = next((refused[n] for n in names if n in refused), None)
         if named is not None:
@@ -407,7 +407,7 @@ class Engine:
         known = self.collections()
         if not names:
             return list(known.values())
-        self._refuse_if_named(names)
+        self.refuse_if_named(names)
         missing = [n for n in names if n not in known]
         if missing:
             raise UnknownCollectionError(
@@ -728,7 +728,7 @@ class Engine:
         unlisted here (UnknownCollectionError), where it answered [] as if nothing matched."""
         listed = self.collections()
         gone = [name for name in names if name not in listed]
-        self._refuse_if_named(gone)
+        self.refuse_if_named(gone)
         if gone:
             raise UnknownCollectionError(
                 f"collection '{gone[0]}' was removed while this search ran (see `qmd-daemon collection list`)"

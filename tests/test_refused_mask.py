@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import aiohttp
 import pytest
 import yaml
 
 from qmd_daemon.config import IndexConfig
+from qmd_daemon.daemon.server import Daemon
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import ConfigError, UsageError
+from qmd_daemon.settings import Settings
 from tests.conftest import run_cli, write_tree
 
 LINE = ("qmd-daemon: collection 'old' is skipped: its mask '**/*.py[' is no longer accepted (a '[' that no "
@@ -124,3 +127,25 @@ def test_the_fix_keeps_the_collections_ignores_and_default(home: Path, two: tupl
         engine.close()
     back = IndexConfig.load(config_file).collections()["old"]
     assert (back.pattern, back.ignore, back.include_by_default) == ("**/*.py", ["vendor/**"], True)
+
+
+async def test_the_daemon_names_it_with_its_fix_when_a_search_names_it(
+    home: Path, two: tuple[Path, Path]
+) -> None:
+    """`ai-search -c old` through the daemon answered "no collection named 'old'" (404), while
+    every CLI command gave the line with the fix; the collection is in index.yml."""
+    _good, old = two
+    daemon = Daemon(Settings.from_env(), watch=False, idle_minutes=30)
+    await daemon.start()
+    try:
+        body = {"query": "narwhal", "collections": ["old"]}
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(f"http://127.0.0.1:{daemon.port}/search", json=body,
+                      headers={"Authorization": f"Bearer {daemon.token}"}) as resp,
+        ):
+            status, answer = resp.status, await resp.json()
+    finally:
+        await daemon.close()
+    assert (status, answer["error"]["code"]) == (500, "config_error")
+    assert answer["error"]["message"] == LINE.format(path=old.resolve()).removeprefix("qmd-daemon: ")
