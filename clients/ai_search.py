@@ -121,18 +121,44 @@ class SlowNotice:
         self._done.release()
 
 
+def _within(wait: float) -> str:
+    return f"results come within about {wait:g} s, --wait changes it"
+
+
+def catching_up(root: str, wait: float, why: str = "a first search in a large repository indexes it") -> str:
+    """The slow-call notice when nobody says what the wait is for (no daemon asked, or one too old
+    to say)."""
+    return f"waiting for the index of {root} to catch up ({why}; {_within(wait)})"
+
+
+def waiting_line(root: str, wait: float, *, refresh: bool | str, collection: bool, daemon: bool) -> str:
+    """ai-search's 3-second notice: what the call waits for, asked only then (a warm call never
+    pays for the question). In-process (--no-daemon) the search itself indexes the repository; a
+    daemon says what its writer does, and while none answers yet it is starting."""
+    if not refresh or collection:
+        return "waiting for the search to finish"
+    if not daemon:
+        return catching_up(root, wait)
+    return daemon_doing(root, wait) or catching_up(root, wait, "a daemon starting loads its models first")
+
+
 def daemon_doing(root: str, wait: float) -> str | None:
     """What the daemon says its writer is doing (/health's `jobs`, one quick request), worded for
     the slow-call notice: re-reading an index after an upgrade is not indexing a repository for
-    the first time, nor taking in a few edits. None when no daemon answers (it is starting)."""
+    the first time, nor taking in a few edits. A daemon of a version before `jobs` (left running
+    across an upgrade) gets the wording that covers every wait. None when no daemon answers (it
+    is starting)."""
     state = qc.read_state()
     try:
-        jobs = qc.http(state, "GET", "/health", timeout=1.0).get("jobs") if state else None
+        health = qc.http(state, "GET", "/health", timeout=1.0) if state else None
     except (qc.DaemonUnavailable, qc.DaemonError, OSError, ValueError, KeyError, TypeError):
         return None
-    if not isinstance(jobs, dict):  # an older daemon's /health: it does not say
+    if not isinstance(health, dict):
         return None
-    within = f"results come within about {wait:g} s, --wait changes it"
+    jobs = health.get("jobs")
+    if not isinstance(jobs, dict):  # an older daemon's /health: it does not say
+        return catching_up(root, wait)
+    within = _within(wait)
     running = jobs.get("running") or {}
     names = ", ".join(running.get("collections") or []) or "every collection"
     if running.get("kind") == "refresh":
@@ -211,12 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     # for QMD_IDLE_MINUTES) only to say the folder is not a collection: the one-off process says it
     starts_daemon = is_git or bool(args.collection)
     daemon = not args.no_daemon and os.environ.get("QMD_NO_DAEMON") != "1"
-    def waiting() -> str:  # asked at SLOW_NOTICE_S only: a warm call never pays for the question
-        if not refresh or args.collection:
-            return "waiting for the search to finish"
-        doing = daemon_doing(root, args.wait) if daemon else None
-        return doing or (f"waiting for the index of {root} to catch up (a daemon starting loads its "
-                         f"models first; results come within about {args.wait:g} s, --wait changes it)")
+    def waiting() -> str:
+        return waiting_line(root, args.wait, refresh=refresh, collection=bool(args.collection), daemon=daemon)
 
     try:
         with SlowNotice(SLOW_NOTICE_S, waiting):

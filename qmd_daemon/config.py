@@ -112,7 +112,7 @@ class RefusedCollection:
     path: Path
     pattern: str
     problem: str
-    # kept so its fix (`collection add PATH --mask GLOBS`) brings it back as the user had it
+    # the rest of the entry, kept when its fix (`collection add PATH --mask`) brings it back
     ignore: tuple[str, ...] = ()
     include_by_default: bool = False
 
@@ -204,18 +204,15 @@ class IndexConfig:
             pattern = str(entry.get("pattern") or DEFAULT_MASK)
             pattern = DEFAULT_MASK if pattern in EARLIER_DEFAULT_MASKS else pattern
             problem = None if pattern == DEFAULT_MASK else mask_problem(pattern)  # the default: 0.3 ms
+            path, patterns = Path(str(entry["path"])), [str(i) for i in ignore]
+            include_by_default = bool(entry.get("includeByDefault", False))
             if problem:
                 refused[str(name)] = RefusedCollection(
-                    str(name), Path(str(entry["path"])), pattern, problem,
-                    tuple(str(i) for i in ignore), bool(entry.get("includeByDefault", False)),
-                )  # fmt: skip
+                    str(name), path, pattern, problem, tuple(patterns), include_by_default
+                )
                 continue
             out[str(name)] = CollectionConfig(
-                name=str(name),
-                path=Path(str(entry["path"])),
-                pattern=pattern,
-                ignore=[str(i) for i in ignore],
-                include_by_default=bool(entry.get("includeByDefault", False)),
+                str(name), path, pattern, ignore=patterns, include_by_default=include_by_default
             )
         return out, refused
 

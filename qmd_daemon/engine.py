@@ -224,23 +224,21 @@ class Engine:
         prefix = "repo-" if find_git_root(path) == path else ""
         base = _fit(f"{prefix}{_slug(path.name)}")  # a folder name of 120 letters was refused
         taken = config.collections()
-        # a set-aside collection (config.RefusedCollection) keeps its name: its fix brings it back
-        names = {*taken, *config.refused()}
         if base in taken and taken[base].path == path:
             return base
         for name in dict.fromkeys((base, f"{prefix}{_earlier_slug(path.name)}")):
             if name in taken and not taken[name].path.is_dir() and self._holds_files_of(path, name):
                 return name
-        if self._free(base, path, names):
+        used = {*taken, *config.refused()}  # a set-aside entry keeps its name (the user's mask is theirs)
+        if self._free(base, path, used):
             return base
         beside = _fit(f"{base}-{_slug(path.parent.name)}") if path.parent.name else base
-        if self._free(beside, path, names):  # `/a/proj` and `/b/proj`: repo-proj and repo-proj-b
+        if self._free(beside, path, used):  # `/a/proj` and `/b/proj`: repo-proj and repo-proj-b
             return beside
         return _fit(base, hashlib.sha256(str(path).encode()).hexdigest()[:6])
 
     def _free(self, name: str, path: Path, taken: set[str]) -> bool:
-        """Whether PATH may take NAME: unlisted here (set-aside collections included), and in the
-        index either absent or of this
+        """Whether PATH may take NAME: unlisted here, and in the index either absent or of this
         repository. A shared (PostgreSQL) index holds other homes' collections: a teammate's
         `repo-app` checked out elsewhere is shared, an unrelated `repo-app` of theirs is not (each
         update would replace the other's files)."""
@@ -315,24 +313,21 @@ class Engine:
                     f"collection name '{name}' must be letters, digits, '.', '_' or '-' (at most 100, "
                     f"a letter or digit first)"
                 )
-            aside = config.refused().get(name)
-            if aside is not None and aside.path.resolve() != path:
-                raise UsageError(f"collection '{name}' already exists for {aside.path} ({aside.message})")
             other = config.collections().get(name)
-            if other is not None and other.path != path and other.path.is_dir():
-                raise UsageError(f"collection '{name}' already exists for {other.path}")
+            # a set-aside entry of that name is the user's too: its folder, ignores and default stay
+            kept: CollectionConfig | RefusedCollection | None = other or config.refused().get(name)
+            if kept is not None and kept.path != path and kept.path.is_dir():
+                raise UsageError(f"collection '{name}' already exists for {kept.path}")
             # else: its folder is gone (moved here, most likely): the collection follows it, and the
             # next update re-reads only what differs (paths are kept relative to the root)
             compile_mask(mask or DEFAULT_MASK)  # a bad pattern is refused now, not at the next update
             compile_patterns(list(ignore or []), "ignore")
-            # what it had is kept unless asked otherwise; a set-aside one's too (only its mask was wrong)
-            before = other or aside
-            keep_default = bool(before and before.include_by_default)
+            keep_default = bool(kept and kept.include_by_default)
             collection = CollectionConfig(
                 name=name,
                 path=path,
                 pattern=mask or (other.pattern if other else DEFAULT_MASK),
-                ignore=list(ignore) if ignore is not None else (list(before.ignore) if before else []),
+                ignore=list(ignore) if ignore is not None else (list(kept.ignore) if kept else []),
                 include_by_default=keep_default if include_by_default is None else include_by_default,
             )
             config.set_collection(collection)
@@ -402,7 +397,7 @@ class Engine:
         every front end names them with the fix; the other collections keep working."""
         return self.config().refused()
 
-    def _refuse_if_named(self, names: list[str]) -> None:
+    def refuse_if_named(self, names: list[str]) -> None:
         refused = self.refused_collections()
         named = next((refused[n] for n in names if n in refused), None)
         if named is not None:
@@ -412,7 +407,7 @@ class Engine:
         known = self.collections()
         if not names:
             return list(known.values())
-        self._refuse_if_named(names)
+        self.refuse_if_named(names)
         missing = [n for n in names if n not in known]
         if missing:
             raise UnknownCollectionError(
@@ -733,7 +728,7 @@ class Engine:
         unlisted here (UnknownCollectionError), where it answered [] as if nothing matched."""
         listed = self.collections()
         gone = [name for name in names if name not in listed]
-        self._refuse_if_named(gone)
+        self.refuse_if_named(gone)
         if gone:
             raise UnknownCollectionError(
                 f"collection '{gone[0]}' was removed while this search ran (see `qmd-daemon collection list`)"

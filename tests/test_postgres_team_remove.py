@@ -182,3 +182,62 @@ def test_a_collection_set_aside_for_its_mask_stays_listed_so_another_homes_remov
     _qmd(a, postgres_url, "status")  # A opens the index with the collection set aside
     kept = _qmd(b, postgres_url, "collection", "remove", "repo-app").stdout
     assert "1 other home still lists it" in kept and _on_server(postgres_url, "repo-app") == chunks
+
+
+def test_a_search_only_role_lists_nothing_and_searches(tmp_path: Path, postgres_url: str) -> None:
+    """docs/postgres.md: "a read-only role lists nothing and searches all the same". Its home
+    renews its listings on opening the index; the server refuses the write, and the search must
+    not fail for it."""
+    _two_homes_list_app(tmp_path, postgres_url)
+    role = f"reader_{os.getpid()}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        database = conn.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+        conn.execute(f'GRANT CONNECT ON DATABASE "{database}" TO "{role}"')
+        conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA public TO "{role}"')
+    reader_url = psycopg.conninfo.make_conninfo(postgres_url, user=role)
+    reader = tmp_path / "home-reader"
+    (reader / "config").mkdir(parents=True)
+    checkout = _repo(tmp_path / "machine-r" / "app", {"client.py": SAMPLE_PY})
+    (reader / "config" / "index.yml").write_text(
+        yaml.safe_dump({"backend": "postgres", "collections": {"repo-app": {"path": str(checkout)}}}),
+        encoding="utf-8",
+    )
+    found = _qmd(reader, reader_url, "search", "ClientSession", "-c", "repo-app", "--json", check=False)
+    assert found.returncode == 0, found.stderr
+    assert [hit["path"] for hit in json.loads(found.stdout)][:1] == ["client.py"]
+    with psycopg.connect(postgres_url) as conn:
+        labels = [row[0] for row in conn.execute("SELECT label FROM collection_homes").fetchall()]
+    assert len(labels) == 2 and not any(str(reader) in label for label in labels)
+    assert _on_server(postgres_url, "repo-app") > 0
+
+
+def test_two_machines_with_one_label_keep_each_others_listings(tmp_path: Path, postgres_url: str) -> None:
+    """Two machines made from one image (a container with a fixed hostname, a cloned VM: the same
+    user, host name and state folder) have the same label and their own ids. Renewing its
+    listings dropped every other id's of that label (meant for this home's own state folder,
+    wiped), so each machine unlisted the other and a remove on one deleted the other's rows.
+    Machine B is the real PostgresHomes on its own connection with A's label and another id (a
+    second machine cannot run here)."""
+    from qmd_daemon.store.postgres.chunk_store import PostgresChunkStore
+    from qmd_daemon.store.postgres.connection import PostgresDatabase
+    from qmd_daemon.store.postgres.homes import PostgresHomes, home_identity
+
+    a = _home(tmp_path, "home-a")
+    app = _repo(tmp_path / "machine-a" / "app", {"client.py": SAMPLE_PY})
+    _qmd(a, postgres_url, "collection", "add", str(app))
+    chunks = _on_server(postgres_url, "repo-app")
+    _a_id, label = home_identity(a / "state")
+    db = PostgresDatabase(postgres_url)
+    try:
+        store = PostgresChunkStore(db)
+        machine_b = PostgresHomes(store, "machine-b-id", label)
+        machine_b.sync(["repo-app"])
+        assert [home.label for home in machine_b.listings()["repo-app"]] == [label, label]
+        collection_id = store.collection_id("repo-app")
+        assert collection_id is not None
+        kept = machine_b.release("repo-app", collection_id, purge=False)
+    finally:
+        db.close()
+    assert (kept.deleted, [home.label for home in kept.others]) == (False, [label])
+    assert _on_server(postgres_url, "repo-app") == chunks

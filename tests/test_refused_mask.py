@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import aiohttp
 import pytest
 import yaml
 
+from qmd_daemon.daemon.server import Daemon
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import ConfigError
+from qmd_daemon.settings import Settings
 from tests.conftest import run_cli, write_tree
 from tests.daemon.support import make_repo, run_client, state_of
 
@@ -148,3 +151,25 @@ def test_ai_search_inside_its_folder_is_the_daemons_one_line(
     assert "Traceback" not in log
     alone = run_client("ai_search.py", "parse cookie header", "--no-daemon", home=daemon_home, cwd=repo)
     assert (alone.returncode, alone.stderr.splitlines()) == (1, [f"ai-search: error: {line}"])
+
+
+async def test_the_daemon_names_it_with_its_fix_when_a_search_names_it(
+    home: Path, two: tuple[Path, Path]
+) -> None:
+    """`ai-search -c old` through the daemon answered "no collection named 'old'" (404), while
+    every CLI command gave the line with the fix; the collection is in index.yml."""
+    _good, old = two
+    daemon = Daemon(Settings.from_env(), watch=False, idle_minutes=30)
+    await daemon.start()
+    try:
+        body = {"query": "narwhal", "collections": ["old"]}
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(f"http://127.0.0.1:{daemon.port}/search", json=body,
+                      headers={"Authorization": f"Bearer {daemon.token}"}) as resp,
+        ):
+            status, answer = resp.status, await resp.json()
+    finally:
+        await daemon.close()
+    assert (status, answer["error"]["code"]) == (409, "config_error")
+    assert answer["error"]["message"] == LINE.format(path=old.resolve()).removeprefix("qmd-daemon: ")

@@ -352,6 +352,7 @@ class Daemon:
             known = self.reader.collections()
             missing = [n for n in names if n not in known]
             if missing:
+                self.reader.refuse_if_named(missing)  # one set aside for its mask: its line and fix
                 raise RequestError(404, "not_found", f"no collection named '{missing[0]}'")
         return home, created
 

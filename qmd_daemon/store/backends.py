@@ -71,7 +71,13 @@ def open_backend(settings: Settings) -> Backend:
         raise ConfigError(
             f"{config.path}: backend: postgres needs database_url (or QMD_DATABASE_URL in the environment)"
         )
-    backend: Backend = _postgres(f"{config.path} says backend: postgres").open_backend(url, settings)
+    # a database_url alone means postgres (config.backend): say so, or the user looks for a
+    # `backend:` line that is not there
+    said = "backend: postgres" if config.raw.get("backend") else (
+        "database_url without a backend: line, which means backend: postgres (`backend: sqlite` keeps "
+        "the local file)"
+    )
+    backend: Backend = _postgres(f"{config.path} says {said}").open_backend(url, settings)
     return backend
 
 

@@ -8,10 +8,13 @@ process so the question finds it running; the client's function asked from a thr
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from pathlib import Path
 
-from clients.ai_search import daemon_doing
+from aiohttp import web
+
+from clients.ai_search import daemon_doing, waiting_line
 from qmd_daemon.daemon.server import Daemon
 from qmd_daemon.engine import Engine
 from qmd_daemon.locks import writer_lock_path
@@ -75,3 +78,41 @@ async def test_a_search_that_registers_a_collection_asks_for_a_first_indexing(
         assert await job.wait(60) and job.state == "done", job.error
     finally:
         await daemon.close()
+
+
+class _DaemonBeforeJobs(Daemon):
+    """A daemon of a version whose /health had no `jobs` (left running across an upgrade): today's
+    daemon less that key, as an older release cannot be installed here."""
+
+    async def health(self, request: web.Request) -> web.Response:
+        answer = await super().health(request)
+        body = json.loads(answer.text or "{}")
+        body.pop("jobs")
+        return web.json_response(body)
+
+
+async def test_an_older_daemon_gets_the_wording_that_covers_every_wait(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A daemon that answered /health without `jobs` got "a daemon starting loads its models
+    first", while it was indexing the repository (it had started long before)."""
+    tree = write_tree(tmp_path / "tree", {"a.py": "def walrus():\n    return 1\n"})
+    daemon = _DaemonBeforeJobs(engine.settings, watch=False, idle_minutes=30)
+    await daemon.start()
+    try:
+        ask = {"refresh": True, "collection": False, "daemon": True}
+        line = await asyncio.to_thread(lambda: waiting_line(str(tree), 60, **ask))
+    finally:
+        await daemon.close()
+    assert line == (f"waiting for the index of {tree} to catch up (a first search in a large repository "
+                    "indexes it; results come within about 60 s, --wait changes it)")
+
+
+def test_in_process_the_search_itself_indexes(home: Path, tmp_path: Path) -> None:
+    """--no-daemon (or QMD_NO_DAEMON=1): no daemon starts, the one-off search indexes the
+    repository; the notice said a daemon was starting."""
+    line = waiting_line(str(tmp_path), 5, refresh=True, collection=False, daemon=False)
+    assert "daemon" not in line and "a first search in a large repository indexes it" in line
+    assert waiting_line(str(tmp_path), 5, refresh=False, collection=False, daemon=True) == (
+        "waiting for the search to finish"
+    )

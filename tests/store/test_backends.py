@@ -49,6 +49,14 @@ def test_postgres_without_its_driver_is_one_clear_error(
     with pytest.raises(ConfigError, match="backend: postgres, but psycopg is not installed"):
         open_backend(settings)
     assert not (tmp_path / "cache" / "index.sqlite").exists(), "no SQLite index is made in its place"
+    # a database_url alone means postgres: the line said `says backend: postgres`, a line the
+    # user's index.yml does not have, and not how to stay local
+    alone = _settings(tmp_path / "alone", "database_url: postgresql://localhost/qmd\n")
+    with pytest.raises(ConfigError) as info:
+        open_backend(alone)
+    assert "says database_url without a backend: line" in str(info.value)
+    assert "`backend: sqlite` keeps the local file" in str(info.value)
+    assert "psycopg is not installed" in str(info.value)
 
 
 def test_postgres_needs_a_database_url(tmp_path: Path) -> None:

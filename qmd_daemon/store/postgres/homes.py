@@ -65,16 +65,18 @@ class PostgresHomes:
 
     def sync(self, names: Collection[str]) -> None:
         """This home lists exactly NAMES (those the server holds): their listings renewed, any
-        other of this home's dropped (index.yml edited by hand), and a listing of this home under
-        an id it no longer has (its state folder wiped) dropped too. A role that may only read
-        (a search-only account) lists nothing and searches all the same."""
+        other of this home's dropped (index.yml edited by hand). Listings under another id are
+        never dropped here, not even of this label: machines made from one image (a container
+        with a fixed hostname, a cloned VM) share user, host and state folder, and each would
+        unlist the other. One this home left behind when its state folder was wiped goes stale
+        (STALE_DAYS); until then a remove names it and keeps the rows (`--purge` deletes them).
+        A role that may only read (a search-only account) lists nothing and searches all the same."""
         try:
             with self.db.transaction():
                 self.db.execute(
                     """DELETE FROM collection_homes h USING collections c
-                       WHERE h.collection_id = c.id AND (h.home_id = %s AND NOT c.name = ANY(%s)
-                             OR h.label = %s AND h.home_id <> %s)""",
-                    (self.home_id, list(names), self.label, self.home_id),
+                       WHERE h.collection_id = c.id AND h.home_id = %s AND NOT c.name = ANY(%s)""",
+                    (self.home_id, list(names)),
                 )
                 self.db.execute(
                     """INSERT INTO collection_homes (collection_id, home_id, label, seen_at)
