@@ -264,7 +264,11 @@ def _shared_note(row: dict[str, Any], shared: bool) -> str:
     others = sum(not h["this_home"] and not h["stale"] for h in row["homes"])
     if row["listed"]:
         return f" (also listed by {others} other home{'s' if others != 1 else ''})" if others else ""
-    if others or not shared:
+    if row["removing"]:
+        return " (being removed: a `collection remove` was cut short; the next update finishes it)"
+    if not shared:  # one index file that two index.yml name (QMD_INDEX_PATH)
+        return " (not in this index.yml: another index.yml's)"
+    if others:
         return " (not in this index.yml: another home's)"
     return (
         f" (not in this index.yml: no home renewed a listing of it in {STALE_DAYS} days; "

@@ -331,6 +331,9 @@ class Engine:
                 include_by_default=keep_default if include_by_default is None else include_by_default,
             )
             config.set_collection(collection)
+            # a remove of this name cut short (index.yml's `removing:`) is called off: finished by
+            # the next update, it deleted the rows the collection just added back uses
+            config.set_removing(name, None)
         return collection
 
     def remove_collection(self, name: str, *, purge: bool = False) -> Release:
@@ -598,6 +601,7 @@ class Engine:
         stats = self.store.collection_stats()
         listed = self.collections()
         refused = self.refused_collections()
+        removing = self.config().removing()
         homes = self.backend.homes.listings() if self.backend.homes is not None else {}
         # the totals are this home's collections (a set-aside one still is); a shared index's
         # others are its `server` line
@@ -650,6 +654,8 @@ class Engine:
                     "folder_gone": mine is not None and not mine.path.is_dir(),
                     # listed, but left out for a mask today's rules refuse: the line with its fix
                     "refused": refused[row["name"]].message if row["name"] in refused else None,
+                    # a `collection remove` cut short: unlisted, its rows left for the next update
+                    "removing": row["name"] in removing,
                     # files the last walk left out, by reason (too_large, binary, unreadable, ...)
                     "skipped": skipped.get(row["name"], {}),
                     "pending_vectors": (waiting := pending(row["name"])),

@@ -88,6 +88,9 @@ def test_a_remove_killed_halfway_is_finished_by_the_next_update_and_touches_noth
         # index.yml went first: unlisted, its rows still there, and a search says it is gone
         assert name not in engine.collections()
         assert engine.store.collection_id(name) is not None
+        shown = run_cli("status", env_home=home, check=True).stdout
+        note = "(being removed: a `collection remove` was cut short; the next update finishes it)"
+        assert f"{name} {note}" in shown
         with pytest.raises(UnknownCollectionError, match=f"no collection named '{name}'"):
             engine.search("walrus_tusk_length", [name])
         assert [h.collection for h in engine.search("walrus_tusk_length narwhal_horn_length")] == [kept]
@@ -105,6 +108,28 @@ def test_a_remove_killed_halfway_is_finished_by_the_next_update_and_touches_noth
         assert engine.store.collection_id(name) is None
         assert run_cli("collection", "remove", name, env_home=home).returncode == 2  # now unknown
         assert engine.store.collection_id("theirs") is not None
+    finally:
+        engine.close()
+
+
+def test_a_collection_added_back_after_a_remove_killed_halfway_keeps_its_rows(
+    home: Path, tmp_path: Path
+) -> None:
+    """The user (or ai-search's next search there) adds the folder back before any update ran:
+    the next update finished the old removal and deleted the rows the re-added collection uses."""
+    engine = Engine(Settings.from_env())
+    try:
+        name = indexed(engine, tmp_path / "proj", WALRUS)
+        collection_id = engine.store.collection_id(name)
+        env = dict(os.environ, QMD_DAEMON_HOME=str(home))
+        died = subprocess.run([sys.executable, "-c", _DIES_MIDWAY, name], env=env, cwd=REPO_ROOT, timeout=60)
+        assert died.returncode == 137 and name in IndexConfig.load(engine.settings.config_file).removing()
+        folder = str(tmp_path / "proj")
+        run_cli("collection", "add", folder, "--name", name, "--no-update", env_home=home, check=True)
+        assert "removing" not in IndexConfig.load(engine.settings.config_file).raw
+        run_cli("update", env_home=home, check=True)
+        assert engine.store.collection_id(name) == collection_id  # the same rows, not a re-index
+        assert [h.collection for h in engine.search("walrus_tusk_length", [name])] == [name]
     finally:
         engine.close()
 
