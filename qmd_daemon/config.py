@@ -248,15 +248,16 @@ class IndexConfig:
         return out
 
     def set_removing(self, name: str, collection_id: int | None, purge: bool = False) -> None:
-        """Record (an id) or clear (None) the pending removal of `name`."""
+        """Record (an id) or clear (None) the pending removal of `name`. Always as a mapping: a
+        version before shared-index listings reads only a bare id, and would finish the removal
+        by deleting rows other homes still list; it skips a mapping."""
         entries: dict[str, Any] = {
-            n: {"id": r.collection_id, "purge": True} if r.purge else r.collection_id
-            for n, r in self.removing().items()
+            n: {"id": r.collection_id, "purge": r.purge} for n, r in self.removing().items()
         }
         if collection_id is None:
             entries.pop(name, None)
         else:
-            entries[name] = {"id": collection_id, "purge": True} if purge else collection_id
+            entries[name] = {"id": collection_id, "purge": purge}
         if entries:
             self.raw["removing"] = entries
         else:

@@ -157,3 +157,16 @@ def test_a_bad_device_stops_a_command_with_one_line(home: Path) -> None:
         "(left untouched)"
     ]
     assert path.read_text() == "models:\n  device: quantum\n"
+
+
+def test_a_pending_removal_is_written_so_an_older_version_skips_it(tmp_path: Path) -> None:
+    """Versions before shared-index listings read `removing:` entries that are a bare id and
+    finish them by deleting the rows, other homes' listings or not; a mapping they skip. A bare
+    id an older version wrote is still read (and finished) by this one."""
+    path = tmp_path / "index.yml"
+    path.write_text("removing: {repo-old: 7}\n", encoding="utf-8")
+    with IndexConfig.editing(path) as config:
+        assert config.removing() == {"repo-old": (7, False)}
+        config.set_removing("repo-app", 9, purge=False)
+    raw = IndexConfig.load(path).raw["removing"]
+    assert raw == {"repo-old": {"id": 7, "purge": False}, "repo-app": {"id": 9, "purge": False}}
