@@ -241,3 +241,42 @@ def test_two_machines_with_one_label_keep_each_others_listings(tmp_path: Path, p
         db.close()
     assert (kept.deleted, [home.label for home in kept.others]) == (False, [label])
     assert _on_server(postgres_url, "repo-app") == chunks
+
+
+def test_a_renewal_racing_another_homes_delete_of_the_collection_is_no_error(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Home B renews its listings while home A's remove deletes the collection: B's insert waits
+    on the deleted row and then fails its foreign key, and B's command (any command: a renewal
+    runs when the index opens) failed with it. The collection is gone: nothing to list."""
+    import threading
+
+    from qmd_daemon.store.postgres.chunk_store import PostgresChunkStore
+    from qmd_daemon.store.postgres.connection import PostgresDatabase
+    from qmd_daemon.store.postgres.homes import PostgresHomes
+
+    a = _home(tmp_path, "home-a")
+    _qmd(a, postgres_url, "collection", "add", str(_repo(tmp_path / "app", {"client.py": SAMPLE_PY})))
+    db = PostgresDatabase(postgres_url)
+    errors: list[BaseException] = []
+    try:
+        home_b = PostgresHomes(PostgresChunkStore(db), "home-b-id", "b@host:/state")
+        with psycopg.connect(postgres_url) as deleter:
+            deleter.execute("DELETE FROM collections WHERE name = 'repo-app'")  # not committed yet
+
+            def renew() -> None:
+                try:
+                    home_b.sync(["repo-app"])
+                except BaseException as exc:  # noqa: BLE001 - reported to the test's thread
+                    errors.append(exc)
+
+            renewal = threading.Thread(target=renew)
+            renewal.start()
+            renewal.join(timeout=1.0)
+            assert renewal.is_alive(), "the renewal waits on the row being deleted"
+            deleter.commit()
+            renewal.join(timeout=30)
+        assert not renewal.is_alive() and errors == []
+        assert home_b.listings() == {}
+    finally:
+        db.close()

@@ -70,7 +70,9 @@ class PostgresHomes:
         with a fixed hostname, a cloned VM) share user, host and state folder, and each would
         unlist the other. One this home left behind when its state folder was wiped goes stale
         (STALE_DAYS); until then a remove names it and keeps the rows (`--purge` deletes them).
-        A role that may only read (a search-only account) lists nothing and searches all the same."""
+        A role that may only read (a search-only account) lists nothing and searches all the same;
+        a collection another home's remove deletes meanwhile fails the insert's foreign key (the
+        whole renewal rolls back, the next open renews the rest): nothing to list, no error."""
         try:
             with self.db.transaction():
                 self.db.execute(
@@ -87,7 +89,8 @@ class PostgresHomes:
                 )
         except IndexDatabaseError as exc:
             if not isinstance(exc.__cause__, (psycopg.errors.InsufficientPrivilege,
-                                              psycopg.errors.ReadOnlySqlTransaction)):
+                                              psycopg.errors.ReadOnlySqlTransaction,
+                                              psycopg.errors.ForeignKeyViolation)):
                 raise
 
     def listings(self) -> dict[str, list[HomeListing]]:
