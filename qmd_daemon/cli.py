@@ -263,7 +263,7 @@ def _shared_note(row: dict[str, Any], shared: bool) -> str:
     and one nobody renewed a listing of is left for `--purge`."""
     others = sum(not h["this_home"] and not h["stale"] for h in row["homes"])
     if row["listed"]:
-        return f" (also listed by {others} other home{'s' if others != 1 else ''})" if others else ""
+        return f" (also listed by {_count(others, 'other home')})" if others else ""
     if row["removing"]:
         return " (being removed: a `collection remove` was cut short; the next update finishes it)"
     if not shared:  # one index file that two index.yml name (QMD_INDEX_PATH)

@@ -187,6 +187,12 @@ class IndexConfig:
         now refuses. Every command used to fail on them; now only what touches them does."""
         return self._read_collections()[1]
 
+    def listed(self) -> list[str]:
+        """Every collection this index.yml lists, usable or set aside (one read of the entries):
+        a set-aside one is still the user's (its name taken, its rows kept for other homes)."""
+        usable, refused = self._read_collections()
+        return [*usable, *refused]
+
     def _read_collections(self) -> tuple[dict[str, CollectionConfig], dict[str, RefusedCollection]]:
         out: dict[str, CollectionConfig] = {}
         refused: dict[str, RefusedCollection] = {}

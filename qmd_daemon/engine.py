@@ -140,7 +140,7 @@ class Engine:
         if homes is not None and (
             self._listed is None or self._listed[0] is not config or time.monotonic() > self._listed[1]
         ):  # a shared index: which collections this home lists, renewed (homes.STALE_DAYS)
-            homes.sync([*config.collections(), *config.refused()])  # a set-aside one is still listed
+            homes.sync(config.listed())
             self._listed = (config, time.monotonic() + LISTING_RENEWAL_S)
         return self._backend
 
@@ -229,7 +229,7 @@ class Engine:
         for name in dict.fromkeys((base, f"{prefix}{_earlier_slug(path.name)}")):
             if name in taken and not taken[name].path.is_dir() and self._holds_files_of(path, name):
                 return name
-        used = {*taken, *config.refused()}  # a set-aside entry keeps its name (the user's mask is theirs)
+        used = set(config.listed())  # a set-aside entry keeps its name (the user's mask is theirs)
         if self._free(base, path, used):
             return base
         beside = _fit(f"{base}-{_slug(path.parent.name)}") if path.parent.name else base
@@ -589,7 +589,7 @@ class Engine:
             return {"available": False, "reason": "no embedding model (the tier is distilled from it)"}
         if self.models.static() is None:
             return {"available": False, "reason": self.models.static_error() or "not built"}
-        mine = self.collection_ids([*self.collections(), *self.refused_collections()])
+        mine = self.collection_ids(self.config().listed())
         covered, chunks = store.coverage(mine) if mine else (0, 0)  # [] would count every collection
         return {"available": True, "model": store.active_model(), "vectors": covered, "chunks": chunks}
 
@@ -605,8 +605,9 @@ class Engine:
         homes = self.backend.homes.listings() if self.backend.homes is not None else {}
         # the totals are this home's collections (a set-aside one still is); a shared index's
         # others are its `server` line
-        chunks = sum(row["chunks"] for row in stats if row["name"] in listed or row["name"] in refused)
-        listed_ids = self.collection_ids([*listed, *refused])
+        here = {*listed, *refused}
+        chunks = sum(row["chunks"] for row in stats if row["name"] in here)
+        listed_ids = self.collection_ids(list(here))
         deep_off = self.models.deep_off()
         counted = vectors is not None and active is not None and deep_off is None  # else none will come
         everywhere = (vectors.pending_count(listed_ids) if listed_ids else 0) if vectors and counted else None
@@ -633,7 +634,7 @@ class Engine:
             "server": {
                 "collections": len(stats),
                 "chunks": sum(row["chunks"] for row in stats),
-                "others": sum(row["name"] not in listed and row["name"] not in refused for row in stats),
+                "others": sum(row["name"] not in here for row in stats),
             }
             if self.backend.homes is not None
             else None,

@@ -53,6 +53,18 @@ def lock_collection(db: PostgresDatabase, name: str) -> None:
     db.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_COLLECTION_LOCK, name))
 
 
+def list_home(db: PostgresDatabase, home: tuple[str, str], where: str, params: Sequence[Any]) -> None:
+    """Home (id, label) lists the collections `WHERE` selects, now (collection_homes, homes.py):
+    an update's own collection, or a home's whole index.yml when it renews."""
+    db.execute(
+        f"""INSERT INTO collection_homes (collection_id, home_id, label, seen_at)
+            SELECT id, %s, %s, extract(epoch FROM now()) FROM collections WHERE {where}
+            ON CONFLICT (collection_id, home_id)
+            DO UPDATE SET label = excluded.label, seen_at = excluded.seen_at""",
+        (*home, *params),
+    )
+
+
 class PostgresChunkStore:
     """The ChunkStore protocol over a PostgreSQL database (store/protocols.py)."""
 
@@ -112,13 +124,7 @@ class PostgresChunkStore:
                 "INSERT INTO collections (name, root) VALUES (%s, %s) RETURNING id", (name, str(root))
             ))
         if self.home is not None:  # in the update's transaction: a remove elsewhere sees it listed
-            self._sql(
-                """INSERT INTO collection_homes (collection_id, home_id, label, seen_at)
-                   VALUES (%s, %s, %s, extract(epoch FROM now()))
-                   ON CONFLICT (collection_id, home_id) DO UPDATE SET label = excluded.label,
-                   seen_at = excluded.seen_at""",
-                (collection_id, *self.home),
-            )
+            list_home(self.db, self.home, "id = %s", (collection_id,))
         return collection_id
 
     def collection_id(self, name: str) -> int | None:

@@ -27,7 +27,7 @@ from pathlib import Path
 import psycopg
 
 from qmd_daemon.errors import IndexDatabaseError
-from qmd_daemon.store.postgres.chunk_store import PostgresChunkStore, lock_collection
+from qmd_daemon.store.postgres.chunk_store import PostgresChunkStore, list_home, lock_collection
 from qmd_daemon.store.protocols import STALE_DAYS, HomeListing, Release
 
 _HOME_FILE = "home-id"
@@ -80,13 +80,7 @@ class PostgresHomes:
                        WHERE h.collection_id = c.id AND h.home_id = %s AND NOT c.name = ANY(%s)""",
                     (self.home_id, list(names)),
                 )
-                self.db.execute(
-                    """INSERT INTO collection_homes (collection_id, home_id, label, seen_at)
-                       SELECT id, %s, %s, extract(epoch FROM now()) FROM collections WHERE name = ANY(%s)
-                       ON CONFLICT (collection_id, home_id)
-                       DO UPDATE SET label = excluded.label, seen_at = excluded.seen_at""",
-                    (self.home_id, self.label, list(names)),
-                )
+                list_home(self.db, (self.home_id, self.label), "name = ANY(%s)", (list(names),))
         except IndexDatabaseError as exc:
             if not isinstance(exc.__cause__, (psycopg.errors.InsufficientPrivilege,
                                               psycopg.errors.ReadOnlySqlTransaction,
