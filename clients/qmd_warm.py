@@ -79,7 +79,15 @@ def warm(root: str, is_git: bool, timeout: float) -> None:
     try:
         signature = qc.repo_signature(root) if is_git else None
         state = qc.ensure_daemon(timeout=60.0)
-        reply = qc.http(state, "POST", "/refresh", {"path": root, "embed": True, "wait": 0})
+        try:
+            reply = qc.http(state, "POST", "/refresh", {"path": root, "embed": True, "wait": 0})
+        except qc.DaemonError as exc:
+            if exc.code != "config_error":
+                raise
+            # the user's index.yml refuses this warm (a bad value, a collection set aside): its
+            # one line, what they fix, not a failure of the hook
+            _log(f"{root}: {exc.message}")
+            return
         jobs: list[dict[str, Any]] = reply.get("jobs", [])
         _log(f"{root}: collection {reply.get('collection')}; jobs {', '.join(j['id'] for j in jobs)}")
         deadline = time.monotonic() + timeout

@@ -84,3 +84,20 @@ def test_a_daemon_stopped_while_warming_is_said_plainly(
         assert stop_daemon(settings.state_dir) is not None
     wait_for(lambda: "stopped before these jobs finished" in log.read_text(), timeout=30)
     assert "qmd-warm failed" not in log.read_text()
+
+
+def test_a_config_error_is_logged_as_the_config_line(daemon_home: Path, tmp_path: Path) -> None:
+    """The daemon refuses the warm with index.yml's own line (409 config_error: here the
+    repository's collection has a mask today's rules refuse): warm.log holds that line, what the
+    user fixes, not `qmd-warm failed: DaemonError: ...`; the hook still exits 0."""
+    repo = make_repo(tmp_path / "proj")
+    (daemon_home / "config").mkdir(parents=True)
+    (daemon_home / "config" / "index.yml").write_text(
+        f"collections:\n  repo-proj:\n    path: {repo.resolve()}\n    pattern: '**/*.py['\n"
+    )
+    proc = run_client("qmd_warm.py", "--foreground", "--repo", str(repo), home=daemon_home, cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == ""
+    logged = (daemon_home / "state" / "logs" / "warm.log").read_text()
+    assert "qmd-warm failed" not in logged and "DaemonError" not in logged, logged
+    assert f"{repo.resolve()}: collection 'repo-proj' is skipped: its mask" in logged, logged
+    assert len(logged.strip().splitlines()) == 1
