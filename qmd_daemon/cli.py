@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from clients._qmd_client import prepare_stdout
-from qmd_daemon import __version__
+from qmd_daemon import __version__, secret_mask
 from qmd_daemon.config import PROFILES, CollectionConfig
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
@@ -31,7 +31,8 @@ from qmd_daemon.search.limits import (
 )
 from qmd_daemon.search.path_filter import NO_PATH_MATCH
 from qmd_daemon.search.pipeline import SearchOptions, SearchTrace
-from qmd_daemon.store.backends import storage_error
+from qmd_daemon.settings import Settings
+from qmd_daemon.store.backends import mask_configured, storage_error
 from qmd_daemon.store.protocols import STALE_DAYS, HomeListing, Release
 
 
@@ -126,6 +127,7 @@ def _print_hits(query: str, hits: list[Hit], fmt: str, explain: bool) -> None:
 def cli(ctx: click.Context) -> None:
     """Private, local code search for AI coding agents."""
     ctx.ensure_object(dict)
+    mask_configured(Settings.from_env())  # what any command logs keeps the database password out
 
 
 @cli.group()
@@ -713,7 +715,7 @@ def main() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except QmdError as exc:
-        click.echo(f"qmd-daemon: error: {exc}", err=True)
+        click.echo(f"qmd-daemon: error: {secret_mask.mask(str(exc))}", err=True)
         sys.exit(exc.exit_code)
     except OSError as exc:
         click.echo(f"qmd-daemon: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), err=True)

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Annotated, Any
 
-from qmd_daemon import __version__
+from qmd_daemon import __version__, secret_mask
 from qmd_daemon.errors import QmdError
 from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, decode_source, read_inside
 from qmd_daemon.search.limits import DEFAULTS, MAX_LIMIT, MAX_TOKENS_CAP
@@ -114,7 +114,7 @@ def build_server(engine: Any) -> Any:
                 scope = engine.search_scope(collections or None, None if collections else _working(engine))
                 hits = engine.search(query, scope, limit=limit, options=options)
         except QmdError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(secret_mask.mask(str(exc))) from None
         return json.dumps([h.to_dict() for h in hits], ensure_ascii=False)
 
     @server.tool(annotations=read_only, structured_output=False)
@@ -144,7 +144,7 @@ def build_server(engine: Any) -> Any:
             with lock:
                 root, rel = resolve_indexed(engine, collection, path)
         except QmdError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(secret_mask.mask(str(exc))) from None
         try:
             # what the index read, from where it read it, within the index's size cap
             text = decode_source(read_inside(root, rel, engine.settings.max_file_bytes))
@@ -165,7 +165,7 @@ def build_server(engine: Any) -> Any:
         try:
             return line_range(text, start_line or 1, end_line)
         except QmdError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(secret_mask.mask(str(exc))) from None
 
     return server
 

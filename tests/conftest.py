@@ -232,3 +232,18 @@ Use `ClientSession` to make requests; see `client.py` for details.
 
 Cookies are parsed by parse_cookie_header.
 """
+
+
+@pytest.fixture(autouse=True)
+def forget_secrets() -> Iterator[None]:
+    """qmd_daemon.secret_mask is process-wide (a test that reads a database URL turns the log mask
+    on): what a test taught it goes with the test."""
+    import logging
+
+    from qmd_daemon import secret_mask
+
+    factory = logging.getLogRecordFactory()
+    yield
+    logging.setLogRecordFactory(factory)
+    secret_mask._known.clear()
+    secret_mask._factory_installed = False

@@ -30,7 +30,10 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
 # a layer's files may import only these parts of the project (besides the layer itself)
 # (atomic_files: nothing of the project, the installer imports it before any dependency is there;
 # the base modules every layer imports: one another only)
-_BASE = ("settings", "config", "errors", "locks", "numeric", "file_types", "atomic_files", "progress")
+_BASE = (
+    "settings", "config", "errors", "locks", "numeric", "file_types", "atomic_files", "progress",
+    "secret_mask",
+)
 ONLY: dict[str, tuple[str, ...]] = {
     "text": ("qmd_daemon.errors",),
     **{base: tuple(f"qmd_daemon.{b}" for b in _BASE) for base in _BASE},

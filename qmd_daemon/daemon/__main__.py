@@ -15,18 +15,25 @@ from typing import Any
 
 
 def _search(raw: str) -> int:
+    from qmd_daemon import secret_mask
     from qmd_daemon.daemon import api
     from qmd_daemon.engine import Engine
     from qmd_daemon.errors import QmdError, RequestError
     from qmd_daemon.search.pipeline import SearchTrace
+    from qmd_daemon.store.backends import mask_configured
     from qmd_daemon.store.connection import index_error
 
+    def failed(error: dict[str, Any], code: int) -> int:
+        """The error body the client prints, masked as the daemon's (secret_mask)."""
+        print(json.dumps(secret_mask.mask_json(error)))
+        return code
+
     def fail(code: str, message: str) -> int:
-        print(json.dumps({"error": {"code": code, "message": message}}))
-        return 1
+        return failed({"error": {"code": code, "message": message}}, 1)
 
     started = time.perf_counter()
     engine = Engine()  # the index opens on first use, inside the handlers below
+    mask_configured(engine.settings)  # what this process logs keeps the database password out
     try:
         try:
             body = json.loads(raw)
@@ -57,16 +64,14 @@ def _search(raw: str) -> int:
                 "in_process": True,
             }
         except QmdError as exc:  # the code the daemon would answer; the type's exit code
-            print(json.dumps(exc.as_dict()))
-            return exc.exit_code
+            return failed(exc.as_dict(), exc.exit_code)
         except ValueError as exc:
             return fail("engine_error", str(exc))
         except Exception as exc:  # SQLite's disk-full and damaged-page errors name their fix
             readable = index_error(exc, engine.settings.index_path)
             if readable is None:  # one line for the client to print, not a traceback on its stderr
                 return fail("internal", f"{type(exc).__name__}: {exc}")
-            print(json.dumps(readable.as_dict()))
-            return readable.exit_code
+            return failed(readable.as_dict(), readable.exit_code)
         print(json.dumps(out))
         return 0
     finally:

@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from qmd_daemon import secret_mask
 from qmd_daemon.daemon.vouch import RefreshPlan, RefreshVouch, Watch
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
@@ -69,7 +70,10 @@ class Job:
         return self.names is None or name in self.names
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        """The job as /health, /status, /jobs and a search's `refresh_error` show it: its error
+        and result (a collection's refresh error line) masked (secret_mask), the one place every
+        job leaves the daemon through."""
+        shown: dict[str, Any] = secret_mask.mask_json({
             "id": self.id,
             "kind": self.kind,
             "collections": list(self.names) if self.names is not None else None,
@@ -80,7 +84,8 @@ class Job:
             "finished_at": self.finished_at,
             "result": self.result,
             "error": self.error,
-        }
+        })
+        return shown
 
     async def wait(self, timeout: float | None) -> bool:
         """True when the job finished within `timeout` seconds (0: do not wait)."""

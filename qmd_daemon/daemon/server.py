@@ -26,12 +26,11 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from qmd_daemon import __version__
+from qmd_daemon import __version__, secret_mask
 from qmd_daemon.atomic_files import replace_file
 from qmd_daemon.daemon import api
 from qmd_daemon.daemon.hit_counts import HitCounts
 from qmd_daemon.daemon.jobs import Job, JobQueue
-from qmd_daemon.daemon.log_mask import mask_daemon_log
 from qmd_daemon.daemon.state import (
     NONCE,
     DaemonState,
@@ -49,6 +48,7 @@ from qmd_daemon.errors import IndexDatabaseError, QmdError, RequestError
 from qmd_daemon.locks import LockBusy, held_or_busy
 from qmd_daemon.search.pipeline import SearchTrace
 from qmd_daemon.settings import Settings
+from qmd_daemon.store.backends import mask_configured
 from qmd_daemon.store.connection import index_error, quick_check, upgrade_lock_path
 from qmd_daemon.store.schema import SCHEMA_VERSION, upgraded_past_this_code
 from qmd_daemon.vectorize import EmbedHint
@@ -101,7 +101,9 @@ def in_daemon_thread(fn: Callable[[], T]) -> asyncio.Future[T]:
 
 
 def error_response(status: int, code: str, message: str) -> web.Response:
-    return web.json_response({"error": {"code": code, "message": message}}, status=status)
+    """Every error body the daemon answers, its message masked (secret_mask): a 500's
+    `Type: message` or an error's own line may quote a connection string."""
+    return web.json_response({"error": {"code": code, "message": secret_mask.mask(message)}}, status=status)
 
 
 def split_host(value: str) -> tuple[str, str | None]:
@@ -428,7 +430,7 @@ class Daemon:
             "took_ms": round((time.perf_counter() - started) * 1000, 3),
         }
         if job is not None and job.error:
-            body["refresh_error"] = job.error
+            body["refresh_error"] = job.as_dict()["error"]  # masked
         return web.json_response(body)
 
     def _resume_embedding(self, names: list[str]) -> None:
@@ -795,7 +797,7 @@ def serve_forever(
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    mask_daemon_log(settings)  # a logged traceback of a database error keeps its password out
+    mask_configured(settings)  # a logged traceback of a database error keeps its password out
     lock = LifetimeLock(settings.state_dir)
     if not lock.try_acquire():
         # another daemon: starting (it answers soon) or stopping (an idle exit, a kill: it lets go

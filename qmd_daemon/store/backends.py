@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from qmd_daemon import secret_mask
 from qmd_daemon.config import IndexConfig
 from qmd_daemon.errors import ConfigError, QmdError, UsageError
 from qmd_daemon.settings import Settings
@@ -82,8 +83,13 @@ def open_backend(settings: Settings) -> Backend:
 
 
 def configured_url(config: IndexConfig, settings: Settings) -> str | None:
-    """The server index.yml's `database_url:` or QMD_DATABASE_URL names (the file first)."""
-    return config.database_url() or settings.database_url
+    """The server index.yml's `database_url:` or QMD_DATABASE_URL names (the file first). Its
+    password is masked from then on (secret_mask.remember): a URL edited into index.yml while a
+    daemon runs is masked as soon as the daemon reads it, and the old one stays masked too."""
+    url = config.database_url() or settings.database_url
+    if url:
+        secret_mask.remember(url)
+    return url
 
 
 def _postgres(why: str) -> Any:
@@ -117,23 +123,16 @@ def copy_to_postgres(settings: Settings, database_url: str | None, progress: boo
     return report
 
 
-def password_mask(settings: Settings) -> Callable[[str], str] | None:
-    """What masks the configured PostgreSQL password in any text (the password mask of
-    store/postgres/connection.py, with this home's URL): the daemon's log filter. A driver error
-    is raised as one masked line, but `from` the driver's own, and a logged traceback prints that
-    whole. None when no server is configured (a local index has no password) or its driver is
-    not installed (then no driver error can occur)."""
+def mask_configured(settings: Settings) -> bool:
+    """Start masking the configured PostgreSQL password now (secret_mask: every log record of
+    this process, and the daemon's error bodies), before anything else runs: what each entry
+    point calls first. False when no server is configured (a local index has no password) or
+    index.yml cannot be read (the command says so on its own; a URL it cannot read is not in
+    use)."""
     try:
-        url = configured_url(IndexConfig.load(settings.config_file), settings)
-    except ConfigError:  # the daemon says so on its own; a URL it cannot read is not in use
-        return None
-    if not url:
-        return None
-    try:
-        mask: Callable[[str, str], str] = _postgres("a database URL is configured").redacted
+        return configured_url(IndexConfig.load(settings.config_file), settings) is not None
     except ConfigError:
-        return None
-    return lambda text: mask(text, url)
+        return False
 
 
 def storage_error(exc: BaseException) -> QmdError | None:

@@ -2,7 +2,7 @@
 chain (the error is raised as one masked line, but `from` the driver's own, which the traceback
 prints whole). A real server (tests/postgres_server.py) raises a message quoting the password, as
 dblink or postgres_fdw do; its Unix socket trusts the local user, so the password in the URL is
-sent nowhere. The daemon's own handler set-up (mask_daemon_log, what `serve` runs)."""
+sent nowhere. The daemon's own set-up (mask_configured, what `serve` runs first)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from qmd_daemon.daemon.log_mask import MaskingFilter, mask_daemon_log
 from qmd_daemon.errors import IndexDatabaseError
 from qmd_daemon.settings import Settings
+from qmd_daemon.store.backends import mask_configured
 from qmd_daemon.store.postgres.connection import PostgresDatabase
 
 SECRET = "hunter2-Xq9"
@@ -33,9 +33,6 @@ def daemon_log(home: Path) -> Iterator[io.StringIO]:
     root.addHandler(handler)
     yield stream
     root.removeHandler(handler)
-    for other in root.handlers:  # pytest's own: the filter goes with the test
-        for added in [f for f in other.filters if isinstance(f, MaskingFilter)]:
-            other.removeFilter(added)
 
 
 def _failing_chain(url: str) -> BaseException:
@@ -72,7 +69,7 @@ def test_a_logged_traceback_of_a_database_error_keeps_the_password_out(
     whole = "".join(traceback.format_exception(failed))
     assert SECRET in whole  # the driver's error in the chain holds it: what the filter is for
     assert SECRET not in str(failed.__context__)  # the store's own line was masked already
-    mask_daemon_log(Settings.from_env())
+    mask_configured(Settings.from_env())
     log = logging.getLogger("qmd_daemon.jobs")
     try:
         raise failed
@@ -88,6 +85,6 @@ def test_a_logged_traceback_of_a_database_error_keeps_the_password_out(
 
 def test_no_server_configured_no_filter(home: Path, daemon_log: io.StringIO) -> None:
     """A local index has no password: nothing is added to the handlers."""
-    mask_daemon_log(Settings.from_env())
+    mask_configured(Settings.from_env())
     logging.getLogger("qmd_daemon.jobs").warning("password=kept-as-it-is")
     assert "password=kept-as-it-is" in daemon_log.getvalue()

@@ -11,15 +11,14 @@ never the password.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import unquote
 
 import psycopg
 from psycopg import conninfo
 
+from qmd_daemon import secret_mask
 from qmd_daemon.errors import IndexDatabaseError, QueryRejected
 
 
@@ -35,40 +34,16 @@ def describe(url: str) -> str:
     return redacted(where, url)  # a password mistyped into the user or host field stays hidden
 
 
-# A password anywhere in a text, as either form of a connection string writes it: a libpq keyword
-# (`password=secret`, `password = 'two words'`), a URL's query parameter (`?password=secret&...`)
-# or a URL's user info (`//user:secret@host`). Texts other than the user's URL may hold one: a
-# server's message can quote any connection string (dblink, postgres_fdw).
-_PASSWORD_KEYWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&#'\"]+)", re.IGNORECASE)
-_URL_USERINFO = re.compile(r"(://[^/:@\s]*:)[^@\s/]+@")
-
-
 def redacted(text: str, url: str) -> str:
     """TEXT with the password URL holds masked as `***`, whichever form URL takes (keyword or
-    URL, percent-encoded or quoted), and any other password a connection string in TEXT spells.
-    The one mask: every PostgreSQL error and every printed server passes through it."""
-    secrets = set(_raw_passwords(url))
-    with contextlib.suppress(psycopg.Error):  # a URL libpq cannot parse: its raw spellings above go
-        secrets.add(str(conninfo.conninfo_to_dict(url).get("password") or ""))
-    for secret in sorted(filter(None, secrets), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    text = _URL_USERINFO.sub(r"\1***@", text)
-    return _PASSWORD_KEYWORD.sub(r"\1***", text)
-
-
-def _raw_passwords(url: str) -> Iterator[str]:
-    """The password as URL spells it, and decoded, without parsing it as libpq would (a URL it
-    refuses is quoted by its parse error all the same)."""
-    if "://" in url:
-        userinfo = url.split("://", 1)[1].split("/", 1)[0].rpartition("@")[0]
-    else:  # `user:secret@host/db` without its scheme: the word before the last `@`
-        userinfo = (url.rpartition("@")[0].split() or [""])[-1]
-    found = [userinfo.partition(":")[2]]
-    found += [m.group(2).strip("'") for m in _PASSWORD_KEYWORD.finditer(url)]
-    for raw in found:
-        yield raw
-        yield unquote(raw)
-        yield raw.replace("\\'", "'").replace("\\\\", "\\")
+    URL, percent-encoded or quoted), every other password this process read (secret_mask), and
+    any other password a connection string in TEXT spells. Every PostgreSQL error and every
+    printed server passes through it."""
+    parsed = ""
+    with contextlib.suppress(psycopg.Error):  # a URL libpq cannot parse: its raw spellings go
+        parsed = str(conninfo.conninfo_to_dict(url).get("password") or "")
+    secret_mask.remember(url, parsed)
+    return secret_mask.mask(text)
 
 
 def _first_line(exc: BaseException) -> str:
