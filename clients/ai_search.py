@@ -100,25 +100,43 @@ class SlowNotice:
     """Says on stderr, once, what a call is waiting for when it takes longer than `after` seconds:
     a first search in a large repository indexes it (up to --wait), and a silent minute reads as
     a hang to a user and to an agent alike. `message`: the line, or a function asked for it only
-    then (what the daemon reports it is doing at that moment). `_thread`, not `threading`: it is
-    loaded at start, while importing threading costs the warm path ~0.7 ms."""
+    then (what the daemon reports it is doing at that moment). Never once the call is over: the
+    answer can arrive while the function asks the daemon (up to a second), and a line after the
+    results said the call was still waiting. `_thread`, not `threading`: it is loaded at start,
+    while importing threading costs the warm path ~0.7 ms."""
 
     def __init__(self, after: float, message: str | Callable[[], str]):
         self._after, self._message = after, message
         self._done = _thread.allocate_lock()
         self._done.acquire()
+        self._over = False  # set by __exit__ under _gate: the watcher prints only while it is False
+        self._gate = _thread.allocate_lock()
+        self._finished = _thread.allocate_lock()  # released when the watcher ends (join)
+        self._finished.acquire()
 
     def _watch(self) -> None:
-        if not self._done.acquire(timeout=self._after):
+        try:
+            if self._done.acquire(timeout=self._after):
+                return
             message = self._message if isinstance(self._message, str) else self._message()
-            print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+            with self._gate:
+                if not self._over:
+                    print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+        finally:
+            self._finished.release()
 
     def __enter__(self) -> SlowNotice:
         _thread.start_new_thread(self._watch, ())
         return self
 
     def __exit__(self, *_: object) -> None:
+        with self._gate:  # a notice being printed now finishes first; none is printed after
+            self._over = True
         self._done.release()
+
+    def join(self, timeout: float = -1) -> bool:
+        """Wait until the watcher has ended, so nothing more can print (True when it has)."""
+        return self._finished.acquire(timeout=timeout)
 
 
 def _within(wait: float) -> str:
@@ -131,21 +149,28 @@ def catching_up(root: str, wait: float, why: str = "a first search in a large re
     return f"waiting for the index of {root} to catch up ({why}; {_within(wait)})"
 
 
-def waiting_line(root: str, wait: float, *, refresh: bool | str, collection: bool, daemon: bool) -> str:
+def waiting_line(
+    root: str, wait: float, *, refresh: bool | str, collection: bool, daemon: bool, rerank: bool = False
+) -> str:
     """ai-search's 3-second notice: what the call waits for, asked only then (a warm call never
     pays for the question). In-process (--no-daemon) the search itself indexes the repository; a
-    daemon says what its writer does, and while none answers yet it is starting."""
-    if not refresh or collection:
-        return "waiting for the search to finish"
+    daemon says what its writer or the search does, and while none answers yet it is starting."""
+    indexes = bool(refresh) and not collection
     if not daemon:
-        return catching_up(root, wait)
-    return daemon_doing(root, wait) or catching_up(root, wait, "a daemon starting loads its models first")
+        return catching_up(root, wait) if indexes else "waiting for the search to finish"
+    doing = daemon_doing(root, wait, refresh=bool(refresh), rerank=rerank)
+    if doing is not None:
+        return doing
+    if indexes:
+        return catching_up(root, wait, "a daemon starting loads its models first")
+    return "waiting for the daemon to start (it loads its models first)"
 
 
-def daemon_doing(root: str, wait: float) -> str | None:
-    """What the daemon says its writer is doing (/health's `jobs`, one quick request), worded for
-    the slow-call notice: re-reading an index after an upgrade is not indexing a repository for
-    the first time, nor taking in a few edits. A daemon of a version before `jobs` (left running
+def daemon_doing(root: str, wait: float, *, refresh: bool = True, rerank: bool = False) -> str | None:
+    """What the daemon says it is doing (/health, one quick request), worded for the slow-call
+    notice: re-reading an index after an upgrade is not indexing a repository for the first time,
+    nor taking in a few edits; with its writer idle (or a call that waits for no refresh) the wait
+    is the search itself (searching_line). A daemon of a version before `jobs` (left running
     across an upgrade) gets the wording that covers every wait. None when no daemon answers (it
     is starting)."""
     state = qc.read_state()
@@ -157,20 +182,47 @@ def daemon_doing(root: str, wait: float) -> str | None:
         return None
     jobs = health.get("jobs")
     if not isinstance(jobs, dict):  # an older daemon's /health: it does not say
-        return catching_up(root, wait)
+        return catching_up(root, wait) if refresh else "waiting for the search to finish"
     within = _within(wait)
     running = jobs.get("running") or {}
     names = ", ".join(running.get("collections") or []) or "every collection"
-    if running.get("kind") == "refresh":
+    if refresh and running.get("kind") == "refresh":
         doing = {
             "new": f"the daemon is indexing {root} for the first time",
             "upgrade": f"the daemon is re-reading the index of {names} after an upgrade (an older version"
             " indexed it; searches meanwhile answer from the old chunks)",
         }.get(str(running.get("reason")), f"the daemon is taking in recent changes to {names}")
         return f"{doing} ({within})"
-    if running.get("kind") == "embed":
-        return f"the daemon is finishing a batch of embedding before it refreshes {root} ({within})"
-    return f"waiting for the daemon's answer ({jobs.get('queued', 0)} jobs queued; {within})"
+    if refresh and jobs.get("queued"):  # this call's refresh waits behind the running job
+        if running.get("kind") == "embed":
+            return f"the daemon is finishing a batch of embedding before it refreshes {root} ({within})"
+        return f"the daemon has {jobs['queued']} jobs queued before this search's refresh ({within})"
+    return searching_line(health, rerank)
+
+
+def searching_line(health: dict[str, Any], rerank: bool) -> str:
+    """The notice when no refresh holds the call up: the wait is the search, and /health says
+    what makes it slow: a model's first use loads it (seconds), reranking on a CPU takes seconds,
+    other searches share the daemon's one reader. It said "waiting for the daemon's answer (0 jobs
+    queued)", which told the user nothing."""
+    steps = []
+    others = health.get("searches")
+    if isinstance(others, int) and others > 1:  # this search is one of them
+        steps.append(f"{others - 1} other search{'es' if others > 2 else ''} at the same time")
+    models = health.get("models")
+    if "models" in health and not isinstance(models, dict):  # the daemon has not built them yet
+        steps.append("loading its models for the first query")
+    roles = (models.get("roles") if isinstance(models, dict) else None) or {}
+    used = [("embed", "embedding")] + ([("rerank", "reranking")] if rerank else [])
+    for role, what in used:
+        if roles.get(role) in ("not loaded yet", "ready"):
+            steps.append(f"loading the {what} model for its first query")
+    if rerank and roles.get("rerank") not in ("off", "unavailable"):
+        on_cpu = isinstance(models, dict) and models.get("device") == "cpu"
+        steps.append("reranking the top results" + (" on the CPU (seconds; leave out --rerank to skip it)"
+                                                    if on_cpu else ""))
+    detail = "; ".join(steps) if steps else "no indexing or embedding holds it up"
+    return f"the daemon is running the search ({detail})"
 
 
 def shape(response: dict[str, Any], root: str) -> list[dict[str, Any]]:
@@ -238,7 +290,10 @@ def main(argv: list[str] | None = None) -> int:
     starts_daemon = is_git or bool(args.collection)
     daemon = not args.no_daemon and os.environ.get("QMD_NO_DAEMON") != "1"
     def waiting() -> str:
-        return waiting_line(root, args.wait, refresh=refresh, collection=bool(args.collection), daemon=daemon)
+        return waiting_line(
+            root, args.wait, refresh=refresh, collection=bool(args.collection), daemon=daemon,
+            rerank=bool(args.rerank),
+        )
 
     try:
         with SlowNotice(SLOW_NOTICE_S, waiting):

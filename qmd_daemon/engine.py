@@ -165,6 +165,12 @@ class Engine:
             self._models = ModelSet(wanted, self.settings.models_dir, self.backend.llm_cache)
         return self._models
 
+    def built_models(self) -> ModelSet | None:
+        """The model set when one is built, never building it nor reading index.yml: the daemon's
+        /health reports it from its event loop while the reader thread may be loading a model."""
+        owner = self._models_owner
+        return owner.built_models() if owner is not None else self._models
+
     def share_models_with(self, other: Engine) -> None:
         """Use `other`'s models: one copy of each in memory and one lock per model, for a second
         Engine (the daemon's writer) that works beside the first on its own connection."""

@@ -168,6 +168,7 @@ class Daemon:
         self._outdated: set[str] = set()  # indexed by an older version, not yet re-read (_refresh_outdated)
         self._last_activity = clock()
         self._inflight = 0
+        self._searches = 0  # /search requests being answered (waiting for a refresh or running)
         self._stop = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._idle_task: asyncio.Task[None] | None = None
@@ -269,7 +270,9 @@ class Daemon:
             return error_response(401, "unauthorized", "missing or wrong token (see the daemon state file)")
         if self.index_problem is not None and request.path not in ("/health", "/shutdown"):
             return error_response(503, "index_damaged", self.index_problem)
+        searching = request.path == "/search"
         self._inflight += 1
+        self._searches += searching
         self.touch()
         try:
             return await handler(request)
@@ -286,6 +289,7 @@ class Daemon:
             return error_response(500, "internal", f"{type(exc).__name__}: {exc}")
         finally:
             self._inflight -= 1
+            self._searches -= searching
             self.touch()
 
     # -- app -----------------------------------------------------------------------------------
@@ -339,8 +343,23 @@ class Daemon:
                 # what the writer is doing (no index read): ai-search words a slow answer by it,
                 # `status` names an embed owed to another process's lock
                 "jobs": self.jobs.activity(),
+                # and what a search costs when the writer is idle: searches being answered (this
+                # one among them), which models a first use still has to load, and on what device
+                "searches": self._searches,
+                "models": self._models_activity(),
             }
         )
+
+    def _models_activity(self) -> dict[str, Any] | None:
+        """Each role's state (`loaded`, `not loaded yet`, `ready`: built, its file not loaded yet,
+        `off`, `unavailable`) and the device, read without building or loading anything; None
+        before the reader has built its model set (a daemon just started)."""
+        models = self.reader.built_models()
+        if models is None:
+            return None
+        status = models.status()
+        roles = {role: value["state"] for role, value in status["roles"].items()}
+        return {"device": status["device"], "roles": roles}
 
     def _locate(self, path: Path | None, names: list[str] | None, create: bool) -> tuple[Any, bool]:
         """On the reader thread: the collection covering `path` (registered when `create`), and

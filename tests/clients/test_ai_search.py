@@ -351,6 +351,30 @@ def test_every_state_file_a_first_search_leaves_is_owner_only(daemon_home: Path,
     assert {p: m for p, m in modes.items() if m not in (0o600, 0o700)} == {}
 
 
+def test_the_notice_never_prints_once_the_answer_is_in(capsys: pytest.CaptureFixture[str]) -> None:
+    """The notice's wording asks the daemon (/health, up to a second); an answer that came
+    meanwhile was printed first and the notice after it, saying the call still waited. Here the
+    wording is asked, the call ends while it is being worded, and only then is it handed over:
+    events, no sleeps racing."""
+    import threading
+
+    from clients.ai_search import SlowNotice
+
+    asked, answer_in = threading.Event(), threading.Event()
+
+    def wording() -> str:
+        asked.set()
+        assert answer_in.wait(10)
+        return "the daemon is running the search"
+
+    notice = SlowNotice(0, wording)
+    with notice:
+        assert asked.wait(10)  # the watcher woke and is wording its line
+    answer_in.set()  # the call is over (results printed); now the line is ready
+    assert notice.join(10)  # the watcher has ended: nothing more can print
+    assert capsys.readouterr().err == ""
+
+
 def test_a_slow_call_says_once_what_it_waits_for_and_a_quick_one_says_nothing(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

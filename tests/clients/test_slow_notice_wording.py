@@ -113,6 +113,81 @@ def test_in_process_the_search_itself_indexes(home: Path, tmp_path: Path) -> Non
     repository; the notice said a daemon was starting."""
     line = waiting_line(str(tmp_path), 5, refresh=True, collection=False, daemon=False)
     assert "daemon" not in line and "a first search in a large repository indexes it" in line
-    assert waiting_line(str(tmp_path), 5, refresh=False, collection=False, daemon=True) == (
+    assert waiting_line(str(tmp_path), 5, refresh=False, collection=False, daemon=False) == (
         "waiting for the search to finish"
     )
+    # no refresh asked and no daemon answering /health yet: the one the call started is starting
+    assert waiting_line(str(tmp_path), 5, refresh=False, collection=False, daemon=True) == (
+        "waiting for the daemon to start (it loads its models first)"
+    )
+
+
+def _searching(detail: str) -> str:
+    return f"the daemon is running the search ({detail})"
+
+
+async def test_with_the_writer_idle_the_notice_says_what_the_search_is_doing(
+    small_engine: Engine, tmp_path: Path
+) -> None:
+    """No job running: the notice said "waiting for the daemon's answer (0 jobs queued; ...)".
+    It now says what /health reports the search costs: its models' first load, reranking on the
+    device, nothing at all. Real daemon and models (small profile), loaded step by step here."""
+    root = str(tmp_path)
+    daemon = Daemon(small_engine.settings, watch=False, idle_minutes=30)  # preload off: nothing built yet
+    await daemon.start()
+    try:
+        assert daemon.jobs.activity()["running"] is None
+        ask = {"refresh": False, "collection": False, "daemon": True}
+        line = await asyncio.to_thread(lambda: waiting_line(root, 60, **ask, rerank=True))
+        assert line == _searching("loading its models for the first query; reranking the top results")
+
+        await daemon._read(lambda: daemon.reader.models.embedder())  # built, its file not loaded yet
+        line = await asyncio.to_thread(daemon_doing, root, 60, refresh=False, rerank=True)
+        activity = daemon._models_activity()
+        assert activity is not None
+        rerank = "reranking the top results" + (
+            " on the CPU (seconds; leave out --rerank to skip it)" if activity["device"] == "cpu" else ""
+        )
+        assert line == _searching(
+            f"loading the embedding model for its first query; loading the reranking model for its first "
+            f"query; {rerank}"
+        )
+
+        await daemon._read(lambda: daemon.reader.models.embedder().embed_query("warm up"))
+        line = await asyncio.to_thread(daemon_doing, root, 60, refresh=True, rerank=False)
+        assert line == _searching("no indexing or embedding holds it up")  # the refresh asked is done
+        assert "jobs queued" not in line
+    finally:
+        await daemon.close()
+
+
+async def test_the_notice_counts_the_other_searches_the_daemon_answers(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Two real searches held on a refresh (the writer lock held by another process): the notice
+    of one of them says the daemon answers one other; /health counts /search requests in flight,
+    the asking call's own among them. No model is built yet (no search has run): it says so."""
+    import clients._qmd_client as qc
+
+    tree = write_tree(tmp_path / "tree", {"a.py": "def walrus():\n    return 1\n"})
+    engine.add_collection(tree, "tree")
+    with lock_held_elsewhere(writer_lock_path(engine.settings.index_path)):
+        daemon = Daemon(engine.settings, watch=False, idle_minutes=30)
+        await daemon.start()
+        state = qc.read_state()
+        assert state is not None
+        body = {"query": "walrus", "collections": ["tree"], "refresh": True, "wait": 60}
+        held = [asyncio.create_task(asyncio.to_thread(qc.http, state, "POST", "/search", body, 90))
+                for _ in range(2)]
+        try:
+            for _ in range(600):  # a ceiling
+                if daemon._searches == 2:
+                    break
+                await asyncio.sleep(0.05)
+            line = await asyncio.to_thread(daemon_doing, str(tree), 60, refresh=False)
+            expected = "1 other search at the same time; loading its models for the first query"
+            assert line == _searching(expected)
+        finally:
+            daemon.jobs.engine.stop_waiting.set()  # the refresh queued on the held lock gives up
+            await asyncio.gather(*held, return_exceptions=True)
+            await daemon.close()
