@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +137,33 @@ def pip_install(
             echo(compile_notice(args))
             args.append("-v")  # the build's own lines (cmake, the compiler) feed the progress ticker
     cmd = [str(env_python(venv)), "-m", "pip", "install", "--disable-pip-version-check", *args, spec]
-    progress.run_with_progress(cmd, f"pip install {spec}", log=log, echo=echo)
+    with checkout_left_as_found(spec):
+        progress.run_with_progress(cmd, f"pip install {spec}", log=log, echo=echo)
+
+
+# what building a wheel from a source folder writes into it (setuptools' build and egg-info folders)
+BUILD_LEFTOVERS = ("build", "*.egg-info")
+
+
+@contextlib.contextmanager
+def checkout_left_as_found(spec: str) -> Iterator[None]:
+    """pip builds a source folder's wheel inside it: a checkout the user cloned kept a `build/`
+    copy of the package after the install. What the build adds is removed again; what was there
+    before (a developer's editable install's egg-info) stays."""
+    folder = Path(spec.partition("[")[0])
+    if not folder.is_dir():  # a PyPI name or a wheel file
+        yield
+        return
+
+    def leftovers() -> set[Path]:
+        return {path for pattern in BUILD_LEFTOVERS for path in folder.glob(pattern)}
+
+    before = leftovers()
+    try:
+        yield
+    finally:
+        for path in leftovers() - before:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def run_checked(

@@ -1,9 +1,11 @@
 """Run a long command (pip compiling llama-cpp-python) so the user sees it move.
 
 pip alone prints "still running..." once a minute or so while a wheel builds; here every line goes
-to the setup log, pip's own milestones ("Collecting", "Building wheel", ...) are echoed as they come,
-and when nothing was echoed for `interval` seconds a ticker line says how long it has run and what
-the build printed last.
+to the setup log, pip's milestones that matter ("Building wheel", errors) are echoed as they come,
+and when nothing was echoed for `interval` seconds a ticker line says how long it has run, how many
+packages pip has collected and what it printed last. Not one line per package: a first install
+collects about 75 and their lines drowned the steps the user reads; "Successfully installed" ends
+as one count (the names are in the log).
 """
 
 from __future__ import annotations
@@ -20,8 +22,13 @@ from clients._qmd_client import open_private_append
 from qmd_daemon.setup.journal import SetupError
 
 PROGRESS_SECONDS = 10.0
-MILESTONES = ("Collecting ", "Building wheel", "Created wheel", "Installing collected", "Successfully",
-              "ERROR", "error:")
+MILESTONES = ("Building wheel", "Created wheel", "ERROR", "error:")
+COLLECTING = "Collecting "
+INSTALLED = "Successfully installed "
+
+
+def packages(count: int) -> str:
+    return f"{count} package{'' if count == 1 else 's'}"
 
 
 def elapsed_text(seconds: float) -> str:
@@ -35,6 +42,7 @@ def run_with_progress(
     """Run CMD; raise SetupError (naming the log) when it fails."""
     log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tail: deque[str] = deque(maxlen=12)
+    collected = [0]
     lock = threading.Lock()
     last_echo = [time.monotonic()]
 
@@ -61,7 +69,12 @@ def run_with_progress(
                 text = line.strip()
                 if text:
                     tail.append(text)
-                    if text.startswith(MILESTONES):
+                    if text.startswith(COLLECTING):
+                        collected[0] += 1
+                    elif text.startswith(INSTALLED):
+                        installed = packages(len(text[len(INSTALLED):].split()))
+                        say(f"pip installed {installed} (their versions: {log})")
+                    elif text.startswith(MILESTONES):
                         say(text)
 
         reader = threading.Thread(target=read, daemon=True)
@@ -72,7 +85,8 @@ def run_with_progress(
                 reader.join(timeout=due)
                 continue
             last = tail[-1][:140] if tail else "no output yet"
-            say(f"... {what}: {elapsed_text(time.monotonic() - start)} so far; last: {last}")
+            count = f"{packages(collected[0])} collected; " if collected[0] else ""
+            say(f"... {what}: {elapsed_text(time.monotonic() - start)} so far; {count}last: {last}")
         code = proc.wait()
     if code != 0:
         for line in tail:

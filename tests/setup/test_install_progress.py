@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.setup import llama_wheel
+from qmd_daemon.setup.envs import checkout_left_as_found
 from qmd_daemon.setup.journal import SetupError
 from qmd_daemon.setup.progress import run_with_progress
 
@@ -51,7 +52,7 @@ def test_a_quiet_long_command_shows_progress_at_a_steady_pace(tmp_path: Path):
         "print('[ 80%] Building C object ggml.c', flush=True)\n"
     )
     seen: list[str] = []
-    quiet_ticks = "... build: ", "so far; last: [ 20%] Building C object ggml.c"
+    quiet_ticks = "... build: ", "so far; 1 package collected; last: [ 20%] Building C object ggml.c"
 
     def echo(line: str) -> None:
         seen.append(line)
@@ -61,10 +62,49 @@ def test_a_quiet_long_command_shows_progress_at_a_steady_pace(tmp_path: Path):
     run_with_progress([sys.executable, "-c", script, str(go)], "build", log=tmp_path / "setup.log",
                       echo=echo, interval=0.5)
     ticks = [line for line in seen if line.startswith("... build: ")]
-    # pip's milestones as they come (a tick may come first while the interpreter starts)
-    assert [line for line in seen if line not in ticks] == ["Collecting llama-cpp-python"]
+    # a collected package is counted in the ticks, not echoed (a tick may come first while the
+    # interpreter starts)
+    assert [line for line in seen if line not in ticks] == []
     assert go.exists(), "no steady progress while the command was quiet"
     assert "[ 80%] Building C object" in (tmp_path / "setup.log").read_text()
+
+
+def test_an_install_echoes_its_steps_not_one_line_per_package(tmp_path: Path):
+    """A first install collects ~75 packages: their lines went to the terminal one by one and
+    drowned the steps around them. Now the building of a wheel is echoed, the packages counted."""
+    script = (
+        "for name in ['numpy', 'click', 'pyyaml']:\n"
+        "    print(f'Collecting {name}', flush=True)\n"
+        "    print(f'  Using cached {name}.whl', flush=True)\n"
+        "print('Building wheel for qmd-daemon (pyproject.toml): started', flush=True)\n"
+        "print('Installing collected packages: numpy, click, pyyaml, qmd-daemon', flush=True)\n"
+        "print('Successfully installed click-8 numpy-2 pyyaml-6 qmd-daemon-0.1', flush=True)\n"
+    )
+    seen: list[str] = []
+    log = tmp_path / "setup.log"
+    run_with_progress([sys.executable, "-c", script], "pip install x", log=log, echo=seen.append, interval=60)
+    assert seen == [
+        "Building wheel for qmd-daemon (pyproject.toml): started",
+        f"pip installed 4 packages (their versions: {log})",
+    ]
+    assert "Collecting click" in log.read_text() and "pyyaml-6" in log.read_text()
+
+
+def test_an_install_from_a_checkout_leaves_no_build_folder_in_it(tmp_path: Path):
+    """pip builds a source folder's wheel in it (setuptools' `build/` and `<name>.egg-info/`): a
+    user's clone kept a copy of the package in `build/` after install.sh. What the build adds goes;
+    what was there before (a developer's editable install's egg-info) stays."""
+    checkout = tmp_path / "qmd-daemon"
+    (checkout / "dev.egg-info").mkdir(parents=True)
+    with checkout_left_as_found(f"{checkout}[small]"):
+        (checkout / "build" / "lib").mkdir(parents=True)  # what the wheel build writes
+        (checkout / "qmd_daemon.egg-info").mkdir()
+    assert sorted(p.name for p in checkout.iterdir()) == ["dev.egg-info"]
+    # a failed install leaves the checkout as found too
+    with pytest.raises(SetupError), checkout_left_as_found(str(checkout)):
+        (checkout / "build").mkdir()
+        raise SetupError("pip failed")
+    assert sorted(p.name for p in checkout.iterdir()) == ["dev.egg-info"]
 
 
 def test_a_failed_command_shows_its_last_lines_and_names_the_log(tmp_path: Path):
