@@ -688,12 +688,15 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
     A daemon that holds its lock but does not answer is not replaced (it cannot be): the caller
     falls back at once instead of waiting for a start that cannot happen."""
     state = read_state()
-    if state is not None and _older_than_client(state):
-        if _cannot_replace(state) and healthy(state):
+    if state is not None and _outdated(state):
+        older = _older_than_client(state)
+        if older and _cannot_replace(state) and healthy(state):
             _say_kept(state)
             return state
         daemon = f"the daemon (pid {state.get('pid')})"
-        print(f"qmd-daemon: restarting {daemon}: it runs older code than this client", file=sys.stderr)
+        why = "it runs older code than this client" if older else (
+            "its code was replaced on disk since it started (an upgrade)")
+        print(f"qmd-daemon: restarting {daemon}: {why}", file=sys.stderr)
         try:  # noqa: SIM105 - contextlib costs an import on every call
             retire_older(state)
         except (DaemonUnavailable, DaemonError):
@@ -738,6 +741,27 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
 def _older_than_client(state: dict[str, Any]) -> bool:
     schema = state.get("schema")
     return not isinstance(schema, int) or schema < INDEX_SCHEMA
+
+
+def code_replaced(state: dict[str, Any]) -> bool:
+    """The package file the daemon's code was loaded from is no longer the one on disk: a `pip
+    install -U` (or install.sh's) since it started, which needs no new schema, so the daemon kept
+    serving the old code (fixes and all) until it idled out. One stat. A file that is gone (an
+    install in progress, a removed environment) is not taken for a change: restarting then could
+    start nothing."""
+    code = state.get("code")
+    if not isinstance(code, dict):
+        return False
+    try:
+        found = os.stat(code["file"])
+    except (OSError, KeyError, TypeError, ValueError):
+        return False
+    return (found.st_mtime_ns, found.st_size) != (code.get("mtime_ns"), code.get("size"))
+
+
+def _outdated(state: dict[str, Any]) -> bool:
+    """A daemon to replace before asking it anything (retire_older)."""
+    return _older_than_client(state) or code_replaced(state)
 
 
 def _kept_path() -> str:
@@ -792,7 +816,7 @@ def call(method: str, path: str, body: Any = None, timeout: float = 30.0, start:
     """A request to the running daemon; when it is absent, stale or older than this client, start
     one and retry once."""
     state = read_state()
-    if state is not None and not (start and _older_than_client(state)):
+    if state is not None and not (start and _outdated(state)):
         try:
             return http(state, method, path, body, timeout)
         except DaemonUnavailable:

@@ -35,6 +35,7 @@ from qmd_daemon.daemon.state import (
     NONCE,
     DaemonState,
     LifetimeLock,
+    code_stamp,
     daemon_proof,
     probe_health,
     read_state,
@@ -147,6 +148,7 @@ class Daemon:
         self.token = secrets.token_urlsafe(32)
         self._token_bytes = self.token.encode()
         self.started_at = time.time()
+        self.code = code_stamp()  # the code it runs, as it was on disk (DaemonState.code)
         self.port = 0
         self.stop_reason: str | None = None
         self.reader = Engine(settings)
@@ -233,6 +235,7 @@ class Daemon:
             port=self.port, token=self.token, pid=os.getpid(), version=__version__,
             started_at=self.started_at,
             schema=SCHEMA_VERSION,
+            code=self.code,
         )
 
     # -- guards --------------------------------------------------------------------------------

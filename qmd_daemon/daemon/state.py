@@ -1,4 +1,4 @@
-"""The state file (`{port, token, pid, version, started_at, schema}`, mode 0600, written atomically) and
+"""The state file (`{port, token, pid, version, started_at, schema, code}`, mode 0600, written atomically) and
 the lifetime lock that makes "one daemon per home" hold even when many clients start one at once.
 
 The lock (`qmd_daemon.locks`: flock on POSIX, msvcrt on Windows) is held for the daemon's whole
@@ -26,6 +26,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+import qmd_daemon
 from clients._qmd_client import LOCK_FILE, MAX_CHALLENGE_BYTES, PROOF_LABEL, STATE_FILE
 from qmd_daemon.atomic_files import replace_file
 from qmd_daemon.locks import file_lock
@@ -50,9 +51,24 @@ class DaemonState:
     # the index schema this daemon's code maintains: a client whose code maintains a newer one
     # replaces the daemon (a `pip install -U` while it ran; _qmd_client.INDEX_SCHEMA)
     schema: int = 0
+    # the package file this daemon's code was loaded from, as it was when the daemon started
+    # (`code_stamp`): a `pip install -U` rewrites it, and a client that finds it changed on disk
+    # replaces the daemon (_qmd_client.code_replaced), also when the schema stayed the same
+    code: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def code_stamp() -> dict[str, Any] | None:
+    """`{file, mtime_ns, size}` of the package's __init__.py, which every install rewrites (pip
+    writes each file of a wheel anew); None when it cannot be read."""
+    path = qmd_daemon.__file__
+    try:
+        found = os.stat(path)
+    except (OSError, TypeError):  # TypeError: a namespace package has no __file__
+        return None
+    return {"file": path, "mtime_ns": found.st_mtime_ns, "size": found.st_size}
 
 
 def state_path(state_dir: Path) -> Path:
@@ -91,6 +107,7 @@ def read_state(state_dir: Path) -> DaemonState | None:
             version=str(raw.get("version", "")),
             started_at=float(raw.get("started_at", 0.0)),
             schema=int(raw.get("schema", 0)),
+            code=raw.get("code") if isinstance(raw.get("code"), dict) else None,
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -1,7 +1,9 @@
 """`pip install -U` while a daemon runs: the daemon keeps its old code in memory, and the new
 client must not keep talking to it (its writes to the upgraded index are refused, so it could
-never refresh again). Real processes: the older daemon is this code with its last schema step
-taken away before it starts (the only daemon older than the code under test that can run here)."""
+never refresh again; with the same schema, it kept serving the old code's behaviour until it
+idled out). Real processes: the older daemon is this code with its last schema step taken away
+before it starts (the only daemon older than the code under test that can run here), or this code
+stamped with a package file the test rewrites as pip would."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import qmd_daemon
 from clients import _qmd_client
 from qmd_daemon.store.schema import SCHEMA_VERSION
 from tests.daemon.support import env_for, make_repo, pid_running, run_client, state_of, wait_for
@@ -19,6 +22,16 @@ import runpy, sys
 from qmd_daemon.store import schema
 del schema.MIGRATIONS[schema.SCHEMA_VERSION]
 schema.SCHEMA_VERSION -= 1
+sys.argv = ["qmd_daemon.daemon", "serve"]
+runpy.run_module("qmd_daemon.daemon", run_name="__main__")
+"""
+
+
+# this code, its state file naming the package file argv[1] as the one its code was loaded from
+_STAMPED_DAEMON = """
+import runpy, sys
+import qmd_daemon
+qmd_daemon.__file__ = sys.argv[1]
 sys.argv = ["qmd_daemon.daemon", "serve"]
 runpy.run_module("qmd_daemon.daemon", run_name="__main__")
 """
@@ -86,3 +99,52 @@ def test_an_older_daemon_that_qmd_daemon_python_starts_is_started_once_and_kept(
     proc = run_client("ai_search.py", "parse cookie header", "--json", home=daemon_home, cwd=repo)
     assert proc.returncode == 0 and "restarting the daemon" in proc.stderr, proc.stderr
     assert state_of(daemon_home)["schema"] == SCHEMA_VERSION
+
+
+def test_a_daemon_whose_code_was_reinstalled_under_it_is_replaced(daemon_home: Path, tmp_path: Path) -> None:
+    # a `pip install -U` of a version with the same schema left the old daemon serving the old
+    # code (the fixes the user upgraded for) until it idled out, though docs/install.md promised
+    # the first new client replaces it
+    repo = make_repo(tmp_path / "proj")
+    package_file = tmp_path / "installed" / "__init__.py"
+    package_file.parent.mkdir()
+    package_file.write_text('__version__ = "0.1.0"\n')
+    running = subprocess.Popen(
+        [sys.executable, "-c", _STAMPED_DAEMON, str(package_file)], env=env_for(daemon_home),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: (state_of(daemon_home) or {}).get("pid") == running.pid, timeout=60)
+        assert state_of(daemon_home)["code"]["file"] == str(package_file)
+        proc = run_client("ai_search.py", "parse cookie header", "--json", home=daemon_home, cwd=repo)
+        assert proc.returncode == 0 and "restarting" not in proc.stderr, proc.stderr
+        assert state_of(daemon_home)["pid"] == running.pid, "code unchanged on disk: the daemon is kept"
+
+        package_file.write_text('__version__ = "0.1.0"  # rebuilt\n')  # what pip -U does to it
+        proc = run_client("ai_search.py", "parse cookie header", "--json", home=daemon_home, cwd=repo)
+        assert proc.returncode == 0, proc.stderr
+        assert f"restarting the daemon (pid {running.pid}): its code was replaced on disk" in proc.stderr
+        assert running.wait(timeout=30) == 0, "the daemon is asked to stop, not killed"
+        assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
+        state = state_of(daemon_home)
+        assert state["pid"] != running.pid and pid_running(state["pid"])
+        assert state["code"]["file"] == qmd_daemon.__file__
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.wait()
+
+
+def test_a_package_file_gone_is_no_reason_to_restart(tmp_path: Path) -> None:
+    # mid-install (pip removes the old files first) or a removed environment: starting the same
+    # Python again could start nothing, so the daemon that runs is kept
+    package_file = tmp_path / "__init__.py"
+    package_file.write_text("x = 1\n")
+    found = package_file.stat()
+    state = {"code": {"file": str(package_file), "mtime_ns": found.st_mtime_ns, "size": found.st_size}}
+    assert not _qmd_client.code_replaced(state)
+    package_file.write_text("x = 22\n")
+    assert _qmd_client.code_replaced(state)
+    package_file.unlink()
+    assert not _qmd_client.code_replaced(state)
+    assert not _qmd_client.code_replaced({"schema": 9})  # a daemon from before the stamp

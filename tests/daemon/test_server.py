@@ -73,7 +73,7 @@ async def test_state_file_is_private_and_removed_on_close(home: Path) -> None:
     path = home / "state" / "daemon.json"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     data = json.loads(path.read_text())
-    assert set(data) == {"port", "token", "pid", "version", "started_at", "schema"}
+    assert set(data) == {"port", "token", "pid", "version", "started_at", "schema", "code"}
     assert data["port"] == port and data["token"] == d.token
     assert stat.S_IMODE((home / "state").stat().st_mode) == 0o700
     await d.close()
