@@ -34,6 +34,7 @@ URL_USERINFO = re.compile(r"(://[^/:@\s]*:)[^@\s/]+@")
 _known: set[str] = set()
 _lock = threading.Lock()
 _factory_installed = False
+_read_a_url = False  # set by `remember`, also for a URL without a password (the shape rules apply)
 
 
 def raw_passwords(url: str) -> Iterator[str]:
@@ -54,15 +55,17 @@ def raw_passwords(url: str) -> Iterator[str]:
 def remember(url: str, *more_secrets: str) -> None:
     """Mask URL's password (and MORE_SECRETS: spellings a parser found) from now on, in `mask`
     and in every log record of this process."""
+    global _read_a_url
     secrets = {s for s in (*raw_passwords(url), *more_secrets) if s}
     with _lock:
         _known.update(secrets)
+        _read_a_url = True
     _mask_log_records()
 
 
 def active() -> bool:
     """Whether a database URL has been read by this process (the mask then works by shape too)."""
-    return bool(_known)
+    return _read_a_url
 
 
 def mask(text: str, extra: Iterable[str] = ()) -> str:
@@ -71,7 +74,8 @@ def mask(text: str, extra: Iterable[str] = ()) -> str:
     index has no password; a log line quoting code with `password=` stays readable)."""
     with _lock:
         secrets = _known | {s for s in extra if s}
-    if not secrets:
+        read = _read_a_url
+    if not secrets and not read:
         return text
     for secret in sorted(secrets, key=len, reverse=True):
         text = text.replace(secret, "***")

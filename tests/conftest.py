@@ -246,4 +246,5 @@ def forget_secrets() -> Iterator[None]:
     yield
     logging.setLogRecordFactory(factory)
     secret_mask._known.clear()
+    secret_mask._read_a_url = False
     secret_mask._factory_installed = False
