@@ -215,8 +215,8 @@ def _common_definitions(store: ChunkStore, found: Definitions, cands: dict[int, 
     they still earn the definition boost, weighed by the name's spread."""
     if not found.unread:
         return
-    for chunk_id, defined_names in store.definitions_in(list(cands)).items():
-        for name in defined_names:
+    for chunk_id, definitions in store.definitions_in(list(cands)).items():
+        for name, _line in definitions:
             if name.lower() in found.unread:
                 found.add(chunk_id, name)
 
@@ -514,6 +514,7 @@ def _search(
         min_score=options.min_score,
         related_of=store.related_paths,
         explain=options.explain,
+        definitions_of=store.definitions_in,
     )
     clock.lap("shape")
     return hits

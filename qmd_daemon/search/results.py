@@ -24,16 +24,22 @@ def shape_hits(
     min_score: float,
     related_of: Callable[[list[int]], dict[int, list[str]]],
     explain: bool,
+    definitions_of: Callable[[list[int]], dict[int, list[tuple[str, int]]]] | None = None,
 ) -> list[Hit]:
     """`related_of`: file ids -> the files related to each (the store's `related_paths`), asked
     once for the files of the hits returned: a code file can be cited by ~1,000 doc chunks, and
-    a question's 30 leading candidates' files cost 2-3 ms at 503k chunks against ~1 for its hits'."""
+    a question's 30 leading candidates' files cost 2-3 ms at 503k chunks against ~1 for its hits'.
+    `definitions_of`: chunk ids -> (name, line) of their definitions (the store's
+    `definitions_in`), asked once for the chunks that can become hits: a hit on a definition of a
+    query word starts at its head, wherever its words are densest (search/snippets.py)."""
     hits: list[Hit] = []
     hit_files: list[int] = []
     per_file_count: dict[tuple[str, str], int] = {}
     budget = max_tokens if max_tokens and max_tokens > 0 else None
     used = 0
     top = max((c.score for c in ranked), default=0.0)
+    reachable = [c.chunk.id for c in _reachable(ranked, limit, per_file)]
+    definitions = definitions_of(reachable) if definitions_of is not None else {}
     ceiling = 1.0  # scores never rise down the list, so a threshold cuts a prefix
     for cand in ranked:
         chunk = cand.chunk
@@ -44,7 +50,8 @@ def shape_hits(
         score = round(min(ceiling, probability(values)), 4)
         if score < min_score:
             break
-        line, snippet = best_window(chunk.text, chunk.start_line, words, signatures=chunk.signature)
+        line, snippet = best_window(chunk.text, chunk.start_line, words, signatures=chunk.signature,
+                                    definitions=definitions.get(chunk.id, ()))
         cost = RESULT_OVERHEAD_TOKENS + len(snippet) // CHARS_PER_TOKEN
         if budget is not None and used + cost > budget and hits:
             break
@@ -77,3 +84,19 @@ def shape_hits(
     for hit, file_id in zip(hits, hit_files, strict=True):
         hit.related = related.get(file_id, [])[:5]
     return hits
+
+
+def _reachable(ranked: list[Candidate], limit: int, per_file: int) -> list[Candidate]:
+    """The candidates shape_hits can return: the first LIMIT within the per-file cap (the score
+    floor and the token budget only end the list sooner)."""
+    out: list[Candidate] = []
+    per_file_count: dict[tuple[str, str], int] = {}
+    for cand in ranked:
+        if len(out) >= limit:
+            break
+        key = (cand.chunk.collection, cand.chunk.path)
+        if per_file and per_file_count.get(key, 0) >= per_file:
+            continue
+        per_file_count[key] = per_file_count.get(key, 0) + 1
+        out.append(cand)
+    return out

@@ -187,12 +187,12 @@ def name_words_boost(
     parsed: ParsedQuery,
     top: float,
     weights: ScoringWeights,
-    names_of: Callable[[list[int]], dict[int, list[str]]],
+    names_of: Callable[[list[int]], dict[int, list[tuple[str, int]]]],
     defined: dict[int, set[str]],
 ) -> None:
     """A chunk that defines a compound name whose every part the question says answers it by
     name (`split_identifier` for "split camelCase identifiers into words"). `names_of`: chunk ids
-    -> the names each defines (asked only when the rule applies); chunks in `defined` already have
+    -> (name, line) of each definition (asked only when the rule applies); chunks in `defined` already have
     the definition boost."""
     if parsed.is_symbol_query or weights.name_words == 0 or asks_for_docs(parsed):
         return
@@ -206,7 +206,7 @@ def name_words_boost(
         if cand.chunk.id in defined or cand.chunk.kind == "doc":  # headings are not names
             continue
         said = 0
-        for name in names.get(cand.chunk.id, ()):
+        for name, _line in names.get(cand.chunk.id, ()):
             parts = _name_parts(name)
             if len(parts) >= 2 and all(matching.says(part) for part in parts):
                 said = max(said, len(parts))

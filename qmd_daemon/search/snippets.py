@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 SNIPPET_LINES = 12
 SNIPPET_CHARS = 800
@@ -12,12 +13,21 @@ LEAD_IN = ("@", "#[", "[")
 
 
 def best_window(
-    text: str, start_line: int, words: list[str], max_lines: int = SNIPPET_LINES, signatures: str = ""
+    text: str,
+    start_line: int,
+    words: list[str],
+    max_lines: int = SNIPPET_LINES,
+    signatures: str = "",
+    definitions: Sequence[tuple[str, int]] = (),
 ) -> tuple[int, str]:
-    """(first line number, snippet text): from the header of a definition of a query word when the
-    chunk holds one (`signatures`: the chunk's definition headers, one a line), else the window
-    with the most query-word hits, from its first hit or the definition header above it in the
-    window. Either way with the decorators right above.
+    """(first line number, snippet text): from the head of a definition of a query word when the
+    chunk holds one, else the window with the most query-word hits, from its first hit or the
+    head of the definition above it in the window. Either way with the decorators right above.
+    `definitions`: (name, line) of the chunk's definitions, lines counted in the file (the
+    index's, where the parser found each name); `signatures`: the chunk's definition headers,
+    one a line, as the chunker normalised them (a parameter list over several lines joined, the
+    `{` dropped: `int uv_timer_start(uv_timer_t* handle, uv_timer_cb cb, ...)`), used to take in
+    the lines of a head above its name (C's return type on a line of its own).
     A chunk often opens with what precedes its definitions (a comment's table, the end of the
     previous statement, another definition that merely mentions the word), and a window that only
     holds the definition's line used to start there. Moving a window's start down to its first hit
@@ -26,7 +36,12 @@ def best_window(
     lowered = [line.lower() for line in lines]
     hits = [sum(1 for w in words if w in line) for line in lowered]
     headers = {h.strip().lower() for h in signatures.split("\n") if h.strip()}
-    defining = _defining_line(lowered, words, headers)
+    heads = {line - start_line for _, line in definitions if 0 <= line - start_line < len(lines)}
+    defining = _named_definition(definitions, start_line, len(lines), words)
+    if defining is None:
+        defining = _defining_line(lowered, words, headers)
+    if defining is not None:
+        defining = _head_start(lowered, defining, headers)
     if defining is not None:
         best_start = window_start = defining
     else:
@@ -46,7 +61,10 @@ def best_window(
             while not hits[best_start]:
                 best_start += 1
             # the header of the definition these lines are in, when the window holds it
-            above = [i for i in range(window_start, best_start) if lowered[i].strip() in headers]
+            above = [i for i in range(window_start, best_start)
+                     if i in heads or lowered[i].strip() in headers]
+            if above:
+                above[-1] = _head_start(lowered, above[-1], headers)
             best_start = above[-1] if above else best_start
     while best_start > 0 and lines[best_start - 1].lstrip().startswith(LEAD_IN):
         best_start -= 1
@@ -73,3 +91,43 @@ def _defining_line(lowered: list[str], words: list[str], headers: set[str]) -> i
         if line.strip() in headers and named.search(line):
             return index
     return None
+
+
+def _named_definition(
+    definitions: Sequence[tuple[str, int]], start_line: int, count: int, words: list[str]
+) -> int | None:
+    """The chunk's row of its first definition of the earliest query word that it defines: the
+    name as a whole (`close`, not `call_on_close`), or its last part when qualified (`M.setup`,
+    `Foo::bar`). Earliest: `uv_timer_start`'s words are itself, `timer`, `start`, and a chunk
+    defining `start` above `uv_timer_start` is shown from the latter."""
+    order = {word: i for i, word in reversed(list(enumerate(words)))}
+    best: tuple[int, int] | None = None
+    for name, line in definitions:
+        row = line - start_line
+        if not 0 <= row < count:
+            continue
+        last_part = re.split(r"[.:]+", name)[-1]
+        rank = min(order.get(name.lower(), len(words)), order.get(last_part.lower(), len(words)))
+        if rank < len(words) and (best is None or (rank, row) < best):
+            best = (rank, row)
+    return None if best is None else best[1]
+
+
+def _normalised(text: str) -> str:
+    """Lines joined as the chunker joins a signature's (ingest/chunk_code.py `signature`)."""
+    joined = " ".join(text.split())
+    return re.sub(r"\s+\)", ")", re.sub(r"\(\s+", "(", joined))
+
+
+def _head_start(lowered: list[str], row: int, headers: set[str], reach: int = 3) -> int:
+    """The first row of the head whose name is on ROW: up to REACH rows above it when they and
+    ROW begin one header of the chunk (`static int` over `foo(int a) {` begins `static int
+    foo(int a)`; a previous definition's one-line head and ROW begin none); ROW otherwise."""
+    start = row
+    for above in range(row - 1, max(-1, row - 1 - reach), -1):
+        if not lowered[above].strip():
+            break
+        joined = _normalised(" ".join(lowered[above : row + 1])).rstrip("{").rstrip()
+        if any(h.startswith(joined) or (h.endswith("...") and joined.startswith(h[:-3])) for h in headers):
+            start = above
+    return start

@@ -663,16 +663,18 @@ class IndexStore:
         )
         return {str(n): int(k) for n, k in rows}
 
-    def definitions_in(self, chunk_ids: list[int]) -> dict[int, list[str]]:
-        """Chunk id -> the names the chunk defines."""
+    def definitions_in(self, chunk_ids: list[int]) -> dict[int, list[tuple[str, int]]]:
+        """Chunk id -> (name, line) of each definition the chunk holds, in line order."""
         if not chunk_ids:
             return {}
         marks = ",".join("?" * len(chunk_ids))
-        out: dict[int, list[str]] = {}
-        for chunk_id, name in self.conn.execute(
-            f"SELECT chunk_id, name FROM definitions WHERE chunk_id IN ({marks})", chunk_ids
+        out: dict[int, list[tuple[str, int]]] = {}
+        for chunk_id, name, line in self.conn.execute(
+            f"SELECT chunk_id, name, line FROM definitions WHERE chunk_id IN ({marks})"
+            " ORDER BY chunk_id, line",
+            chunk_ids,
         ):
-            out.setdefault(int(chunk_id), []).append(name)
+            out.setdefault(int(chunk_id), []).append((name, int(line)))
         return out
 
     def signature_outline(self, file_ids: list[int]) -> dict[int, list[tuple[int, str]]]:

@@ -168,7 +168,10 @@ class ChunkStore(Protocol):
         define it: what chunks_defining would return, counted on the index."""
         ...
 
-    def definitions_in(self, chunk_ids: list[int]) -> dict[int, list[str]]: ...
+    def definitions_in(self, chunk_ids: list[int]) -> dict[int, list[tuple[str, int]]]:
+        """Chunk id -> (name, line) of each definition the chunk holds, in line order (the line
+        of its name, 1-based: where a hit's snippet starts, search/snippets.py)."""
+        ...
 
     def signature_outline(self, file_ids: list[int]) -> dict[int, list[tuple[int, str]]]:
         """File id -> (chunk id, signature) of each chunk, in line order."""

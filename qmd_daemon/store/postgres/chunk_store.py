@@ -479,13 +479,15 @@ class PostgresChunkStore:
                WHERE lower(d.name) = ANY(%s) AND c.collection_id = ANY(%s) GROUP BY d.name""",
             ([n.lower() for n in names], collection_ids))}
 
-    def definitions_in(self, chunk_ids: list[int]) -> dict[int, list[str]]:
+    def definitions_in(self, chunk_ids: list[int]) -> dict[int, list[tuple[str, int]]]:
         if not chunk_ids:
             return {}
-        out: dict[int, list[str]] = {}
-        for chunk_id, name in self._sql("SELECT chunk_id, name FROM definitions WHERE chunk_id = ANY(%s)",
-                                        (list(chunk_ids),)):
-            out.setdefault(int(chunk_id), []).append(name)
+        out: dict[int, list[tuple[str, int]]] = {}
+        for chunk_id, name, line in self._sql(
+            "SELECT chunk_id, name, line FROM definitions WHERE chunk_id = ANY(%s) ORDER BY chunk_id, line",
+            (list(chunk_ids),),
+        ):
+            out.setdefault(int(chunk_id), []).append((name, int(line)))
         return out
 
     def last_lines(self, file_ids: list[int]) -> dict[int, int]:
