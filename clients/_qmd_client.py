@@ -75,6 +75,28 @@ def prepare_stdout() -> bool:
     return tty
 
 
+# -- input ---------------------------------------------------------------------------------------
+
+STDIN_QUERY = "-"  # the query argument that reads the query from stdin
+MAX_STDIN_QUERY = 1_000_000  # characters: a long bug report is ~5,000
+
+
+def query_from_stdin() -> str:
+    """The query `-` stands for: stdin's text, as UTF-8. A bug report or a traceback holds quotes,
+    backticks and `$`, which an agent must otherwise get through a shell's quoting intact; typed
+    lines (`lex:`, `vec:`) are one per line. A terminal is refused rather than waited on (an agent
+    in a pseudo-terminal would hang). ValueError: the one-line reason."""
+    stream = sys.stdin
+    if stream is None or stream.isatty():
+        raise ValueError("`-` reads the query from stdin, which is a terminal here: pipe the text in "
+                         "(ai-search - < report.txt)")
+    raw = stream.buffer.read(4 * MAX_STDIN_QUERY + 4) if hasattr(stream, "buffer") else stream.read().encode()
+    text = raw.decode("utf-8", errors="replace")
+    if len(text) > MAX_STDIN_QUERY:
+        raise ValueError(f"the query on stdin is over {MAX_STDIN_QUERY:,} characters")
+    return text
+
+
 # -- paths ---------------------------------------------------------------------------------------
 
 

@@ -44,7 +44,11 @@ def _parser() -> argparse.ArgumentParser:
         # a fixed width: the default asks shutil for the terminal size, and shutil costs ~5 ms
         formatter_class=lambda prog: argparse.HelpFormatter(prog, width=100),
     )
-    p.add_argument("query", nargs="+", help="what to look for (words, identifiers, a question)")
+    p.add_argument(
+        "query", nargs="+",
+        help="what to look for (words, identifiers, a question); - reads it from stdin (a bug report,"
+        " a traceback: no shell quoting)",
+    )
     p.add_argument("--json", action="store_true", help="JSON even on a terminal")
     p.add_argument("-n", "--limit", type=int, default=10, help="number of results (default 10)")
     p.add_argument("-c", "--collection", action="append", help="search this collection instead (repeatable)")
@@ -253,7 +257,13 @@ def _table(rows: list[dict[str, Any]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
-    query = " ".join(args.query).strip()
+    if args.query == [qc.STDIN_QUERY]:
+        try:
+            query = qc.query_from_stdin().strip()
+        except ValueError as exc:
+            return _fail(str(exc), 2)
+    else:
+        query = " ".join(args.query).strip()
     if not query:
         return _fail("empty query", 2)
     if not 1 <= args.limit <= 200:

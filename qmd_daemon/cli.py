@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from clients._qmd_client import prepare_stdout
+from clients._qmd_client import STDIN_QUERY, prepare_stdout, query_from_stdin
 from qmd_daemon import __version__, secret_mask
 from qmd_daemon.config import PROFILES, CollectionConfig
 from qmd_daemon.engine import Engine
@@ -311,6 +311,18 @@ def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
         sys.exit(1)
 
 
+def _query_text(query: str) -> str:
+    """QUERY, or stdin's text for `-`; a usage error (exit 2) when there is none."""
+    if query == STDIN_QUERY:
+        try:
+            query = query_from_stdin()
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+    if not query.strip():
+        raise click.UsageError("empty query")
+    return query
+
+
 @cli.command()
 @click.argument("query")
 @click.option("-c", "--collection", "names", multiple=True, help="Collection(s) to search.")
@@ -371,9 +383,9 @@ def search(
     budget_ms: float,
     paths: tuple[str, ...],
 ) -> None:
-    """Search the index: code-aware BM25, plus vectors once embedded."""
-    if not query.strip():
-        raise click.UsageError("empty query")
+    """Search the index: code-aware BM25, plus vectors once embedded. QUERY `-`: read it from
+    stdin (a bug report, a traceback)."""
+    query = _query_text(query)
     options = SearchOptions(
         per_file=per_file,
         max_tokens=max_tokens or None,
@@ -413,9 +425,9 @@ def search(
 )
 @click.pass_context
 def context(ctx: click.Context, query: str, names: tuple[str, ...], limit: int, max_tokens: int) -> None:
-    """Markdown for an agent's context: hits, languages and frameworks, related docs."""
-    if not query.strip():
-        raise click.UsageError("empty query")
+    """Markdown for an agent's context: hits, languages and frameworks, related docs. QUERY `-`:
+    read it from stdin."""
+    query = _query_text(query)
     engine = _searchable(ctx, names)
     scope = _scope(engine, names)
     hits = engine.search(query, scope, limit=limit, options=SearchOptions(max_tokens=max_tokens or None))

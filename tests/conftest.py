@@ -168,6 +168,7 @@ def run_cli(
     check: bool = False,
     timeout: float = 120,
     cwd: Path | None = None,
+    stdin: str | None = None,
     **env_extra: str,
 ) -> subprocess.CompletedProcess[str]:
     """Run the real console entry point in a subprocess (what a user runs), from `cwd`."""
@@ -179,6 +180,7 @@ def run_cli(
         env=env,
         timeout=timeout,
         cwd=cwd,
+        input=stdin,
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"qmd-daemon {' '.join(args)} failed: {proc.stderr}")

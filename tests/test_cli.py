@@ -54,6 +54,18 @@ def test_add_update_search_json(home: Path, project: Path) -> None:
     assert json.loads(run_cli("collection", "list", "--json", env_home=home, check=True).stdout) == []
 
 
+def test_search_and_context_read_a_query_of_dash_from_stdin(home: Path, project: Path) -> None:
+    run_cli("collection", "add", str(project), env_home=home, check=True)
+    report = "`$pool` leaks: 'TCPConnector' keeps \"keep-alive\" connections past its limit\n"
+    hits = json.loads(run_cli("search", "-", "--json", env_home=home, check=True, stdin=report).stdout)
+    assert hits[0]["path"] == "pool/conn.go"
+    assert json.loads(run_cli("search", report, "--json", env_home=home, check=True).stdout) == hits
+    context = run_cli("context", "-", env_home=home, check=True, stdin=report).stdout
+    assert "pool/conn.go" in context
+    empty = run_cli("search", "-", env_home=home, stdin="\n")
+    assert empty.returncode == 2 and "Error: empty query" in empty.stderr and "Traceback" not in empty.stderr
+
+
 def test_search_and_context_from_inside_a_repository_cover_it_and_the_default_collections(
     home: Path, project: Path, tmp_path: Path
 ) -> None:

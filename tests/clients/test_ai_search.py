@@ -205,6 +205,47 @@ def test_json_is_utf8_where_the_locale_is_not(daemon_home: Path, tmp_path: Path)
     assert "\u250c\u2500\u2510" in snippet and "\u4e2d\u6587" in snippet
 
 
+REPORT = """Crash when the cookie header has no '=' in it:
+
+    Traceback (most recent call last):
+      File "app.py", line 3, in <module>
+        jar = parse_cookie_header(`$HEADER`)
+    ValueError: dictionary update sequence element #0 has length 1; 2 is required
+"""
+
+
+def test_a_bug_report_on_stdin_is_the_query(daemon_home: Path, repo: Path, tmp_path: Path) -> None:
+    """`-` reads the query from stdin: quotes, backticks and `$` reach the search as written,
+    which a shell argument gets right only with careful quoting (agents paste tracebacks)."""
+    def run(*args: str, stdin: str | int) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(CLIENTS / "ai_search.py"), *args, "--no-daemon"], cwd=repo,
+            env=env_for(daemon_home), input=stdin if isinstance(stdin, str) else None,
+            stdin=None if isinstance(stdin, str) else stdin, capture_output=True, text=True, timeout=90,
+        )  # fmt: skip
+
+    proc = run("-", stdin=REPORT)
+    assert proc.returncode == 0, proc.stderr
+    hits = json.loads(proc.stdout)
+    assert hits[0]["path"] == "src/client.py" and "parse_cookie_header" in hits[0]["snippet"]
+    # the same text as one argument gives the same answer: stdin is only another way in
+    assert json.loads(run(REPORT, stdin="").stdout) == hits
+    assert (empty := run("-", stdin=" \n")).returncode == 2 and "empty query" in empty.stderr
+    huge = run("-", stdin="cookie " * 200_000)
+    assert huge.returncode == 2 and "over 1,000,000 characters" in huge.stderr.strip().splitlines()[-1]
+
+    import pty
+
+    leader, follower = pty.openpty()
+    try:  # a terminal is refused at once, not waited on (an agent's pseudo-terminal would hang)
+        proc = run("-", stdin=follower)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert proc.returncode == 2 and "stdin, which is a terminal" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
 def test_table_on_a_terminal(daemon_home: Path, repo: Path) -> None:
     import pty
 
