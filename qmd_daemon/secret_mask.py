@@ -108,7 +108,10 @@ def _mask_log_records() -> None:
         record = made(*args, **kwargs)
         try:
             message = record.getMessage()
-        except (TypeError, ValueError):  # arguments that do not fit: logging reports it itself
+        except Exception:  # noqa: BLE001 - arguments that do not fit, a __str__ that raises:
+            # the handler's format reports it (handleError) as it did before the mask; raised
+            # here, it would come out of the caller's `log.warning(...)` line itself
+            _mask_unformatted(record)
             return record
         masked = mask(message)
         if masked != message:
@@ -123,3 +126,18 @@ def _mask_log_records() -> None:
         return record
 
     logging.setLogRecordFactory(masked_record)
+
+
+def _mask_unformatted(record: logging.LogRecord) -> None:
+    """A record whose message cannot be formatted: logging's report of it (handleError) prints
+    its format and the repr of its arguments (`log.warning("no server at", url)` quotes the URL
+    whole), so both are masked; arguments that hold no password are left as they are."""
+    if isinstance(record.msg, str):
+        record.msg = mask(record.msg)
+    try:
+        shown = repr(record.args)
+    except Exception:  # noqa: BLE001 - a __repr__ that raises: logging reports that one too
+        return
+    masked = mask(shown)
+    if masked != shown:
+        record.args = (masked,)

@@ -158,3 +158,30 @@ def test_no_server_no_mask(home: Path) -> None:
     record = logging.getLogger("x").makeRecord("x", logging.WARNING, __file__, 1, "password=kept", (), None)
     assert record.getMessage() == "password=kept"
     assert secret_mask.mask("postgresql://u:kept@h/db") == "postgresql://u:kept@h/db"
+
+
+def test_an_argument_that_cannot_be_printed_is_logging_s_problem_not_the_callers(tmp_path: Path) -> None:
+    """A log call's argument whose __str__ raises (an object half built, a lazy value that fails):
+    logging reports it on stderr from the handler and the caller goes on. The mask formats every
+    message as the record is made, in the caller's frame, and let anything but TypeError and
+    ValueError out of the logging call itself; and logging's report of a record it cannot format
+    quotes its arguments, unmasked. A process of its own: pytest's capture handler
+    re-raises what a handler reports."""
+    script = (
+        "import logging, sys\n"
+        "from qmd_daemon import secret_mask\n"
+        "class Unprintable:\n"
+        "    def __str__(self):\n"
+        "        raise RuntimeError('not ready')\n"
+        "secret_mask.remember(f'postgresql://qmd:{sys.argv[1]}@db.internal/qmd')\n"
+        "logging.basicConfig()\n"
+        "logging.getLogger('qmd_daemon').warning('mirror %s', Unprintable())\n"
+        "logging.getLogger('qmd_daemon').warning('then %s', sys.argv[1])\n"
+        "logging.getLogger('qmd_daemon').warning('no server at', f'postgresql://qmd:{sys.argv[1]}@h/db')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, SECRET], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr  # was 1: the RuntimeError came out of `warning`
+    assert "--- Logging error ---" in done.stderr and "RuntimeError: not ready" in done.stderr
+    assert "then ***" in done.stderr and "Message: 'no server at'" in done.stderr
+    assert SECRET not in done.stderr, done.stderr  # logging's report quotes the arguments
