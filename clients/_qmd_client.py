@@ -79,6 +79,13 @@ def prepare_stdout() -> bool:
 
 STDIN_QUERY = "-"  # the query argument that reads the query from stdin
 MAX_STDIN_QUERY = 1_000_000  # characters: a long bug report is ~5,000
+# What the daemon reads of a request body: a /search carrying the longest query `-` takes, every
+# character JSON-escaped (an astral one as two `\\uXXXX`: 12 bytes), with room for the rest. It
+# read 1 MiB, and an 840,000-character report answered "Request Entity Too Large".
+MAX_REQUEST_BYTES = 12 * MAX_STDIN_QUERY + (1 << 20)
+# The longest request fallback_search passes as an argument: Linux takes 128 KiB in one, Windows
+# 32,767 characters in a whole command line; a longer one goes on the child's stdin.
+MAX_REQUEST_ARG = 30_000
 
 
 def query_from_stdin() -> str:
@@ -856,9 +863,12 @@ def fallback_search(body: dict[str, Any], timeout: float = 600.0) -> dict[str, A
     stdout is the JSON answer alone."""
     import subprocess
 
-    argv = [*daemon_python(), "search", "--request", json.dumps(body)]
+    request = json.dumps(body)  # ASCII: the child's stdin decodes it whatever its locale
+    piped = len(request) > MAX_REQUEST_ARG  # a long query from stdin: E2BIG as an argument
+    argv = [*daemon_python(), "search", "--request", "-" if piped else request]
     try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, text=True, timeout=timeout, check=False)
+        proc = subprocess.run(argv, input=request if piped else None, stdout=subprocess.PIPE, text=True,
+                              timeout=timeout, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         raise DaemonUnavailable(f"in-process search failed to run: {exc}") from None
     try:

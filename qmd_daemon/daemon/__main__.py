@@ -84,13 +84,15 @@ def main(argv: list[str] | None = None) -> int:
     serve = sub.add_parser("serve", help="run the daemon (a no-op when one is healthy)")
     serve.add_argument("--idle-minutes", type=float, default=None)
     search = sub.add_parser("search", help="one in-process search; prints the /search JSON body")
-    search.add_argument("--request", required=True, help="the /search request body, as JSON")
+    search.add_argument("--request", required=True,
+                        help="the /search request body, as JSON; - reads it from stdin (a long query)")
     args = parser.parse_args(argv)
     if args.command == "serve":
         from qmd_daemon.daemon.server import serve_forever
 
         return serve_forever(idle_minutes=args.idle_minutes)
-    return _search(args.request)
+    # `-`: stdin, as fallback_search sends a body too long for one argument (E2BIG)
+    return _search(sys.stdin.read() if args.request == "-" else args.request)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
+from clients._qmd_client import MAX_REQUEST_BYTES
 from qmd_daemon import __version__, secret_mask
 from qmd_daemon.atomic_files import replace_file
 from qmd_daemon.daemon import api
@@ -298,7 +299,7 @@ class Daemon:
     # -- app -----------------------------------------------------------------------------------
 
     def make_app(self) -> web.Application:
-        app = web.Application(middlewares=[self._middleware], client_max_size=1 << 20)
+        app = web.Application(middlewares=[self._middleware], client_max_size=MAX_REQUEST_BYTES)
         app.router.add_get("/challenge", self.challenge)
         app.router.add_get("/health", self.health)
         app.router.add_post("/search", self.search)

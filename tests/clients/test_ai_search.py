@@ -246,6 +246,25 @@ def test_a_bug_report_on_stdin_is_the_query(daemon_home: Path, repo: Path, tmp_p
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+def test_a_long_report_on_stdin_reaches_the_daemon_and_a_one_off(daemon_home: Path, repo: Path) -> None:
+    """`-` takes up to 1,000,000 characters, but the daemon read 1 MiB of a request ("Request
+    Entity Too Large" for a 780,000-character report of accented text, each character 6 bytes
+    as JSON) and the one-off search took the request as one argument (E2BIG past 128 KiB on
+    Linux). Both now answer; the question is the report's head, the rest only bulk."""
+    def run(report: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(CLIENTS / "ai_search.py"), "-", "--json", *args], cwd=repo,
+            env=env_for(daemon_home), input=report, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    accented = "parse cookie header\n" + "é café crème\n" * 60_000  # 780,020 characters
+    for args in ((), ("--no-daemon",)):
+        proc = run(accented, *args)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)[0]["path"] == "src/client.py", args
+    assert state_of(daemon_home) is not None  # the first run went through a daemon
+
+
 def test_table_on_a_terminal(daemon_home: Path, repo: Path) -> None:
     import pty
 
