@@ -112,12 +112,16 @@ def test_a_failed_job_shows_its_error_masked(home: Path, monkeypatch: pytest.Mon
     from qmd_daemon.store.backends import mask_configured
 
     assert mask_configured(Settings.from_env())
-    job = Job("refresh", None)
+    job = Job("refresh", (f"repo-{SECRET}",))
     job.error = {"code": "job_failed", "message": f"RuntimeError: mirror {url} said {SECRET}"}
     job.result = {"reports": [{"collection": "app", "error": f"password={SECRET}"}]}
-    shown = json.dumps(job.as_dict())
-    assert SECRET not in shown and "RuntimeError: mirror" in shown
+    shown = job.as_dict()
+    assert SECRET not in json.dumps([shown["error"], shown["result"]])
+    assert "RuntimeError: mirror" in shown["error"]["message"]
     assert job.error["message"].endswith(SECRET)  # the job itself keeps what happened
+    # the names are the user's own, never a driver's message: a collection named like a (short,
+    # common) password is not turned into `***`
+    assert shown["collections"] == [f"repo-{SECRET}"]
 
 
 def test_a_password_changed_while_running_is_masked_with_the_old_one(

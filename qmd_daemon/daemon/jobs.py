@@ -73,7 +73,7 @@ class Job:
         """The job as /health, /status, /jobs and a search's `refresh_error` show it: its error
         and result (a collection's refresh error line) masked (secret_mask), the one place every
         job leaves the daemon through."""
-        shown: dict[str, Any] = secret_mask.mask_json({
+        return {
             "id": self.id,
             "kind": self.kind,
             "collections": list(self.names) if self.names is not None else None,
@@ -82,10 +82,11 @@ class Job:
             "created_at": self.created_at,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
-            "result": self.result,
-            "error": self.error,
-        })
-        return shown
+            # only these two can carry a driver's message: masking the names too turned a
+            # collection named like a short password into `***`
+            "result": secret_mask.mask_json(self.result),
+            "error": secret_mask.mask_json(self.error),
+        }
 
     async def wait(self, timeout: float | None) -> bool:
         """True when the job finished within `timeout` seconds (0: do not wait)."""

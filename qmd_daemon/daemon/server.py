@@ -33,10 +33,10 @@ from qmd_daemon.daemon import api
 from qmd_daemon.daemon.hit_counts import HitCounts
 from qmd_daemon.daemon.jobs import Job, JobQueue
 from qmd_daemon.daemon.state import (
+    LOADED_CODE,
     NONCE,
     DaemonState,
     LifetimeLock,
-    code_stamp,
     daemon_proof,
     probe_health,
     read_state,
@@ -149,7 +149,7 @@ class Daemon:
         self.token = secrets.token_urlsafe(32)
         self._token_bytes = self.token.encode()
         self.started_at = time.time()
-        self.code = code_stamp()  # the code it runs, as it was on disk (DaemonState.code)
+        self.code = LOADED_CODE  # the code it runs, as it was on disk (DaemonState.code)
         self.port = 0
         self.stop_reason: str | None = None
         self.reader = Engine(settings)

@@ -62,13 +62,19 @@ class DaemonState:
 
 def code_stamp() -> dict[str, Any] | None:
     """`{file, mtime_ns, size}` of the package's __init__.py, which every install rewrites (pip
-    writes each file of a wheel anew); None when it cannot be read."""
-    path = qmd_daemon.__file__
+    writes each file of a wheel anew), as an absolute path (a client checks it from another
+    folder); None when it cannot be read."""
     try:
+        path = os.path.abspath(qmd_daemon.__file__ or "")
         found = os.stat(path)
     except (OSError, TypeError):  # TypeError: a namespace package has no __file__
         return None
     return {"file": path, "mtime_ns": found.st_mtime_ns, "size": found.st_size}
+
+
+# taken as the daemon's code is imported, not when it starts serving: an install landing between
+# the two would leave old code stamped as new, never replaced
+LOADED_CODE = code_stamp()
 
 
 def state_path(state_dir: Path) -> Path:

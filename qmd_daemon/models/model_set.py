@@ -136,14 +136,13 @@ class ModelSet:
         for role in _FACTORIES:
             if not self.enabled(role):
                 roles[role] = {"state": "off"}
-            elif role in self._built:
-                model = self._built[role]
+            elif (model := self._built.get(role)) is not None:
                 roles[role] = {
                     "state": "loaded" if model.handle.loaded else "ready",
                     "model": model.handle.path.name,
                 }
-            elif role in self._errors:
-                roles[role] = {"state": "unavailable", "reason": self._errors[role]}
+            elif (error := self._errors.get(role)) is not None:  # one read: /health calls this
+                roles[role] = {"state": "unavailable", "reason": error}  # beside the reader thread
             else:
                 roles[role] = {"state": "not loaded yet"}
         status = {"device": self.device, "profile": self.config.get("profile", "qwen3"), "roles": roles}
