@@ -768,8 +768,10 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
 
 
 def _older_than_client(state: dict[str, Any]) -> bool:
+    """Code older than this client's: an older index schema, or a daemon that names no package
+    file (code from before `code_replaced` could tell, left running across a pip install -U)."""
     schema = state.get("schema")
-    return not isinstance(schema, int) or schema < INDEX_SCHEMA
+    return not isinstance(schema, int) or schema < INDEX_SCHEMA or not isinstance(state.get("code"), dict)
 
 
 def code_replaced(state: dict[str, Any]) -> bool:
@@ -824,7 +826,8 @@ def _say_kept(state: dict[str, Any]) -> None:
     print(
         f"qmd-daemon: using the daemon (pid {state.get('pid')}) as it is: {python} ({setting}) runs "
         f"older qmd-daemon code (index schema {state.get('schema', 'unknown')}, this client "
-        f"{INDEX_SCHEMA}), so restarting it would start the same code; upgrade qmd-daemon there, or "
+        f"{INDEX_SCHEMA}{'' if isinstance(state.get('code'), dict) else '; a version before this one'}), "
+        "so restarting it would start the same code; upgrade qmd-daemon there, or "
         "point QMD_DAEMON_PYTHON at this client's Python",
         file=sys.stderr,
     )

@@ -37,6 +37,16 @@ runpy.run_module("qmd_daemon.daemon", run_name="__main__")
 """
 
 
+# this code, its state file naming no package file: a version from before the stamp
+_UNSTAMPED_DAEMON = """
+import runpy, sys
+from qmd_daemon.daemon import state
+state.LOADED_CODE = None
+sys.argv = ["qmd_daemon.daemon", "serve"]
+runpy.run_module("qmd_daemon.daemon", run_name="__main__")
+"""
+
+
 def test_the_client_mirrors_the_schema_of_its_code() -> None:
     assert _qmd_client.INDEX_SCHEMA == SCHEMA_VERSION
 
@@ -148,3 +158,55 @@ def test_a_package_file_gone_is_no_reason_to_restart(tmp_path: Path) -> None:
     package_file.unlink()
     assert not _qmd_client.code_replaced(state)
     assert not _qmd_client.code_replaced({"schema": 9})  # a daemon from before the stamp
+
+
+def test_a_daemon_from_before_the_code_stamp_is_replaced_once(daemon_home: Path, tmp_path: Path) -> None:
+    # the version before this one wrote no `code`: left running across a pip install -U with the
+    # same schema, it would serve the old code until it idled out
+    repo = make_repo(tmp_path / "proj")
+    running = subprocess.Popen(
+        [sys.executable, "-c", _UNSTAMPED_DAEMON], env=env_for(daemon_home),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: (state_of(daemon_home) or {}).get("pid") == running.pid, timeout=60)
+        assert state_of(daemon_home)["code"] is None
+        proc = run_client("ai_search.py", "parse cookie header", "--json", home=daemon_home, cwd=repo)
+        assert proc.returncode == 0, proc.stderr
+        assert f"restarting the daemon (pid {running.pid}): it runs older code" in proc.stderr
+        assert running.wait(timeout=30) == 0
+        replacement = state_of(daemon_home)
+        assert replacement["code"]["file"] == qmd_daemon.__file__
+        proc = run_client("ai_search.py", "parse cookie header", "--json", home=daemon_home, cwd=repo)
+        assert proc.returncode == 0 and "restarting" not in proc.stderr, proc.stderr
+        assert state_of(daemon_home)["pid"] == replacement["pid"]
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.wait()
+
+
+def test_an_unstamped_daemon_that_qmd_daemon_python_starts_is_kept(daemon_home: Path, tmp_path: Path) -> None:
+    # QMD_DAEMON_PYTHON names an install from before the stamp: starting it again starts the
+    # same code, so it is started once and used, with one line saying why
+    older_code = tmp_path / "unstamped_daemon.py"
+    older_code.write_text(_UNSTAMPED_DAEMON)
+    python = tmp_path / "older-python"
+    python.write_text(
+        "#!/bin/sh\n"
+        f'[ "$*" = "-m qmd_daemon.daemon serve" ] && exec {sys.executable} {older_code}\n'
+        f'exec {sys.executable} "$@"\n'
+    )
+    python.chmod(0o755)
+    repo = make_repo(tmp_path / "proj")
+    pids = []
+    for _ in range(2):
+        proc = run_client(
+            "ai_search.py", "parse cookie header", "--json", home=daemon_home, cwd=repo,
+            QMD_DAEMON_PYTHON=str(python),
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert "restarting the daemon" not in proc.stderr
+        assert "a version before this one" in proc.stderr
+        pids.append(state_of(daemon_home)["pid"])
+    assert len(set(pids)) == 1
