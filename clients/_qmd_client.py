@@ -327,12 +327,13 @@ def write_stamp(root: str, signature: str | None, watched: bool = False) -> None
         pass
 
 
-def results_made_of(pending: int, lexical: bool, static: bool) -> str:
+def results_made_of(pending: int, deep: bool, static: bool) -> str:
     """What a search's results are made of while `pending` chunks of its scope wait for deep
-    vectors (`lexical`: none has one yet; `static`: the static tier re-ranked keyword hits): one
-    wording for ai-search and `qmd-daemon search`."""
+    vectors (`deep`: the deep vector list found chunks; `static`: the static tier re-ranked keyword
+    hits; the answer's `mode` says hybrid for either): one wording for ai-search and
+    `qmd-daemon search`."""
     chunks = f"{pending:,} chunk{'' if pending == 1 else 's'}"
-    if lexical:
+    if not deep:
         made = "keywords re-ranked by static vectors" if static else "keywords only"
         waits = "waits" if pending == 1 else "wait"
         return f"results from {made} (no deep vectors yet: {chunks} {waits} for them)"

@@ -271,8 +271,9 @@ def vectors_line(response: dict[str, Any]) -> tuple[str, str] | None:
     if not isinstance(pending, int) or pending <= 0:
         return None
     static = bool(response.get("static_rescored"))
-    lexical = response.get("mode") == "lexical"
-    what = qc.results_made_of(pending, lexical, static)
+    # a daemon before `deep_vectors`: its hybrid mode without static vectors was the deep list
+    deep = bool(response.get("deep_vectors", response.get("mode") == "hybrid" and not static))
+    what = qc.results_made_of(pending, deep, static)
     embedding, eta = response.get("embedding"), response.get("vectors_eta_s")
     if embedding is None:  # a one-off process answered: no daemon job was asked
         state = "in-process"
@@ -283,7 +284,7 @@ def vectors_line(response: dict[str, Any]) -> tuple[str, str] | None:
         when = f"the daemon is embedding them in the background ({left})"
     else:
         state, when = "idle", "no embedding runs for them: `qmd-daemon embed` gives them deep vectors"
-    kind = f"{'lexical' if lexical else 'hybrid'}/{'static' if static else 'keywords'}/{state}"
+    kind = f"{'deep' if deep else 'no-deep'}/{'static' if static else 'keywords'}/{state}"
     return kind, f"{what}; {when}"
 
 

@@ -403,7 +403,7 @@ def search(
 def _vectors_line(trace: SearchTrace) -> str:
     """What the results are made of while chunks wait for deep vectors, and what gives them those
     (ai-search words the daemon's answer the same way, clients/ai_search.vectors_line)."""
-    what = results_made_of(trace.pending_vectors, trace.mode == "lexical", "static" in trace.lists)
+    what = results_made_of(trace.pending_vectors, "vec" in trace.lists, "static" in trace.lists)
     return f"{what}; `qmd-daemon embed` gives them deep vectors (a running daemon does it in the background)"
 
 

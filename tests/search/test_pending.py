@@ -69,8 +69,8 @@ def test_the_line_says_what_results_are_made_of_and_when_deep_vectors_come() -> 
     for now`, whatever the static tier did and whether anything embedded them."""
     from clients.ai_search import vectors_line
 
-    hybrid = {"mode": "hybrid", "pending_vectors": 1, "static_rescored": True, "embedding": True,
-              "vectors_eta_s": 250}
+    hybrid = {"mode": "hybrid", "pending_vectors": 1, "static_rescored": True, "deep_vectors": True,
+              "embedding": True, "vectors_eta_s": 250}
     kind, line = vectors_line(hybrid) or ("", "")
     assert line == ("hybrid results (keywords + deep vectors); the 1 chunk without deep vectors yet is ranked"
                     " by keywords and static vectors; the daemon is embedding them in the background"
@@ -84,6 +84,11 @@ def test_the_line_says_what_results_are_made_of_and_when_deep_vectors_come() -> 
     assert idle[1] == ("results from keywords only (no deep vectors yet: 2 chunks wait for them); no"
                        " embedding runs for them: `qmd-daemon embed` gives them deep vectors")
     assert vectors_line({"mode": "hybrid", "pending_vectors": 0}) is None
+    # hybrid by the static tier alone (no deep vector yet): not "keywords + deep vectors"
+    static_only = vectors_line({"mode": "hybrid", "pending_vectors": 3, "static_rescored": True,
+                                "deep_vectors": False, "embedding": True})
+    assert static_only is not None and static_only[1].startswith(
+        "results from keywords re-ranked by static vectors (no deep vectors yet: 3 chunks wait for them)")
 
 
 def test_the_daemon_says_keyword_only_without_an_embedding_model(daemon_home: Path, tmp_path: Path) -> None:
