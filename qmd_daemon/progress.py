@@ -47,9 +47,13 @@ _LIVE: dict[int, list[Pass]] = {}
 
 
 def live(thread_id: int | None) -> Pass | None:
-    """The innermost pass open in that thread now, if any."""
+    """The innermost pass open in that thread now, if any (read from another thread: the pass
+    may close between the look and the read)."""
     passes = _LIVE.get(thread_id) if thread_id is not None else None
-    return passes[-1] if passes else None
+    try:
+        return passes[-1] if passes else None
+    except IndexError:
+        return None
 
 
 def _opened(step: str, unit: str, total: int) -> Pass:
