@@ -356,6 +356,44 @@ def write_stamp(root: str, signature: str | None, watched: bool = False) -> None
         pass
 
 
+def results_made_of(pending: int, deep: bool, static: bool) -> str:
+    """What a search's results are made of while `pending` chunks of its scope wait for deep
+    vectors (`deep`: the deep vector list found chunks; `static`: the static tier re-ranked keyword
+    hits; the answer's `mode` says hybrid for either): one wording for ai-search and
+    `qmd-daemon search`."""
+    chunks = f"{pending:,} chunk{'' if pending == 1 else 's'}"
+    if not deep:
+        made = "keywords re-ranked by static vectors" if static else "keywords only"
+        waits = "waits" if pending == 1 else "wait"
+        return f"results from {made} (no deep vectors yet: {chunks} {waits} for them)"
+    ranked = "ranked by keywords and static vectors" if static else "found by keywords only"
+    return (f"hybrid results (keywords + deep vectors); the {chunks} without deep vectors yet"
+            f" {'is' if pending == 1 else 'are'} {ranked}")
+
+
+def notice_due(root: str, kind: str, every_s: float) -> bool:
+    """True when a line of `kind` was not printed for `root` in the last `every_s` seconds, and
+    then records it as printed now (beside the root's stamp): a line repeated on every call is
+    noise to an agent that reads stderr. Unrecordable (a read-only state folder): always due."""
+    path = _stamp_path(root)[: -len(".json")] + ".notice.json"
+    now = time.time()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            last = json.load(handle)
+    except (OSError, ValueError):
+        last = None
+    if isinstance(last, dict) and last.get("root") == root and last.get("kind") == kind:
+        at = last.get("at")
+        if isinstance(at, (int, float)) and 0 <= now - at < every_s:
+            return False
+    try:
+        private_dir(os.path.dirname(path))
+        _write_private_json(path, {"root": root, "kind": kind, "at": now})
+    except OSError:
+        pass
+    return True
+
+
 def _write_private_json(path: str, data: Any) -> None:
     """Owner-only like every state file (they name the user's repositories), replaced whole:
     a reader sees the old file or the new one. O_TRUNC: a leftover tmp of a killed writer.

@@ -33,6 +33,12 @@ else:  # run as a file (python clients/ai_search.py): its folder is sys.path[0]
 PROG = "ai-search"
 OUTPUT_KEYS = ("path", "line", "end_line", "score", "snippet", "collection")
 SLOW_NOTICE_S = 3.0  # a warm answer takes well under a second; past this the user hears why it waits
+# then, while the call still waits, the line again this often when it says something new (a first
+# index of 33k chunks took 13 s and said nothing after its notice at 3 s: a wait without progress)
+PROGRESS_EVERY_S = 5.0
+# the line about chunks still without deep vectors: printed again after this long (or when it says
+# something else), not on every call: an agent reads stderr, and a repeated line is noise to it
+VECTORS_NOTICE_EVERY_S = 600.0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -101,16 +107,18 @@ def _request(args: argparse.Namespace, query: str, root: str, refresh: bool | st
 
 
 class SlowNotice:
-    """Says on stderr, once, what a call is waiting for when it takes longer than `after` seconds:
-    a first search in a large repository indexes it (up to --wait), and a silent minute reads as
+    """Says on stderr what a call is waiting for when it takes longer than `after` seconds: a
+    first search in a large repository indexes it (up to --wait), and a silent minute reads as
     a hang to a user and to an agent alike. `message`: the line, or a function asked for it only
-    then (what the daemon reports it is doing at that moment). Never once the call is over: the
+    then (what the daemon reports it is doing at that moment). `every`: asked again this often
+    while the call waits, and printed when it says something new (files indexed so far), so a
+    long wait shows progress; None: once. Never once the call is over: the
     answer can arrive while the function asks the daemon (up to a second), and a line after the
     results said the call was still waiting. `_thread`, not `threading`: it is loaded at start,
     while importing threading costs the warm path ~0.7 ms."""
 
-    def __init__(self, after: float, message: str | Callable[[], str]):
-        self._after, self._message = after, message
+    def __init__(self, after: float, message: str | Callable[[], str], every: float | None = None):
+        self._after, self._message, self._every = after, message, every
         self._done = _thread.allocate_lock()
         self._done.acquire()
         self._over = False  # set by __exit__ under _gate: the watcher prints only while it is False
@@ -120,12 +128,18 @@ class SlowNotice:
 
     def _watch(self) -> None:
         try:
-            if self._done.acquire(timeout=self._after):
-                return
-            message = self._message if isinstance(self._message, str) else self._message()
-            with self._gate:
-                if not self._over:
-                    print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+            wait, said = self._after, None
+            while not self._done.acquire(timeout=wait):
+                message = self._message if isinstance(self._message, str) else self._message()
+                with self._gate:
+                    if self._over:
+                        return
+                    if message != said:
+                        print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+                said = message
+                if self._every is None:
+                    return
+                wait = self._every
         finally:
             self._finished.release()
 
@@ -187,8 +201,8 @@ def daemon_doing(root: str, wait: float, *, refresh: bool = True, rerank: bool =
     jobs = health.get("jobs")
     if not isinstance(jobs, dict):  # an older daemon's /health: it does not say
         return catching_up(root, wait) if refresh else "waiting for the search to finish"
-    within = _within(wait)
     running = jobs.get("running") or {}
+    within = "; ".join(filter(None, [progress_of(running.get("progress")), _within(wait)]))
     names = ", ".join(running.get("collections") or []) or "every collection"
     if refresh and running.get("kind") == "refresh":
         doing = {
@@ -202,6 +216,21 @@ def daemon_doing(root: str, wait: float, *, refresh: bool = True, rerank: bool =
             return f"the daemon is finishing a batch of embedding before it refreshes {root} ({within})"
         return f"the daemon has {jobs['queued']} jobs queued before this search's refresh ({within})"
     return searching_line(health, rerank)
+
+
+def progress_of(counted: Any) -> str | None:
+    """The running job's pass as /health reports it (progress.live on the daemon's writer):
+    `1,234 of 5,012 files read`, `96 of 833 chunks embedded`; None when it says nothing usable."""
+    if not isinstance(counted, dict):
+        return None
+    done, total, unit = counted.get("done"), counted.get("total"), counted.get("unit")
+    if not isinstance(done, int) or not isinstance(total, int) or total <= 0 or not isinstance(unit, str):
+        return None
+    step, unit = str(counted.get("step")), unit.strip()
+    did = {"embedding": "embedded", "static vectors": "given static vectors", "distilling": "distilled",
+           "counting words": "counted"}
+    plural = unit if total == 1 or unit.endswith("s") else f"{unit}s"
+    return f"{min(done, total):,} of {total:,} {plural} {did.get(step, 'read')}"
 
 
 def searching_line(health: dict[str, Any], rerank: bool) -> str:
@@ -227,6 +256,40 @@ def searching_line(health: dict[str, Any], rerank: bool) -> str:
                                                     if on_cpu else ""))
     detail = "; ".join(steps) if steps else "no indexing or embedding holds it up"
     return f"the daemon is running the search ({detail})"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return "under a minute"
+    return f"about {round(seconds / 60)} min" if seconds < 5400 else f"about {seconds / 3600:.1f} h"
+
+
+def vectors_line(response: dict[str, Any]) -> tuple[str, str] | None:
+    """(kind, line) while chunks in the search's scope wait for deep vectors: what the results are
+    made of (the static tier re-ranks keyword hits where deep vectors are missing, so the search
+    is hybrid already) and when the deep vectors come (the daemon's `embedding` and
+    `vectors_eta_s`; a one-off process says who embeds them). `kind` changes with what the line
+    says, not with the counts: a new kind is printed at once, the same one once in a while.
+    It said `1 chunks still wait for vectors: those found by keywords only for now` on every call."""
+    pending = response.get("pending_vectors")
+    if not isinstance(pending, int) or pending <= 0:
+        return None
+    static = bool(response.get("static_rescored"))
+    # a daemon before `deep_vectors`: its hybrid mode without static vectors was the deep list
+    deep = bool(response.get("deep_vectors", response.get("mode") == "hybrid" and not static))
+    what = qc.results_made_of(pending, deep, static)
+    embedding, eta = response.get("embedding"), response.get("vectors_eta_s")
+    if embedding is None:  # a one-off process answered: no daemon job was asked
+        state = "in-process"
+        when = "this search ran without the daemon: `qmd-daemon embed` gives them deep vectors"
+    elif embedding:
+        state = "embedding"
+        left = f"{_duration(eta)} left" if isinstance(eta, (int, float)) else "no estimate yet"
+        when = f"the daemon is embedding them in the background ({left})"
+    else:
+        state, when = "idle", "no embedding runs for them: `qmd-daemon embed` gives them deep vectors"
+    kind = f"{'deep' if deep else 'no-deep'}/{'static' if static else 'keywords'}/{state}"
+    return kind, f"{what}; {when}"
 
 
 def shape(response: dict[str, Any], root: str) -> list[dict[str, Any]]:
@@ -306,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     try:
-        with SlowNotice(SLOW_NOTICE_S, waiting):
+        with SlowNotice(SLOW_NOTICE_S, waiting, every=PROGRESS_EVERY_S):
             if daemon:
                 try:
                     response = qc.call("POST", "/search", body, timeout=args.wait + 60, start=starts_daemon)
@@ -334,16 +397,18 @@ def main(argv: list[str] | None = None) -> int:
         timing = {k: response.get(k) for k in keys}
         timing["sent_refresh"] = refresh
         print(json.dumps({"qmd_timing": timing}), file=sys.stderr)
-    lexical = "keyword-only results" if response.get("mode") == "lexical" else "those found by keywords only"
-    how = "keyword hits re-ranked by static vectors" if response.get("static_rescored") else lexical
-    pending = response.get("pending_vectors") or 0
-    if pending:  # the agent reads stdout's JSON list; this says how much of the index it covers
-        print(f"{PROG}: {pending} chunks still wait for vectors: {how} for now", file=sys.stderr)
+    vectors = vectors_line(response)
+    # the agent reads stdout's JSON list; this says what the results are made of and when deep
+    # vectors come, once per root and kind of line in VECTORS_NOTICE_EVERY_S, not on every call
+    if vectors is not None and qc.notice_due(root, vectors[0], VECTORS_NOTICE_EVERY_S):
+        print(f"{PROG}: {vectors[1]}", file=sys.stderr)
     if response.get("path_files") == 0:  # an empty answer is the patterns', not the question's
         print(f"{PROG}: no indexed file matches the --path patterns (relative to the repository root: "
               "'src/', '*.py', '!tests/')", file=sys.stderr)
     deep_off = response.get("deep_off")
     if deep_off:  # no pass will ever bring deep vectors: say what the search used instead
+        static = response.get("static_rescored")
+        how = "keyword hits re-ranked by static vectors" if static else "keyword-only results"
         print(f"{PROG}: deep vectors are {deep_off}: {how}", file=sys.stderr)
     # an agent reads stderr too: it must not take an answer that lags the edits for current. Not
     # `stale`: that is also true while vectors are pending, which the line above says already

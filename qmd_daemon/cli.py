@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from clients._qmd_client import STDIN_QUERY, prepare_stdout, query_from_stdin
+from clients._qmd_client import STDIN_QUERY, prepare_stdout, query_from_stdin, results_made_of
 from qmd_daemon import __version__, secret_mask
 from qmd_daemon.config import PROFILES, CollectionConfig
 from qmd_daemon.engine import Engine
@@ -404,14 +404,19 @@ def search(
     if trace.path_files == 0:
         click.echo(NO_PATH_MATCH, err=True)
     if trace.pending_vectors:
-        how = ("keyword hits re-ranked by static vectors" if "static" in trace.lists
-               else "keyword-only results" if trace.mode == "lexical" else "those found by keywords only")
-        click.echo(f"{trace.pending_vectors} chunks still wait for vectors: {how} for now", err=True)
+        click.echo(_vectors_line(trace), err=True)
     if explain:
         steps = {"mode": trace.mode, "pending_vectors": trace.pending_vectors,
                  "lists": trace.lists, "expanded": trace.expanded, "reranked": trace.reranked,
                  "budget_cuts": trace.budget_cuts, "timings_ms": trace.timings_ms}
         click.echo(f"pipeline: {json.dumps(steps)}", err=True)
+
+
+def _vectors_line(trace: SearchTrace) -> str:
+    """What the results are made of while chunks wait for deep vectors, and what gives them those
+    (ai-search words the daemon's answer the same way, clients/ai_search.vectors_line)."""
+    what = results_made_of(trace.pending_vectors, "vec" in trace.lists, "static" in trace.lists)
+    return f"{what}; `qmd-daemon embed` gives them deep vectors (a running daemon does it in the background)"
 
 
 @cli.command()

@@ -67,7 +67,7 @@ def test_cli_and_ai_search_say_the_static_vectors_stand_in(daemon_home: Path, tm
     query = ("print text in red", "--json")
     first = run_client("ai_search.py", *query, "--no-daemon", home=daemon_home, cwd=repo, **models)
     assert first.returncode == 0, first.stderr
-    assert "wait for vectors" not in first.stderr, first.stderr
+    assert "deep vectors yet" not in first.stderr, first.stderr
     # indexed by this call, no static vector yet: keyword hits only, and it says so
     assert f"ai-search: deep vectors are {SWITCH}: keyword-only results" in first.stderr.splitlines()
     embed = run_cli("embed", env_home=daemon_home, check=True, **models)
@@ -98,7 +98,9 @@ def test_chunks_waiting_for_deep_vectors_are_said_to_be_re_scored_by_static_ones
     models = {"QMD_MODELS_DIR": str(MODELS_DIR)}
     query = ("print text in red", "--json", "--no-daemon")
     first = run_client("ai_search.py", *query, home=daemon_home, cwd=repo, **models)
-    assert "ai-search: 12 chunks still wait for vectors: keyword-only results for now" in first.stderr
+    said = ("ai-search: results from keywords only (no deep vectors yet: 12 chunks wait for them); this"
+            " search ran without the daemon: `qmd-daemon embed` gives them deep vectors")
+    assert said in first.stderr.splitlines(), first.stderr
     monkeypatch.setenv("QMD_DAEMON_HOME", str(daemon_home))
     monkeypatch.setenv("QMD_MODELS_DIR", str(MODELS_DIR))
     for var in ("QMD_CONFIG_DIR", "QMD_INDEX_PATH"):
@@ -109,7 +111,9 @@ def test_chunks_waiting_for_deep_vectors_are_said_to_be_re_scored_by_static_ones
     finally:
         engine.close()
     again = run_client("ai_search.py", *query, home=daemon_home, cwd=repo, **models)
-    line = "ai-search: 12 chunks still wait for vectors: keyword hits re-ranked by static vectors for now"
+    # a new kind of line (the static vectors came): printed at once, not held back as a repeat
+    line = ("ai-search: results from keywords re-ranked by static vectors (no deep vectors yet: 12 chunks"
+            " wait for them); this search ran without the daemon: `qmd-daemon embed` gives them deep vectors")
     assert line in again.stderr.splitlines(), again.stderr
 
 

@@ -64,3 +64,26 @@ def test_a_log_or_pipe_gets_none_unless_asked(monkeypatch: pytest.MonkeyPatch) -
     assert log.getvalue() == ""
     list(progress_over(range(3), "repo-x", "file", True))
     assert "repo-x" in log.getvalue()
+
+
+def test_every_pass_is_counted_in_live_drawn_or_not() -> None:
+    """The daemon's /health reads the writer thread's pass (progress.live): a disabled tqdm counts
+    nothing, so the count is kept beside it; the innermost open pass is the one shown."""
+    import threading
+
+    from qmd_daemon.progress import live
+
+    me = threading.get_ident()
+    assert live(me) is None
+    with progress_bar("embedding", "chunk", False, total=40) as bar:
+        bar.update(16)
+        outer = live(me)
+        assert outer is not None and (outer.step, outer.done, outer.total) == ("embedding", 16, 40)
+        seen = []
+        for _ in progress_over(["a.py", "b.py", "c.py"], "repo-x", "file", False):
+            counted = live(me)
+            assert counted is not None
+            seen.append((counted.step, counted.done, counted.total))
+        assert seen == [("repo-x", 0, 3), ("repo-x", 1, 3), ("repo-x", 2, 3)]
+        assert live(me) is outer  # the inner pass closed: the outer one shows again
+    assert live(me) is None

@@ -208,6 +208,7 @@ def trace_fields(trace: SearchTrace) -> dict[str, Any]:
         "pending_vectors": trace.pending_vectors,
         "deep_off": trace.deep_off or None,  # models: {deep: off}: the static vectors stand in
         "static_rescored": "static" in trace.lists,  # lexical's hits re-scored by static vectors
+        "deep_vectors": "vec" in trace.lists,  # the deep vector list found chunks (mode counts static too)
         "path_files": trace.path_files,  # files the --path patterns allow; 0: none (null: no patterns)
     }
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -28,12 +29,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from qmd_daemon import secret_mask
+from qmd_daemon import progress, secret_mask
 from qmd_daemon.daemon.vouch import RefreshPlan, RefreshVouch, Watch
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
 from qmd_daemon.locks import held_by, holder_pid
-from qmd_daemon.vectorize import EmbedBusy, EmbedHint
+from qmd_daemon.vectorize import BATCH, EmbedBusy, EmbedHint
 
 log = logging.getLogger("qmd_daemon.jobs")
 
@@ -160,6 +161,8 @@ class JobQueue:
         self._merge_due = True  # the index may hold segments to merge: at start, after a refresh
         self._embed_retry: EmbedRetry | None = None
         self._retry_task: asyncio.Task[None] | None = None
+        self._writer_thread: int | None = None  # the writer's thread id: its pass is in progress.live
+        self._embed_rate: float | None = None  # deep chunks/s of the last embed run that measured it
 
     # -- submission ----------------------------------------------------------------------------
 
@@ -211,11 +214,38 @@ class JobQueue:
         """What the writer is doing, cheaply (no index read: /health answers it): the running job
         (kind, collections, reason) and an owed embed, for a client's wording of a slow answer and
         `status`'s line about a skipped embed."""
+        running = self._running.as_dict() if self._running else None
+        if running is not None:
+            running["progress"] = self.progress()
         return {
-            "running": self._running.as_dict() if self._running else None,
+            "running": running,
             "queued": len(self._queue),
             "embed_retry": self._embed_retry.as_dict() if self._embed_retry is not None else None,
+            "embed_rate": self.embed_rate(),
         }
+
+    def progress(self) -> dict[str, Any] | None:
+        """The pass the running job is in now (`step`: indexing names the collection; `done` of
+        `total` `unit`s, `seconds` since the pass began), from progress.live; None between passes."""
+        counted = progress.live(self._writer_thread) if self._running is not None else None
+        return counted.as_dict() if counted is not None else None
+
+    def embed_rate(self) -> float | None:
+        """Deep chunks embedded per second: the running pass's once it has a few batches behind it,
+        else the last run's; None before any was measured (the clients then give no estimate)."""
+        counted = progress.live(self._writer_thread) if self._running is not None else None
+        if counted is not None and counted.step == "embedding":
+            seconds = time.monotonic() - counted.started
+            if counted.done >= 2 * BATCH and seconds > 1.0:
+                return round(counted.done / seconds, 3)
+        return self._embed_rate
+
+    def embedding(self, name: str) -> bool:
+        """An embed job covering `name` is queued or running: its chunks get vectors without asking."""
+        owed = self._embed_retry
+        if self.busy_for(name, ("embed",)):
+            return True
+        return owed is not None and (owed.names is None or name in owed.names)
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -286,10 +316,12 @@ class JobQueue:
                 self._merge_due = True
             if job.kind == "embed" and job.state == "done":
                 self._settle_embed(job, skipped is not None, static_busy)
-            if job.state == "done" and job.kind == "refresh" and self.auto_embed:
-                touched = [r["collection"] for r in job.result.get("reports", []) if r.get("touched")]
-                if touched:
-                    self.submit("embed", touched)
+            reports = job.result.get("reports", []) if job.state == "done" and job.kind == "refresh" else []
+            if any(r.get("touched") for r in reports) and self.auto_embed:
+                # every collection, not only the touched one: an embed job cut short by a stop
+                # left others waiting, and one job's order (the current collection first,
+                # engine.embed's hint) serves them all
+                self.submit("embed", None)
             if self.on_finished is not None:
                 try:
                     self.on_finished(job)
@@ -338,7 +370,8 @@ class JobQueue:
             for key in ("embedded", "copied", "seconds"):
                 result[key] = round(result[key] + job.result[key], 3)
         job.result = result
-        if job.kind != "embed" or result.get("skipped") or not self._other_waiting() or self._closing:
+        waiting = self._other_waiting() or self._current_embed_waiting()
+        if job.kind != "embed" or result.get("skipped") or not waiting or self._closing:
             return False  # a skipped job is owed instead (_settle_embed): requeued, it would skip again
         static = result.get("static") or {}
         if not result["pending"] and (not static.get("pending") or static.get("busy")):
@@ -350,7 +383,21 @@ class JobQueue:
         """Asked by a running embed job after each batch: stop there for a queued job, or for the
         daemon's shutdown (`qmd-daemon stop` took 11 s on a fresh install: close() waited its 10 s
         for the first embedding of a repository, then left it to be rolled back)."""
-        return self._closing or self._other_waiting()
+        return self._closing or self._other_waiting() or self._current_embed_waiting()
+
+    def _current_embed_waiting(self) -> bool:
+        """An embed job is queued for the collection of the most recent request (the hint's
+        `current`: a search in another repository found its chunks waiting) and the running one
+        does not cover it: the running job stops after its batch and waits behind it, so the
+        repository in use is not held up by another's whole embedding (libuv's 5,000 chunks kept
+        click waiting). The queued job covers the current collection, so it never yields back."""
+        running = self._running
+        if running is None or running.kind != "embed" or running.names is None or self.embed_hint is None:
+            return False
+        current = self.embed_hint().current
+        if current is None or current in running.names:
+            return False
+        return any(queued.kind == "embed" and queued.covers(current) for queued in tuple(self._queue))
 
     def _other_waiting(self) -> bool:
         """A job other than an embed one is queued. Also asked from the writer thread between
@@ -386,6 +433,7 @@ class JobQueue:
             return False
 
     def _run(self, job: Job, plan: RefreshPlan | None) -> dict[str, Any]:
+        self._writer_thread = threading.get_ident()
         names = list(job.names) if job.names is not None else None
         if job.kind == "refresh":
             reports = []
@@ -409,6 +457,8 @@ class JobQueue:
             # static pass ran before the deep one was refused, so its report is in the exception
             return {"embedded": 0, "copied": 0, "seconds": 0.0, "pending": self.engine.pending_vectors(names),
                     "skipped": f"{exc} (pid {pid})", "held_by": pid, "static": exc.static}
+        if embedded.embedded >= 2 * BATCH and embedded.seconds > 1.0:
+            self._embed_rate = round(embedded.embedded / embedded.seconds, 3)
         return embedded.as_dict()
 
     async def close(self, timeout: float = 10.0) -> bool:

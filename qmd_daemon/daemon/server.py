@@ -454,7 +454,18 @@ class Daemon:
         }
         if job is not None and job.error:
             body["refresh_error"] = job.as_dict()["error"]  # masked
+        if trace.pending_vectors:
+            body.update(self._vectors_coming(scope, trace.pending_vectors))
         return web.json_response(body)
+
+    def _vectors_coming(self, scope: list[str], pending: int) -> dict[str, Any]:
+        """When the scope's chunks waiting for deep vectors will have them, for the client's line:
+        `embedding`, a job of this daemon embeds them (queued, running or owed to another
+        process's lock); `vectors_eta_s`, their count over the measured rate (the collection of
+        the request goes first, so the rest of the index does not count), None while unmeasured."""
+        embedding = any(self.jobs.embedding(n) for n in scope)
+        rate = self.jobs.embed_rate() if embedding else None
+        return {"embedding": embedding, "vectors_eta_s": round(pending / rate) if rate else None}
 
     def _resume_embedding(self, names: list[str]) -> None:
         """A search found chunks waiting for vectors that no job embeds: the daemon that was
@@ -465,7 +476,7 @@ class Daemon:
         owed = [n for n in names if n not in self._embed_resumed and not self.jobs.busy_for(n, ("embed",))]
         if owed and self.jobs.auto_embed and not self._closed:
             self._embed_resumed.update(owed)
-            self.jobs.submit("embed", owed)
+            self.jobs.submit("embed", None)  # every collection waiting; this one first (the hint)
 
     async def _jobs_request(self, request: web.Request, kinds: tuple[str, ...]) -> web.Response:
         body = await self._body(request)
@@ -688,6 +699,42 @@ class Daemon:
             self._outdated.update(names)
             self.jobs.submit("refresh", names, reason="upgrade")
 
+    async def _resume_vectors(self) -> None:
+        """At start, embed what an earlier daemon left: `qmd-daemon stop`, an installer's restart
+        or an idle exit cut its embed job short, and a first hour with four repositories saw one
+        at 5% after 15 minutes (only the collection searched last was asked for again). One job
+        for every collection, the current one first once a request names it (engine.embed's
+        hint); it yields to every refresh, and the daemon does not exit idle while it runs. Only
+        when the daemon preloads its models (QMD_PRELOAD, on by default): counting needs the
+        embedder built, which a daemon told to load nothing at start must not do; there the first
+        search that finds chunks waiting asks for the same job (_resume_embedding)."""
+        try:
+            owed = await self._read(self._vectors_owed)
+        except QmdError as exc:  # a damaged or unreadable index: _check_index reports it
+            log.warning("could not count the chunks waiting for vectors: %s", exc)
+            return
+        if owed and self.jobs.auto_embed and not self._closed:
+            log.info("resuming the embedding: %d chunks wait for vectors", owed)
+            self.jobs.submit("embed", None)
+
+    def _vectors_owed(self) -> int:
+        """On the reader: this home's chunks still waiting for a deep vector (or, with the deep
+        pass off, a static one), 0 when no embedding model is configured to give them one."""
+        if self.reader.models.embedder() is None:  # resolves the file, loads nothing
+            return 0
+        deep = self.reader.pending_vectors(None)
+        if deep is not None:
+            return deep
+        static = self.reader.static_status()
+        return max(0, int(static["chunks"]) - int(static["vectors"])) if static.get("available") else 0
+
+    async def _start_jobs(self) -> None:
+        """The jobs a start owes: the re-read of collections an older version indexed, then the
+        vectors an earlier daemon did not finish (in that order: vectors of re-read chunks)."""
+        await self._refresh_outdated()
+        if self.preload:
+            await self._resume_vectors()
+
     # -- lifetime ------------------------------------------------------------------------------
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
@@ -716,7 +763,7 @@ class Daemon:
         if self.write_state_file:
             write_state(self.settings.state_dir, self.state)
         self._spawn(self._check_index())
-        self._spawn(self._refresh_outdated())
+        self._spawn(self._start_jobs())
         if self.preload:
             self._spawn(self._read(self._preload_models))
         log.info("listening on 127.0.0.1:%d (pid %d)", self.port, os.getpid())

@@ -368,7 +368,7 @@ def test_an_answer_from_an_index_still_catching_up_says_so_on_stderr(
     (daemon_home / "config" / "index.yml").write_text("models: {profile: small}\n")
     models = {"QMD_MODELS_DIR": str(MODELS_DIR)}
     first = run_client("ai_search.py", "cookie", home=daemon_home, cwd=repo, **models)
-    assert first.returncode == 0 and "still wait for vectors" in first.stderr, first.stderr
+    assert first.returncode == 0 and "deep vectors yet" in first.stderr, first.stderr
     assert "catching up" not in first.stderr, first.stderr
     monkeypatch.setenv("QMD_DAEMON_HOME", str(daemon_home))
     monkeypatch.delenv("QMD_INDEX_PATH", raising=False)

@@ -12,6 +12,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 
 from clients.ai_search import daemon_doing, waiting_line
@@ -191,3 +192,53 @@ async def test_the_notice_counts_the_other_searches_the_daemon_answers(
             daemon.jobs.engine.stop_waiting.set()  # the refresh queued on the held lock gives up
             await asyncio.gather(*held, return_exceptions=True)
             await daemon.close()
+
+
+async def test_a_long_first_index_shows_how_many_files_are_read(engine: Engine, tmp_path: Path) -> None:
+    """A first index of sympy (33k chunks, 13 s) printed its notice at 3 s and then nothing: the
+    notice now counts the files the daemon's refresh has read of all, from /health's running job
+    (its `progress`), and the counts grow while it reads."""
+    files = {f"pkg{i // 100}/m{i}.py": f"def function_{i}(value):\n    return value + {i}\n"
+             for i in range(3000)}
+    tree = write_tree(tmp_path / "tree", files)
+    engine.add_collection(tree, "tree")
+    daemon = Daemon(engine.settings, watch=False, idle_minutes=30)
+    await daemon.start()
+    try:
+        job = daemon.jobs.submit("refresh", ["tree"], reason="new")
+        lines: list[str] = []
+        while not job.done.is_set():
+            line = await asyncio.to_thread(daemon_doing, str(tree), 60)
+            if line and " of 3,000 files read" in line and line not in lines:
+                lines.append(line)
+        assert await job.wait(600) and job.state == "done", job.error
+        assert lines, "no line counted the files while the first index read them"
+        assert lines[0].startswith(f"the daemon is indexing {tree} for the first time (")
+        assert lines[0].endswith(" of 3,000 files read; results come within about 60 s, --wait changes it)")
+        done = [int(line.split("time (")[1].split(" of ")[0].replace(",", "")) for line in lines]
+        assert done == sorted(done) and done[-1] <= 3000
+    finally:
+        await daemon.close()
+
+
+def test_a_slow_call_repeats_its_notice_only_when_it_says_something_new(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Progress every `every` seconds while the call waits; the same line is not printed twice,
+    and nothing is printed once the call is over (SlowNotice's property, kept)."""
+    import time
+
+    from clients.ai_search import SlowNotice
+
+    said = iter(["10 of 30 files read", "10 of 30 files read", "20 of 30 files read"])
+    notice = SlowNotice(0, lambda: next(said, "30 of 30 files read"), every=0.05)
+    err = ""
+    with notice:
+        deadline = time.monotonic() + 10
+        while "30 of 30" not in err and time.monotonic() < deadline:
+            time.sleep(0.01)
+            err += capsys.readouterr().err
+    assert notice.join(10)
+    err += capsys.readouterr().err
+    said_once = ["10 of 30 files read", "20 of 30 files read", "30 of 30 files read"]
+    assert err == "".join(f"ai-search: {line}\n" for line in said_once)

@@ -53,9 +53,42 @@ def test_ai_search_says_once_on_stderr_that_results_are_keyword_only(
     assert proc.returncode == 0, proc.stderr
     hits = json.loads(proc.stdout)
     assert isinstance(hits, list) and hits[0]["path"] == "net/retry.py"
-    notes = [line for line in proc.stderr.splitlines() if "wait for vectors" in line]
-    assert notes == ["ai-search: 2 chunks still wait for vectors: keyword-only results for now"]
+    notes = [line for line in proc.stderr.splitlines() if "deep vectors" in line]
+    assert notes == ["ai-search: results from keywords only (no deep vectors yet: 2 chunks wait for them);"
+                     " this search ran without the daemon: `qmd-daemon embed` gives them deep vectors"]
+    # the same line on the next call is noise to an agent reading stderr: held back for a while
+    again = run_client("ai_search.py", "retry backoff delays", "--json", "--no-daemon", home=daemon_home,
+                       cwd=repo, QMD_MODELS_DIR=str(MODELS_DIR))
+    assert again.returncode == 0 and json.loads(again.stdout) == hits, again.stderr
+    assert "deep vectors" not in again.stderr, again.stderr
 
+
+def test_the_line_says_what_results_are_made_of_and_when_deep_vectors_come() -> None:
+    """The wording of a daemon's answer body (the fields test_first_hour_embedding.py checks a
+    real daemon sends): it said `1 chunks still wait for vectors: those found by keywords only
+    for now`, whatever the static tier did and whether anything embedded them."""
+    from clients.ai_search import vectors_line
+
+    hybrid = {"mode": "hybrid", "pending_vectors": 1, "static_rescored": True, "deep_vectors": True,
+              "embedding": True, "vectors_eta_s": 250}
+    kind, line = vectors_line(hybrid) or ("", "")
+    assert line == ("hybrid results (keywords + deep vectors); the 1 chunk without deep vectors yet is ranked"
+                    " by keywords and static vectors; the daemon is embedding them in the background"
+                    " (about 4 min left)")
+    many = vectors_line({**hybrid, "pending_vectors": 4948, "vectors_eta_s": 9000})
+    assert many == (kind, "hybrid results (keywords + deep vectors); the 4,948 chunks without deep vectors"
+                    " yet are ranked by keywords and static vectors; the daemon is embedding them in the"
+                    " background (about 2.5 h left)"), "the counts change, the kind of line does not"
+    idle = vectors_line({"mode": "lexical", "pending_vectors": 2, "embedding": False})
+    assert idle is not None and idle[0] != kind
+    assert idle[1] == ("results from keywords only (no deep vectors yet: 2 chunks wait for them); no"
+                       " embedding runs for them: `qmd-daemon embed` gives them deep vectors")
+    assert vectors_line({"mode": "hybrid", "pending_vectors": 0}) is None
+    # hybrid by the static tier alone (no deep vector yet): not "keywords + deep vectors"
+    static_only = vectors_line({"mode": "hybrid", "pending_vectors": 3, "static_rescored": True,
+                                "deep_vectors": False, "embedding": True})
+    assert static_only is not None and static_only[1].startswith(
+        "results from keywords re-ranked by static vectors (no deep vectors yet: 3 chunks wait for them)")
 
 
 def test_the_daemon_says_keyword_only_without_an_embedding_model(daemon_home: Path, tmp_path: Path) -> None:
