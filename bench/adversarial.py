@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from clients._qmd_client import MAX_REQUEST_BYTES  # noqa: E402
 from qmd_daemon.setup.installer import process_alive  # noqa: E402
 
 CLIENTS = ROOT / "clients"
@@ -291,9 +292,10 @@ def bad_requests(lab: Lab, state: dict[str, Any]) -> Tally:
     ]:
         status, _ = _request(state, "GET", "/status", headers=headers, token=use_token)
         tally.check(status in (401, 403), f"{what}: HTTP {status}")
-    big = b'{"query": "' + b"a" * (2 << 20) + b'"}'
+    # past the daemon's cap (a 1,000,000-character query with every character escaped fits under it)
+    big = b'{"query": "' + b"a" * (MAX_REQUEST_BYTES + (1 << 20)) + b'"}'
     status, _ = _request(state, "POST", "/search", big)
-    tally.check(status == 413 or 400 <= status < 500, f"2 MB body: HTTP {status}")
+    tally.check(status == 413 or 400 <= status < 500, f"{len(big) >> 20} MB body: HTTP {status}")
     for what, data in [
         ("garbage bytes", b"\x00\x01\x02 not http\r\n\r\n"),
         ("header without end", b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX: " + b"a" * 70000),
