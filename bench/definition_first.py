@@ -1,14 +1,16 @@
-"""Do bare identifiers find their definition first (README's promise)? For the long definitions of
-a bench home (one cut into windows a file, its name defined once in its collection, spelled so, 4+
-characters, up to --per-lang a language from a seeded shuffle of the code files), search the bare
-name lexically and check the first hit: is it the chunk holding the definition's line, and does
-the hit's `line` start at it (or at its decorators / return-type line, up to 3 lines above)?
-Every miss is printed with its language, the kind of definition, the first hit and its boosts.
+"""Do bare identifiers find their definition first (README's promise)? Names of a bench home's
+definitions, each defined once in its collection as spelled, 4+ characters, up to --per-lang a
+language from a seeded shuffle: `--probe long` (the default), the long definitions (one cut into
+windows a file); `--probe lower`, definitions of any length whose name is a plain lower-case word
+(no capital, no `_`: `linprm`, `launch`). Each bare name is searched lexically and the first hit
+checked: is it the chunk holding the definition's line, and does the hit's `line` start at it (or
+at its decorators / return-type line, up to 3 lines above)? Every miss is printed with its
+language, the kind of definition, the first hit and its boosts.
 
 Read-only on the index, but run it on a copy of a bench home all the same (docs/ranking.md,
 "Bare lower-case identifiers"):
 
-    python bench/definition_first.py --home ~/.cache/qmd-eval/home-COPY [--languages c,zig] [--per-lang 40]
+    python bench/definition_first.py --home ~/.cache/qmd-eval/home-COPY [--probe lower] [--languages c,zig]
 """
 
 from __future__ import annotations
@@ -76,6 +78,31 @@ def probes(db: sqlite3.Connection, per_lang: int, languages: set[str] | None, se
     return out
 
 
+def lower_case_probes(
+    db: sqlite3.Connection, per_lang: int, languages: set[str] | None, seed: int
+) -> list[Probe]:
+    """Definitions of any length named by a plain lower-case word, as a code file defines them
+    (not a heading or a data file's key): the names that do not look like identifiers."""
+    cols = dict(db.execute("SELECT id, name FROM collections"))
+    rows = db.execute(
+        """SELECT d.name, d.kind, d.line, f.path, f.language, f.collection_id FROM definitions d
+           JOIN chunks c ON c.id = d.chunk_id JOIN files f ON f.id = c.file_id
+           WHERE f.kind = 'code' AND d.kind NOT IN ('heading', 'key')
+           ORDER BY d.chunk_id, d.line""").fetchall()
+    defined = collections.Counter((name, col_id) for name, *_, col_id in rows)
+    plain = [r for r in rows if defined[(r[0], r[5])] == 1 and len(r[0]) >= 4 and r[0].isidentifier()
+             and r[0].islower() and "_" not in r[0]]
+    random.Random(seed).shuffle(plain)
+    seen: collections.Counter[str] = collections.Counter()
+    out: list[Probe] = []
+    for name, kind, line, path, lang, col_id in plain:
+        if (languages and lang not in languages) or seen[lang] >= per_lang:
+            continue
+        seen[lang] += 1
+        out.append(Probe(cols[col_id], path, lang, name, kind, line))
+    return out
+
+
 def check(engine: Any, probe: Probe) -> tuple[bool, bool, bool, Any]:
     """(first hit is the definition's chunk, its line is the definition's, at or just above it, hit)."""
     from qmd_daemon.search.pipeline import SearchOptions
@@ -97,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--languages", default="", help="comma-separated; default: every language")
     ap.add_argument("--per-lang", type=int, default=40)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--probe", choices=("long", "lower"), default="long")
     args = ap.parse_args(argv)
     index = args.home / "cache" / "index.sqlite"
     if not index.is_file():
@@ -111,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     engine = Engine(Settings.from_env())
     stats: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     misses: list[str] = []
-    for probe in probes(db, args.per_lang, languages, args.seed):
+    pick = probes if args.probe == "long" else lower_case_probes
+    for probe in pick(db, args.per_lang, languages, args.seed):
         chunk, at, near, hit = check(engine, probe)
         s = stats[probe.language]
         s.update(n=1, chunk=chunk, at=at, near=near)

@@ -27,3 +27,14 @@ def test_a_defined_name_is_found_first(engine, home: Path, tmp_path: Path, capsy
 def test_no_index_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert definition_first.main(["--home", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == f"no index at {tmp_path / 'cache' / 'index.sqlite'}"
+
+
+def test_the_lower_case_probe_takes_plain_words_of_any_length(
+    engine, home: Path, tmp_path: Path, capsys
+) -> None:
+    small = "int cell_count(void) { return 0; }\nint tiny(void) { return 1; }\n"
+    indexed(engine, tmp_path / "grid", {"src/grid.c": GRID_C, "src/main.c": MAIN_C, "src/small.c": small})
+    assert definition_first.main(["--home", str(home), "--probe", "lower"]) == 0
+    out = capsys.readouterr().out
+    # regrid (long), main and tiny (short) are plain words, each found first; cell_count has a `_`
+    assert out.split("\n")[1].split() == ["c", "3", "3", "3", "3"]
