@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from qmd_daemon.engine import Engine
 from qmd_daemon.search.pipeline import SearchOptions, mark_defined_word
 from qmd_daemon.search.query import parse_query
+from qmd_daemon.settings import Settings
 from tests.conftest import indexed
 
 # Shaped like wcslib's lin.h: the struct, then the prototypes that take it, each saying its name.
@@ -106,6 +110,23 @@ def test_a_lower_case_c_struct_in_a_header_comes_before_its_prototypes(engine, t
     assert _first_hit_holds(hit, "C/lin.h", LINPRM_LINE), (hit.path, hit.explain["chunk_lines"])
     assert "definition" in hit.explain["boosts"]
     assert hit.line == LINPRM_LINE
+
+
+def test_on_postgresql_too(
+    home: Path, tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index's definitions are asked through the store protocol: the server's store answers the
+    same (its `chunks_defining` compares names in lower case, as SQLite's COLLATE NOCASE)."""
+    monkeypatch.setenv("QMD_DATABASE_URL", postgres_url)
+    (home / "config").mkdir(parents=True, exist_ok=True)
+    (home / "config" / "index.yml").write_text("backend: postgres\n", encoding="utf-8")
+    engine = Engine(Settings.from_env())
+    try:
+        name = indexed(engine, tmp_path / "wcslib", {"C/lin.h": LIN_H})
+        hit = engine.search("linprm", [name], limit=3, options=_EXPLAIN)[0]
+        assert _first_hit_holds(hit, "C/lin.h", LINPRM_LINE), (hit.path, hit.explain["chunk_lines"])
+    finally:
+        engine.close()
 
 
 def test_a_lower_case_haskell_function_comes_before_a_neighbour_saying_its_name(
