@@ -195,9 +195,9 @@ def mark_defined_word(store: ChunkStore, parsed: ParsedQuery, collection_ids: li
     got no definition boost and a file saying the name more often (its callers, a header's
     comments) came first. A word no code defines stays a word."""
     words = parsed.text.split()
-    if parsed.symbols or len(words) != 1 or not IDENTIFIER.fullmatch(words[0]):
+    word = words[0].strip("`()") if len(words) == 1 else ""  # `linprm` quoted as code, as looks_like_symbol
+    if parsed.symbols or not IDENTIFIER.fullmatch(word):
         return
-    word = words[0]
     if word.lower() not in {t.lower() for t in parsed.terms}:  # a stopword (`get`): no term to rank by
         return
     if any(name == word and kind not in NOT_CODE_DEFINITIONS

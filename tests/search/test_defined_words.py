@@ -154,6 +154,7 @@ def test_only_code_spelling_the_word_makes_it_an_identifier(engine, tmp_path: Pa
         return parsed.defined_word and parsed.is_symbol_query
 
     assert marked("linprm")
+    assert marked("`linprm`")  # quoted as code
     assert not marked("stages")  # a data file's key
     assert not marked("installation")  # a heading, and not as spelled
     assert not marked("stream")  # only `Stream` is defined: code is case-sensitive
