@@ -53,7 +53,7 @@ from qmd_daemon.search.term_feedback import (
 from qmd_daemon.search.vector import VECTOR_CANDIDATES, vector_search
 from qmd_daemon.store.lexical_query import Phrase
 from qmd_daemon.store.protocols import ChunkRow, ChunkStore, VectorStore
-from qmd_daemon.text.identifiers import is_acronym
+from qmd_daemon.text.identifiers import IDENTIFIER, is_acronym
 
 LEXICAL_CANDIDATES = 200
 FUSED_CANDIDATES = LEXICAL_CANDIDATES + VECTOR_CANDIDATES  # the question's two lists, whole
@@ -67,6 +67,9 @@ SYMBOL_VECTOR_WEIGHT = 0.6
 STRONG_TOP, STRONG_GAP = 0.85, 0.15
 EXPAND_SHARE = 0.5
 MAX_ERROR_HOLDERS = 5  # chunks saying an error message's words, past which it is not its source
+# Definitions that do not make a bare word an identifier: a prose heading (`Installation`), a data
+# file's key (`dependencies:` of a conda environment, `stages:` of a CI pipeline).
+NOT_CODE_DEFINITIONS = frozenset({"heading", "key"})
 MAX_NAME_DEFINITIONS = 30  # chunks defining a name, past which a question's name adds no candidates
 
 
@@ -182,6 +185,25 @@ class Definitions:
             name.lower() not in self.spelled and not (name.islower() and name.upper() in self.acronyms)
         ):
             self.exact.add(chunk_id)
+
+
+def mark_defined_word(store: ChunkStore, parsed: ParsedQuery, collection_ids: list[int]) -> None:
+    """A bare lower-case word that the searched code defines, spelled so, is that identifier: C's
+    `struct linprm`, Haskell's `launch`, Elixir's `def stream`, Zig's `fn prepare`, a Swift or
+    Scala method. Most languages spell their functions, and C its types, in lower case, so the
+    shape of a word (capitals, `_`: `looks_like_symbol`) cannot say it; without this such a query
+    got no definition boost and a file saying the name more often (its callers, a header's
+    comments) came first. A word no code defines stays a word."""
+    words = parsed.text.split()
+    word = words[0].strip("`()") if len(words) == 1 else ""  # `linprm` quoted as code, as looks_like_symbol
+    if parsed.symbols or not IDENTIFIER.fullmatch(word):
+        return
+    if word.lower() not in {t.lower() for t in parsed.terms}:  # a stopword (`get`): no term to rank by
+        return
+    if any(name == word and kind not in NOT_CODE_DEFINITIONS
+           for _chunk, name, kind in store.chunks_defining([word], collection_ids)):
+        parsed.symbols = [word]
+        parsed.defined_word = True
 
 
 def _symbol_candidates(
@@ -464,6 +486,8 @@ def _search(
     parsed = parse_query(query)
     if not collection_ids or not any(ch.isalnum() for ch in query):
         return []  # `!!!`, `...`: no word to match, and their vectors' nearest chunks are noise
+    if options.boosts:
+        mark_defined_word(store, parsed, collection_ids)
     scope = path_scope(store, collection_ids, [*options.paths, *parsed.paths])
     if scope is not None:
         trace.path_files = len(scope.allowed.file_ids)

@@ -57,6 +57,9 @@ class ParsedQuery:
     excludes: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)  # path patterns written in it (`path:src/`)
     symbols: list[str] = field(default_factory=list)  # identifiers as typed (ClientSession, _request)
+    # a bare lower-case word the searched code defines as spelled (`linprm`, `stream`): a symbol,
+    # though it looks like a word; set by the search once it has asked the index (pipeline.py)
+    defined_word: bool = False
     lex: list[str] = field(default_factory=list)
     vec: list[str] = field(default_factory=list)
     hyde: list[str] = field(default_factory=list)
@@ -79,6 +82,8 @@ class ParsedQuery:
     @property
     def is_symbol_query(self) -> bool:
         """A bare identifier (or two): lean lexical and boost definitions."""
+        if self.defined_word:
+            return True
         words = self.text.split()
         return bool(self.symbols) and len(words) <= 2 and all(looks_like_symbol(w) for w in words)
 
