@@ -125,7 +125,7 @@ row_compile_progress() {
   gap=$(awk -v end="$stopped" '/compiles it from source/ {on = 1}
              on {if (prev) {d = $1 - prev; if (d > m) m = d} prev = $1}
              END {if (prev && end - prev > m) m = end - prev; printf "%.1f", m}' "$out")
-  local ticks; ticks=$(grep -c '\.\.\. pip install .* so far; last:' "$out")
+  local ticks; ticks=$(grep -c '\.\.\. pip install .* so far; .*last:' "$out")
   DETAIL="announced: $(grep -c 'compiles it from source' "$out"), ticker lines: $ticks, longest silence ${gap}s"
   grep -q 'compiles it from source' "$out" && [ "$ticks" -gt 0 ] && awk -v g="$gap" 'BEGIN {exit !(g <= 10.5)}'
 }
@@ -187,13 +187,14 @@ search_repo() {  # a small git repository of real code (a copy of qmd-daemon's s
   echo "$repo"
 }
 
-row_pending_vectors() {  # the first search of a new repository says its results are keyword-only for now
+row_pending_vectors() {  # the first search of a new repository says what its results are made of for now
   need_small_install || { DETAIL="needs row small_install"; return 1; }
   local repo; repo=$(search_repo repo-pending)
   (cd "$repo" && in_home "$SMALL_HOME" ai-search --json "reciprocal rank fusion") >"$LOGS/pending.json" 2>"$LOGS/pending.log"
   local rc=$?
-  DETAIL="exit $rc; stderr: $(grep -m1 'wait for vectors' "$LOGS/pending.log" | cut -c1-90)"
-  [ $rc -eq 0 ] && grep -q "chunks still wait for vectors" "$LOGS/pending.log"
+  local said='no deep vectors yet\|without deep vectors yet'
+  DETAIL="exit $rc; stderr: $(grep -m1 "$said" "$LOGS/pending.log" | cut -c1-110)"
+  [ $rc -eq 0 ] && grep -q "$said" "$LOGS/pending.log"
 }
 
 row_nonsense_query() {  # no real match scores under the threshold; a real question scores over it
