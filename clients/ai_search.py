@@ -254,6 +254,13 @@ def searching_line(health: dict[str, Any], rerank: bool) -> str:
         on_cpu = isinstance(models, dict) and models.get("device") == "cpu"
         steps.append("reranking the top results" + (" on the CPU (seconds; leave out --rerank to skip it)"
                                                     if on_cpu else ""))
+    # a job that does not hold this call up still shares the cores (and the embedding model,
+    # whose next decode the query's vector takes first): "nothing holds it up" was said then too
+    jobs = health.get("jobs")
+    running = (jobs.get("running") or {}) if isinstance(jobs, dict) else {}
+    beside = {"embed": "an embedding batch runs beside it", "refresh": "a refresh runs beside it"}
+    if isinstance(running, dict) and running.get("kind") in beside:
+        steps.append(beside[str(running["kind"])])
     detail = "; ".join(steps) if steps else "no indexing or embedding holds it up"
     return f"the daemon is running the search ({detail})"
 

@@ -162,6 +162,20 @@ async def test_with_the_writer_idle_the_notice_says_what_the_search_is_doing(
         await daemon.close()
 
 
+def test_a_job_running_beside_the_search_is_named_not_called_nothing() -> None:
+    """A first search in a new repository: its refresh done, the embed job it asked for runs, and
+    the notice said "no indexing or embedding holds it up" while the two shared the cores."""
+    from clients.ai_search import searching_line
+
+    models = {"device": "cpu", "roles": {"embed": "loaded"}}
+    beside = (("embed", "an embedding batch runs beside it"), ("refresh", "a refresh runs beside it"))
+    for kind, said in beside:
+        health = {"jobs": {"running": {"kind": kind}, "queued": 0}, "searches": 1, "models": models}
+        assert searching_line(health, rerank=False) == _searching(said)
+    idle = {"jobs": {"running": None, "queued": 0}, "searches": 1, "models": models}
+    assert searching_line(idle, rerank=False) == _searching("no indexing or embedding holds it up")
+
+
 async def test_the_notice_counts_the_other_searches_the_daemon_answers(
     engine: Engine, tmp_path: Path
 ) -> None:
@@ -186,7 +200,9 @@ async def test_the_notice_counts_the_other_searches_the_daemon_answers(
                     break
                 await asyncio.sleep(0.05)
             line = await asyncio.to_thread(daemon_doing, str(tree), 60, refresh=False)
-            expected = "1 other search at the same time; loading its models for the first query"
+            # the refresh the two asked runs (held on the lock), beside a call that waits for none
+            expected = ("1 other search at the same time; loading its models for the first query; "
+                        "a refresh runs beside it")
             assert line == _searching(expected)
         finally:
             daemon.jobs.engine.stop_waiting.set()  # the refresh queued on the held lock gives up
