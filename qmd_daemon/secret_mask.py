@@ -32,6 +32,7 @@ PASSWORD_KEYWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&#'\"]+
 URL_USERINFO = re.compile(r"(://[^/:@\s]*:)[^@\s/]+@")
 
 _known: set[str] = set()
+_urls: set[str] = set()  # the URLs remembered already
 _lock = threading.Lock()
 _factory_installed = False
 _read_a_url = False  # set by `remember`, also for a URL without a password (the shape rules apply)
@@ -56,9 +57,12 @@ def remember(url: str, *more_secrets: str) -> None:
     """Mask URL's password (and MORE_SECRETS: spellings a parser found) from now on, in `mask`
     and in every log record of this process."""
     global _read_a_url
+    if url in _urls and not more_secrets:  # the engine asks on every use of its backend
+        return
     secrets = {s for s in (*raw_passwords(url), *more_secrets) if s}
     with _lock:
         _known.update(secrets)
+        _urls.add(url)
         _read_a_url = True
     _mask_log_records()
 

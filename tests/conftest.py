@@ -248,5 +248,6 @@ def forget_secrets() -> Iterator[None]:
     yield
     logging.setLogRecordFactory(factory)
     secret_mask._known.clear()
+    secret_mask._urls.clear()
     secret_mask._read_a_url = False
     secret_mask._factory_installed = False

@@ -34,18 +34,14 @@ def shape_hits(
     query word starts at its head, wherever its words are densest (search/snippets.py)."""
     hits: list[Hit] = []
     hit_files: list[int] = []
-    per_file_count: dict[tuple[str, str], int] = {}
     budget = max_tokens if max_tokens and max_tokens > 0 else None
     used = 0
     top = max((c.score for c in ranked), default=0.0)
-    reachable = [c.chunk.id for c in _reachable(ranked, limit, per_file)]
-    definitions = definitions_of(reachable) if definitions_of is not None else {}
+    reachable = _reachable(ranked, limit, per_file)
+    definitions = definitions_of([c.chunk.id for c in reachable]) if definitions_of is not None else {}
     ceiling = 1.0  # scores never rise down the list, so a threshold cuts a prefix
-    for cand in ranked:
+    for cand in reachable:  # the hits are a prefix of them: the floor and the budget end it sooner
         chunk = cand.chunk
-        key = (chunk.collection, chunk.path)
-        if per_file and per_file_count.get(key, 0) >= per_file:
-            continue
         values = features(cand, top, question_idf)
         score = round(min(ceiling, probability(values)), 4)
         if score < min_score:
@@ -56,7 +52,6 @@ def shape_hits(
         if budget is not None and used + cost > budget and hits:
             break
         used += cost
-        per_file_count[key] = per_file_count.get(key, 0) + 1
         ceiling = score
         hit = Hit(
             path=chunk.path,
@@ -78,8 +73,6 @@ def shape_hits(
             }
         hits.append(hit)
         hit_files.append(chunk.file_id)
-        if len(hits) >= limit:
-            break
     related = related_of(list(dict.fromkeys(hit_files))) if hits else {}
     for hit, file_id in zip(hits, hit_files, strict=True):
         hit.related = related.get(file_id, [])[:5]

@@ -7,9 +7,11 @@ stamped with a package file the test rewrites as pip would."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import qmd_daemon
@@ -47,18 +49,44 @@ runpy.run_module("qmd_daemon.daemon", run_name="__main__")
 """
 
 
+@contextlib.contextmanager
+def _daemon_running(home: Path, script: str, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+    """SCRIPT (one of the daemons above) serving HOME, once its state file names it; killed at the
+    end if the test did not see it stop."""
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", script, *args], env=env_for(home),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: (state_of(home) or {}).get("pid") == daemon.pid, timeout=60)
+        yield daemon
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+
+
+def _python_serving(tmp_path: Path, script: str) -> Path:
+    """A QMD_DAEMON_PYTHON of an older install: its `serve` runs SCRIPT, anything else this Python."""
+    code = tmp_path / "older_daemon.py"
+    code.write_text(script)
+    python = tmp_path / "older-python"
+    python.write_text(
+        "#!/bin/sh\n"
+        f'[ "$*" = "-m qmd_daemon.daemon serve" ] && exec {sys.executable} {code}\n'
+        f'exec {sys.executable} "$@"\n'
+    )
+    python.chmod(0o755)
+    return python
+
+
 def test_the_client_mirrors_the_schema_of_its_code() -> None:
     assert _qmd_client.INDEX_SCHEMA == SCHEMA_VERSION
 
 
 def test_a_daemon_older_than_the_client_is_replaced(daemon_home: Path, tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "proj")
-    older = subprocess.Popen(
-        [sys.executable, "-c", _OLDER_DAEMON], env=env_for(daemon_home),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        wait_for(lambda: (state_of(daemon_home) or {}).get("pid") == older.pid, timeout=60)
+    with _daemon_running(daemon_home, _OLDER_DAEMON) as older:
         assert state_of(daemon_home)["schema"] == SCHEMA_VERSION - 1
         proc = run_client("ai_search.py", "parse cookie header", "--json", home=daemon_home, cwd=repo)
         assert proc.returncode == 0, proc.stderr
@@ -68,10 +96,6 @@ def test_a_daemon_older_than_the_client_is_replaced(daemon_home: Path, tmp_path:
         assert hits and hits[0]["path"] == "src/client.py"
         state = state_of(daemon_home)
         assert state["schema"] == SCHEMA_VERSION and state["pid"] != older.pid and pid_running(state["pid"])
-    finally:
-        if older.poll() is None:
-            older.kill()
-            older.wait()
 
 
 def test_an_older_daemon_that_qmd_daemon_python_starts_is_started_once_and_kept(
@@ -79,15 +103,7 @@ def test_an_older_daemon_that_qmd_daemon_python_starts_is_started_once_and_kept(
 ) -> None:
     # QMD_DAEMON_PYTHON names an older install: restarting its daemon starts the same code, and
     # the client used to stop and start it again on every call (session 8's known defect)
-    older_code = tmp_path / "older_daemon.py"
-    older_code.write_text(_OLDER_DAEMON)
-    python = tmp_path / "older-python"
-    python.write_text(
-        "#!/bin/sh\n"
-        f'[ "$*" = "-m qmd_daemon.daemon serve" ] && exec {sys.executable} {older_code}\n'
-        f'exec {sys.executable} "$@"\n'
-    )
-    python.chmod(0o755)
+    python = _python_serving(tmp_path, _OLDER_DAEMON)
     repo = make_repo(tmp_path / "proj")
     pids, errors = [], []
     for _ in range(3):
@@ -119,12 +135,7 @@ def test_a_daemon_whose_code_was_reinstalled_under_it_is_replaced(daemon_home: P
     package_file = tmp_path / "installed" / "__init__.py"
     package_file.parent.mkdir()
     package_file.write_text('__version__ = "0.1.0"\n')
-    running = subprocess.Popen(
-        [sys.executable, "-c", _STAMPED_DAEMON, str(package_file)], env=env_for(daemon_home),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        wait_for(lambda: (state_of(daemon_home) or {}).get("pid") == running.pid, timeout=60)
+    with _daemon_running(daemon_home, _STAMPED_DAEMON, str(package_file)) as running:
         assert state_of(daemon_home)["code"]["file"] == str(package_file)
         proc = run_client("ai_search.py", "parse cookie header", "--json", home=daemon_home, cwd=repo)
         assert proc.returncode == 0 and "restarting" not in proc.stderr, proc.stderr
@@ -139,10 +150,6 @@ def test_a_daemon_whose_code_was_reinstalled_under_it_is_replaced(daemon_home: P
         state = state_of(daemon_home)
         assert state["pid"] != running.pid and pid_running(state["pid"])
         assert state["code"]["file"] == qmd_daemon.__file__
-    finally:
-        if running.poll() is None:
-            running.kill()
-            running.wait()
 
 
 def test_a_package_file_gone_is_no_reason_to_restart(tmp_path: Path) -> None:
@@ -164,12 +171,7 @@ def test_a_daemon_from_before_the_code_stamp_is_replaced_once(daemon_home: Path,
     # the version before this one wrote no `code`: left running across a pip install -U with the
     # same schema, it would serve the old code until it idled out
     repo = make_repo(tmp_path / "proj")
-    running = subprocess.Popen(
-        [sys.executable, "-c", _UNSTAMPED_DAEMON], env=env_for(daemon_home),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        wait_for(lambda: (state_of(daemon_home) or {}).get("pid") == running.pid, timeout=60)
+    with _daemon_running(daemon_home, _UNSTAMPED_DAEMON) as running:
         assert state_of(daemon_home)["code"] is None
         proc = run_client("ai_search.py", "parse cookie header", "--json", home=daemon_home, cwd=repo)
         assert proc.returncode == 0, proc.stderr
@@ -180,24 +182,12 @@ def test_a_daemon_from_before_the_code_stamp_is_replaced_once(daemon_home: Path,
         proc = run_client("ai_search.py", "parse cookie header", "--json", home=daemon_home, cwd=repo)
         assert proc.returncode == 0 and "restarting" not in proc.stderr, proc.stderr
         assert state_of(daemon_home)["pid"] == replacement["pid"]
-    finally:
-        if running.poll() is None:
-            running.kill()
-            running.wait()
 
 
 def test_an_unstamped_daemon_that_qmd_daemon_python_starts_is_kept(daemon_home: Path, tmp_path: Path) -> None:
     # QMD_DAEMON_PYTHON names an install from before the stamp: starting it again starts the
     # same code, so it is started once and used, with one line saying why
-    older_code = tmp_path / "unstamped_daemon.py"
-    older_code.write_text(_UNSTAMPED_DAEMON)
-    python = tmp_path / "older-python"
-    python.write_text(
-        "#!/bin/sh\n"
-        f'[ "$*" = "-m qmd_daemon.daemon serve" ] && exec {sys.executable} {older_code}\n'
-        f'exec {sys.executable} "$@"\n'
-    )
-    python.chmod(0o755)
+    python = _python_serving(tmp_path, _UNSTAMPED_DAEMON)
     repo = make_repo(tmp_path / "proj")
     pids = []
     for _ in range(2):
