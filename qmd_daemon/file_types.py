@@ -128,6 +128,8 @@ LANGUAGE_SUFFIXES: dict[str, tuple[str, ...]] = {
     "toml": (".toml",),
     "xml": (".xml",),
     "markdown": (".md", ".mdx"),
+    # Jupyter notebooks: JSON, indexed as their kernel's language (ingest/notebook.py)
+    "jupyter": (".ipynb",),
     "rst": (".rst",),
     "text": (".txt",),
 }
@@ -214,6 +216,21 @@ def table_key() -> str:
     )
     table = sorted(_BY_SUFFIX.items()) + sorted(BUILD_FILE_NAMES.items()) + rules
     return hashlib.sha1(repr(table).encode()).hexdigest()[:10]
+
+
+NOTEBOOK_SUFFIX = ".ipynb"
+# Outputs (plots as base64 PNG, HTML tables) make most of a notebook's bytes: a notebook may be
+# this many times the size cap of other files before the scan leaves it out.
+SIZE_FACTOR = 8
+
+
+def is_notebook(path: str) -> bool:
+    return path.lower().endswith(NOTEBOOK_SUFFIX)
+
+
+def byte_cap(path: str, max_bytes: int) -> int:
+    """The size past which the scan leaves the file out (`too_large`)."""
+    return max_bytes * SIZE_FACTOR if is_notebook(path) else max_bytes
 
 
 def kind_of(language: str | None) -> str:

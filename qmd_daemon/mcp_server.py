@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 from qmd_daemon import __version__, secret_mask
 from qmd_daemon.errors import QmdError
+from qmd_daemon.file_types import byte_cap
 from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, decode_source, read_inside
 from qmd_daemon.search.limits import DEFAULTS, MAX_LIMIT, MAX_TOKENS_CAP
 from qmd_daemon.search.pipeline import SearchOptions
@@ -147,12 +148,13 @@ def build_server(engine: Any) -> Any:
             raise ToolError(secret_mask.mask(str(exc))) from None
         try:
             # what the index read, from where it read it, within the index's size cap
-            text = decode_source(read_inside(root, rel, engine.settings.max_file_bytes))
+            cap = byte_cap(rel, engine.settings.max_file_bytes)
+            text = decode_source(read_inside(root, rel, cap))
         except OutsideRoot:
             raise ToolError(f"'{path}' now leads outside its collection's root") from None
         except TooLarge:
             raise ToolError(
-                f"'{path}' is now over the index's size cap ({engine.settings.max_file_bytes} bytes); "
+                f"'{path}' is now over the index's size cap ({cap} bytes); "
                 "run `qmd-daemon update`"
             ) from None
         except OSError as exc:

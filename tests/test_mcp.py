@@ -216,3 +216,26 @@ async def test_get_refuses_a_file_grown_past_the_size_cap_after_indexing(indexed
     _, results = await _session_calls(indexed["home"], [("get", {"path": "pool/conn.go"})])
     assert results[0].is_error and "over the index's size cap" in _text(results[0])
     assert "GROWN" not in _text(results[0])
+
+
+async def test_a_notebook_over_other_files_size_cap_is_searched_and_read(indexed: dict[str, Any]) -> None:
+    # a notebook's plots make most of its bytes: its cap is 8x (file_types.byte_cap), for `get` too
+    from qmd_daemon.engine import Engine
+    from qmd_daemon.settings import Settings
+    from tests.ingest.test_notebook import TRAINING, file_line
+
+    (indexed["proj"] / "train.ipynb").write_text(TRAINING, encoding="utf-8")
+    engine = Engine(Settings.from_env())
+    try:
+        engine.update(["proj"])
+    finally:
+        engine.close()
+    line = file_line(TRAINING, "def fit_churn_classifier")
+    _, results = await _session_calls(indexed["home"], [
+        ("search", {"query": "fit_churn_classifier", "collections": ["proj"]}),
+        ("get", {"path": "train.ipynb", "start_line": line, "end_line": line}),
+    ])
+    assert not any(r.is_error for r in results), [_text(r) for r in results]
+    hit = json.loads(_text(results[0]))[0]
+    assert (hit["path"], hit["line"]) == ("train.ipynb", line)
+    assert _text(results[1]) == TRAINING.split("\n")[line - 1] + "\n"  # the file's own line, as JSON

@@ -16,10 +16,11 @@ from typing import Any
 
 from qmd_daemon.config import CollectionConfig
 from qmd_daemon.errors import UsageError
-from qmd_daemon.file_types import kind_of, language_of, language_of_text
+from qmd_daemon.file_types import byte_cap, is_notebook, kind_of, language_of, language_of_text
 from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
 from qmd_daemon.ingest.links import LinkChanges, update_links
 from qmd_daemon.ingest.listings import listings_file
+from qmd_daemon.ingest.notebook import notebook_view
 from qmd_daemon.ingest.root_policy import Missing, check_root, missing_reason
 from qmd_daemon.ingest.scan import ScannedFile, scan
 from qmd_daemon.ingest.skipped_files import SkippedFiles
@@ -27,6 +28,7 @@ from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, decode_source, 
 from qmd_daemon.progress import progress_over
 from qmd_daemon.settings import Settings
 from qmd_daemon.store.protocols import ChunkStore
+from qmd_daemon.text.chunk_model import Chunk
 
 _BINARY_SNIFF_BYTES = 8192
 _GENERATED_SNIFF_BYTES = 1024
@@ -96,7 +98,7 @@ def _check_root(collection: CollectionConfig) -> Path:
 def _read(root: Path, scanned: ScannedFile, max_bytes: int) -> bytes | str:
     """The file's bytes, or the reason it is skipped (`root` resolved)."""
     try:
-        data = utf8_bytes(read_inside(root, scanned.path, max_bytes))
+        data = utf8_bytes(read_inside(root, scanned.path, byte_cap(scanned.path, max_bytes)))
     except OutsideRoot:
         return "symlink_outside_root"
     except TooLarge:
@@ -108,9 +110,22 @@ def _read(root: Path, scanned: ScannedFile, max_bytes: int) -> bytes | str:
     head = data[:_GENERATED_SNIFF_BYTES].lower()
     if any(marker in head for marker in _GENERATED_MARKERS):
         return "generated"
+    if is_notebook(scanned.path):  # its long lines are outputs, which its view leaves out
+        return data
     if len(data) > _MINIFIED_LINE and len(data) / (data.count(b"\n") + 1) > _MINIFIED_LINE:
         return "minified"
     return data
+
+
+def _source_of(path: str, text: str) -> tuple[str, str | None, list[Chunk]]:
+    """The text the index reads of a file, its language and chunks: a notebook's view (its cells'
+    lines where the file has them), any other file as it is; a `.ipynb` that is no notebook as
+    JSON."""
+    view = notebook_view(text) if is_notebook(path) else None
+    if view is not None:
+        return view.text, view.language, view.chunks(path)
+    language = "json" if is_notebook(path) else language_of_text(path, text)
+    return text, language, chunk_text(path, text, language)
 
 
 def _note_written(
@@ -177,10 +192,8 @@ def update_collection(
                 store.touch_file(state.id, scanned.size, scanned.mtime_ns)
                 report.unchanged += 1
                 continue
-            text = decode_source(data)
-            language = language_of_text(scanned.path, text)
+            text, language, chunks = _source_of(scanned.path, decode_source(data))
             kind = kind_of(language)
-            chunks = chunk_text(scanned.path, text, language)
             track = kind == "code" and state is not None and not links.everything
             names_before = store.defined_names(collection_id, scanned.path) if track else set()
             added, removed = store.write_file(

@@ -33,6 +33,7 @@ from pathspec.util import normalize_file
 from clients._qmd_client import git_argv, git_executable  # one rule for how every part runs git
 from qmd_daemon.config import mask_globs, mask_problem
 from qmd_daemon.errors import UsageError
+from qmd_daemon.file_types import byte_cap
 from qmd_daemon.ingest.listings import Listing, Listings, chain_key, folder_stamp, rules_key
 
 
@@ -725,7 +726,7 @@ def iter_scan(
             continue
         if not S_ISREG(stat.st_mode):
             continue
-        if stat.st_size > max_file_bytes:
+        if stat.st_size > byte_cap(rel, max_file_bytes):
             skipped["too_large"] += 1
             continue
         yield ScannedFile(rel, stat.st_size, stat.st_mtime_ns)

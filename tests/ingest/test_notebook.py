@@ -1,0 +1,118 @@
+"""Jupyter notebooks are indexed by their cells: found by their code's words, never by their
+outputs', at the notebook file's own lines, with snippets of the code as written (not JSON).
+Before, `.ipynb` was not in the default mask: a notebook's code was invisible to search."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+from qmd_daemon.engine import Engine
+from qmd_daemon.ingest.notebook import notebook_view
+from qmd_daemon.settings import DEFAULT_MAX_FILE_BYTES
+from tests.conftest import write_tree
+
+PLOT = base64.b64encode(bytes(range(256)) * 5000).decode()  # a 1.7 MB "image/png" output, one line
+
+
+def nbformat4(cells: list[dict[str, object]], language: str = "python") -> str:
+    """A notebook as Jupyter writes it (nbformat.write: indent 1, keys sorted, a source line a
+    JSON line, UTF-8 kept)."""
+    notebook = {"cells": cells, "metadata": {"kernelspec": {"display_name": language, "language": language,
+                                                           "name": language}},
+                "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def code(*lines: str, outputs: list[dict[str, object]] | None = None) -> dict[str, object]:
+    return {"cell_type": "code", "execution_count": 1, "id": "c", "metadata": {},
+            "outputs": outputs or [], "source": [line + "\n" for line in lines[:-1]] + [lines[-1]]}
+
+
+def markdown(*lines: str) -> dict[str, object]:
+    return {"cell_type": "markdown", "id": "m", "metadata": {},
+            "source": [line + "\n" for line in lines[:-1]] + [lines[-1]]}
+
+
+TRAINING = nbformat4([
+    markdown("# Training the churn model", "We fit a gradient boosted classifier."),
+    code("import pandas as pd", "frame = pd.read_csv('customers.csv')",
+         outputs=[{"data": {"image/png": PLOT, "text/plain": ["<Figure size 640x480 with 1 Axes>"]},
+                   "metadata": {}, "output_type": "display_data"},
+                  {"name": "stdout", "output_type": "stream",
+                   "text": ["zebraoutputword appears only in an output\n"] * 300}]),
+    code("def fit_churn_classifier(frame):", "    model = GradientBoostingClassifier(n_estimators=200)",
+         "    return model.fit(frame.drop(columns='churned'), frame.churned)"),
+])
+
+
+def file_line(text: str, needle: str) -> int:
+    return next(n for n, line in enumerate(text.split("\n"), 1) if needle in line)
+
+
+def test_a_notebooks_code_is_found_at_the_files_line_with_its_code_as_snippet(
+    engine: Engine, tmp_path: Path
+) -> None:
+    root = write_tree(tmp_path / "proj", {"notebooks/train.ipynb": TRAINING, "util.py": "x = 1\n"})
+    assert len(TRAINING.encode()) > DEFAULT_MAX_FILE_BYTES  # the plot: over other files' size cap
+    name = engine.add_collection(root).name
+    report = engine.update([name])[0]
+    assert report.files == 2 and not report.skipped
+
+    hits = engine.search("fit_churn_classifier", [name])
+    assert hits and hits[0].path == "notebooks/train.ipynb"
+    assert hits[0].line == file_line(TRAINING, "def fit_churn_classifier")  # the JSON file's line
+    assert hits[0].snippet.startswith("def fit_churn_classifier(frame):")
+    assert '\\n"' not in hits[0].snippet and "GradientBoostingClassifier(n_estimators=200)" in hits[0].snippet
+
+    prose = engine.search("gradient boosted classifier churn model", [name])
+    assert prose and prose[0].path == "notebooks/train.ipynb"
+    # an output's words are no notebook's content
+    assert not [h for h in engine.search("zebraoutputword", [name]) if h.path.endswith(".ipynb")]
+
+
+def test_the_view_keeps_every_line_of_the_file_and_only_the_cells_source() -> None:
+    view = notebook_view(TRAINING)
+    assert view is not None and view.language == "python"
+    raw, shown = TRAINING.split("\n"), view.text.split("\n")
+    assert len(shown) == len(raw)
+    assert shown[file_line(TRAINING, "read_csv") - 1] == "frame = pd.read_csv('customers.csv')"
+    assert shown[file_line(TRAINING, "# Training the churn") - 1] == "# # Training the churn model"
+    outputs = ("zebraoutputword", "image/png", PLOT[:40])
+    assert not [line for line in shown if any(output in line for output in outputs)]
+    # chunked as the cells' script: the 300 output lines do not cut the cells into pieces
+    chunks = view.chunks("train.ipynb")
+    assert len(chunks) == 1 and chunks[0].start_line == file_line(TRAINING, "# Training the churn")
+    assert ("fit_churn_classifier", file_line(TRAINING, "def fit_churn_classifier")) in [
+        (d.name, d.line) for d in chunks[0].definitions]
+
+
+def test_older_and_unusual_notebooks() -> None:
+    # nbformat 3: cells inside worksheets, code in `input`
+    v3 = json.dumps({"metadata": {"name": ""}, "nbformat": 3, "nbformat_minor": 0, "worksheets": [{"cells": [
+        {"cell_type": "heading", "level": 1, "metadata": {}, "source": ["Spin states"]},
+        {"cell_type": "code", "collapsed": False, "input": ["from sympy.physics.quantum.spin import Jz\n",
+                                                             "Jz"], "language": "python", "metadata": {},
+         "outputs": []}]}]}, indent=1)
+    view = notebook_view(v3)
+    assert view is not None and "from sympy.physics.quantum.spin import Jz" in view.text.split("\n")
+    # one string a cell (some writers): the cell's lines on the line its string is on
+    one_line = json.dumps({"cells": [{"cell_type": "code", "source": "x = 1\ny = launch(x)\n",
+                                      "metadata": {}, "outputs": []}], "metadata": {}}, indent=1)
+    view = notebook_view(one_line)
+    assert view is not None and "x = 1 y = launch(x)" in view.text.split("\n")
+    # an R kernel: its language, its comment for markdown
+    r = nbformat4([markdown("Summaries"), code("summarise_sales <- function(df) df")], language="R")
+    view = notebook_view(r)
+    assert view is not None and view.language == "r" and "# Summaries" in view.text.split("\n")
+    assert notebook_view("{not json") is None and notebook_view('{"a": 1}') is None
+
+
+def test_a_broken_notebook_is_indexed_as_the_json_it_is(engine: Engine, tmp_path: Path) -> None:
+    broken = '{"cells": [ {"cell_type": "code", "source": ["uniqueword'
+    root = write_tree(tmp_path / "proj", {"bad.ipynb": broken})
+    name = engine.add_collection(root).name
+    report = engine.update([name])[0]
+    assert report.files == 1 and not report.skipped
+    assert [h.path for h in engine.search("uniqueword", [name])] == ["bad.ipynb"]
