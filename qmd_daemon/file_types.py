@@ -127,7 +127,9 @@ LANGUAGE_SUFFIXES: dict[str, tuple[str, ...]] = {
     "yaml": (".yml", ".yaml"),
     "toml": (".toml",),
     "xml": (".xml",),
-    "markdown": (".md", ".mdx"),
+    # R Markdown and Quarto: Markdown whose fenced blocks are code (```{r}, ```{python})
+    "markdown": (".md", ".mdx", ".rmd", ".qmd"),
+    "asciidoc": (".adoc", ".asciidoc"),
     # Jupyter notebooks: JSON, indexed as their kernel's language (ingest/notebook.py)
     "jupyter": (".ipynb",),
     "rst": (".rst",),
@@ -185,7 +187,7 @@ CONTENT_RULES: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
 }
 _CONTENT_HEAD_CHARS = 32_768
 
-DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
+DOC_LANGUAGES = frozenset({"markdown", "rst", "asciidoc", "text"})
 
 _BY_SUFFIX = {suffix: lang for lang, suffixes in LANGUAGE_SUFFIXES.items() for suffix in suffixes}
 

@@ -50,6 +50,10 @@ def test_the_mask_is_built_from_the_table_and_nothing_else() -> None:
         ("Gemfile", "ruby"),
         ("meson.build", "meson"),
         ("notes.txt", "text"),
+        ("reports/sales.Rmd", "markdown"),
+        ("docs/index.qmd", "markdown"),
+        ("docs/modules/ROOT/pages/index.adoc", "asciidoc"),
+        ("analysis/train.ipynb", "jupyter"),
         ("blob.bin", None),
     ],
 )

@@ -548,8 +548,12 @@ _FIRST_WORD_RE = re.compile(r"[A-Za-z_]+")
 _YAML_KEY_RE = re.compile(r"(?P<name>[A-Za-z_\"'][^:#\"']*[\"']?)\s*:(?:\s|$)")
 _TOML_TABLE_RE = re.compile(r"\[\[?(?P<name>[^\]]+)\]\]?\s*(?:#.*)?$")
 _COMMENT_PREFIXES = ("#", "//", "--", ";", "/*", "*", "%", "@", "\"\"\"", "'''", "(*", "{-", "<!--")
-_PROSE_LANGUAGES = {"rst", "text", "markdown"}
+_PROSE_LANGUAGES = {"rst", "asciidoc", "text", "markdown"}
 _RST_UNDERLINE_RE = re.compile(r"^([=\-~^\"'`#*+:.<>_])\1{2,}\s*$")
+# AsciiDoc: `== Section` (or Markdown's `## Section`), outside delimited blocks (`----` listings,
+# `....` literals, `====` examples, `////` comments ...: four or more of one character)
+_ADOC_TITLE_RE = re.compile(r"^(={1,6}|#{1,6})[ \t]+(\S.*)$")
+_ADOC_DELIMITER_RE = re.compile(r"^([-.=_*/+])\1{3,}\s*$")
 _MAX_SCAN_LINE = 400
 
 
@@ -670,6 +674,25 @@ def _rst_candidates(lines: list[str]) -> tuple[list[_Cand], dict[int, int]]:
     return out, levels
 
 
+def _asciidoc_candidates(lines: list[str]) -> tuple[list[_Cand], dict[int, int]]:
+    """AsciiDoc section titles, outside delimited blocks: candidates and levels (`=` counted)."""
+    out: list[_Cand] = []
+    levels: dict[int, int] = {}
+    block: str | None = None
+    for row, line in enumerate(lines):
+        if len(line) > _MAX_SCAN_LINE:
+            continue
+        delimiter = _ADOC_DELIMITER_RE.match(line)
+        if delimiter:
+            block = None if block == line.strip() else (block or line.strip())
+            continue
+        title = None if block else _ADOC_TITLE_RE.match(line)
+        if title:
+            out.append(_Cand(row, 0, title.group(2).strip()[:200], "heading", line.strip()))
+            levels[row] = len(title.group(1))
+    return out, levels
+
+
 def _attach_comments(lines: list[str], row: int, floor: int) -> int:
     """Move a definition's start up over the comments/decorators directly above it."""
     start = row
@@ -690,7 +713,7 @@ def chunk_fallback(
     max_chars: int = MAX_CHARS,
     overlap: int = OVERLAP_LINES,
 ) -> list[Chunk]:
-    """Chunk any text by definition-looking lines (code) or section titles (rst) and size caps."""
+    """Chunk any text by definition-looking lines (code) or section titles (rst, AsciiDoc) and size caps."""
     caps = Caps(max_lines, max_chars, overlap).normalized()
     lines = split_lines(text)
     index = LineIndex(lines)
@@ -700,8 +723,11 @@ def chunk_fallback(
     table = DefTable()
     headings: dict[int, str] = {}
     if language in _PROSE_LANGUAGES:
-        if language == "rst" or (path or "").lower().endswith((".rst", ".rest")):
-            cands, levels = _rst_candidates(lines)
+        sections = {"rst": _rst_candidates, "asciidoc": _asciidoc_candidates}.get(language or "")
+        if sections is None and (path or "").lower().endswith((".rst", ".rest")):
+            sections = _rst_candidates
+        if sections is not None:
+            cands, levels = sections(lines)
             stack: list[tuple[int, str]] = []
             for cand in cands:
                 level = levels[cand.row]

@@ -119,6 +119,37 @@ def test_rst_sections_with_heading_paths() -> None:
     assert defs["Quickstart"][0] == "heading"
 
 
+def test_asciidoc_sections_with_heading_paths_and_no_titles_inside_blocks() -> None:
+    # Spring's and Asciidoctor's docs: `== Section`; a listing's `== x` or `# comment` is no title
+    text = textwrap.dedent(
+        """\
+        = Reference Guide
+        :toc:
+
+        == Configuring the Retry Template
+
+        Intro text.
+
+        [source,bash]
+        ----
+        # not a title: a shell comment in a listing
+        == nor this
+        ----
+
+        === Backoff Policies
+
+        More text.
+        """
+    )
+    chunks = chunk_text("docs/modules/ROOT/pages/retry.adoc", text, "asciidoc", max_lines=6)
+    assert_valid(text, chunks)
+    path = "Reference Guide > Configuring the Retry Template > Backoff Policies"
+    assert path in [c.heading for c in chunks]
+    defs = {d.name: (d.kind, d.line) for c in chunks for d in c.definitions}
+    assert defs["Configuring the Retry Template"] == ("heading", 4)
+    assert set(defs) == {"Reference Guide", "Configuring the Retry Template", "Backoff Policies"}
+
+
 def test_plain_text_prefers_paragraph_breaks() -> None:
     text = "\n\n".join("\n".join(f"line {p}.{i} of a paragraph" for i in range(5)) for p in range(30))
     chunks = chunk_text("notes.txt", text, "text", max_lines=40)

@@ -108,3 +108,12 @@ def test_unclosed_fence_and_crlf() -> None:
     chunks = chunk_text("x.md", text, "markdown")
     assert_valid(text, chunks)
     assert [d.name for c in chunks for d in c.definitions] == ["Title"]
+
+
+def test_r_markdown_is_chunked_as_markdown_and_its_code_comments_are_no_headings() -> None:
+    # `.Rmd`/`.qmd` were not indexed at all; their fenced chunks are `{r label, opts}` blocks
+    text = "---\ntitle: Sales\n---\n\n# Load data\n\n```{r load, echo=FALSE}\n# read the csv\n" \
+           "sales <- read_csv('sales.csv')\n```\n\n## Summaries\n\nText.\n"
+    chunks = chunk_text("reports/sales.Rmd", text, None)  # the language from the file table
+    assert_valid(text, chunks)
+    assert [(d.name, d.line) for c in chunks for d in c.definitions] == [("Load data", 5), ("Summaries", 12)]
