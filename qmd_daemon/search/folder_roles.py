@@ -51,9 +51,10 @@ DOCS_SITE = FolderRole(
     "docs_site_path",
     # the documentation site: `docs/` (GitHub Pages, MkDocs, Sphinx, Docusaurus), `website/` and
     # `www/` (Docusaurus, Jekyll), `documentation/`, `*-docs` / `docs-*` / `*-website` sites, and
-    # Unix `man/` pages with what they show (xmonad's `man/xmonad.hs`, the sample config).
+    # Unix `man/` pages with what they show (xmonad's `man/xmonad.hs`, the sample config), and an
+    # R package's `vignettes/` (its long-form docs, R Markdown: the pkgdown site's articles).
     # Not `doc/`: it is as often a package (Go's `go/doc`, a CLI's doc generator) or Vim help.
-    frozenset({"docs", "documentation", "website", "www", "man"}),
+    frozenset({"docs", "documentation", "website", "www", "man", "vignettes"}),
     ("*-docs", "docs-*", "*_docs", "*-documentation", "documentation-*", "*-website"),
     DOC_WORDS | {"website", "site"},
 )

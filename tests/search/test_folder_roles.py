@@ -36,6 +36,7 @@ ROLE_OF_PATH = {
     "Documentation/Usage.md": "docs_site_path",
     "api-docs/index.html": "docs_site_path",
     "man/xmonad.hs": "docs_site_path",
+    "vignettes/recoding-replacing.Rmd": "docs_site_path",  # an R package's long-form docs
     # the project's own scripts
     "scripts/mangleErrors.mts": "scripts_path",
     "script/bootstrap": "scripts_path",
