@@ -22,6 +22,7 @@ from qmd_daemon.ingest.root_policy import check_root, check_size, missing_reason
 from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root, is_submodule
 from qmd_daemon.ingest.skip_log import read_skipped, record_skipped
 from qmd_daemon.locks import held_by, waiting_for, writer_lock_path
+from qmd_daemon.models.embedder import Embedder
 from qmd_daemon.models.model_set import ModelSet
 from qmd_daemon.search.hit import Hit
 from qmd_daemon.search.pipeline import SearchModels, SearchOptions, SearchTrace, run_search
@@ -120,6 +121,7 @@ class Engine:
         self._config: tuple[tuple[int, int, int], IndexConfig] | None = None
         self._models: ModelSet | None = None
         self._models_owner: Engine | None = None
+        self._twin: Embedder | None = None  # the embedder's second instance, for own_model runs
         self.stop_waiting = threading.Event()  # set: a wait for the writer lock gives up (LockBusy)
 
     @property
@@ -195,6 +197,9 @@ class Engine:
         )
 
     def close(self) -> None:
+        if self._twin is not None:
+            self._twin.unload()
+            self._twin = None
         if self._models is not None:
             self._models.unload()
             self._models = None
@@ -499,13 +504,18 @@ class Engine:
         limit: int | None = None,
         yield_to: Callable[[], bool] | None = None,
         hint: Callable[[], EmbedHint] | None = None,
+        own_model: bool = False,
     ) -> EmbedReport:
         """Give every chunk without a vector one; a no-op report when no embedding model is ready,
         the static pass alone with `models: {deep: off}`.
         `yield_to`: stop after the batch where it says True (vectorize.embed_pending). `hint`: asked
-        as the run goes, which collection and files to embed first (recent edits go first anyway)."""
+        as the run goes, which collection and files to embed first (recent edits go first anyway).
+        `own_model`: the deep pass on the embedder's twin (kept for later runs, freed by close), not
+        the instance searches use: the daemon's run at a lowered priority (daemon/priority.py)."""
         selected = [c.name for c in self._select(names)]
         vectors, embedder = self.vectors, self.models.embedder()
+        if own_model and embedder is not None:
+            embedder = self._twin_of(embedder)
         ids = self.collection_ids(selected)
         static = self.embed_static(ids, progress=progress, yield_to=yield_to)
         deep_off = self.models.deep_off()
@@ -527,6 +537,15 @@ class Engine:
             raise
         report.static = static
         return report
+
+    def _twin_of(self, embedder: Embedder) -> Embedder:
+        """The twin of `embedder`, made again when the model changed (another file or window)."""
+        twin = self._twin
+        if twin is None or twin.fingerprint != embedder.fingerprint:
+            if twin is not None:
+                twin.unload()
+            twin = self._twin = embedder.twin()
+        return twin
 
     @property
     def embed_lock_path(self) -> Path:

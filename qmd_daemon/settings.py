@@ -55,6 +55,8 @@ DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 # data dump would otherwise be indexed for hours. 0 turns a cap off (docs/security.md).
 DEFAULT_MAX_COLLECTION_FILES = 100_000
 DEFAULT_MAX_COLLECTION_MB = 2048
+# The daemon's background embedding runs at this priority (QMD_EMBED_PRIORITY; bench/embed_nice.py)
+DEFAULT_EMBED_PRIORITY = "19"
 # Folders under the home folder that hold credentials: never a collection, nor anything in them.
 CREDENTIAL_FOLDERS = (
     ".ssh",
@@ -129,6 +131,9 @@ class Settings:
     force_cpu: bool = False  # QMD_FORCE_CPU: never offload to a GPU (wins over everything)
     llama_gpu: str = ""  # QMD_LLAMA_GPU: 0/off/cpu or 1/on/auto, over index.yml's `device`
     threads: int = 0  # QMD_THREADS: llama.cpp threads (0: min(4, cores))
+    # QMD_EMBED_PRIORITY: the daemon's background embedding's CPU priority (daemon/priority.py):
+    # off, a nice value 1-19, or idle (SCHED_IDLE); an unreadable value keeps the default
+    embed_priority: str = DEFAULT_EMBED_PRIORITY
     model_overrides: Mapping[str, str] = field(default_factory=dict)  # role -> QMD_*_MODEL
 
     @property
@@ -169,6 +174,7 @@ class Settings:
             force_cpu=_env_flag("QMD_FORCE_CPU"),
             llama_gpu=_env_text("QMD_LLAMA_GPU").lower(),
             threads=_env_int("QMD_THREADS"),
+            embed_priority=_env_text("QMD_EMBED_PRIORITY") or DEFAULT_EMBED_PRIORITY,
             model_overrides={role: v for role, name in MODEL_ENV_VARS.items() if (v := _env_text(name))},
         )
 

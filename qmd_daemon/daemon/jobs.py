@@ -30,11 +30,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qmd_daemon import progress, secret_mask
+from qmd_daemon.daemon import priority
 from qmd_daemon.daemon.vouch import RefreshPlan, RefreshVouch, Watch
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
 from qmd_daemon.locks import held_by, holder_pid
-from qmd_daemon.vectorize import BATCH, EmbedBusy, EmbedHint
+from qmd_daemon.settings import DEFAULT_EMBED_PRIORITY
+from qmd_daemon.vectorize import BATCH, EmbedBusy, EmbedHint, EmbedReport
 
 log = logging.getLogger("qmd_daemon.jobs")
 
@@ -163,6 +165,8 @@ class JobQueue:
         self._retry_task: asyncio.Task[None] | None = None
         self._writer_thread: int | None = None  # the writer's thread id: its pass is in progress.live
         self._embed_rate: float | None = None  # deep chunks/s of the last embed run that measured it
+        self.embed_priority = _embed_level(engine.settings.embed_priority)
+        self._embed_applied: str | None = None  # the priority the last embed job ran at
 
     # -- submission ----------------------------------------------------------------------------
 
@@ -222,6 +226,8 @@ class JobQueue:
             "queued": len(self._queue),
             "embed_retry": self._embed_retry.as_dict() if self._embed_retry is not None else None,
             "embed_rate": self.embed_rate(),
+            # the CPU priority the last (or running) embed job got: `nice 19`, `idle`, `off (why)`
+            "embed_priority": self._embed_applied,
         }
 
     def progress(self) -> dict[str, Any] | None:
@@ -449,8 +455,11 @@ class JobQueue:
             # not walked: the watcher saw nothing change under them since their last refresh
             return {"reports": reports, "vouched": plan.skipped if plan is not None else []}
         try:
-            hint = self.embed_hint
-            embedded = self.engine.embed(names, progress=False, yield_to=self._should_pause, hint=hint)
+            # on a thread of its own at a lower priority, with a model instance of its own: the
+            # user's work goes first, and a search never waits for a decode slowed by it
+            level = self._embed_level()
+            embedded = priority.run_lowered(level, lambda: self._embed(names, level != priority.OFF),
+                                            self._embed_started)
         except EmbedBusy as exc:  # a terminal's `qmd-daemon embed`: it embeds these chunks too
             pid = holder_pid(self.engine.embed_lock_path)
             # the chunks still waiting, counted (never a 0 that reads as "nothing waits"); the
@@ -459,7 +468,24 @@ class JobQueue:
                     "skipped": f"{exc} (pid {pid})", "held_by": pid, "static": exc.static}
         if embedded.embedded >= 2 * BATCH and embedded.seconds > 1.0:
             self._embed_rate = round(embedded.embedded / embedded.seconds, 3)
-        return embedded.as_dict()
+        return {**embedded.as_dict(), "priority": self._embed_applied}
+
+    def _embed_started(self, applied: str) -> None:
+        """On the thread the embed job runs on (daemon/priority.py), as it starts: its pass is the
+        one /health reports, and what priority it got is in the job's result."""
+        self._writer_thread = threading.get_ident()
+        self._embed_applied = applied
+
+    def _embed_level(self) -> str:
+        """The configured level, or off where it cannot help: on a GPU the run barely uses the
+        CPU, and a second model instance would take the GPU's memory twice."""
+        if self.embed_priority == priority.OFF or not priority.supported():
+            return self.embed_priority
+        return self.embed_priority if self.engine.models.device == "cpu" else priority.OFF
+
+    def _embed(self, names: list[str] | None, own_model: bool) -> EmbedReport:
+        return self.engine.embed(names, progress=False, yield_to=self._should_pause, hint=self.embed_hint,
+                                 own_model=own_model)
 
     async def close(self, timeout: float = 10.0) -> bool:
         """Stop taking jobs, wait up to `timeout` for the running one; True when the writer is free."""
@@ -484,6 +510,17 @@ class JobQueue:
                 return False
         self._executor.shutdown(wait=True)
         return True
+
+
+def _embed_level(configured: str) -> str:
+    """The embed job's priority level from QMD_EMBED_PRIORITY; an unreadable value is said once in
+    daemon.log and the default kept (a typo must not stop the daemon)."""
+    level = priority.parse_level(configured)
+    if level is None:
+        log.warning("QMD_EMBED_PRIORITY=%r is not off, idle or a nice value 1-19; using %s",
+                    configured, DEFAULT_EMBED_PRIORITY)
+        return priority.parse_level(DEFAULT_EMBED_PRIORITY) or priority.OFF
+    return level
 
 
 def _static_busy(result: dict[str, Any] | None) -> bool:

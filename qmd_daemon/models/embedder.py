@@ -60,6 +60,17 @@ class Embedder:
         self.seqs_per_decode = max(1, seqs_per_decode)
         self._batch: Any = None
 
+    def twin(self) -> Embedder:
+        """A second instance of this model, with its own llama.cpp context and lock (loaded on
+        first use; on the CPU the weights are the same mmap'd pages): for background embedding at
+        a lowered CPU priority, so a search's query never waits on the model lock for a decode
+        that a busy machine runs slowly (26 s of a query's wait, bench/embed_nice.py)."""
+        handle = self.handle
+        twin = Embedder(handle.path, device=handle.device, threads=handle.threads, n_ctx=handle.n_ctx,
+                        query_instruction=self.query_instruction, seqs_per_decode=self.seqs_per_decode)
+        twin.dim = self.dim
+        return twin
+
     def query_text(self, query: str) -> str:
         """What is embedded for a query: decoder embedders get the instruction prefix."""
         if self.encoder:

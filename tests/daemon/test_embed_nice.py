@@ -1,0 +1,165 @@
+"""The daemon's background embedding runs at a lowered CPU priority, and searches do not.
+
+On a 2-core box the embed job competed at full priority with the user's build for the whole first
+index (bench/embed_nice.py). The job now runs on a thread of its own, niced (daemon/priority.py),
+with its own model instance, so a search's query is neither niced nor held on the model lock by a
+slowed decode. Real engine, real MiniLM (small profile), real job queue; niceness read from /proc.
+Linux only: elsewhere the priority is left alone (docs/scale.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bench.embed_nice import tasks as threads  # tid -> (nice, CPU ticks), read from /proc
+from qmd_daemon.daemon import priority
+from qmd_daemon.daemon.jobs import JobQueue
+from qmd_daemon.engine import Engine
+from qmd_daemon.settings import Settings
+from tests.daemon.support import running_embed
+
+REPO = Path(__file__).resolve().parents[2]
+# the test process's own nice value (a suite run under `nice -n 10`): what an un-niced thread has
+BASE = os.getpriority(os.PRIO_PROCESS, 0)
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice: Linux")
+
+
+def engine_at(level: str, monkeypatch: pytest.MonkeyPatch) -> Engine:
+    """An Engine on the small_engine fixture's home (its profile and models) reading `level`."""
+    monkeypatch.setenv("QMD_EMBED_PRIORITY", level)
+    return Engine(Settings.from_env())
+
+
+def with_tree(engine: Engine, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(REPO / "qmd_daemon" / "search", tree)  # a few hundred chunks: many batches
+    engine.add_collection(tree, "tree")
+    engine.update(["tree"], progress=False)
+
+
+@contextlib.asynccontextmanager
+async def queue_at(
+    level: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[Engine, JobQueue]]:
+    """A job queue whose engine reads `level`, with a collection of a few hundred chunks to embed."""
+    engine = engine_at(level, monkeypatch)
+    with_tree(engine, tmp_path)
+    queue = JobQueue(engine, auto_embed=False)
+    try:
+        yield engine, queue
+    finally:
+        assert await queue.close()
+        engine.close()
+
+
+async def niced_while_embedding(queue: JobQueue) -> set[int]:
+    """The threads at a nice value above the process's seen while the queue's embed job computes."""
+    embed = await running_embed(queue, ["tree"])
+    seen: set[int] = set()
+    deadline = time.monotonic() + 120
+    while not embed.done.is_set() and time.monotonic() < deadline:
+        seen |= {tid for tid, (nice, _) in threads().items() if nice > BASE}
+        if len(seen) >= 2:  # the job's thread and llama.cpp's worker it made
+            break
+        await asyncio.sleep(0.05)
+    return seen
+
+
+async def test_the_embed_job_computes_niced_and_leaves_the_writer_and_searches_alone(
+    small_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with queue_at("19", tmp_path, monkeypatch) as (engine, queue):
+        writer = queue._executor.submit(threading.get_native_id).result()
+        niced = await niced_while_embedding(queue)
+        # the job's own thread and the worker llama.cpp made from it (2 threads: QMD_THREADS
+        # default min(4, cores); one thread alone on a 1-core machine)
+        assert len(niced) >= min(2, os.cpu_count() or 1), niced
+        assert all(threads().get(tid, (19, 0))[0] == 19 for tid in niced)
+        assert writer not in niced and threads()[writer][0] == BASE, "the writer thread was niced"
+        assert queue.activity()["embed_priority"] == "nice 19"
+        queue.submit("embed", ["tree"])  # the rest, at once: the job above stopped early or not
+        while not queue.idle:
+            await asyncio.sleep(0.1)
+        assert threads()[writer][0] == BASE, "the niced priority stuck to the writer thread"
+        assert engine.status()["vectors"]["pending"] == 0
+        # a search's query embedding: computed on this thread's own workers, none of them niced
+        embedder = engine.models.embedder()
+        assert embedder is not None
+        embedder.embed_query("warm this thread's workers")
+        before = threads()
+        for i in range(5):
+            embedder.embed_query(f"where is query {i} parsed " * 8)
+        after = threads()
+        working = {tid for tid, (_n, ticks) in after.items() if ticks > before.get(tid, (0, 0))[1]}
+        assert working and all(after[tid][0] == BASE for tid in working), (working, after)
+
+
+async def test_a_query_does_not_wait_for_the_background_runs_model(
+    small_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # nice 19 on the shared model: a query waited 26 s behind one slowed decode (bench/embed_nice.py)
+    async with queue_at("19", tmp_path, monkeypatch) as (engine, queue):
+        await running_embed(queue, ["tree"])
+        while engine._twin is None:  # the job's deep pass has begun
+            await asyncio.sleep(0.05)
+        embedder = engine.models.embedder()
+        assert embedder is not None and engine._twin is not embedder
+        with engine._twin.handle._lock:  # a background decode that a busy machine holds up
+            started = time.perf_counter()
+            vector = await asyncio.to_thread(embedder.embed_query, "how is the index searched")
+            assert len(vector) == embedder.dim and time.perf_counter() - started < 30
+
+
+async def test_off_embeds_at_the_normal_priority_on_the_shared_model(
+    small_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with queue_at("off", tmp_path, monkeypatch) as (engine, queue):
+        await running_embed(queue, ["tree"])
+        assert not await niced_for(3.0)
+        assert queue.activity()["embed_priority"] == "off" and engine._twin is None
+
+
+async def niced_for(seconds: float) -> set[int]:
+    """The threads seen at a nice value above the process's within `seconds`."""
+    seen: set[int] = set()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        seen |= {tid for tid, (nice, _) in threads().items() if nice > BASE}
+        await asyncio.sleep(0.05)
+    return seen
+
+
+def test_levels_are_read_and_a_bad_one_keeps_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    levels = [priority.parse_level(t) for t in ("off", "0", "IDLE", "19", " 7 ")]
+    assert levels == ["off", "off", "idle", "19", "7"]
+    assert [priority.parse_level(t) for t in ("20", "-5", "low", "")] == [None, None, None, None]
+    monkeypatch.setenv("QMD_EMBED_PRIORITY", "lowest")
+    from qmd_daemon.daemon.jobs import _embed_level
+
+    assert _embed_level(Settings.from_env().embed_priority) == "19"
+
+
+def test_a_level_lowers_only_the_thread_that_asks() -> None:
+    seen: dict[str, object] = {}
+
+    def work() -> str:
+        seen["tid"] = threading.get_native_id()
+        seen["nice"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        return "done"
+
+    assert priority.run_lowered("idle", work, lambda applied: seen.update(applied=applied)) == "done"
+    assert seen["applied"] == "idle" and seen["tid"] != threading.get_native_id()
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == BASE
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
+    with pytest.raises(ValueError, match="raised there"):
+        priority.run_lowered("5", lambda: (_ for _ in ()).throw(ValueError("raised there")))
