@@ -121,8 +121,9 @@ class Engine:
         self._config: tuple[tuple[int, int, int], IndexConfig] | None = None
         self._models: ModelSet | None = None
         self._models_owner: Engine | None = None
-        self._twin: Embedder | None = None  # the embedder's second instance, for own_model runs
         self.stop_waiting = threading.Event()  # set: a wait for the writer lock gives up (LockBusy)
+        # the second instance of the embedder while an `own_model` embed run lasts (else None)
+        self.background_embedder: Embedder | None = None
 
     @property
     def backend(self) -> Backend:
@@ -197,9 +198,6 @@ class Engine:
         )
 
     def close(self) -> None:
-        if self._twin is not None:
-            self._twin.unload()
-            self._twin = None
         if self._models is not None:
             self._models.unload()
             self._models = None
@@ -510,12 +508,32 @@ class Engine:
         the static pass alone with `models: {deep: off}`.
         `yield_to`: stop after the batch where it says True (vectorize.embed_pending). `hint`: asked
         as the run goes, which collection and files to embed first (recent edits go first anyway).
-        `own_model`: the deep pass on the embedder's twin (kept for later runs, freed by close), not
-        the instance searches use: the daemon's run at a lowered priority (daemon/priority.py)."""
+        `own_model`: the deep pass on a second instance of the embedder (Embedder.twin), freed when
+        the run ends, not on the instance searches use: the daemon's long runs at a lowered
+        priority (daemon/priority.py). It costs a context's memory while the run lasts (MiniLM
+        +41 MB; a decoder's output buffers more: Gemma 270M +595 MB), so it is not kept."""
+        embedder = self.models.embedder()
+        self.background_embedder = embedder.twin() if own_model and embedder is not None else None
+        try:
+            return self._embed(names, self.background_embedder or embedder, progress=progress, limit=limit,
+                               yield_to=yield_to, hint=hint)
+        finally:
+            if self.background_embedder is not None:
+                self.background_embedder.unload()
+                self.background_embedder = None
+
+    def _embed(
+        self,
+        names: list[str] | None,
+        embedder: Embedder | None,
+        *,
+        progress: bool | None,
+        limit: int | None,
+        yield_to: Callable[[], bool] | None,
+        hint: Callable[[], EmbedHint] | None,
+    ) -> EmbedReport:
         selected = [c.name for c in self._select(names)]
-        vectors, embedder = self.vectors, self.models.embedder()
-        if own_model and embedder is not None:
-            embedder = self._twin_of(embedder)
+        vectors = self.vectors
         ids = self.collection_ids(selected)
         static = self.embed_static(ids, progress=progress, yield_to=yield_to)
         deep_off = self.models.deep_off()
@@ -537,15 +555,6 @@ class Engine:
             raise
         report.static = static
         return report
-
-    def _twin_of(self, embedder: Embedder) -> Embedder:
-        """The twin of `embedder`, made again when the model changed (another file or window)."""
-        twin = self._twin
-        if twin is None or twin.fingerprint != embedder.fingerprint:
-            if twin is not None:
-                twin.unload()
-            twin = self._twin = embedder.twin()
-        return twin
 
     @property
     def embed_lock_path(self) -> Path:

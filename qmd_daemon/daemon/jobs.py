@@ -39,6 +39,9 @@ from qmd_daemon.settings import DEFAULT_EMBED_PRIORITY
 from qmd_daemon.vectorize import BATCH, EmbedBusy, EmbedHint, EmbedReport
 
 log = logging.getLogger("qmd_daemon.jobs")
+# An embed job with fewer chunks waiting (an edit's: seconds of work) runs at the normal priority
+# on the model searches use; a longer one at the lowered priority on a second instance.
+LOWERED_FROM = 8 * BATCH
 
 KINDS = ("refresh", "embed")
 # Why a job was asked for, for the clients' wording of a slow answer (ai-search's notice): a
@@ -455,9 +458,9 @@ class JobQueue:
             # not walked: the watcher saw nothing change under them since their last refresh
             return {"reports": reports, "vouched": plan.skipped if plan is not None else []}
         try:
-            # on a thread of its own at a lower priority, with a model instance of its own: the
-            # user's work goes first, and a search never waits for a decode slowed by it
-            level = self._embed_level()
+            # a long run on a thread of its own at a lower priority, with a model instance of its
+            # own: the user's work goes first, and a search never waits for a decode slowed by it
+            level = self._embed_level(names)
             embedded = priority.run_lowered(level, lambda: self._embed(names, level != priority.OFF),
                                             self._embed_started)
         except EmbedBusy as exc:  # a terminal's `qmd-daemon embed`: it embeds these chunks too
@@ -476,12 +479,16 @@ class JobQueue:
         self._writer_thread = threading.get_ident()
         self._embed_applied = applied
 
-    def _embed_level(self) -> str:
+    def _embed_level(self, names: list[str] | None) -> str:
         """The configured level, or off where it cannot help: on a GPU the run barely uses the
-        CPU, and a second model instance would take the GPU's memory twice."""
+        CPU, and a second model instance would take the GPU's memory twice; a few chunks (an
+        edit's) are seconds of work, not worth loading a second instance for."""
         if self.embed_priority == priority.OFF or not priority.supported():
             return self.embed_priority
-        return self.embed_priority if self.engine.models.device == "cpu" else priority.OFF
+        if self.engine.models.device != "cpu":
+            return priority.OFF
+        waiting = self.engine.pending_vectors(names)
+        return self.embed_priority if waiting is None or waiting >= LOWERED_FROM else priority.OFF
 
     def _embed(self, names: list[str] | None, own_model: bool) -> EmbedReport:
         return self.engine.embed(names, progress=False, yield_to=self._should_pause, hint=self.embed_hint,

@@ -23,7 +23,7 @@ import pytest
 
 from bench.embed_nice import tasks as threads  # tid -> (nice, CPU ticks), read from /proc
 from qmd_daemon.daemon import priority
-from qmd_daemon.daemon.jobs import JobQueue
+from qmd_daemon.daemon.jobs import LOWERED_FROM, JobQueue
 from qmd_daemon.engine import Engine
 from qmd_daemon.settings import Settings
 from tests.daemon.support import running_embed
@@ -110,11 +110,11 @@ async def test_a_query_does_not_wait_for_the_background_runs_model(
     # nice 19 on the shared model: a query waited 26 s behind one slowed decode (bench/embed_nice.py)
     async with queue_at("19", tmp_path, monkeypatch) as (engine, queue):
         await running_embed(queue, ["tree"])
-        while engine._twin is None:  # the job's deep pass has begun
+        while (twin := engine.background_embedder) is None:  # the job's deep pass has begun
             await asyncio.sleep(0.05)
         embedder = engine.models.embedder()
-        assert embedder is not None and engine._twin is not embedder
-        with engine._twin.handle._lock:  # a background decode that a busy machine holds up
+        assert embedder is not None and twin is not embedder
+        with twin.handle._lock:  # a background decode that a busy machine holds up
             started = time.perf_counter()
             vector = await asyncio.to_thread(embedder.embed_query, "how is the index searched")
             assert len(vector) == embedder.dim and time.perf_counter() - started < 30
@@ -126,7 +126,39 @@ async def test_off_embeds_at_the_normal_priority_on_the_shared_model(
     async with queue_at("off", tmp_path, monkeypatch) as (engine, queue):
         await running_embed(queue, ["tree"])
         assert not await niced_for(3.0)
-        assert queue.activity()["embed_priority"] == "off" and engine._twin is None
+        assert queue.activity()["embed_priority"] == "off" and engine.background_embedder is None
+
+
+async def test_an_edits_few_chunks_embed_at_once_on_the_shared_model(
+    small_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a second instance costs its context's memory (a decoder's: hundreds of MB) and a load: only
+    # a long run (LOWERED_FROM chunks waiting) is worth it; an edit's chunks are seconds of work
+    engine = engine_at("19", monkeypatch)
+    tree = tmp_path / "small"
+    tree.mkdir()
+    (tree / "one.py").write_text("def only_function():\n    return 1\n", encoding="utf-8")
+    engine.add_collection(tree, "small")
+    engine.update(["small"], progress=False)
+    queue = JobQueue(engine, auto_embed=False)
+    try:
+        assert 0 < (engine.pending_vectors(["small"]) or 0) < LOWERED_FROM
+        await (await running_embed(queue, ["small"])).done.wait()
+        assert queue.activity()["embed_priority"] == "off" and engine.pending_vectors(["small"]) == 0
+    finally:
+        assert await queue.close()
+        engine.close()
+
+
+async def test_the_second_instance_is_freed_when_the_run_ends(
+    small_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with queue_at("19", tmp_path, monkeypatch) as (engine, queue):
+        embed = await running_embed(queue, ["tree"])
+        while (twin := engine.background_embedder) is None and not embed.done.is_set():
+            await asyncio.sleep(0.05)
+        await embed.done.wait()
+        assert twin is not None and not twin.handle.loaded and engine.background_embedder is None
 
 
 async def niced_for(seconds: float) -> set[int]:
