@@ -511,7 +511,8 @@ class Engine:
         `own_model`: the deep pass on a second instance of the embedder (Embedder.twin), freed when
         the run ends, not on the instance searches use: the daemon's long runs at a lowered
         priority (daemon/priority.py). It costs a context's memory while the run lasts (MiniLM
-        +41 MB; a decoder's output buffers more: Gemma 270M +595 MB), so it is not kept."""
+        +41 MB; a decoder's output buffers more: Gemma 270M +596 MB, bench/model_memory.py --twin),
+        so it is not kept."""
         embedder = self.models.embedder()
         self.background_embedder = embedder.twin() if own_model and embedder is not None else None
         try:
