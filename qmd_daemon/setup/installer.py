@@ -375,7 +375,7 @@ class Setup:
                 self.j.done("git-hook")
         if not self.opts.dry_run and str(paths.bin_dir) not in os.environ.get("PATH", "").split(os.pathsep):
             self.next_steps.append(f"{paths.bin_dir} is not on PATH; add it to run ai-search by name")
-        self.next_steps.append(integ.CODEX_TRUST_NOTE)
+        self.next_steps.append(integ.codex_trust_note(bool(auto_retrieve)))
 
     def save_state(self, selection: str, device: str | None, profile: str | None) -> None:
         self.state.selection, self.state.device, self.state.profile = selection, device, profile

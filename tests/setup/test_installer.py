@@ -62,10 +62,10 @@ def test_yes_installs_skill_hooks_wrappers_instruction_and_state(fake_home):
         (group,) = hooks["SessionStart"]
         assert "qmd-session-start.sh" in group["hooks"][0]["command"]
         assert "UserPromptSubmit" not in hooks  # auto-retrieve is opt-in
-    assert (
-        "run it first for any question whose identifiers are unknown"
-        in (home / ".claude/CLAUDE.md").read_text()
-    )
+    # a command the setup puts on PATH, not the skill's name (no program of that name exists)
+    instruction = (home / ".claude/CLAUDE.md").read_text()
+    assert 'first run `ai-search "' in instruction and "run `semantic-search`" not in instruction
+    assert (home / ".local/bin/ai-search").is_file()
     assert "<!-- qmd-daemon:semantic-search:begin -->" in (home / ".codex/AGENTS.md").read_text()
     hook = (home / ".qmd/data/hooks/qmd-session-start.sh").read_text()
     assert f"QMD_WARM_DEFAULT={shlex.quote(str(home / '.local/bin/qmd-warm'))}" in hook
