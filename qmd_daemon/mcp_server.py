@@ -21,6 +21,7 @@ from typing import Annotated, Any
 from qmd_daemon import __version__, secret_mask
 from qmd_daemon.errors import QmdError
 from qmd_daemon.file_types import byte_cap
+from qmd_daemon.ingest.scan import find_git_root
 from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, decode_source, read_inside
 from qmd_daemon.search.limits import DEFAULTS, MAX_LIMIT, MAX_TOKENS_CAP
 from qmd_daemon.search.pipeline import SearchOptions
@@ -40,13 +41,24 @@ def load_sdk() -> None:
         ) from None
 
 
-def _working(engine: Any) -> Any:
+def _working(engine: Any, *, register: bool = False) -> Any:
     """The collection of the folder the client started the server in (its project), as the
-    command line and ai-search scope a search; None outside every one or when it is gone."""
+    command line and ai-search scope a search; None outside every one or when it is gone.
+
+    `register`: a git repository nobody registered is registered and indexed first, as ai-search
+    does on its first search there. Before, a search from such a project answered from the other
+    collections alone (another repository's files, with paths that do not exist in this one)."""
     try:
-        return engine.collection_at(Path.cwd())
+        cwd = Path.cwd()
+        found = engine.collection_at(cwd)
     except FileNotFoundError:
         return None
+    root = find_git_root(cwd.resolve()) if found is None and register else None
+    if root is None:
+        return found
+    added = engine.add_collection(root, on_demand=True)
+    engine.update([added.name])
+    return added
 
 
 def build_server(engine: Any) -> Any:
@@ -105,14 +117,19 @@ def build_server(engine: Any) -> Any:
         """Search the indexed repositories (code-aware BM25 plus vectors once embedded).
 
         Returns a JSON list of hits, best first: {path, line, end_line, score, snippet, collection,
-        symbol, kind}; `path` is relative to the collection's root. Open a hit with `get`.
+        symbol, kind, related}; `path` is relative to the collection's root, `related` (when
+        present) lists the files that cite the hit's file or that it cites (docs <-> code). Open a
+        hit with `get`. `score` is about how likely the hit answers (0..1, the same in every
+        repository): when the best is under 0.25 the repository most likely has no answer in those
+        words; rephrase once, then use exact search.
         """
         if not query.strip():
             raise ToolError("query is empty")
         options = SearchOptions(max_tokens=max_tokens or None, min_score=min_score, paths=tuple(paths or ()))
         try:
             with lock:
-                scope = engine.search_scope(collections or None, None if collections else _working(engine))
+                home = None if collections else _working(engine, register=True)
+                scope = engine.search_scope(collections or None, home)
                 hits = engine.search(query, scope, limit=limit, options=options)
         except QmdError as exc:
             raise ToolError(secret_mask.mask(str(exc))) from None
@@ -130,7 +147,10 @@ def build_server(engine: Any) -> Any:
         ],
         collection: Annotated[
             str | None,
-            Field(description="The hit's collection (needed when a relative path is in several)."),
+            Field(
+                description="The hit's collection (default: the server's project when the path is "
+                "indexed there; needed when a relative path is in several other collections)."
+            ),
         ] = None,
         start_line: Annotated[int | None, Field(ge=1, description="First line (1-based).")] = None,
         end_line: Annotated[int | None, Field(ge=1, description="Last line, inclusive.")] = None,
@@ -143,7 +163,7 @@ def build_server(engine: Any) -> Any:
             raise ToolError(f"end_line {end_line} is before start_line {start_line}")
         try:
             with lock:
-                root, rel = resolve_indexed(engine, collection, path)
+                root, rel = resolve_indexed(engine, collection, path, _working(engine))
         except QmdError as exc:
             raise ToolError(secret_mask.mask(str(exc))) from None
         try:
@@ -172,10 +192,14 @@ def build_server(engine: Any) -> Any:
     return server
 
 
-def resolve_indexed(engine: Any, collection: str | None, path: str) -> tuple[Path, str]:
+def resolve_indexed(
+    engine: Any, collection: str | None, path: str, home: Any = None
+) -> tuple[Path, str]:
     """The collection root (resolved) and root-relative path of `path`, which must be indexed in a
     registered collection; anything else is a QmdError. Whether the file still lies inside the root
-    is checked when it is read (`read_inside`), on the opened file."""
+    is checked when it is read (`read_inside`), on the opened file. `home`: the collection of the
+    server's folder, which a search without `collections` puts first: a relative path indexed
+    there and elsewhere too (README.md, setup.py) is read there, not refused as ambiguous."""
     known = engine.collections()
     if collection is not None and collection not in known:
         raise QmdError(f"no collection named '{collection}' (see `qmd-daemon collection list`)")
@@ -196,6 +220,8 @@ def resolve_indexed(engine: Any, collection: str | None, path: str) -> tuple[Pat
     if not matches:
         where = f"collection '{collection}'" if collection else "any collection"
         raise QmdError(f"'{path}' is not a file indexed in {where}")
+    if len(matches) > 1 and home is not None:
+        matches = [m for m in matches if m[0] == home.name] or matches
     if len(matches) > 1:
         names = ", ".join(m[0] for m in matches)
         raise QmdError(f"'{path}' is indexed in several collections ({names}); name one with `collection`")

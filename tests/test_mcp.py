@@ -59,7 +59,11 @@ async def _session_calls(
     home: Path, calls: list[tuple[str, dict[str, Any]]], cwd: Path | None = None
 ) -> tuple[list[str], list[Any]]:
     command, args = _command("mcp")
-    params = StdioServerParameters(command=command, args=[*args], env={"QMD_DAEMON_HOME": str(home)}, cwd=cwd)
+    # by default from a folder outside every git repository (the home): the checkout the tests run
+    # in is one, and a search from an unregistered repository registers and indexes it
+    params = StdioServerParameters(
+        command=command, args=[*args], env={"QMD_DAEMON_HOME": str(home)}, cwd=cwd or home
+    )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         init = await session.initialize()
         assert init.server_info.name == "qmd-daemon"
@@ -117,6 +121,60 @@ async def test_search_covers_the_project_the_server_runs_in_and_the_default_coll
     assert collections(in_docs[0]) == {"docs", "proj"}  # proj is included by default
     _, outside = await _session_calls(indexed["home"], call, cwd=tmp_path)
     assert collections(outside[0]) == {"proj"}  # outside every collection: the default one
+
+
+async def test_a_search_from_a_git_repository_nobody_registered_indexes_it_first(
+    indexed: dict[str, Any], tmp_path: Path
+) -> None:
+    """As ai-search does: before, the search answered from the other collections alone (`proj`'s
+    TCPConnector for a question about this repository's code, a path that is not in it)."""
+    ring = "package ring\n\n// RingBuffer keeps the last N events.\ntype RingBuffer struct{ n int }\n"
+    fresh = write_tree(tmp_path / "fresh", {"ring.go": ring})
+    subprocess.run(["git", "init", "-q", str(fresh)], check=True)
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("search", {"query": "RingBuffer keeps the last events"}),
+        ("get", {"path": "ring.go", "start_line": 3, "end_line": 3}),
+    ]
+    _, results = await _session_calls(indexed["home"], calls, cwd=fresh)
+    assert not any(r.is_error for r in results), [_text(r) for r in results]
+    hits = json.loads(_text(results[0]))
+    assert (hits[0]["collection"], hits[0]["path"]) == ("repo-fresh", "ring.go"), hits
+    assert _text(results[1]) == "// RingBuffer keeps the last N events.\n"
+    _, again = await _session_calls(indexed["home"], [("search", {"query": "RingBuffer"})], cwd=fresh)
+    assert json.loads(_text(again[0]))[0]["collection"] == "repo-fresh"  # registered once, kept
+
+
+async def test_the_search_tool_names_every_key_of_a_hit_and_what_a_low_score_means(
+    indexed: dict[str, Any],
+) -> None:
+    """What a model reads to use the tool: `related` came back unexplained, and nothing said that
+    a best score under 0.25 means "most likely no answer here" (the skill says so, MCP did not)."""
+    from qmd_daemon.search.calibration import ANSWER_THRESHOLD
+
+    command, args = _command("mcp")
+    params = StdioServerParameters(command=command, args=args, env={"QMD_DAEMON_HOME": str(indexed["home"])},
+                                   cwd=indexed["proj"])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tool = next(t for t in (await session.list_tools()).tools if t.name == "search")
+        result = await session.call_tool("search", {"query": "ClientSession", "limit": 50})
+    keys = set().union(*(hit.keys() for hit in json.loads(_text(result))))
+    assert "related" in keys  # README.md cites client.py
+    description = tool.description or ""
+    assert all(f"{key}," in description or f"{key}}}" in description for key in keys), (keys, description)
+    assert f"under {ANSWER_THRESHOLD}" in description
+
+
+async def test_get_reads_a_path_in_several_collections_from_the_servers_project(
+    indexed: dict[str, Any],
+) -> None:
+    """README.md is in `proj` and `docs`: a hit's path, read from the project the search came from
+    (it was refused as ambiguous though the search had put that project first)."""
+    call = [("get", {"path": "README.md"})]
+    _, in_proj = await _session_calls(indexed["home"], call, cwd=indexed["proj"])
+    assert not in_proj[0].is_error and _text(in_proj[0]) == SAMPLE_MD
+    _, in_docs = await _session_calls(indexed["home"], call, cwd=indexed["docs"])
+    assert _text(in_docs[0]) == "# Docs\n\nSee ClientSession.\n"
 
 
 async def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(indexed: dict[str, Any]) -> None:

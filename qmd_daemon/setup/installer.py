@@ -27,6 +27,12 @@ from qmd_daemon.setup.paths import REPO_ROOT, SetupPaths
 from qmd_daemon.setup.state import InstallState, dump_state, load_state, write_atomic
 
 QUESTION = "Enable local QMD search models (Qwen3 embedding, Qwen3 reranker, QMD query expansion)?"
+# the question names the models the answer installs: with the small profile (asked for, or stored
+# by an earlier run) it named the Qwen3 set, which that run neither downloads nor uses
+QUESTION_SMALL = (
+    "Enable local QMD search models (small offline profile: MiniLM embedding, Gemma 3 270M reranker "
+    "and query expansion)?"
+)
 EXPLAIN = (
     "Yes installs the models, the semantic-search skill, the SessionStart hooks and the ai-search "
     "wrappers for Claude Code and Codex.\nNo installs none of them (no skill, no hooks) and removes "
@@ -123,14 +129,16 @@ class NoAnswer(Exception):
     """Standard input ended before a valid answer came."""
 
 
-def ask(default: str, stdin=None, stdout=None) -> str:
+def ask(default: str, stdin=None, stdout=None, profile: str = "qwen3") -> str:
     """Ask until the answer is y, n or a (an empty line takes DEFAULT); works on piped input too
-    (`echo y | ./install.sh`). Raises NoAnswer at the end of input: never a silent No."""
+    (`echo y | ./install.sh`). Raises NoAnswer at the end of input: never a silent No. PROFILE:
+    the models a Yes would install, which the question names."""
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     letters = {"yes": "Y/n/a", "no": "y/N/a", "auto": "y/n/A"}[default]
+    question = QUESTION_SMALL if profile == "small" else QUESTION
     stdout.write(EXPLAIN + "\n")
     while True:
-        stdout.write(f"{QUESTION} [{letters}] ")
+        stdout.write(f"{question} [{letters}] ")
         stdout.flush()
         line = stdin.readline()
         if not line:
@@ -375,7 +383,7 @@ class Setup:
                 self.j.done("git-hook")
         if not self.opts.dry_run and str(paths.bin_dir) not in os.environ.get("PATH", "").split(os.pathsep):
             self.next_steps.append(f"{paths.bin_dir} is not on PATH; add it to run ai-search by name")
-        self.next_steps.append(integ.CODEX_TRUST_NOTE)
+        self.next_steps.append(integ.codex_trust_note(bool(auto_retrieve)))
 
     def save_state(self, selection: str, device: str | None, profile: str | None) -> None:
         self.state.selection, self.state.device, self.state.profile = selection, device, profile
@@ -677,12 +685,12 @@ def main(argv: list[str] | None = None) -> int:
     paths = SetupPaths.from_env()
     setup = Setup(opts, paths)
     stored = setup.before.selection if setup.before else "no"
+    profile = opts.profile or (setup.before.profile if setup.before and setup.before.profile else "qwen3")
     try:
-        selection = opts.selection or ask(stored)
+        selection = opts.selection or ask(stored, profile=profile)
     except NoAnswer:
         print(f"install: error: no answer on standard input; nothing was changed ({HINT})", file=sys.stderr)
         return 2
-    profile = opts.profile or (setup.before.profile if setup.before and setup.before.profile else "qwen3")
     echo = setup.echo
     echo(
         f"qmd-daemon setup: selection {selection}"

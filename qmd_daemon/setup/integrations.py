@@ -31,9 +31,12 @@ OUR_HOOK_NAMES = (SESSION_HOOK, RETRIEVE_HOOK)
 WRAPPERS = ("ai-search", "qmd-warm", "qmd-daemon")
 WRAPPER_MARK = "qmd-daemon setup wrapper"
 
+# Names the command: "run `semantic-search`" (a skill's name, no program) sent an agent that had
+# not loaded the skill to a shell that answered "command not found", then to rg.
 INSTRUCTION = (
-    "When `semantic-search` is installed, run it first for any question whose identifiers are "
-    "unknown; fall back to `rg` with a brief note only if it fails."
+    "For any code question whose identifiers are unknown, first run `ai-search \"the question in "
+    "words\"` (the semantic-search skill: it lists the places that answer it, best first); use `rg` "
+    "for known identifiers, or with a brief note if ai-search fails."
 )
 BEGIN = "<!-- qmd-daemon:semantic-search:begin -->"
 END = "<!-- qmd-daemon:semantic-search:end -->"
@@ -60,10 +63,14 @@ def legacy_skill_target(paths: SetupPaths) -> Path:
     return paths.codex_dir / "skills" / SKILL_NAME
 
 
-CODEX_TRUST_NOTE = (
-    "Codex runs a new or changed hook only after you trust it: start codex, open /hooks and trust "
-    "the qmd-session-start hook (Claude Code needs no such step)"
-)
+def codex_trust_note(auto_retrieve: bool) -> str:
+    """The next step for Codex: each hook we added needs the user's trust there (an auto-retrieve
+    hook left untrusted never runs, and the line named only the SessionStart one)."""
+    hooks = f"the {SESSION_HOOK} and {RETRIEVE_HOOK} hooks" if auto_retrieve else f"the {SESSION_HOOK} hook"
+    return (
+        "Codex runs a new or changed hook only after you trust it: start codex, open /hooks and trust "
+        f"{hooks} (Claude Code needs no such step)"
+    )
 
 
 def install_skill(journal: Journal, target: Path, owned: set[str]) -> None:

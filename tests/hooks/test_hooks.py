@@ -4,6 +4,7 @@ opt-in UserPromptSubmit hook adds only high-scoring hits within its caps and nev
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -12,8 +13,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from tests.conftest import BOX_PY
+from tests.conftest import BOX_PY, SAMPLE_GO, SAMPLE_MD, SAMPLE_PY, write_tree
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SESSION_HOOK = REPO_ROOT / "hooks" / "qmd-session-start.sh"
@@ -228,3 +230,35 @@ def test_auto_retrieve_with_the_real_ai_search_keeps_non_ascii_text(tmp_path):
     assert proc.returncode == 0, proc.stderr
     context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "box.py:1-" in context and "\u250c\u2500\u2510" in context and "\u4e2d\u6587" in context
+
+
+def _retrieve_module() -> Any:
+    """The hook as the installer copies it (a file named with dashes, standard library only)."""
+    spec = importlib.util.spec_from_file_location("qmd_auto_retrieve", RETRIEVE_HOOK)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_auto_retrieve_default_threshold_is_a_score_search_reaches(small_engine: Any, tmp_path: Path) -> None:
+    """The default floor sits between "likely an answer" and the highest calibrated score: at 0.75
+    it was above any score the calibration can give (about 0.66), so the hook never added a line."""
+    from qmd_daemon.search.calibration import ANSWER_THRESHOLD, FEATURES, probability
+
+    hook = _retrieve_module()
+    floor = hook.MIN_SCORE_DEFAULT
+    best_case = dict.fromkeys(FEATURES, 0.0) | {"relative": 1.0, "answered": 2.0, "similarity": 1.0}
+    assert ANSWER_THRESHOLD < floor < probability(best_case)
+
+    files = {"client.py": SAMPLE_PY, "pool/conn.go": SAMPLE_GO, "README.md": SAMPLE_MD}
+    repo = write_tree(tmp_path / "proj", files)
+    small_engine.add_collection(repo, "proj")
+    small_engine.update()
+    small_engine.embed(["proj"])
+    hits = [h.to_dict() for h in small_engine.search("how is the cookie header parsed", ["proj"])]
+    assert hits[0]["path"] == "client.py" and hits[0]["score"] >= floor, hits[:2]  # 0.53 here
+    context = hook.context_for(hits, floor, 1200)
+    assert "client.py:" in context and "parse_cookie_header" in context
+    nonsense = [h.to_dict() for h in small_engine.search("xyzzy plugh frobozz sourdough", ["proj"])]
+    assert hook.context_for(nonsense, floor, 1200) == ""  # silent when nothing scores high

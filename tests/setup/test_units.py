@@ -6,6 +6,7 @@ from pathlib import Path
 
 from qmd_daemon.setup import integrations as integ
 from qmd_daemon.setup.journal import Journal
+from qmd_daemon.setup.paths import SetupPaths
 
 
 def test_instruction_block_round_trips():
@@ -54,3 +55,20 @@ def test_journal_rollback_restores_files_and_removes_new_folders(tmp_path: Path)
     assert journal.rollback() == []
     assert existing.read_text() == "old"
     assert not (tmp_path / "a").exists()
+
+
+def test_the_codex_trust_step_names_every_hook_the_run_added():
+    # with --auto-retrieve the prompt hook needs the user's trust in Codex too; the line named
+    # only qmd-session-start, so the opt-in hook stayed off there without a word
+    for auto_retrieve in (False, True):
+        h = Path("/h")
+        folders = ("config", "state", "models", "data", "bin", ".claude", ".codex")
+        paths = SetupPaths(h, *(h / name for name in folders))
+        wanted = integ.desired_hooks(paths, auto_retrieve)
+        note = integ.codex_trust_note(auto_retrieve)
+        for event, groups in wanted.items():
+            for group in groups:
+                for hook in group["hooks"]:
+                    name = next(n for n in integ.OUR_HOOK_NAMES if n in hook["command"])
+                    assert name in note, (event, note)
+        assert (integ.RETRIEVE_HOOK in note) == auto_retrieve
