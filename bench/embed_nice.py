@@ -207,6 +207,7 @@ def searches(daemon: Daemon, name: str, n: int, until: threading.Event | None = 
 
 def measure(level: str, template_home: Path, name: str, work: Path, n: int, args: argparse.Namespace) -> Run:
     home = work / f"home-{level}"
+    shutil.rmtree(home, ignore_errors=True)  # a level asked twice (`--levels off,19,off,19`) runs anew
     shutil.copytree(template_home, home)
     run = Run(level)
     daemon = Daemon(home, level)
