@@ -320,8 +320,11 @@ def _table(rows: list[dict[str, Any]]) -> None:
         print("no results")
     for row in rows:
         print(f"{row['score']:.2f}  {row['path']}:{row['line']}-{row['end_line']}")
+        # a notebook's snippet lines after its first are not consecutive lines of its JSON file
+        notebook = str(row["path"]).lower().endswith(".ipynb")
         for offset, text in enumerate(str(row["snippet"]).split("\n")[:6]):
-            print(f"      {row['line'] + offset:>5} | {text}")
+            number = "" if offset and notebook else row["line"] + offset
+            print(f"      {number:>5} | {text}")
 
 
 def main(argv: list[str] | None = None) -> int:

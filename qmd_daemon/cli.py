@@ -16,6 +16,7 @@ from qmd_daemon import __version__, secret_mask
 from qmd_daemon.config import PROFILES, CollectionConfig
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
+from qmd_daemon.file_types import is_notebook
 from qmd_daemon.search.calibration import ANSWER_THRESHOLD
 from qmd_daemon.search.context_report import detect_stack, render_context
 from qmd_daemon.search.hit import Hit
@@ -116,9 +117,17 @@ def _print_hits(query: str, hits: list[Hit], fmt: str, explain: bool) -> None:
                 f"{hit.score:.2f}  {hit.collection}:{hit.path}:{hit.line}-{hit.end_line}  {hit.symbol}"
             )
             for offset, line in enumerate(hit.snippet.split("\n")[:6]):
-                click.echo(f"      {hit.line + offset:>5} | {line}")
+                click.echo(f"      {_snippet_line_number(hit.path, hit.line, offset):>5} | {line}")
             if explain and hit.explain:
                 click.echo(f"      explain: {json.dumps(hit.explain)}")
+
+
+def _snippet_line_number(path: str, line: int, offset: int) -> str:
+    """The file's line of a snippet's line; a notebook's snippet lines after its first are not
+    consecutive file lines (search/snippets.py `blank_runs_as_one`), so they go unnumbered."""
+    if offset and is_notebook(path):
+        return ""
+    return str(line + offset)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

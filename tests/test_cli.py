@@ -591,3 +591,29 @@ def test_python_dash_m_runs_the_command_line(home: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "qmd_daemon.cli", "--version"], capture_output=True,
                           text=True, env=dict(os.environ, QMD_DAEMON_HOME=str(home)), timeout=60)  # fmt: skip
     assert proc.returncode == 0 and proc.stdout.startswith("qmd-daemon, version ")
+
+
+def test_a_notebook_hits_text_numbers_only_its_first_line(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A notebook's snippet shows its cells' lines with the JSON between them left out
+    (search/snippets.py), so its lines after the first are not the file's line + offset: the
+    text tables (search, ai-search on a terminal) number its first line only."""
+    from clients.ai_search import _table
+    from tests.ingest.test_notebook import code, nbformat4
+
+    text = nbformat4([code(f"step_{n} = fit_stage({n})", f"plot_stage(step_{n})") for n in range(4)])
+    root = write_tree(tmp_path / "nb", {"stages.ipynb": text, "util.py": "def fit_stage(n):\n    return n\n"})
+    run_cli("collection", "add", str(root), env_home=home, check=True)
+    question = "step_0 fit_stage plot_stage"
+    hits = json.loads(run_cli("search", question, "--json", env_home=home, check=True).stdout)
+    notebook = next(h for h in hits if h["path"] == "stages.ipynb")
+    first = next(n for n, line in enumerate(text.split("\n"), 1) if "step_0 = fit_stage(0)" in line)
+    assert notebook["line"] == first and notebook["snippet"].startswith("step_0 = fit_stage(0)")
+    out = run_cli("search", question, env_home=home, check=True).stdout
+    _table([notebook])
+    for table in (out, capsys.readouterr().out):
+        rows = table[table.index("stages.ipynb"):].splitlines()[1:4]
+        assert rows[0].split("|")[0].strip() == str(first)
+        assert rows[1] == "            | plot_stage(step_0)", rows
+    assert re.search(r"^\s+2 \| {5}return n$", out[out.index("util.py"):], re.M)  # other files: every line

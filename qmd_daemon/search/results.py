@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from qmd_daemon.file_types import is_notebook
 from qmd_daemon.search.calibration import features, probability
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.hit import Hit
@@ -47,7 +48,8 @@ def shape_hits(
         if score < min_score:
             break
         line, snippet = best_window(chunk.text, chunk.start_line, words, signatures=chunk.signature,
-                                    definitions=definitions.get(chunk.id, ()))
+                                    definitions=definitions.get(chunk.id, ()),
+                                    blank_runs_as_one=is_notebook(chunk.path))
         cost = RESULT_OVERHEAD_TOKENS + len(snippet) // CHARS_PER_TOKEN
         if budget is not None and used + cost > budget and hits:
             break

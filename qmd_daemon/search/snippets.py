@@ -19,6 +19,7 @@ def best_window(
     max_lines: int = SNIPPET_LINES,
     signatures: str = "",
     definitions: Sequence[tuple[str, int]] = (),
+    blank_runs_as_one: bool = False,
 ) -> tuple[int, str]:
     """(first line number, snippet text): from the head of a definition of a query word when the
     chunk holds one, else the window with the most query-word hits, from its first hit or the
@@ -31,7 +32,9 @@ def best_window(
     A chunk often opens with what precedes its definitions (a comment's table, the end of the
     previous statement, another definition that merely mentions the word), and a window that only
     holds the definition's line used to start there. Moving a window's start down to its first hit
-    keeps every hit of it: the lines it skips hold none."""
+    keeps every hit of it: the lines it skips hold none.
+    `blank_runs_as_one`: a notebook's chunk (`_shown_lines`); its snippet's lines are then not
+    the file's consecutive lines, only its first is at `line`."""
     lines = text.split("\n")
     lowered = [line.lower() for line in lines]
     hits = [sum(1 for w in words if w in line) for line in lowered]
@@ -72,13 +75,33 @@ def best_window(
         best_start = max(best_start, window_start)
     while best_start < len(lines) - 1 and not lines[best_start].strip():
         best_start += 1
-    window = lines[best_start : best_start + max_lines]
-    while window and not window[-1].strip():
-        window.pop()
+    if blank_runs_as_one:
+        window = _shown_lines(lines[best_start:], max_lines)
+    else:
+        window = lines[best_start : best_start + max_lines]
+        while window and not window[-1].strip():
+            window.pop()
     snippet = "\n".join(window)
     if len(snippet) > SNIPPET_CHARS:
         snippet = snippet[: SNIPPET_CHARS - 1].rstrip() + "…"
     return start_line + best_start, snippet
+
+
+def _shown_lines(lines: list[str], max_lines: int) -> list[str]:
+    """Up to `max_lines` lines from the first, a run of blank lines shown (and counted) as one:
+    a notebook's view leaves its JSON lines (cell keys, outputs) blank, and a window of file
+    lines showed two lines of a cell and then nine blank ones (ingest/notebook.py)."""
+    shown: list[str] = []
+    for line in lines:
+        if len(shown) == max_lines:
+            break
+        if line.strip():
+            shown.append(line)
+        elif shown and shown[-1]:
+            shown.append("")
+    while shown and not shown[-1]:
+        shown.pop()
+    return shown
 
 
 def _defining_line(lowered: list[str], words: list[str], headers: set[str]) -> int | None:

@@ -316,6 +316,8 @@ def rescore(conn: Any, query: np.ndarray, candidates: list[int], k: int) -> list
     rows = conn.execute(
         f"SELECT chunk_id, vector FROM chunk_codes WHERE chunk_id IN ({marks})", candidates
     ).fetchall()
+    if not rows:  # none of them embedded yet (an `embed` still running)
+        return []
     ids, matrix = int8_rows(rows)
     return rank(ids, matrix, query, k)
 

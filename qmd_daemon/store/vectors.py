@@ -300,6 +300,8 @@ class VectorIndex:
         ).fetchall()
         if not int8:
             return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
+        if not rows:  # the collections hold no vector yet
+            return []
         found = ",".join("?" * len(rows))
         stored = self.conn.execute(
             f"SELECT rowid, embedding FROM chunk_vectors WHERE rowid IN ({found})", [r[0] for r in rows]

@@ -116,3 +116,25 @@ def test_a_broken_notebook_is_indexed_as_the_json_it_is(engine: Engine, tmp_path
     report = engine.update([name])[0]
     assert report.files == 1 and not report.skipped
     assert [h.path for h in engine.search("uniqueword", [name])] == ["bad.ipynb"]
+
+
+def test_a_notebook_snippet_shows_its_cells_lines_without_the_json_between(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """The view leaves a notebook's JSON lines (cell keys, outputs) blank; a snippet of 12 file
+    lines showed 2 lines of code, then 9 blank ones (PythonDataScienceHandbook's 05.12, a hit on
+    `GaussianMixture`). A run of blank lines shows as one and does not spend the window."""
+    cells = [code(f"plot_gaussian_step_{n}(model, frame)", f"model = refit_step_{n}(model)",
+                  outputs=[{"name": "stdout", "output_type": "stream", "text": ["done\n"] * 5}])
+             for n in range(6)]
+    text = nbformat4(cells)
+    root = write_tree(tmp_path / "proj", {"gmm.ipynb": text})
+    name = engine.add_collection(root).name
+    engine.update([name])
+    hit = engine.search("plot_gaussian_step_0", [name])[0]
+    assert hit.line == file_line(text, "plot_gaussian_step_0")
+    shown = hit.snippet.split("\n")
+    assert all(a.strip() or b.strip() for a, b in zip(shown, shown[1:], strict=False))  # no blank run
+    cells_lines = [(f"plot_gaussian_step_{n}(model, frame)", f"model = refit_step_{n}(model)")
+                   for n in range(4)]
+    assert [line for line in shown if line.strip()][:8] == [line for pair in cells_lines for line in pair]

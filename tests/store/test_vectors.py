@@ -382,6 +382,25 @@ def test_search_among_ranks_only_the_given_chunks_nearest_first(tmp_path: Path, 
 
 
 @pytest.mark.parametrize("quantization", ["float", "int8"])
+def test_chunks_without_vectors_yet_are_no_vector_hits(tmp_path: Path, quantization: str) -> None:
+    """While `embed` is still running, a --path filter may allow only chunks that have no vector
+    yet, and a collection may hold none: no vector hits, not numpy's reshape error (a search
+    `--path 'docs/**'` over a half-embedded index ended in a traceback)."""
+    store, a, _ = _store_with_vectors(tmp_path, 100, 16, quantization)
+    with store.transaction():
+        fresh = store.ensure_collection("fresh", tmp_path)
+        _write(store, fresh, "new.py", [Chunk(1, 1, "not embedded"), Chunk(2, 2, "nor this")])
+    unembedded = [r[0] for r in store.conn.execute(
+        "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.collection_id = ?", (fresh,))]
+    vectors = VectorIndex(store, quantization=quantization)
+    query = np.ones(16).tolist()
+    assert vectors.search_among(query, unembedded, 10) == []
+    assert vectors.exact_search(query, [fresh], 10) == []
+    assert len(vectors.search(query, [a, fresh], 10)) == 10
+    store.close()
+
+
+@pytest.mark.parametrize("quantization", ["float", "int8"])
 def test_vectors_of_reads_back_each_stored_direction(tmp_path: Path, quantization: str) -> None:
     """Rocchio feedback (search/feedback.py) moves a question toward stored vectors: each must
     read back in its own direction, an int8 one at its levels, and a chunk without one is absent."""
