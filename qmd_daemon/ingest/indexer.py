@@ -110,11 +110,14 @@ def _read(root: Path, scanned: ScannedFile, max_bytes: int) -> bytes | str:
     head = data[:_GENERATED_SNIFF_BYTES].lower()
     if any(marker in head for marker in _GENERATED_MARKERS):
         return "generated"
-    if is_notebook(scanned.path):  # its long lines are outputs, which its view leaves out
+    minified = len(data) > _MINIFIED_LINE and len(data) / (data.count(b"\n") + 1) > _MINIFIED_LINE
+    if is_notebook(scanned.path) and (len(data) > max_bytes or minified):
+        # a notebook's long lines and bytes are its outputs, which its view leaves out; a `.ipynb`
+        # that is no notebook is indexed as JSON, under the rules of any other file
+        if notebook_view(decode_source(data)) is None:
+            return "too_large" if len(data) > max_bytes else "minified"
         return data
-    if len(data) > _MINIFIED_LINE and len(data) / (data.count(b"\n") + 1) > _MINIFIED_LINE:
-        return "minified"
-    return data
+    return "minified" if minified else data
 
 
 def _source_of(path: str, text: str) -> tuple[str, str | None, list[Chunk]]:

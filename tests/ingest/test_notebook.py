@@ -138,3 +138,14 @@ def test_a_notebook_snippet_shows_its_cells_lines_without_the_json_between(
     cells_lines = [(f"plot_gaussian_step_{n}(model, frame)", f"model = refit_step_{n}(model)")
                    for n in range(4)]
     assert [line for line in shown if line.strip()][:8] == [line for pair in cells_lines for line in pair]
+
+
+def test_a_broken_notebook_gets_no_notebooks_size_cap(engine: Engine, tmp_path: Path) -> None:
+    # the 8x cap is for a notebook's outputs, which its view leaves out; a `.ipynb` that does not
+    # parse was indexed as JSON whole, megabytes of base64 included (dswalk's finding)
+    broken = TRAINING[:-3]  # the plot's notebook, cut: no longer JSON
+    root = write_tree(tmp_path / "proj", {"big.ipynb": broken, "ok.ipynb": TRAINING})
+    name = engine.add_collection(root).name
+    report = engine.update([name])[0]
+    assert report.files == 1 and report.skipped == {"too_large": 1}
+    assert [h.path for h in engine.search("fit_churn_classifier", [name])] == ["ok.ipynb"]
