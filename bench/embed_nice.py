@@ -12,7 +12,9 @@
    QMD_EMBED_PRIORITY=level) on a copy of one indexed home with nothing embedded, so it embeds in
    the background from its start. Once its deep pass runs: --alone-seconds of embedding alone (its
    chunks/s, from /health's progress) with --searches POST /search calls timed; then the competitor
-   beside it: its wall time, the embedding's chunks/s meanwhile, the same searches.
+   beside it: its wall time, the embedding's chunks/s meanwhile, the same searches; then, beside a
+   second run of it, an edit and a search that asks for it (refresh, 40 s wait): its seconds, and
+   whether the new function was found.
 Ratios: the competitor's wall against its baseline; chunks/s and search p50 against `off`
 (today's behaviour) in the same run. Load average before and after.
 """
@@ -141,6 +143,8 @@ class Run:
     comp_wall: float = 0.0
     comp_rate: float = 0.0
     comp_searches: list[float] = field(default_factory=list)
+    edit_wait: float = 0.0  # an edit, then a search asking for it, as the competitor starts
+    edit_found: bool = False
     applied: str = ""
 
 
@@ -234,9 +238,29 @@ def measure(level: str, template_home: Path, name: str, work: Path, n: int, args
         t2, d2 = time.perf_counter(), daemon.done() or 0
         run.comp_wall = result["wall"]
         run.comp_rate = (d2 - d1) / (t2 - t1)
+        # then an edit, and a search that asks for it, while a second build runs
+        thread = threading.Thread(target=competitor, args=(n, args.procs))
+        thread.start()
+        time.sleep(0.5)
+        run.edit_wait, run.edit_found = edit_search(daemon, name, work / "repo", level)
+        thread.join()
     finally:
         run.applied = daemon.stop()
     return run
+
+
+def edit_search(daemon: Daemon, name: str, repo: Path, level: str) -> tuple[float, bool]:
+    """A new function written, then a search that asks the daemon to take it in (refresh, waiting
+    up to 40 s as ai-search's would): seconds, and whether the new function is the first hit. The
+    refresh runs after the embed job's current batch: a niced batch on a busy machine held it."""
+    added = repo / f"edited_{level}_{time.monotonic_ns()}.py"
+    function = f"freshly_added_{added.stem}"
+    added.write_text(f"def {function}():\n    return 1\n", encoding="utf-8")
+    started = time.perf_counter()
+    answer = daemon.http("POST", "/search", {"query": function, "collections": [name], "refresh": True,
+                                             "wait": 40, "limit": 3})
+    hits = answer.get("hits") or []
+    return time.perf_counter() - started, bool(hits) and hits[0]["path"].endswith(added.name)
 
 
 def p50(values: list[float]) -> float:
@@ -270,12 +294,13 @@ def main() -> int:
           f"baseline {base:.1f} s")
     ref = runs[0]
     print(f"{'level':<6} {'applied':<8} | {'embed alone':>12} {'search p50/max':>16} | {'competitor':>16} "
-          f"{'embed beside':>14} {'search p50/max':>16}")
+          f"{'embed beside':>14} {'search p50/max':>16} {'edit, search':>14}")
     for r in runs:
         print(f"{r.level:<6} {r.applied:<8} | {r.alone_rate:6.1f} ch/s  {p50(r.alone_searches):6.0f}/"
               f"{max(r.alone_searches) * 1000:6.0f} ms | {r.comp_wall:5.1f} s x{r.comp_wall / base:4.2f}  "
               f"{r.comp_rate:6.1f} ch/s  {p50(r.comp_searches):6.0f}/"
-              f"{max(r.comp_searches, default=0) * 1000:6.0f} ms")
+              f"{max(r.comp_searches, default=0) * 1000:6.0f} ms {r.edit_wait:6.1f} s "
+              f"{'found' if r.edit_found else 'MISSED'}")
     for r in runs[1:]:
         print(f"{r.level} / {ref.level}: embed alone x{r.alone_rate / ref.alone_rate:.2f}, search alone p50 "
               f"x{p50(r.alone_searches) / p50(ref.alone_searches):.2f}; competitor wall "

@@ -178,7 +178,7 @@ def test_levels_are_read_and_a_bad_one_keeps_the_default(monkeypatch: pytest.Mon
     monkeypatch.setenv("QMD_EMBED_PRIORITY", "lowest")
     from qmd_daemon.daemon.jobs import _embed_level
 
-    assert _embed_level(Settings.from_env().embed_priority) == "19"
+    assert _embed_level(Settings.from_env().embed_priority) == "off"
 
 
 def test_a_level_lowers_only_the_thread_that_asks() -> None:
