@@ -1,5 +1,6 @@
 """`qmd-daemon mcp`: the official MCP SDK's own client talks to a real `qmd-daemon mcp` subprocess
-over stdio, against a real index in a temporary QMD_DAEMON_HOME."""
+over stdio, against a real index in a temporary QMD_DAEMON_HOME; its `search` goes through a real
+daemon, which the server starts as ai-search does (stopped after each test)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tests.conftest import SAMPLE_GO, SAMPLE_MD, SAMPLE_PY, write_tree
+from tests.daemon.support import stop_daemon
 
 CLI = Path(sys.executable).parent / "qmd-daemon"  # the console script a user (or an MCP client) runs
 
@@ -24,6 +27,18 @@ def _command(*args: str) -> tuple[str, list[str]]:
     if CLI.exists():
         return str(CLI), list(args)
     return sys.executable, ["-c", "from qmd_daemon.cli import main; main()", *args]
+
+
+@pytest.fixture(autouse=True)
+def _stop_daemon(home: Path) -> Iterator[None]:
+    """The daemon a server started (detached, as ai-search starts it) is stopped with the test."""
+    yield
+    stop_daemon(home)
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    """The server's environment, its daemon's too: this home, no model preloaded at start."""
+    return {"QMD_DAEMON_HOME": str(home), "QMD_PRELOAD": "0", "HF_HUB_OFFLINE": "1", **extra}
 
 
 @pytest.fixture
@@ -56,13 +71,13 @@ def indexed(home: Path, tmp_path: Path) -> dict[str, Any]:
 
 
 async def _session_calls(
-    home: Path, calls: list[tuple[str, dict[str, Any]]], cwd: Path | None = None
+    home: Path, calls: list[tuple[str, dict[str, Any]]], cwd: Path | None = None, **env: str
 ) -> tuple[list[str], list[Any]]:
     command, args = _command("mcp")
     # by default from a folder outside every git repository (the home): the checkout the tests run
     # in is one, and a search from an unregistered repository registers and indexes it
     params = StdioServerParameters(
-        command=command, args=[*args], env={"QMD_DAEMON_HOME": str(home)}, cwd=cwd or home
+        command=command, args=[*args], env=_env(home, **env), cwd=cwd or home
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         init = await session.initialize()
@@ -152,7 +167,7 @@ async def test_the_search_tool_names_every_key_of_a_hit_and_what_a_low_score_mea
     from qmd_daemon.search.calibration import ANSWER_THRESHOLD
 
     command, args = _command("mcp")
-    params = StdioServerParameters(command=command, args=args, env={"QMD_DAEMON_HOME": str(indexed["home"])},
+    params = StdioServerParameters(command=command, args=args, env=_env(indexed["home"]),
                                    cwd=indexed["proj"])
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
