@@ -356,6 +356,51 @@ def write_stamp(root: str, signature: str | None, watched: bool = False) -> None
         pass
 
 
+def search_body(
+    query: str, limit: int, refresh: bool | str, wait: float, root: str | None,
+    collections: list[str] | None = None, paths: list[str] | None = None, **options: Any,
+) -> dict[str, Any]:
+    """A POST /search body as every client sends it: the named `collections`, else the folder
+    `root` (its collection, registered on first use when it is a git top level), else neither
+    (the daemon's default scope); `options` (min_score, max_tokens, rerank) only when set."""
+    body: dict[str, Any] = {"query": query, "limit": limit, "refresh": refresh, "wait": wait}
+    if collections:
+        body["collections"] = collections
+    elif root is not None:
+        body["path"] = root
+    if paths:
+        body["paths"] = paths
+    body.update((key, value) for key, value in options.items() if value is not None)
+    return body
+
+
+def freshness(root: str, is_git: bool, named: bool) -> tuple[bool | str, str | None, dict[str, Any]]:
+    """What a search from `root` asks of the daemon before it answers: `"auto"` when the daemon
+    said last time that it watches the root (it takes in every change itself, no git call here),
+    else a refresh when git's listing, sizes and mtimes changed since the last refresh (always
+    outside git: nothing to compare). Returns (refresh, signature, stamp) for record_freshness.
+    `named`: collections named instead of the root's: the stamp's watch says nothing of them."""
+    stamp = read_stamp(root)
+    if stamp.get("watched") and not named:
+        return "auto", None, stamp
+    signature = repo_signature(root) if is_git else None
+    return signature is None or signature != stamp.get("signature"), signature, stamp
+
+
+def record_freshness(
+    root: str, stamp: dict[str, Any], refresh: bool | str, signature: str | None, response: dict[str, Any]
+) -> None:
+    """Keep the root's stamp in step with the daemon's answer: watched now (auto from the next
+    call), refreshed at `signature`, or no longer watched (back to the git check)."""
+    watched = bool(response.get("watched"))
+    if watched and not stamp.get("watched"):
+        write_stamp(root, None, watched=True)
+    elif not watched and refresh is True and response.get("refreshed"):
+        write_stamp(root, signature)
+    elif not watched and stamp.get("watched"):
+        write_stamp(root, None)
+
+
 def results_made_of(pending: int, deep: bool, static: bool) -> str:
     """What a search's results are made of while `pending` chunks of its scope wait for deep
     vectors (`deep`: the deep vector list found chunks; `static`: the static tier re-ranked keyword
@@ -895,6 +940,26 @@ def call(method: str, path: str, body: Any = None, timeout: float = 30.0, start:
     elif not start:
         raise DaemonUnavailable("no daemon is running")
     return http(ensure_daemon(failed=state), method, path, body, timeout)
+
+
+def daemon_or_fallback(
+    body: dict[str, Any], timeout: float, *, daemon: bool = True, start: bool = True,
+    unavailable: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """POST /search to the daemon (started when absent, when `start`), else the same search in a
+    one-off process (fallback_search). `unavailable`: told why the daemon could not be used before
+    the fallback runs (when the daemon was to be started: else the fallback is the plan, not a
+    failure). With `start` off a daemon is started in the background for the next call."""
+    if daemon:
+        try:
+            return call("POST", "/search", body, timeout=timeout, start=start)  # type: ignore[no-any-return]
+        except DaemonUnavailable as exc:
+            if start and unavailable is not None:
+                unavailable(str(exc))
+    response = fallback_search(body)
+    if daemon and not start:  # a registered folder: the next call finds the daemon warm
+        start_in_background()
+    return response
 
 
 def fallback_search(body: dict[str, Any], timeout: float = 600.0) -> dict[str, Any]:

@@ -93,17 +93,10 @@ def _fail(message: str, code: int = 1) -> int:
 
 
 def _request(args: argparse.Namespace, query: str, root: str, refresh: bool | str) -> dict[str, Any]:
-    body: dict[str, Any] = {"query": query, "limit": args.limit, "refresh": refresh, "wait": args.wait}
-    if args.collection:
-        body["collections"] = args.collection
-    else:
-        body["path"] = root
-    if args.path:
-        body["paths"] = args.path
-    for key in ("min_score", "max_tokens", "rerank"):
-        if getattr(args, key) is not None:
-            body[key] = getattr(args, key)
-    return body
+    return qc.search_body(
+        query, args.limit, refresh, args.wait, root, args.collection, args.path,
+        min_score=args.min_score, max_tokens=args.max_tokens, rerank=args.rerank,
+    )
 
 
 class SlowNotice:
@@ -355,18 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isdir(start):
         return _fail(f"{start} is not a folder", 2)
     root, is_git = qc.repo_root(start)
-    stamp = qc.read_stamp(root)
-    signature = None
-    refresh: bool | str
-    if stamp.get("watched") and not args.collection:
-        # the daemon watches this root: it takes in every change it has been told of before it
-        # answers (or refreshes the root itself when it cannot), so no git call here
-        refresh = "auto"
-    else:
-        signature = qc.repo_signature(root) if is_git else None
-        refresh = signature is None or signature != stamp.get("signature")
+    refresh, signature, stamp = qc.freshness(root, is_git, bool(args.collection))
     body = _request(args, query, root, refresh)
-    response = None
     # Outside git only a folder registered by `collection add` is searched, and most such calls
     # are a mistake: a running daemon answers, but none is started (loading the models, then idle
     # for QMD_IDLE_MINUTES) only to say the folder is not a collection: the one-off process says it
@@ -380,28 +363,17 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         with SlowNotice(SLOW_NOTICE_S, waiting, every=PROGRESS_EVERY_S):
-            if daemon:
-                try:
-                    response = qc.call("POST", "/search", body, timeout=args.wait + 60, start=starts_daemon)
-                except qc.DaemonUnavailable as exc:
-                    if starts_daemon:
-                        print(f"{PROG}: daemon unavailable ({exc}); searching in-process", file=sys.stderr)
-            if response is None:
-                response = qc.fallback_search(body)
-                if daemon and not starts_daemon:  # a registered folder: the next call finds the daemon warm
-                    qc.start_in_background()
+            response = qc.daemon_or_fallback(
+                body, args.wait + 60, daemon=daemon, start=starts_daemon,
+                unavailable=lambda why: print(f"{PROG}: daemon unavailable ({why}); searching in-process",
+                                              file=sys.stderr),
+            )
     except qc.DaemonError as exc:  # a request it refuses as asked (a bad --path pattern): a usage error
         return _fail(str(exc), 2 if (exc.status, exc.code) == (400, "bad_request") else 1)
     except qc.DaemonUnavailable as exc:
         return _fail(str(exc))
     if not args.collection:
-        watched = bool(response.get("watched"))
-        if watched and not stamp.get("watched"):
-            qc.write_stamp(root, None, watched=True)
-        elif not watched and refresh is True and response.get("refreshed"):
-            qc.write_stamp(root, signature)
-        elif not watched and stamp.get("watched"):
-            qc.write_stamp(root, None)
+        qc.record_freshness(root, stamp, refresh, signature, response)
     if os.environ.get("QMD_TIMING"):  # for bench/daemon.py: the daemon's side of this call
         keys = ("search_ms", "took_ms", "refreshed", "stale", "in_process", "watched")
         timing = {k: response.get(k) for k in keys}

@@ -3,30 +3,43 @@ the skill (the skill stays the default path).
 
 Built on the official MCP Python SDK (`mcp` 2.x, its `MCPServer`), an optional dependency:
 `pip install 'qmd-daemon[mcp]'`. Without it the command fails with that one line (see
-`load_sdk`). The engine stays loaded for the life of the process, so models stay warm.
+`load_sdk`).
 
-`get` serves only files that are indexed in a registered collection, read from inside that
-collection's root: never an arbitrary path.
+`search` goes through the daemon exactly as `ai-search` does (clients/_qmd_client.py: the same
+request body, scope, freshness check, daemon start and one-off in-process fallback), so an MCP
+session's searches are fresh (the daemon refreshes before it answers), warm (the daemon's models,
+none loaded here) and counted (hit counts, the embed job's order), and keep the daemon alive. An
+earlier server searched with an Engine of its own: a second copy of the models, and an index
+nothing refreshed once the daemon had idled out.
+
+`get` reads locally: only files that are indexed in a registered collection, read from inside
+that collection's root, never an arbitrary path. It opens the index without models, and sees a
+file the daemon indexed a moment ago (index.yml is re-read when it changes, SQLite's WAL shows
+the last commit).
 """
 
 # No `from __future__ import annotations` here: the SDK reads the tools' annotations at
 # registration, and the pydantic constraints in them live in `build_server`'s scope.
 
 import json
+import os
 import sys
 import threading
 from pathlib import Path
 from typing import Annotated, Any
 
+from clients import _qmd_client as qc
 from qmd_daemon import __version__, secret_mask
 from qmd_daemon.errors import QmdError
 from qmd_daemon.file_types import byte_cap
-from qmd_daemon.ingest.scan import find_git_root
 from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, decode_source, read_inside
 from qmd_daemon.search.limits import DEFAULTS, MAX_LIMIT, MAX_TOKENS_CAP
-from qmd_daemon.search.pipeline import SearchOptions
 
 INSTALL_COMMAND = "pip install 'qmd-daemon[mcp]'"
+PROG = "qmd-daemon mcp"
+# ai-search's default --wait: how long a search waits for the daemon's refresh before it answers
+# from the index as it is (the tool has no argument for it: an agent would not know what to pass)
+REFRESH_WAIT_S = 60.0
 
 
 def load_sdk() -> None:
@@ -41,28 +54,67 @@ def load_sdk() -> None:
         ) from None
 
 
-def _working(engine: Any, *, register: bool = False) -> Any:
+def _working(engine: Any) -> Any:
     """The collection of the folder the client started the server in (its project), as the
-    command line and ai-search scope a search; None outside every one or when it is gone.
-
-    `register`: a git repository nobody registered is registered and indexed first, as ai-search
-    does on its first search there. Before, a search from such a project answered from the other
-    collections alone (another repository's files, with paths that do not exist in this one)."""
+    command line and ai-search scope a search; None outside every one or when it is gone."""
     try:
-        cwd = Path.cwd()
-        found = engine.collection_at(cwd)
+        return engine.collection_at(Path.cwd())
     except FileNotFoundError:
         return None
-    root = find_git_root(cwd.resolve()) if found is None and register else None
-    if root is None:
-        return found
-    added = engine.add_collection(root, on_demand=True)
-    engine.update([added.name])
-    return added
+
+
+def search_root(engine: Any) -> tuple[str | None, bool]:
+    """The folder a search without `collections` is made from, as ai-search picks it (the git top
+    level of the server's folder, registered by the daemon on first use; else the folder itself),
+    and whether it is a git repository. None, and the daemon's default scope, outside git and
+    every collection (or when the folder is gone): ai-search refuses such a folder, a server
+    started there still answers from the collections included by default."""
+    start = qc.start_folder(None)
+    if start is None:
+        return None, False
+    root, is_git = qc.repo_root(start)
+    if not is_git and engine.collection_at(Path(root)) is None:
+        return None, False
+    return root, is_git
+
+
+class DaemonSearch:
+    """The `search` tool's way to an answer: the daemon (started when absent), else a one-off
+    in-process search, with why said once on stderr (a session's every search would repeat it)."""
+
+    def __init__(self) -> None:
+        self._said: set[str] = set()
+        self._lock = threading.Lock()
+
+    def _unavailable(self, why: str) -> None:
+        with self._lock:
+            if why in self._said:
+                return
+            self._said.add(why)
+        print(f"{PROG}: daemon unavailable ({why}); searching in-process", file=sys.stderr, flush=True)
+
+    def __call__(self, root: str | None, is_git: bool, query: str, **fields: Any) -> list[Any]:
+        named = bool(fields.get("collections"))
+        if root is None:  # no folder of its own to keep fresh: the daemon watches every root
+            refresh: bool | str = False
+            signature: str | None = None
+            stamp: dict[str, Any] = {}
+        else:
+            refresh, signature, stamp = qc.freshness(root, is_git, named)
+        body = qc.search_body(query, refresh=refresh, wait=REFRESH_WAIT_S, root=root, **fields)
+        daemon = os.environ.get("QMD_NO_DAEMON") != "1"
+        response = qc.daemon_or_fallback(
+            body, REFRESH_WAIT_S + 60, daemon=daemon, unavailable=self._unavailable
+        )
+        if root is not None and not named:
+            qc.record_freshness(root, stamp, refresh, signature, response)
+        hits = response.get("hits")
+        return hits if isinstance(hits, list) else []
 
 
 def build_server(engine: Any) -> Any:
-    """The MCPServer with both tools bound to `engine` (calls are serialised: one engine)."""
+    """The MCPServer with both tools: `search` through the daemon, `get` on `engine` (its calls
+    serialised: one engine, which never loads a model here)."""
     load_sdk()
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
@@ -77,6 +129,7 @@ def build_server(engine: Any) -> Any:
         log_level="WARNING",
     )
     lock = threading.Lock()  # the SDK runs sync tools in worker threads; the engine is one object
+    through_daemon = DaemonSearch()
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only, structured_output=False)
@@ -125,15 +178,18 @@ def build_server(engine: Any) -> Any:
         """
         if not query.strip():
             raise ToolError("query is empty")
-        options = SearchOptions(max_tokens=max_tokens or None, min_score=min_score, paths=tuple(paths or ()))
         try:
             with lock:
-                home = None if collections else _working(engine, register=True)
-                scope = engine.search_scope(collections or None, home)
-                hits = engine.search(query, scope, limit=limit, options=options)
+                root, is_git = search_root(engine)
+            hits = through_daemon(
+                root, is_git, query, limit=limit, collections=collections, paths=paths,
+                min_score=min_score, max_tokens=max_tokens,
+            )
         except QmdError as exc:
             raise ToolError(secret_mask.mask(str(exc))) from None
-        return json.dumps([h.to_dict() for h in hits], ensure_ascii=False)
+        except (qc.DaemonError, qc.DaemonUnavailable) as exc:  # the daemon's, or the fallback's, line
+            raise ToolError(secret_mask.mask(str(exc))) from None
+        return json.dumps(hits, ensure_ascii=False)
 
     @server.tool(annotations=read_only, structured_output=False)
     def get(

@@ -1,5 +1,6 @@
 """`qmd-daemon mcp`: the official MCP SDK's own client talks to a real `qmd-daemon mcp` subprocess
-over stdio, against a real index in a temporary QMD_DAEMON_HOME."""
+over stdio, against a real index in a temporary QMD_DAEMON_HOME; its `search` goes through a real
+daemon, which the server starts as ai-search does (stopped after each test)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,9 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.conftest import SAMPLE_GO, SAMPLE_MD, SAMPLE_PY, write_tree
+from bench.mcp_session import rss_mib, server_pid
+from tests.conftest import MODELS_DIR, SAMPLE_GO, SAMPLE_MD, SAMPLE_PY, write_tree
+from tests.daemon.support import pid_running, state_of, stop_daemon, wait_for
 
 CLI = Path(sys.executable).parent / "qmd-daemon"  # the console script a user (or an MCP client) runs
 
@@ -24,6 +28,18 @@ def _command(*args: str) -> tuple[str, list[str]]:
     if CLI.exists():
         return str(CLI), list(args)
     return sys.executable, ["-c", "from qmd_daemon.cli import main; main()", *args]
+
+
+@pytest.fixture(autouse=True)
+def _stop_daemon(home: Path) -> Iterator[None]:
+    """The daemon a server started (detached, as ai-search starts it) is stopped with the test."""
+    yield
+    stop_daemon(home)
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    """The server's environment, its daemon's too: this home, no model preloaded at start."""
+    return {"QMD_DAEMON_HOME": str(home), "QMD_PRELOAD": "0", "HF_HUB_OFFLINE": "1", **extra}
 
 
 @pytest.fixture
@@ -56,13 +72,13 @@ def indexed(home: Path, tmp_path: Path) -> dict[str, Any]:
 
 
 async def _session_calls(
-    home: Path, calls: list[tuple[str, dict[str, Any]]], cwd: Path | None = None
+    home: Path, calls: list[tuple[str, dict[str, Any]]], cwd: Path | None = None, **env: str
 ) -> tuple[list[str], list[Any]]:
     command, args = _command("mcp")
     # by default from a folder outside every git repository (the home): the checkout the tests run
     # in is one, and a search from an unregistered repository registers and indexes it
     params = StdioServerParameters(
-        command=command, args=[*args], env={"QMD_DAEMON_HOME": str(home)}, cwd=cwd or home
+        command=command, args=[*args], env=_env(home, **env), cwd=cwd or home
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         init = await session.initialize()
@@ -152,7 +168,7 @@ async def test_the_search_tool_names_every_key_of_a_hit_and_what_a_low_score_mea
     from qmd_daemon.search.calibration import ANSWER_THRESHOLD
 
     command, args = _command("mcp")
-    params = StdioServerParameters(command=command, args=args, env={"QMD_DAEMON_HOME": str(indexed["home"])},
+    params = StdioServerParameters(command=command, args=args, env=_env(indexed["home"]),
                                    cwd=indexed["proj"])
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -297,3 +313,102 @@ async def test_a_notebook_over_other_files_size_cap_is_searched_and_read(indexed
     hit = json.loads(_text(results[0]))[0]
     assert (hit["path"], hit["line"]) == ("train.ipynb", line)
     assert _text(results[1]) == TRAINING.split("\n")[line - 1] + "\n"  # the file's own line, as JSON
+
+
+# -- through the daemon ----------------------------------------------------------------------------
+
+
+def _mapped(pid: int) -> str:
+    """The files a process has mapped: a model llama.cpp loaded is an mmapped .gguf, and the
+    llama_cpp binding maps its libllama as soon as it is imported."""
+    return Path(f"/proc/{pid}/maps").read_text()
+
+
+async def test_an_edit_between_two_searches_is_found_by_the_second_and_get_reads_it(
+    indexed: dict[str, Any],
+) -> None:
+    """first-hour walk: an MCP-only session never refreshed the index (its own Engine, no watcher,
+    no daemon kept alive): a function added between two searches was not found by the second."""
+    proj: Path = indexed["proj"]
+    command, args = _command("mcp")
+    params = StdioServerParameters(command=command, args=args, env=_env(indexed["home"]), cwd=proj)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        before = await session.call_tool("search", {"query": "reticulate_splines_quickly"})
+        with (proj / "client.py").open("a", encoding="utf-8") as handle:
+            handle.write("\n\ndef reticulate_splines_quickly(spline):\n    return spline * 2\n")
+        (proj / "fresh.py").write_text("def frobnicate_the_widget():\n    return 42\n", encoding="utf-8")
+        edited = await session.call_tool("search", {"query": "reticulate_splines_quickly"})
+        added = await session.call_tool("search", {"query": "frobnicate_the_widget"})
+        read_back = await session.call_tool("get", {"path": "fresh.py", "start_line": 1, "end_line": 1})
+    assert not any(r.is_error for r in (before, edited, added, read_back))
+    assert not any("reticulate_splines_quickly" in h["snippet"] for h in json.loads(_text(before)))
+    hit = json.loads(_text(edited))[0]
+    assert (hit["collection"], hit["path"]) == ("proj", "client.py") and "reticulate" in hit["snippet"]
+    assert json.loads(_text(added))[0]["path"] == "fresh.py"
+    assert _text(read_back) == "def frobnicate_the_widget():\n"  # the file the daemon indexed just now
+    state = state_of(indexed["home"])
+    assert state is not None and pid_running(state["pid"])  # the daemon answered, and still runs
+
+
+async def test_the_server_loads_no_model_while_the_daemon_serves(
+    indexed: dict[str, Any], small_models: dict[str, Path]
+) -> None:
+    """The server's process maps no model file and no llama.cpp library: the daemon's, which the
+    same test sees loaded (so the signal can fail), answers. Before, the server loaded its own copy
+    of the models (hundreds of MB to GBs) beside the daemon's."""
+    home: Path = indexed["home"]
+    (home / "config" / "index.yml").write_text(
+        (home / "config" / "index.yml").read_text() + "models: {profile: small}\n"
+    )
+    command, args = _command("mcp")
+    env = _env(home, QMD_MODELS_DIR=str(MODELS_DIR), QMD_PRELOAD="1")  # the daemon loads its embedder
+    params = StdioServerParameters(command=command, args=args, env=env, cwd=indexed["proj"])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("search", {"query": "how does the connector acquire a connection"})
+        daemon = state_of(home)
+        assert daemon is not None
+        wait_for(lambda: ".gguf" in _mapped(daemon["pid"]), timeout=120)  # the daemon's model
+        again = await session.call_tool("search", {"query": "TCPConnector"})
+        server = server_pid(os.getpid())
+        assert server is not None
+        maps, rss = _mapped(server), rss_mib(server)
+    assert not result.is_error and not again.is_error, _text(result)
+    assert json.loads(_text(again))[0]["path"] == "pool/conn.go"
+    assert ".gguf" not in maps and "libllama" not in maps and "llama_cpp" not in maps
+    assert rss < 150, rss  # the interpreter, the SDK and the index's reader: no model
+
+
+async def test_without_a_daemon_the_server_searches_in_process_and_says_why_once(
+    indexed: dict[str, Any], tmp_path: Path
+) -> None:
+    """The daemon cannot start (its Python exits at once for `serve`): each search still answers
+    from a one-off in-process search, ai-search's fallback, and the server's stderr says why once."""
+    broken = tmp_path / "broken-python"
+    broken.write_text(f'#!/bin/sh\nif [ "$3" = serve ]; then exit 3; fi\nexec {sys.executable} "$@"\n')
+    broken.chmod(0o755)
+    command, args = _command("mcp")
+    env = _env(indexed["home"], QMD_DAEMON_PYTHON=str(broken), QMD_START_TIMEOUT="2")
+    params = StdioServerParameters(command=command, args=args, env=env, cwd=indexed["proj"])
+    fresh = "def frobnicate_the_widget():\n    return 42\n"
+    (indexed["proj"] / "fresh.py").write_text(fresh, encoding="utf-8")
+    with (tmp_path / "server.err").open("w+", encoding="utf-8") as errlog:
+        client = stdio_client(params, errlog=errlog)
+        async with client as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            first = await session.call_tool("search", {"query": "TCPConnector"})
+            second = await session.call_tool("search", {"query": "frobnicate_the_widget"})
+            bad = await session.call_tool("search", {"query": "x", "collections": ["nope"]})
+        errlog.seek(0)
+        said = errlog.read()
+    assert not first.is_error and not second.is_error, (_text(first), _text(second))
+    assert json.loads(_text(first))[0]["path"] == "pool/conn.go"
+    assert json.loads(_text(second))[0]["path"] == "fresh.py"  # the one-off search refreshed first
+    assert bad.is_error and "no collection named 'nope'" in _text(bad)
+    lines = [line for line in said.splitlines() if "daemon unavailable" in line]
+    assert len(lines) == 1, said
+    assert lines[0].startswith("qmd-daemon mcp: daemon unavailable (the daemon exited at start") and (
+        lines[0].endswith("; searching in-process")
+    )
+    assert state_of(indexed["home"]) is None
