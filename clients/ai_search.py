@@ -258,6 +258,20 @@ def searching_line(health: dict[str, Any], rerank: bool) -> str:
     return f"the daemon is running the search ({detail})"
 
 
+def unfinished_refresh(reason: Any, root: str) -> str:
+    """What an answer given before the daemon's refresh finished lacks, by why the refresh runs:
+    a first index commits when it is done, so none of the repository is in it yet (it said "the
+    latest edits may be missing" on a repository nobody had edited); an upgrade's re-read leaves
+    the older chunks searchable."""
+    if reason == "new":
+        return (f"the first index of {root} is not finished yet: these results hold none of its files; "
+                "the daemon goes on indexing it, ask again in a moment")
+    if reason == "upgrade":
+        return (f"the index of {root} is still being re-read after an upgrade: results come from the "
+                "chunks an older version made")
+    return "the index is still catching up with recent changes: the latest edits may be missing"
+
+
 def _duration(seconds: float) -> str:
     if seconds < 60:
         return "under a minute"
@@ -399,10 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         why = error.get("message") if isinstance(error, dict) else error
         print(f"{PROG}: the refresh failed ({why}): results come from the index as it was", file=sys.stderr)
     elif response.get("refreshed") is False:  # the refresh waited for did not finish within --wait
-        print(
-            f"{PROG}: the index is still catching up with recent changes: the latest edits may be missing",
-            file=sys.stderr,
-        )
+        print(f"{PROG}: {unfinished_refresh(response.get('refresh_reason'), root)}", file=sys.stderr)
     rows = shape(response, root)
     if not qc.prepare_stdout() or args.json:
         json.dump(rows, sys.stdout, ensure_ascii=False, indent=1)

@@ -443,6 +443,9 @@ class Daemon:
             "roots": roots,
             "created": created,
             "refreshed": refreshed,
+            # why that refresh ran (new, upgrade, changes): a first index not finished within the
+            # wait is no "edits may be missing" (nothing of the repository is searchable yet)
+            "refresh_reason": job.reason if job is not None else None,
             # the root's changes reach the daemon as they happen: the client may leave freshness
             # to it (refresh "auto") instead of running its git check
             "watched": home is not None and (self._watched(home, spec) or self._polled(home, spec)),

@@ -383,6 +383,26 @@ def test_an_answer_from_an_index_still_catching_up_says_so_on_stderr(
     assert isinstance(json.loads(proc.stdout), list)
 
 
+def test_a_first_index_not_finished_within_the_wait_says_none_of_the_repository_is_in(
+    daemon_home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the agentwalk: a repository nobody had edited got "the latest edits may be missing" when its
+    # first index outlasted --wait; a first index commits whole, so none of its files were there
+    from qmd_daemon.locks import file_lock, writer_lock_path
+    from qmd_daemon.settings import Settings
+
+    monkeypatch.setenv("QMD_DAEMON_HOME", str(daemon_home))
+    monkeypatch.delenv("QMD_INDEX_PATH", raising=False)
+    with file_lock(writer_lock_path(Settings.from_env().index_path)):  # the first index cannot finish
+        proc = run_client("ai_search.py", "parse cookie header", "--wait", "1", home=daemon_home, cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert f"ai-search: the first index of {repo} is not finished yet: these results hold none" in proc.stderr
+    assert "catching up with recent changes" not in proc.stderr
+    assert not [hit for hit in json.loads(proc.stdout) if hit["path"].startswith("src/")]
+    skill = (Path(__file__).parents[2] / "skills" / "semantic-search" / "SKILL.md").read_text()
+    assert "`the first index of ... is not finished yet`" in skill
+
+
 def test_every_option_in_help_says_what_it_does_and_the_defaults_it_names_are_the_searchs() -> None:
     # `ai-search --help` showed `--min-score MIN_SCORE` with no word on it (first-hour-9)
     from clients.ai_search import _parser
