@@ -76,6 +76,7 @@ def notebook_view(text: str) -> NotebookView | None:
         return None
     language = _kernel_language(notebook.get("metadata"))
     comment = _COMMENT.get(language or "", "#")
+    escaped = text.isascii()  # a writer that escapes every non-ASCII character (json.dump's default)
     starts = [0] + [found.end() for found in re.finditer("\n", text)]
     lines = [""] * len(starts)
     cursor = 0
@@ -89,7 +90,7 @@ def notebook_view(text: str) -> NotebookView | None:
             rows.append(min(rows[-1] + 1, len(lines)))
         lead = "" if cell.get("cell_type") == "code" else f"{comment} "
         for piece in _source_pieces(cell.get("source", cell.get("input"))):
-            at = _find_encoded(text, piece, cursor)
+            at = _find_encoded(text, piece, cursor, escaped)
             if at < 0:  # written some other way (escapes): the line of the last one found
                 row = bisect_right(starts, cursor) - 1
             else:
@@ -130,10 +131,12 @@ def _source_pieces(source: Any) -> list[str]:
     return []
 
 
-def _find_encoded(text: str, piece: str, start: int) -> int:
+def _find_encoded(text: str, piece: str, start: int, escaped: bool) -> int:
     """Where the JSON string of `piece` is in the file from `start`, as nbformat (UTF-8 kept) or
-    an ASCII-escaping writer spells it; -1 when neither."""
-    for ascii_only in (False, True):
+    an ASCII-escaping writer spells it; -1 when neither. `escaped`: the file is all ASCII, so that
+    spelling is looked for first: a spelling the file does not use is looked for to its end, once a
+    line (an escaped 8.6 MB notebook of 2,000 non-ASCII lines took 1.3 s, 0.02 s kept as UTF-8)."""
+    for ascii_only in (escaped, not escaped) if not piece.isascii() else (False,):
         at = text.find(json.dumps(piece, ensure_ascii=ascii_only), start)
         if at >= 0:
             return at
