@@ -554,6 +554,9 @@ _RST_UNDERLINE_RE = re.compile(r"^([=\-~^\"'`#*+:.<>_])\1{2,}\s*$")
 # `....` literals, `====` examples, `////` comments ...: four or more of one character)
 _ADOC_TITLE_RE = re.compile(r"^(={1,6}|#{1,6})[ \t]+(\S.*)$")
 _ADOC_DELIMITER_RE = re.compile(r"^([-.=_*/+])\1{3,}\s*$")
+# a two-line title's underline (Asciidoctor's setext style: level by character), as long as its
+# title give or take one; it is no block's delimiter
+_ADOC_UNDERLINE_LEVELS = {"=": 1, "-": 2, "~": 3, "^": 4, "+": 5}
 _MAX_SCAN_LINE = 400
 
 
@@ -682,6 +685,11 @@ def _asciidoc_candidates(lines: list[str]) -> tuple[list[_Cand], dict[int, int]]
     for row, line in enumerate(lines):
         if len(line) > _MAX_SCAN_LINE:
             continue
+        underlined = None if block else _underlined_title(lines[row - 1] if row else "", line)
+        if underlined is not None:
+            out.append(_Cand(row - 1, 0, underlined[:200], "heading", underlined))
+            levels[row - 1] = _ADOC_UNDERLINE_LEVELS[line[0]]
+            continue
         delimiter = _ADOC_DELIMITER_RE.match(line)
         if delimiter:
             block = None if block == line.strip() else (block or line.strip())
@@ -691,6 +699,21 @@ def _asciidoc_candidates(lines: list[str]) -> tuple[list[_Cand], dict[int, int]]
             out.append(_Cand(row, 0, title.group(2).strip()[:200], "heading", line.strip()))
             levels[row] = len(title.group(1))
     return out, levels
+
+
+def _underlined_title(above: str, line: str) -> str | None:
+    """The title of a two-line AsciiDoc section title whose underline is `line` (`Title` over
+    `-----`), else None. Taken for a listing's `----`, such an underline opened a block that no
+    later line closed: every title after it was lost."""
+    title = above.strip()
+    underline = line.rstrip()
+    if not title or underline[:1] not in _ADOC_UNDERLINE_LEVELS or len(set(underline)) != 1:
+        return None
+    if len(underline) < 2 or abs(len(underline) - len(above.rstrip())) > 1:
+        return None
+    if title[0] in "[.=/-+*_<>|" or _ADOC_DELIMITER_RE.match(above):  # an attribute, a block title
+        return None
+    return title
 
 
 def _attach_comments(lines: list[str], row: int, floor: int) -> int:

@@ -150,6 +150,42 @@ def test_asciidoc_sections_with_heading_paths_and_no_titles_inside_blocks() -> N
     assert set(defs) == {"Reference Guide", "Configuring the Retry Template", "Backoff Policies"}
 
 
+def test_asciidoc_two_line_titles_are_titles_not_blocks() -> None:
+    # Asciidoctor's setext titles (older AsciiDoc docs): an underline was taken for a block's
+    # delimiter, which nothing closed: no title of the file was found after the first
+    text = textwrap.dedent(
+        """\
+        Reference Guide
+        ===============
+
+        Retry Template
+        --------------
+
+        Intro text.
+
+        [source]
+        --------
+        == not a title: in a listing
+        --------
+
+        Backoff Policies
+        ~~~~~~~~~~~~~~~~
+
+        Exponential backoff doubles the wait.
+        A cap bounds it.
+
+        == Jitter
+        More text.
+        """
+    )
+    chunks = chunk_text("docs/guide.adoc", text, "asciidoc", max_lines=6)
+    assert_valid(text, chunks)
+    defs = {d.name: (d.kind, d.line) for c in chunks for d in c.definitions}
+    assert set(defs) == {"Reference Guide", "Retry Template", "Backoff Policies", "Jitter"}
+    assert defs["Retry Template"] == ("heading", 4)
+    assert "Reference Guide > Retry Template > Backoff Policies" in [c.heading for c in chunks]
+
+
 def test_plain_text_prefers_paragraph_breaks() -> None:
     text = "\n\n".join("\n".join(f"line {p}.{i} of a paragraph" for i in range(5)) for p in range(30))
     chunks = chunk_text("notes.txt", text, "text", max_lines=40)
