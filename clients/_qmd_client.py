@@ -973,8 +973,9 @@ def fallback_search(body: dict[str, Any], timeout: float = 600.0) -> dict[str, A
     piped = len(request) > MAX_REQUEST_ARG  # a long query from stdin: E2BIG as an argument
     argv = [*daemon_python(), "search", "--request", "-" if piped else request]
     try:
-        proc = subprocess.run(argv, input=request if piped else None, stdout=subprocess.PIPE, text=True,
-                              timeout=timeout, check=False)
+        # never the caller's own stdin: under `qmd-daemon mcp` that is the JSON-RPC stream
+        feed: dict[str, Any] = {"input": request} if piped else {"stdin": subprocess.DEVNULL}
+        proc = subprocess.run(argv, **feed, stdout=subprocess.PIPE, text=True, timeout=timeout, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         raise DaemonUnavailable(f"in-process search failed to run: {exc}") from None
     try:
