@@ -962,6 +962,11 @@ def daemon_or_fallback(
     return response
 
 
+def daemon_allowed() -> bool:
+    """QMD_NO_DAEMON=1: every search in-process, never through a daemon (ai-search, MCP)."""
+    return os.environ.get("QMD_NO_DAEMON") != "1"
+
+
 def fallback_search(body: dict[str, Any], timeout: float = 600.0) -> dict[str, Any]:
     """The same search in a one-off process (`python -m qmd_daemon.daemon search`): slower, but
     needs nothing running. Its stderr is the user's: what it says while it works (an index

@@ -368,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     # are a mistake: a running daemon answers, but none is started (loading the models, then idle
     # for QMD_IDLE_MINUTES) only to say the folder is not a collection: the one-off process says it
     starts_daemon = is_git or bool(args.collection)
-    daemon = not args.no_daemon and os.environ.get("QMD_NO_DAEMON") != "1"
+    daemon = not args.no_daemon and qc.daemon_allowed()
     def waiting() -> str:
         return waiting_line(
             root, args.wait, refresh=refresh, collection=bool(args.collection), daemon=daemon,

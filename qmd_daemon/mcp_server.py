@@ -22,7 +22,6 @@ the last commit).
 # registration, and the pydantic constraints in them live in `build_server`'s scope.
 
 import json
-import os
 import sys
 import threading
 from pathlib import Path
@@ -102,9 +101,8 @@ class DaemonSearch:
         else:
             refresh, signature, stamp = qc.freshness(root, is_git, named)
         body = qc.search_body(query, refresh=refresh, wait=REFRESH_WAIT_S, root=root, **fields)
-        daemon = os.environ.get("QMD_NO_DAEMON") != "1"
         response = qc.daemon_or_fallback(
-            body, REFRESH_WAIT_S + 60, daemon=daemon, unavailable=self._unavailable
+            body, REFRESH_WAIT_S + 60, daemon=qc.daemon_allowed(), unavailable=self._unavailable
         )
         if root is not None and not named:
             qc.record_freshness(root, stamp, refresh, signature, response)
