@@ -168,7 +168,7 @@ class JobQueue:
         self._retry_task: asyncio.Task[None] | None = None
         self._writer_thread: int | None = None  # the writer's thread id: its pass is in progress.live
         self._embed_rate: float | None = None  # deep chunks/s of the last embed run that measured it
-        self.embed_priority = _embed_level(engine.settings.embed_priority)
+        self.embed_priority = _configured_level(engine.settings.embed_priority)
         self._embed_applied: str | None = None  # the priority the last embed job ran at
 
     # -- submission ----------------------------------------------------------------------------
@@ -519,7 +519,7 @@ class JobQueue:
         return True
 
 
-def _embed_level(configured: str) -> str:
+def _configured_level(configured: str) -> str:
     """The embed job's priority level from QMD_EMBED_PRIORITY; an unreadable value is said once in
     daemon.log and the default kept (a typo must not stop the daemon)."""
     level = priority.parse_level(configured)

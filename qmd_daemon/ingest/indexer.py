@@ -110,25 +110,30 @@ def _read(root: Path, scanned: ScannedFile, max_bytes: int) -> bytes | str:
     head = data[:_GENERATED_SNIFF_BYTES].lower()
     if any(marker in head for marker in _GENERATED_MARKERS):
         return "generated"
-    minified = len(data) > _MINIFIED_LINE and len(data) / (data.count(b"\n") + 1) > _MINIFIED_LINE
-    if is_notebook(scanned.path) and (len(data) > max_bytes or minified):
-        # a notebook's long lines and bytes are its outputs, which its view leaves out; a `.ipynb`
-        # that is no notebook is indexed as JSON, under the rules of any other file
-        if notebook_view(decode_source(data)) is None:
-            return "too_large" if len(data) > max_bytes else "minified"
+    if is_notebook(scanned.path):  # its long lines and bytes are outputs: judged once parsed (_source_of)
         return data
-    return "minified" if minified else data
+    return "minified" if _minified(data) else data
 
 
-def _source_of(path: str, text: str) -> tuple[str, str | None, list[Chunk]]:
+def _minified(data: bytes) -> bool:
+    return len(data) > _MINIFIED_LINE and len(data) / (data.count(b"\n") + 1) > _MINIFIED_LINE
+
+
+def _source_of(path: str, data: bytes, max_bytes: int) -> tuple[str, str | None, list[Chunk]] | str:
     """The text the index reads of a file, its language and chunks: a notebook's view (its cells'
     lines where the file has them), any other file as it is; a `.ipynb` that is no notebook as
-    JSON."""
-    view = notebook_view(text) if is_notebook(path) else None
+    JSON under the rules of any other file (else the reason it is left out: the notebook's size
+    cap and pass on long lines are for outputs its view leaves out)."""
+    text = decode_source(data)
+    if not is_notebook(path):
+        language = language_of_text(path, text)
+        return text, language, chunk_text(path, text, language)
+    view = notebook_view(text)
     if view is not None:
         return view.text, view.language, view.chunks(path)
-    language = "json" if is_notebook(path) else language_of_text(path, text)
-    return text, language, chunk_text(path, text, language)
+    if len(data) > max_bytes:
+        return "too_large"
+    return "minified" if _minified(data) else (text, "json", chunk_text(path, text, "json"))
 
 
 def _note_written(
@@ -195,7 +200,13 @@ def update_collection(
                 store.touch_file(state.id, scanned.size, scanned.mtime_ns)
                 report.unchanged += 1
                 continue
-            text, language, chunks = _source_of(scanned.path, decode_source(data))
+            source = _source_of(scanned.path, data, settings.max_file_bytes)
+            if isinstance(source, str):  # a `.ipynb` that is no notebook, past what a JSON file may be
+                seen.discard(scanned.path)
+                left_out.note(scanned.path, scanned.size, scanned.mtime_ns, source)
+                skipped[source] += 1
+                continue
+            text, language, chunks = source
             kind = kind_of(language)
             track = kind == "code" and state is not None and not links.everything
             names_before = store.defined_names(collection_id, scanned.path) if track else set()

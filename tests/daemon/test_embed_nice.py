@@ -176,9 +176,9 @@ def test_levels_are_read_and_a_bad_one_keeps_the_default(monkeypatch: pytest.Mon
     assert levels == ["off", "off", "idle", "19", "7"]
     assert [priority.parse_level(t) for t in ("20", "-5", "low", "")] == [None, None, None, None]
     monkeypatch.setenv("QMD_EMBED_PRIORITY", "lowest")
-    from qmd_daemon.daemon.jobs import _embed_level
+    from qmd_daemon.daemon.jobs import _configured_level
 
-    assert _embed_level(Settings.from_env().embed_priority) == "off"
+    assert _configured_level(Settings.from_env().embed_priority) == "off"
 
 
 def test_a_level_lowers_only_the_thread_that_asks() -> None:
