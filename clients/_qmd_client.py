@@ -439,6 +439,88 @@ def notice_due(root: str, kind: str, every_s: float) -> bool:
     return True
 
 
+# the line about chunks still without deep vectors: said again after this long (or when it says
+# something else), not on every call: an agent reads it, and a repeated line is noise to it
+VECTORS_NOTICE_EVERY_S = 600.0
+
+
+def unfinished_refresh(reason: Any, root: str) -> str:
+    """What an answer given before the daemon's refresh finished lacks, by why the refresh runs:
+    a first index commits when it is done, so none of the repository is in it yet (it said "the
+    latest edits may be missing" on a repository nobody had edited); an upgrade's re-read leaves
+    the older chunks searchable."""
+    if reason == "new":
+        return (f"the first index of {root} is not finished yet: these results hold none of its files; "
+                "the daemon goes on indexing it, ask again in a moment")
+    if reason == "upgrade":
+        return (f"the index of {root} is still being re-read after an upgrade: results come from the "
+                "chunks an older version made")
+    return "the index is still catching up with recent changes: the latest edits may be missing"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return "under a minute"
+    return f"about {round(seconds / 60)} min" if seconds < 5400 else f"about {seconds / 3600:.1f} h"
+
+
+def vectors_line(response: dict[str, Any]) -> tuple[str, str] | None:
+    """(kind, line) while chunks in the search's scope wait for deep vectors: what the results are
+    made of (the static tier re-ranks keyword hits where deep vectors are missing, so the search
+    is hybrid already) and when the deep vectors come (the daemon's `embedding` and
+    `vectors_eta_s`; a one-off process says who embeds them). `kind` changes with what the line
+    says, not with the counts: a new kind is printed at once, the same one once in a while.
+    It said `1 chunks still wait for vectors: those found by keywords only for now` on every call."""
+    pending = response.get("pending_vectors")
+    if not isinstance(pending, int) or pending <= 0:
+        return None
+    static = bool(response.get("static_rescored"))
+    # a daemon before `deep_vectors`: its hybrid mode without static vectors was the deep list
+    deep = bool(response.get("deep_vectors", response.get("mode") == "hybrid" and not static))
+    what = results_made_of(pending, deep, static)
+    embedding, eta = response.get("embedding"), response.get("vectors_eta_s")
+    if embedding is None:  # a one-off process answered: no daemon job was asked
+        state = "in-process"
+        when = "this search ran without the daemon: `qmd-daemon embed` gives them deep vectors"
+    elif embedding:
+        state = "embedding"
+        left = f"{_duration(eta)} left" if isinstance(eta, (int, float)) else "no estimate yet"
+        when = f"the daemon is embedding them in the background ({left})"
+    else:
+        state, when = "idle", "no embedding runs for them: `qmd-daemon embed` gives them deep vectors"
+    kind = f"{'deep' if deep else 'no-deep'}/{'static' if static else 'keywords'}/{state}"
+    return kind, f"{what}; {when}"
+
+
+def answer_notices(response: dict[str, Any], root: str | None, patterns: str) -> list[str]:
+    """What an agent must know beside a search's hits, one line each: what the results are made of
+    while deep vectors are pending (once per root and kind of line in VECTORS_NOTICE_EVERY_S),
+    path patterns (`patterns`: how the caller names them) that matched no file, deep vectors
+    switched off, and a refresh that failed or did not finish (an answer that lags the edits must
+    not pass for current). ai-search prints them on stderr, the MCP search tool returns them with
+    its hits: an MCP client's model never sees the server's stderr."""
+    lines = []
+    vectors = vectors_line(response)
+    if vectors is not None and notice_due(root or "", vectors[0], VECTORS_NOTICE_EVERY_S):
+        lines.append(vectors[1])
+    if response.get("path_files") == 0:  # an empty answer is the patterns', not the question's
+        lines.append(f"no indexed file matches the {patterns} patterns (relative to the repository root: "
+                     "'src/', '*.py', '!tests/')")
+    deep_off = response.get("deep_off")
+    if deep_off:  # no pass will ever bring deep vectors: say what the search used instead
+        static = response.get("static_rescored")
+        how = "keyword hits re-ranked by static vectors" if static else "keyword-only results"
+        lines.append(f"deep vectors are {deep_off}: {how}")
+    # not `stale`: that is also true while vectors are pending, which the first line says already
+    error = response.get("refresh_error")
+    if error:
+        why = error.get("message") if isinstance(error, dict) else error
+        lines.append(f"the refresh failed ({why}): results come from the index as it was")
+    elif response.get("refreshed") is False:  # the refresh waited for did not finish within the wait
+        lines.append(unfinished_refresh(response.get("refresh_reason"), root or "the repository"))
+    return lines
+
+
 def _write_private_json(path: str, data: Any) -> None:
     """Owner-only like every state file (they name the user's repositories), replaced whole:
     a reader sees the old file or the new one. O_TRUNC: a leftover tmp of a killed writer.

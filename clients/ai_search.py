@@ -36,9 +36,6 @@ SLOW_NOTICE_S = 3.0  # a warm answer takes well under a second; past this the us
 # then, while the call still waits, the line again this often when it says something new (a first
 # index of 33k chunks took 13 s and said nothing after its notice at 3 s: a wait without progress)
 PROGRESS_EVERY_S = 5.0
-# the line about chunks still without deep vectors: printed again after this long (or when it says
-# something else), not on every call: an agent reads stderr, and a repeated line is noise to it
-VECTORS_NOTICE_EVERY_S = 600.0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -258,54 +255,6 @@ def searching_line(health: dict[str, Any], rerank: bool) -> str:
     return f"the daemon is running the search ({detail})"
 
 
-def unfinished_refresh(reason: Any, root: str) -> str:
-    """What an answer given before the daemon's refresh finished lacks, by why the refresh runs:
-    a first index commits when it is done, so none of the repository is in it yet (it said "the
-    latest edits may be missing" on a repository nobody had edited); an upgrade's re-read leaves
-    the older chunks searchable."""
-    if reason == "new":
-        return (f"the first index of {root} is not finished yet: these results hold none of its files; "
-                "the daemon goes on indexing it, ask again in a moment")
-    if reason == "upgrade":
-        return (f"the index of {root} is still being re-read after an upgrade: results come from the "
-                "chunks an older version made")
-    return "the index is still catching up with recent changes: the latest edits may be missing"
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return "under a minute"
-    return f"about {round(seconds / 60)} min" if seconds < 5400 else f"about {seconds / 3600:.1f} h"
-
-
-def vectors_line(response: dict[str, Any]) -> tuple[str, str] | None:
-    """(kind, line) while chunks in the search's scope wait for deep vectors: what the results are
-    made of (the static tier re-ranks keyword hits where deep vectors are missing, so the search
-    is hybrid already) and when the deep vectors come (the daemon's `embedding` and
-    `vectors_eta_s`; a one-off process says who embeds them). `kind` changes with what the line
-    says, not with the counts: a new kind is printed at once, the same one once in a while.
-    It said `1 chunks still wait for vectors: those found by keywords only for now` on every call."""
-    pending = response.get("pending_vectors")
-    if not isinstance(pending, int) or pending <= 0:
-        return None
-    static = bool(response.get("static_rescored"))
-    # a daemon before `deep_vectors`: its hybrid mode without static vectors was the deep list
-    deep = bool(response.get("deep_vectors", response.get("mode") == "hybrid" and not static))
-    what = qc.results_made_of(pending, deep, static)
-    embedding, eta = response.get("embedding"), response.get("vectors_eta_s")
-    if embedding is None:  # a one-off process answered: no daemon job was asked
-        state = "in-process"
-        when = "this search ran without the daemon: `qmd-daemon embed` gives them deep vectors"
-    elif embedding:
-        state = "embedding"
-        left = f"{_duration(eta)} left" if isinstance(eta, (int, float)) else "no estimate yet"
-        when = f"the daemon is embedding them in the background ({left})"
-    else:
-        state, when = "idle", "no embedding runs for them: `qmd-daemon embed` gives them deep vectors"
-    kind = f"{'deep' if deep else 'no-deep'}/{'static' if static else 'keywords'}/{state}"
-    return kind, f"{what}; {when}"
-
-
 def shape(response: dict[str, Any], root: str) -> list[dict[str, Any]]:
     """Hits with paths relative to the repository (absolute when outside it)."""
     roots = response.get("roots") or {}
@@ -393,27 +342,9 @@ def main(argv: list[str] | None = None) -> int:
         timing = {k: response.get(k) for k in keys}
         timing["sent_refresh"] = refresh
         print(json.dumps({"qmd_timing": timing}), file=sys.stderr)
-    vectors = vectors_line(response)
-    # the agent reads stdout's JSON list; this says what the results are made of and when deep
-    # vectors come, once per root and kind of line in VECTORS_NOTICE_EVERY_S, not on every call
-    if vectors is not None and qc.notice_due(root, vectors[0], VECTORS_NOTICE_EVERY_S):
-        print(f"{PROG}: {vectors[1]}", file=sys.stderr)
-    if response.get("path_files") == 0:  # an empty answer is the patterns', not the question's
-        print(f"{PROG}: no indexed file matches the --path patterns (relative to the repository root: "
-              "'src/', '*.py', '!tests/')", file=sys.stderr)
-    deep_off = response.get("deep_off")
-    if deep_off:  # no pass will ever bring deep vectors: say what the search used instead
-        static = response.get("static_rescored")
-        how = "keyword hits re-ranked by static vectors" if static else "keyword-only results"
-        print(f"{PROG}: deep vectors are {deep_off}: {how}", file=sys.stderr)
-    # an agent reads stderr too: it must not take an answer that lags the edits for current. Not
-    # `stale`: that is also true while vectors are pending, which the line above says already
-    error = response.get("refresh_error")
-    if error:
-        why = error.get("message") if isinstance(error, dict) else error
-        print(f"{PROG}: the refresh failed ({why}): results come from the index as it was", file=sys.stderr)
-    elif response.get("refreshed") is False:  # the refresh waited for did not finish within --wait
-        print(f"{PROG}: {unfinished_refresh(response.get('refresh_reason'), root)}", file=sys.stderr)
+    # an agent reads stderr too: what the results are made of, and whether they lag the edits
+    for line in qc.answer_notices(response, root, patterns="--path"):
+        print(f"{PROG}: {line}", file=sys.stderr)
     rows = shape(response, root)
     if not qc.prepare_stdout() or args.json:
         json.dump(rows, sys.stdout, ensure_ascii=False, indent=1)

@@ -92,7 +92,11 @@ class DaemonSearch:
             self._said.add(why)
         print(f"{PROG}: daemon unavailable ({why}); searching in-process", file=sys.stderr, flush=True)
 
-    def __call__(self, root: str | None, is_git: bool, query: str, **fields: Any) -> list[Any]:
+    def __call__(
+        self, root: str | None, is_git: bool, query: str, **fields: Any
+    ) -> tuple[list[Any], list[str]]:
+        """The hits, and the lines ai-search would print on stderr beside them (a refresh that did
+        not finish, a first index not done yet, vectors pending, patterns that match nothing)."""
         named = bool(fields.get("collections"))
         if root is None:  # no folder of its own to keep fresh: the daemon watches every root
             refresh: bool | str = False
@@ -107,7 +111,7 @@ class DaemonSearch:
         if root is not None and not named:
             qc.record_freshness(root, stamp, refresh, signature, response)
         hits = response.get("hits")
-        return hits if isinstance(hits, list) else []
+        return (hits if isinstance(hits, list) else []), qc.answer_notices(response, root, patterns="`paths`")
 
 
 def build_server(engine: Any) -> Any:
@@ -164,7 +168,7 @@ def build_server(engine: Any) -> Any:
                 "('src/', '*.py'; '!tests/' leaves out)."
             ),
         ] = None,
-    ) -> str:
+    ) -> str | list[str]:
         """Search the indexed repositories (code-aware BM25 plus vectors once embedded).
 
         Returns a JSON list of hits, best first: {path, line, end_line, score, snippet, collection,
@@ -172,14 +176,17 @@ def build_server(engine: Any) -> Any:
         present) lists the files that cite the hit's file or that it cites (docs <-> code). Open a
         hit with `get`. `score` is about how likely the hit answers (0..1, the same in every
         repository): when the best is under 0.25 the repository most likely has no answer in those
-        words; rephrase once, then use exact search.
+        words; rephrase once, then use exact search. A second text block, when present, holds
+        `note:` lines to read before trusting the hits: results that lag the latest edits (a
+        refresh that failed or is unfinished, a first index not done yet), chunks still without
+        deep vectors, `paths` that match no indexed file.
         """
         if not query.strip():
             raise ToolError("query is empty")
         try:
             with lock:
                 root, is_git = search_root(engine)
-            hits = through_daemon(
+            hits, notices = through_daemon(
                 root, is_git, query, limit=limit, collections=collections, paths=paths,
                 min_score=min_score, max_tokens=max_tokens,
             )
@@ -187,7 +194,9 @@ def build_server(engine: Any) -> Any:
             raise ToolError(secret_mask.mask(str(exc))) from None
         except (qc.DaemonError, qc.DaemonUnavailable) as exc:  # the daemon's, or the fallback's, line
             raise ToolError(secret_mask.mask(str(exc))) from None
-        return json.dumps(hits, ensure_ascii=False)
+        found = json.dumps(hits, ensure_ascii=False)
+        # a second text block: the model reads the tool's result, never the server's stderr
+        return [found, "\n".join(f"note: {line}" for line in notices)] if notices else found
 
     @server.tool(annotations=read_only, structured_output=False)
     def get(

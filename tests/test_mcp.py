@@ -92,6 +92,15 @@ def _text(result: Any) -> str:
     return "".join(c.text for c in result.content if c.type == "text")
 
 
+def _hits(result: Any) -> Any:
+    """The search tool's first text block: the hits (a second one, when present, holds notes)."""
+    return json.loads(result.content[0].text)
+
+
+def _notes(result: Any) -> list[str]:
+    return [c.text for c in result.content[1:] if c.type == "text"]
+
+
 async def test_search_and_get_over_stdio(indexed: dict[str, Any]) -> None:
     proj: Path = indexed["proj"]
     calls: list[tuple[str, dict[str, Any]]] = [
@@ -109,28 +118,28 @@ async def test_search_and_get_over_stdio(indexed: dict[str, Any]) -> None:
     assert sorted(tools) == ["get", "search"]
     assert not any(x.is_error for x in r), [_text(x) for x in r if x.is_error]
 
-    hits = json.loads(_text(r[0]))
+    hits = _hits(r[0])
     assert hits[0]["path"] == "pool/conn.go" and hits[0]["collection"] == "proj"
     assert {"path", "line", "end_line", "score", "snippet", "collection"} <= set(hits[0])
-    only_docs = json.loads(_text(r[1]))
+    only_docs = _hits(r[1])
     assert len(only_docs) == 1 and only_docs[0]["collection"] == "docs"
-    assert json.loads(_text(r[2])) == []
-    assert json.loads(_text(r[3]))
+    assert _hits(r[2]) == []
+    assert _hits(r[3])
 
     source = (proj / "client.py").read_text(encoding="utf-8").split("\n")
     assert _text(r[4]) == "\n".join(source[2:4]) + "\n"
     assert _text(r[5]) == SAMPLE_GO
     assert _text(r[6]) == "\n".join(source[16:]).rstrip("\n") + "\n"
     assert _text(r[7]) == "# Docs\n\nSee ClientSession.\n"
-    assert {h["path"] for h in json.loads(_text(r[8]))} == {"README.md"}
-    assert {h["path"] for h in json.loads(_text(r[3]))} > {"README.md"}  # unfiltered: client.py too
+    assert {h["path"] for h in _hits(r[8])} == {"README.md"}
+    assert {h["path"] for h in _hits(r[3])} > {"README.md"}  # unfiltered: client.py too
 
 
 async def test_search_covers_the_project_the_server_runs_in_and_the_default_collections(
     indexed: dict[str, Any], tmp_path: Path
 ) -> None:
     def collections(result: Any) -> set[str]:
-        return {hit["collection"] for hit in json.loads(_text(result))}
+        return {hit["collection"] for hit in _hits(result)}
 
     call = [("search", {"query": "ClientSession", "limit": 50})]
     _, in_docs = await _session_calls(indexed["home"], call, cwd=indexed["docs"])
@@ -153,11 +162,11 @@ async def test_a_search_from_a_git_repository_nobody_registered_indexes_it_first
     ]
     _, results = await _session_calls(indexed["home"], calls, cwd=fresh)
     assert not any(r.is_error for r in results), [_text(r) for r in results]
-    hits = json.loads(_text(results[0]))
+    hits = _hits(results[0])
     assert (hits[0]["collection"], hits[0]["path"]) == ("repo-fresh", "ring.go"), hits
     assert _text(results[1]) == "// RingBuffer keeps the last N events.\n"
     _, again = await _session_calls(indexed["home"], [("search", {"query": "RingBuffer"})], cwd=fresh)
-    assert json.loads(_text(again[0]))[0]["collection"] == "repo-fresh"  # registered once, kept
+    assert _hits(again[0])[0]["collection"] == "repo-fresh"  # registered once, kept
 
 
 async def test_the_search_tool_names_every_key_of_a_hit_and_what_a_low_score_means(
@@ -174,11 +183,27 @@ async def test_the_search_tool_names_every_key_of_a_hit_and_what_a_low_score_mea
         await session.initialize()
         tool = next(t for t in (await session.list_tools()).tools if t.name == "search")
         result = await session.call_tool("search", {"query": "ClientSession", "limit": 50})
-    keys = set().union(*(hit.keys() for hit in json.loads(_text(result))))
+    keys = set().union(*(hit.keys() for hit in _hits(result)))
     assert "related" in keys  # README.md cites client.py
     description = tool.description or ""
     assert all(f"{key}," in description or f"{key}}}" in description for key in keys), (keys, description)
     assert f"under {ANSWER_THRESHOLD}" in description
+
+
+async def test_what_ai_search_says_on_stderr_comes_back_as_notes_beside_the_hits(
+    indexed: dict[str, Any],
+) -> None:
+    """An MCP client's model never sees the server's stderr: `paths` that match no file gave a
+    bare `[]`, as if the question had no answer, where ai-search says why on stderr."""
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("search", {"query": "ClientSession", "paths": ["no_such_folder/"]}),
+        ("search", {"query": "ClientSession", "paths": ["*.md"]}),
+    ]
+    _, (nothing, some) = await _session_calls(indexed["home"], calls, cwd=indexed["proj"])
+    assert _hits(nothing) == []
+    notes = _notes(nothing)
+    assert len(notes) == 1 and "note: no indexed file matches the `paths` patterns" in notes[0], notes
+    assert _hits(some) and not any("patterns" in note for note in _notes(some))
 
 
 async def test_get_reads_a_path_in_several_collections_from_the_servers_project(
@@ -310,7 +335,7 @@ async def test_a_notebook_over_other_files_size_cap_is_searched_and_read(indexed
         ("get", {"path": "train.ipynb", "start_line": line, "end_line": line}),
     ])
     assert not any(r.is_error for r in results), [_text(r) for r in results]
-    hit = json.loads(_text(results[0]))[0]
+    hit = _hits(results[0])[0]
     assert (hit["path"], hit["line"]) == ("train.ipynb", line)
     assert _text(results[1]) == TRAINING.split("\n")[line - 1] + "\n"  # the file's own line, as JSON
 
@@ -342,10 +367,10 @@ async def test_an_edit_between_two_searches_is_found_by_the_second_and_get_reads
         added = await session.call_tool("search", {"query": "frobnicate_the_widget"})
         read_back = await session.call_tool("get", {"path": "fresh.py", "start_line": 1, "end_line": 1})
     assert not any(r.is_error for r in (before, edited, added, read_back))
-    assert not any("reticulate_splines_quickly" in h["snippet"] for h in json.loads(_text(before)))
-    hit = json.loads(_text(edited))[0]
+    assert not any("reticulate_splines_quickly" in h["snippet"] for h in _hits(before))
+    hit = _hits(edited)[0]
     assert (hit["collection"], hit["path"]) == ("proj", "client.py") and "reticulate" in hit["snippet"]
-    assert json.loads(_text(added))[0]["path"] == "fresh.py"
+    assert _hits(added)[0]["path"] == "fresh.py"
     assert _text(read_back) == "def frobnicate_the_widget():\n"  # the file the daemon indexed just now
     state = state_of(indexed["home"])
     assert state is not None and pid_running(state["pid"])  # the daemon answered, and still runs
@@ -375,7 +400,7 @@ async def test_the_server_loads_no_model_while_the_daemon_serves(
         assert server is not None
         maps, rss = _mapped(server), rss_mib(server)
     assert not result.is_error and not again.is_error, _text(result)
-    assert json.loads(_text(again))[0]["path"] == "pool/conn.go"
+    assert _hits(again)[0]["path"] == "pool/conn.go"
     assert ".gguf" not in maps and "libllama" not in maps and "llama_cpp" not in maps
     assert rss < 150, rss  # the interpreter, the SDK and the index's reader: no model
 
@@ -403,8 +428,8 @@ async def test_without_a_daemon_the_server_searches_in_process_and_says_why_once
         errlog.seek(0)
         said = errlog.read()
     assert not first.is_error and not second.is_error, (_text(first), _text(second))
-    assert json.loads(_text(first))[0]["path"] == "pool/conn.go"
-    assert json.loads(_text(second))[0]["path"] == "fresh.py"  # the one-off search refreshed first
+    assert _hits(first)[0]["path"] == "pool/conn.go"
+    assert _hits(second)[0]["path"] == "fresh.py"  # the one-off search refreshed first
     assert bad.is_error and "no collection named 'nope'" in _text(bad)
     lines = [line for line in said.splitlines() if "daemon unavailable" in line]
     assert len(lines) == 1, said

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import aiohttp
 
-from clients.ai_search import vectors_line
+from clients._qmd_client import vectors_line
 from qmd_daemon.daemon.jobs import JobQueue
 from qmd_daemon.daemon.server import Daemon
 from qmd_daemon.engine import Engine

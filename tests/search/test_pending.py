@@ -67,7 +67,7 @@ def test_the_line_says_what_results_are_made_of_and_when_deep_vectors_come() -> 
     """The wording of a daemon's answer body (the fields test_first_hour_embedding.py checks a
     real daemon sends): it said `1 chunks still wait for vectors: those found by keywords only
     for now`, whatever the static tier did and whether anything embedded them."""
-    from clients.ai_search import vectors_line
+    from clients._qmd_client import vectors_line
 
     hybrid = {"mode": "hybrid", "pending_vectors": 1, "static_rescored": True, "deep_vectors": True,
               "embedding": True, "vectors_eta_s": 250}
