@@ -84,6 +84,19 @@ MODEL_ENV_VARS: dict[str, str] = {
     "rerank": "QMD_RERANK_MODEL",
     "expand": "QMD_EXPAND_MODEL",
 }
+# The variables that decide where the index, its config and the models are, or which server or
+# models: nothing stores them, so a daemon an agent starts finds what an install made with them
+# only when the agent's environment has them too
+PLACEMENT_ENV_VARS = (
+    "QMD_DAEMON_HOME", "QMD_CONFIG_DIR", "QMD_INDEX_PATH", "QMD_MODELS_DIR", "QMD_DATABASE_URL",
+    *MODEL_ENV_VARS.values(),
+)
+
+
+def placement_variables() -> list[str]:
+    """The PLACEMENT_ENV_VARS set in this process's environment (names only: a database URL may
+    hold a password)."""
+    return [name for name in PLACEMENT_ENV_VARS if os.environ.get(name)]
 
 
 def _env_path(name: str) -> Path | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from clients import _qmd_client as qc
+from qmd_daemon.settings import placement_variables
 from qmd_daemon.setup import envs
 from qmd_daemon.setup import integrations as integ
 from qmd_daemon.setup.journal import Journal, SetupError
@@ -384,6 +385,14 @@ class Setup:
         if not self.opts.dry_run and str(paths.bin_dir) not in os.environ.get("PATH", "").split(os.pathsep):
             self.next_steps.append(f"{paths.bin_dir} is not on PATH; add it to run ai-search by name")
         self.next_steps.append(integ.codex_trust_note(bool(auto_retrieve)))
+        placed = placement_variables()
+        if placed:  # a one-off `QMD_MODELS_DIR=... ./install.sh`: the agents' daemon would not see it
+            names = ", ".join(placed)
+            self.next_steps.append(
+                f"this setup ran with {names} set: the hooks, ai-search and MCP start the daemon in your "
+                f"agents' environment, which must have {'it' if len(placed) == 1 else 'them'} too "
+                "(export in your shell profile), else that daemon uses the default locations and models"
+            )
 
     def save_state(self, selection: str, device: str | None, profile: str | None) -> None:
         self.state.selection, self.state.device, self.state.profile = selection, device, profile

@@ -87,6 +87,10 @@ def test_yes_installs_skill_hooks_wrappers_instruction_and_state(fake_home):
     assert yaml.safe_load((home / ".qmd/config/index.yml").read_text()) == {
         "models": {"profile": "small", "device": "cpu"}
     }
+    # nothing stores QMD_DAEMON_HOME or QMD_MODELS_DIR: a daemon an agent starts without them would
+    # look for the index and models elsewhere (and build the models again), so the summary says so
+    (placed,) = [line for line in proc.stdout.splitlines() if "this setup ran with" in line]
+    assert placed.startswith("next: this setup ran with QMD_DAEMON_HOME, QMD_MODELS_DIR set:"), placed
 
 
 def test_no_after_yes_leaves_nothing_the_setup_created(fake_home):
