@@ -40,9 +40,11 @@ def grammar_key(languages: list[str]) -> str:
 # neither a new grammar nor a new language needs a manual bump; a change to a chunker bumps the
 # leading number (3: `.bats` files chunked at their `@test` blocks, no Fortran or Verilog
 # declarations read as definitions, C++ forward declarations `class X;` no definitions either;
-# 4: MATLAB and R definition families, OCaml `val` specifications, Objective-C headers and NS_ENUMs).
+# 4: MATLAB and R definition families, OCaml `val` specifications, Objective-C headers and NS_ENUMs;
+# 5: a notebook's source lines that share a file line (one-line notebooks, a cell as one string)
+# chunked as lines, not joined by spaces).
 CHUNKER_VERSION = (
-    f"4:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
+    f"5:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
 )
 
 

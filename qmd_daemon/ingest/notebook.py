@@ -41,24 +41,26 @@ _KERNEL_LANGUAGES = {"c++": "cpp", "c#": "csharp", "octave": "matlab", "ipython"
 class NotebookView:
     text: str
     language: str | None  # the kernel's language, as file_types names it; None: one it does not know
-    # the file's line (1-based) of each line of the script the cells make (blank between cells)
+    # the script the cells make: their lines decoded (a cell written as one string split into its
+    # lines), a blank line between cells
+    script: tuple[str, ...]
+    # the file's line (1-based) of each line of the script; a file line holds several where a
+    # writer put several source lines on one (a cell as one string, a notebook on one line)
     script_rows: tuple[int, ...]
-    # the positions in `script_rows` of the blank lines between cells: blank in the script even
-    # where their file line holds the next cell's source (a writer that puts a cell on one line)
-    separators: frozenset[int] = frozenset()
 
     def chunks(self, path: str) -> list[Chunk]:
-        """The chunks of the cells' script, at the file's lines (module docstring). A chunk within
-        one line keeps the chunker's text: a long line (a data literal) is cut into many chunks,
-        and each used to hold the whole line (a 270 KB notebook stored 60 MB of chunk text)."""
+        """The chunks of the cells' script, at the file's lines (module docstring). A chunk over
+        several file lines holds those lines of the view (a line with several source lines holds
+        them joined: its snippet's lines stay the file's); a chunk within one file line holds the
+        chunker's text: a long line (a data literal) cut into many chunks, each used to hold the
+        whole line (a 270 KB notebook stored 60 MB of chunk text); a notebook on one line, its
+        source lines (results.py: such a hit is at that line)."""
         lines = self.text.split("\n")
-        script = "\n".join("" if at in self.separators else lines[row - 1]
-                           for at, row in enumerate(self.script_rows))
-        chunked = []
         rows = self.script_rows
-        for chunk in chunk_text(path, script, self.language):
+        chunked = []
+        for chunk in chunk_text(path, "\n".join(self.script), self.language):
             start, end = rows[chunk.start_line - 1], rows[chunk.end_line - 1]
-            text = chunk.text if chunk.start_line == chunk.end_line else "\n".join(lines[start - 1:end])
+            text = chunk.text if start == end else "\n".join(lines[start - 1:end])
             definitions = [Definition(d.name, d.kind, rows[d.line - 1]) for d in chunk.definitions]
             chunked.append(Chunk(start, end, text, definitions, chunk.signature, chunk.heading))
         return chunked
@@ -80,13 +82,13 @@ def notebook_view(text: str) -> NotebookView | None:
     starts = [0] + [found.end() for found in re.finditer("\n", text)]
     lines = [""] * len(starts)
     cursor = 0
+    script: list[str] = []
     rows: list[int] = []
-    separators: set[int] = set()
     for cell in cells:
         if not isinstance(cell, dict):
             continue
         if rows:  # a blank line between cells, at the file's line after the last one
-            separators.add(len(rows))
+            script.append("")
             rows.append(min(rows[-1] + 1, len(lines)))
         lead = "" if cell.get("cell_type") == "code" else f"{comment} "
         for piece in _source_pieces(cell.get("source", cell.get("input"))):
@@ -96,17 +98,20 @@ def notebook_view(text: str) -> NotebookView | None:
             else:
                 row = bisect_right(starts, at) - 1
                 cursor = at + 1
-            # one JSON line; every line break Python knows (a lone "\r" too), so that the script's
-            # lines are the view's rows: the chunker splits a one-line script on "\r"
-            decoded = " ".join(part for part in piece.splitlines() if part.strip())
-            if lines[row]:  # a second piece on one line (a writer that does not split lines)
-                lines[row] = f"{lines[row]} {lead}{decoded}"
-            else:
-                lines[row] = f"{lead}{decoded}"
+            # every line break Python knows (a lone "\r" too): the chunker splits on them all
+            parts = piece.splitlines()
+            while parts and not parts[-1].strip():
+                parts.pop()
+            for part in parts:
+                shown = f"{lead}{part}" if part.strip() else ""
+                script.append(shown)
                 rows.append(row + 1)
-    while rows and len(rows) - 1 in separators:
-        rows.pop()  # a separator after cells that held nothing
-    return NotebookView("\n".join(lines), language, tuple(rows), frozenset(separators))
+                # the view's line: the file line's source lines (joined when it holds several)
+                lines[row] = f"{lines[row]} {shown}" if lines[row] and shown else lines[row] or shown
+    while script and not script[-1]:
+        script.pop()  # a separator after cells that held nothing
+        rows.pop()
+    return NotebookView("\n".join(lines), language, tuple(script), tuple(rows))
 
 
 def _cells(notebook: Any) -> list[Any] | None:

@@ -47,9 +47,13 @@ def shape_hits(
         score = round(min(ceiling, probability(values)), 4)
         if score < min_score:
             break
+        # a chunk's text is its file lines, but for the source lines of a notebook written on one
+        # line (ingest/notebook.py): their definitions and window are all at that one line
+        in_one_line = chunk.start_line == chunk.end_line and "\n" in chunk.text
         line, snippet = best_window(chunk.text, chunk.start_line, words, signatures=chunk.signature,
-                                    definitions=definitions.get(chunk.id, ()),
+                                    definitions=() if in_one_line else definitions.get(chunk.id, ()),
                                     blank_runs_as_one=is_notebook(chunk.path))
+        line = chunk.start_line if in_one_line else line
         cost = RESULT_OVERHEAD_TOKENS + len(snippet) // CHARS_PER_TOKEN
         if budget is not None and used + cost > budget and hits:
             break

@@ -177,16 +177,45 @@ def test_a_notebook_on_one_line_is_read_once() -> None:
     cells = [code(f"def step_{n}(x):", f"    return x + {n}") for n in range(100)]
     text = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
     view = notebook_view(text)
-    assert view is not None and view.script_rows == (1,)
+    assert view is not None and set(view.script_rows) == {1}
     chunks = view.chunks("flat.ipynb")
     assert sum(len(c.text) for c in chunks) <= len(view.text) + 200 * len(chunks)
-    assert "".join(c.text for c in chunks) == view.text.split("\n")[0]  # the line, cut once
+    assert "\n".join(c.text for c in chunks).count("def step_7(x):") == 1
     # one cell a line: the blank between cells is blank, not the next cell's line again
     compact = '{"cells": [\n' + ",\n".join(json.dumps(c) for c in cells[:3]) + '\n], "metadata": {}}\n'
     view = notebook_view(compact)
     assert view is not None
     script = [c.text for c in view.chunks("compact.ipynb")]
     assert "\n".join(script).count("def step_1(x)") == 1
+
+
+def test_source_lines_a_writer_put_on_one_line_are_chunked_as_code(engine: Engine, tmp_path: Path) -> None:
+    """A notebook on one line (json.dumps without indent), and a cell written as one string: their
+    source lines were joined by spaces into one line of code (`class Model:     def fit(self): ...`),
+    so no definition was found and a question about one function got the whole notebook's line."""
+    cells = [code(f"def step_{n}(x):", f"    return scale_{n}(x) + {n}") for n in range(60)]
+    flat = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    one_string = nbformat4([
+        markdown("# Model"),
+        {"cell_type": "code", "execution_count": 1, "id": "s", "metadata": {}, "outputs": [],
+         "source": "class ChurnModel:\n    def fit_churn_model(self, frame):\n        return frame\n"},
+    ])
+    for text in (flat, one_string):
+        view = notebook_view(text)
+        assert view is not None
+        names = {d.name: d.line for c in view.chunks("n.ipynb") for d in c.definitions}
+        if text is flat:
+            assert {f"step_{n}" for n in range(60)} <= set(names) and set(names.values()) == {1}
+        else:
+            assert names["ChurnModel"] == names["fit_churn_model"] == file_line(text, "class ChurnModel")
+    root = write_tree(tmp_path / "proj", {"flat.ipynb": flat, "one_string.ipynb": one_string})
+    name = engine.add_collection(root).name
+    engine.update([name])
+    hit = engine.search("step_41", [name])[0]
+    assert (hit.path, hit.line, hit.end_line) == ("flat.ipynb", 1, 1)
+    assert hit.snippet.split("\n")[0] == "def step_41(x):", hit.snippet
+    hit = engine.search("fit_churn_model", [name])[0]
+    assert (hit.path, hit.line) == ("one_string.ipynb", file_line(one_string, "class ChurnModel"))
 
 
 def test_a_lone_carriage_return_in_a_cell_is_no_traceback(engine: Engine, tmp_path: Path) -> None:
