@@ -30,6 +30,15 @@ _PATH_FILTER = re.compile(r"(?<!\S)(-?)path:(\S+)")
 # words in any script (`café`, `Größe`, `ошибка`, `हिन्दी`: the FTS tokenizer indexes them whole),
 # identifiers with their dotted or `::` paths; both run over `_letters_for_marks(text)`
 _WORD = re.compile(r"[^\W\d]\w*(?:(?:\.|::)[^\W\d]\w*)*")
+# A letter joined to a word by a hyphen (k-means, e-mail, b-tree, z-index, x-axis) is one
+# identifier in code (KMeans, email, BTree, zIndex, xAxis), and the letter alone is no term: the
+# question kept only `means`, which the stemmer matched to every `np.mean`. Read as the compound
+# `kMeans`: the whole token or both parts, as any compound identifier
+_LETTER_COMPOUND = re.compile(r"(?<![\w-])([^\W\d_])-([^\W\d_])([^\W\d_]+)(?![\w-])")
+
+
+def _letter_compounds_joined(text: str) -> str:
+    return _LETTER_COMPOUND.sub(lambda m: m.group(1) + m.group(2).upper() + m.group(3), text)
 MAX_TERMS = 40
 MODEL_TEXT_CHARS = 600  # what models see of a long query (bug reports, logs): see condense()
 # How much of a query is analysed at all: a pasted log or a minified blob (normal agent input, up
@@ -189,10 +198,13 @@ def parse_query(raw: str) -> ParsedQuery:
         parsed.model_text = condense("\n".join(plain_lines))
     else:
         parsed.model_text = parsed.text
-    words = _words(positive) + [w for lex in parsed.lex for w in _words(lex)]
+    lex_words = [w for lex in parsed.lex for w in _words(lex)]
+    words = _words(positive) + lex_words
     if not words and not parsed.phrases:
         words = [w for v in parsed.vec + parsed.hyde for w in _words(v)]
     parsed.symbols = list(dict.fromkeys(w for w in words if looks_like_symbol(w)))[:MAX_TERMS]
+    if _LETTER_COMPOUND.search(positive):  # terms only: `k-means` in a question names no symbol
+        words = _words(_letter_compounds_joined(positive)) + lex_words
     terms: dict[str, str] = {}
     for word in words:
         for piece in re.split(r"\.|::", word):

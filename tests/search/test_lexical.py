@@ -161,3 +161,29 @@ def test_a_function_whose_name_the_question_spells_out_ranks_first(engine: Engin
     assert boosts["a/names.py"] > 0 and not boosts.get("b/notes.py") and not boosts.get("c/guide.md")
     plain = engine.search(question, [name], options=SearchOptions(boosts=False))
     assert plain[0].path != "a/names.py", "without the rule the talkative comment wins"
+
+
+def test_a_letter_hyphenated_to_a_word_is_read_as_one_identifier(engine: Engine, tmp_path: Path) -> None:
+    """`k-means`, `e-mail`, `b-tree`: code writes them as one identifier (KMeans, email, BTree). The
+    letter alone is no term, so the question kept `means`, which the stemmer matched to every
+    `np.mean`: a notebook's learning-curve cell outranked the k-means one."""
+    parsed = parse_query("where is the k-means model trained")
+    assert "kMeans" in parsed.terms and "means" not in parsed.terms and parsed.symbols == []
+    assert AnyOf((Word("kmeans"), AllOf((Word("k"), Word("means"))))) in lexical_queries(parsed)[0].parts
+    assert parse_query("dry-run flag").terms == ["dry", "run", "flag"]  # two words: as before
+    curves = (
+        "def plot_learning_curves(model, X, y):\n"
+        "    # the model is trained on growing subsets; the means of the scores are plotted\n"
+        "    train_means = np.mean(train_scores, axis=1)\n"
+        "    valid_means = np.mean(valid_scores, axis=1)\n"
+        "    plt.plot(sizes, train_means)\n    plt.plot(sizes, valid_means)\n"
+    )
+    clusters = (
+        "def cluster_points(X):\n"
+        "    kmeans = KMeans(n_clusters=4)\n"
+        "    kmeans.fit(X)  # the model is trained here\n"
+        "    return kmeans.predict(X)\n"
+    )
+    name = indexed(engine, tmp_path / "p", {"curves.py": curves, "clusters.py": clusters})
+    assert engine.search("where is the k-means model trained", [name])[0].path == "clusters.py"
+    assert engine.search("e-mail address", [name]) == []  # a term nothing holds finds nothing
