@@ -33,7 +33,7 @@ _WORD = re.compile(r"[^\W\d]\w*(?:(?:\.|::)[^\W\d]\w*)*")
 # A letter joined to a word by a hyphen (k-means, e-mail, b-tree, z-index, x-axis) is one
 # identifier in code (KMeans, email, BTree, zIndex, xAxis), and the letter alone is no term: the
 # question kept only `means`, which the stemmer matched to every `np.mean`. Read as the compound
-# `kMeans`: the whole token or both parts, as any compound identifier
+# `kMeans`: the whole token or both parts, as any compound identifier (in a question: see parse_query)
 _LETTER_COMPOUND = re.compile(r"(?<![\w-])([^\W\d_])-([^\W\d_])([^\W\d_]+)(?![\w-])")
 
 
@@ -203,7 +203,9 @@ def parse_query(raw: str) -> ParsedQuery:
     if not words and not parsed.phrases:
         words = [w for v in parsed.vec + parsed.hyde for w in _words(v)]
     parsed.symbols = list(dict.fromkeys(w for w in words if looks_like_symbol(w)))[:MAX_TERMS]
-    if _LETTER_COMPOUND.search(positive):  # terms only: `k-means` in a question names no symbol
+    # terms only: `k-means` names no symbol; and a question's only: a bug report's compound
+    # identifiers lead its terms (_report_terms), and its prose `x-axes` is no name it gave
+    if not parsed.is_long and _LETTER_COMPOUND.search(positive):
         words = _words(_letter_compounds_joined(positive)) + lex_words
     terms: dict[str, str] = {}
     for word in words:
