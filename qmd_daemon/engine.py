@@ -21,6 +21,7 @@ from qmd_daemon.ingest.listings import listings_file
 from qmd_daemon.ingest.root_policy import check_root, check_size, missing_reason
 from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root, is_submodule
 from qmd_daemon.ingest.skip_log import read_skipped, record_skipped
+from qmd_daemon.ingest.worktrees import removed_worktree, worktree_common_dir
 from qmd_daemon.locks import held_by, waiting_for, writer_lock_path
 from qmd_daemon.models.embedder import Embedder
 from qmd_daemon.models.model_set import ModelSet
@@ -105,6 +106,11 @@ def _earlier_slug(text: str) -> str:
 
 def _listing_json(home: HomeListing) -> dict[str, Any]:
     return {"label": home.label, "seen_at": home.seen_at, "stale": home.stale, "this_home": home.this_home}
+
+
+def _repository_of(common_dir: Path) -> Path:
+    """The repository a common git folder belongs to: its work tree's, or itself when bare."""
+    return common_dir.parent if common_dir.name == ".git" else common_dir
 
 
 class Engine:
@@ -338,6 +344,7 @@ class Engine:
                 pattern=mask or (other.pattern if other else DEFAULT_MASK),
                 ignore=list(ignore) if ignore is not None else (list(kept.ignore) if kept else []),
                 include_by_default=keep_default if include_by_default is None else include_by_default,
+                worktree_of=worktree_common_dir(path),
             )
             config.set_collection(collection)
             # a remove of this name cut short (index.yml's `removing:`) is called off: finished by
@@ -443,7 +450,7 @@ class Engine:
         daemon/vouch.py), so that collection is not walked and gets no report. `keep_going`: a
         collection that cannot be updated (its folder moved or deleted) gets a report with its
         `error` and the others are updated all the same; else its UsageError stops the update."""
-        reports = []
+        reports = self._forget_removed_worktrees()
         if self.config().removing():  # a remove cut short: its rows go before anything is indexed
             with self.writing():
                 self._finish_removals()
@@ -460,10 +467,50 @@ class Engine:
                 except UsageError as exc:
                     if not keep_going:
                         raise
-                    reports.append(UpdateReport(collection=current.name, error=str(exc)))
+                    why = str(exc)
+                    if current.worktree_of is not None and not current.path.exists():
+                        repository = _repository_of(current.worktree_of)
+                        why += (f"; a git worktree of {repository}: if it was deleted for good, "
+                                f"`git -C {repository} worktree prune` lets the next update forget it")
+                    reports.append(UpdateReport(collection=current.name, error=why))
                     continue
                 record_skipped(self.settings.state_dir, current.name, report.skipped)
                 reports.append(report)
+        return reports
+
+    def _forget_removed_worktrees(self) -> list[UpdateReport]:
+        """Forget each collection of a linked git worktree that git removed (ingest/worktrees.py:
+        folder gone, the repository's git folder there and no longer listing it), whichever
+        collections this update was asked for: agents make and remove a worktree per task, and
+        each would stay in the index for good. A worktree registered before `worktreeOf` was
+        recorded gets it here while its folder is still there."""
+        found: dict[str, Path] = {}
+        forget: list[CollectionConfig] = []
+        for collection in self.collections().values():
+            if collection.worktree_of is None:
+                common = worktree_common_dir(collection.path) if collection.path.is_dir() else None
+                if common is not None:
+                    found[collection.name] = common
+            elif removed_worktree(collection.path, collection.worktree_of):
+                forget.append(collection)
+        if found:
+            with IndexConfig.editing(self.settings.config_file) as config:
+                for name, common in found.items():
+                    current = config.collections().get(name)
+                    if current is not None and current.worktree_of is None:
+                        config.set_collection(replace(current, worktree_of=common))
+        reports = []
+        for collection in forget:
+            try:
+                self.remove_collection(collection.name)
+            except UnknownCollectionError:  # another process forgot it first
+                continue
+            repository = _repository_of(collection.worktree_of or collection.path)
+            reports.append(UpdateReport(
+                collection=collection.name,
+                forgotten=f"forgot {collection.name}: its folder {collection.path} was a git worktree "
+                          f"of {repository}, since removed (`git worktree list` no longer names it)",
+            ))
         return reports
 
     def merge_step(self) -> bool:
