@@ -42,6 +42,10 @@ MOVED_SAMPLE = 20
 # A long-lived daemon renews its home's listings on a shared index this often (a listing not
 # renewed for weeks no longer keeps a collection's rows: store/postgres/homes.py)
 LISTING_RENEWAL_S = 3600.0
+# New chunks given the vectors of identical ones at update time (Engine._copy_known_vectors): a
+# first window this small tells a twin of an indexed repository from an unrelated one
+_TWIN_PROBE = 64
+_TWIN_WINDOW = 2000
 
 
 def _is_within(path: Path, root: Path) -> bool:
@@ -474,9 +478,28 @@ class Engine:
                                 f"`git -C {repository} worktree prune` lets the next update forget it")
                     reports.append(UpdateReport(collection=current.name, error=why))
                     continue
+                if report.chunks_added:
+                    self._copy_known_vectors(current.name)
                 record_skipped(self.settings.state_dir, current.name, report.skipped)
                 reports.append(report)
         return reports
+
+    def _copy_known_vectors(self, name: str) -> None:
+        """Give the new chunks of collection NAME whose text already has a deep vector elsewhere
+        (a worktree or clone of an indexed repository, a branch switched back to) that vector now,
+        under the caller's writer lock, as the embed job would a moment later: the first search in
+        a fresh worktree was keyword-only while its 783 chunks waited for copies (churnwalk). A
+        first window with few twins (an unrelated repository) stops it after WINDOW lookups."""
+        vectors, collection_id = self.vectors, self.store.collection_id(name)
+        if vectors is None or collection_id is None:
+            return
+        window = _TWIN_PROBE
+        while True:
+            pending = vectors.pending([collection_id], window)
+            left = vectors.copy_identical(pending)
+            if not pending or 2 * len(left) > len(pending) or len(pending) < window:
+                return
+            window = _TWIN_WINDOW
 
     def _forget_removed_worktrees(self) -> list[UpdateReport]:
         """Forget each collection of a linked git worktree that git removed (ingest/worktrees.py:
