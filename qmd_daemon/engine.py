@@ -112,6 +112,18 @@ def _listing_json(home: HomeListing) -> dict[str, Any]:
     return {"label": home.label, "seen_at": home.seen_at, "stale": home.stale, "this_home": home.this_home}
 
 
+def _git_folder_of(collection: CollectionConfig) -> Path | None:
+    """The common git folder of a collection's repository: recorded for a linked worktree, the
+    root's own `.git` folder for a main checkout; None for anything else."""
+    if collection.worktree_of is not None:
+        return collection.worktree_of
+    dot_git = collection.path / ".git"
+    try:
+        return dot_git.resolve() if dot_git.is_dir() else None
+    except OSError:  # a root this user cannot list
+        return None
+
+
 def _repository_of(common_dir: Path) -> Path:
     """The repository a common git folder belongs to: its work tree's, or itself when bare."""
     return common_dir.parent if common_dir.name == ".git" else common_dir
@@ -804,7 +816,14 @@ class Engine:
         known = self.on_disk()
         default = [n for n, c in known.items() if c.include_by_default]
         if home is not None:
-            return [home.name, *(n for n in default if n != home.name)]
+            # another checkout of the home's repository (its main one, a sibling worktree) holds
+            # the same files at another version: beside the worktree an agent searches, its hits
+            # were each file twice, half of them in a checkout the agent is not working in
+            mine = _git_folder_of(home)
+            return [home.name, *(
+                n for n in default
+                if n != home.name and (mine is None or _git_folder_of(known[n]) != mine)
+            )]
         return default or list(known)
 
     def search(

@@ -119,3 +119,27 @@ def test_a_worktree_registered_before_worktree_of_was_kept_gets_it(engine: Engin
     assert engine.collections()[name].worktree_of == repo / ".git"
     _git(repo, "worktree", "remove", str(tree))
     assert [r.collection for r in engine.update() if r.forgotten] == [name]
+
+
+def test_a_default_collection_of_the_same_repository_is_not_searched_beside_its_worktree(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """`includeByDefault` on the main checkout doubled every hit in a worktree of it: the same
+    file, once in the worktree and once in a checkout the agent was not working in."""
+    repo = _repository(tmp_path)
+    tree = _worktree(repo, tmp_path / "proj-task-1", "task-1")
+    sibling = _worktree(repo, repo / ".claude" / "worktrees" / "t2", "task-2")
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "walrus.md").write_text("# Walrus tusk length\n\nwalrus_tusk_length measures a tusk.\n")
+    main = engine.add_collection(repo, include_by_default=True).name
+    second = engine.add_collection(sibling, include_by_default=True).name
+    notes = engine.add_collection(other, include_by_default=True).name
+    home = engine.add_collection(tree)
+    engine.update()
+    assert engine.search_scope(None, home) == [home.name, notes]
+    hits = engine.search("walrus_tusk_length", collections=engine.search_scope(None, home))
+    assert {h.collection for h in hits} == {home.name, notes}
+    # from the main checkout, its worktrees are the ones left out; other repositories stay
+    assert engine.search_scope(None, engine.collections()[main]) == [main, notes]
+    assert second not in engine.search_scope(None, engine.collections()[main])
