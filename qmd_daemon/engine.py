@@ -502,7 +502,11 @@ class Engine:
         under the caller's writer lock, as the embed job would a moment later: the first search in
         a fresh worktree was keyword-only while its 783 chunks waited for copies (churnwalk). A
         first window with few twins (an unrelated repository) stops it after WINDOW lookups."""
-        vectors, collection_id = self.vectors, self.store.collection_id(name)
+        try:
+            vectors = self.vectors
+        except ConfigError:  # a bad `models:` block: an update does not read it; what embeds says it
+            return
+        collection_id = self.store.collection_id(name)
         if vectors is None or collection_id is None:
             return
         window = _TWIN_PROBE
