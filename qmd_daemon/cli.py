@@ -174,7 +174,7 @@ def collection_add(
     click.echo(f"collection {added.name} -> {added.path}")
     if run_update:
         for report in engine.update([added.name]):
-            click.echo(_summary(report.as_dict()))
+            click.echo(report.forgotten or _summary(report.as_dict()))
 
 
 @collection.command("list")
@@ -312,7 +312,7 @@ def update(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     else:
         for report in reports:
             if report.error is None:
-                click.echo(_summary(report.as_dict()))
+                click.echo(report.forgotten or _summary(report.as_dict()))
     failed = [report.error for report in reports if report.error is not None]
     for error in failed:
         click.echo(f"qmd-daemon: error: {error}", err=True)

@@ -131,6 +131,9 @@ class CollectionConfig:
     pattern: str = DEFAULT_MASK
     ignore: list[str] = field(default_factory=list)
     include_by_default: bool = False
+    # the common git folder of the repository this folder is a linked worktree of (`worktreeOf`):
+    # once git no longer lists the worktree and the folder is gone, the collection is forgotten
+    worktree_of: Path | None = None
 
     def to_yaml(self) -> dict[str, Any]:
         """The entry as index.yml keeps it: no `pattern` when it is the default, so the collection
@@ -138,6 +141,8 @@ class CollectionConfig:
         entry: dict[str, Any] = {"path": str(self.path)}
         if self.pattern != DEFAULT_MASK:
             entry["pattern"] = self.pattern
+        if self.worktree_of is not None:
+            entry["worktreeOf"] = str(self.worktree_of)
         return {**entry, "ignore": list(self.ignore), "includeByDefault": self.include_by_default}
 
 
@@ -217,8 +222,10 @@ class IndexConfig:
                     str(name), path, pattern, problem, tuple(patterns), include_by_default
                 )
                 continue
+            worktree_of = entry.get("worktreeOf")
             out[str(name)] = CollectionConfig(
-                str(name), path, pattern, ignore=patterns, include_by_default=include_by_default
+                str(name), path, pattern, ignore=patterns, include_by_default=include_by_default,
+                worktree_of=Path(str(worktree_of)) if worktree_of else None,
             )
         return out, refused
 
@@ -228,6 +235,7 @@ class IndexConfig:
         existing = entries.get(collection.name)
         merged = dict(existing) if isinstance(existing, dict) else {}
         merged.pop("pattern", None)  # back to the default unless to_yaml names one
+        merged.pop("worktreeOf", None)  # likewise: a folder no longer a worktree loses it
         merged.update(collection.to_yaml())
         entries[collection.name] = merged
 

@@ -21,6 +21,7 @@ from qmd_daemon.ingest.listings import listings_file
 from qmd_daemon.ingest.root_policy import check_root, check_size, missing_reason
 from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root, is_submodule
 from qmd_daemon.ingest.skip_log import read_skipped, record_skipped
+from qmd_daemon.ingest.worktrees import removed_worktree, worktree_common_dir
 from qmd_daemon.locks import held_by, waiting_for, writer_lock_path
 from qmd_daemon.models.embedder import Embedder
 from qmd_daemon.models.model_set import ModelSet
@@ -41,6 +42,10 @@ MOVED_SAMPLE = 20
 # A long-lived daemon renews its home's listings on a shared index this often (a listing not
 # renewed for weeks no longer keeps a collection's rows: store/postgres/homes.py)
 LISTING_RENEWAL_S = 3600.0
+# New chunks given the vectors of identical ones at update time (Engine._copy_known_vectors): a
+# first window this small tells a twin of an indexed repository from an unrelated one
+_TWIN_PROBE = 64
+_TWIN_WINDOW = 2000
 
 
 def _is_within(path: Path, root: Path) -> bool:
@@ -105,6 +110,23 @@ def _earlier_slug(text: str) -> str:
 
 def _listing_json(home: HomeListing) -> dict[str, Any]:
     return {"label": home.label, "seen_at": home.seen_at, "stale": home.stale, "this_home": home.this_home}
+
+
+def _git_folder_of(collection: CollectionConfig) -> Path | None:
+    """The common git folder of a collection's repository: recorded for a linked worktree, the
+    root's own `.git` folder for a main checkout; None for anything else."""
+    if collection.worktree_of is not None:
+        return collection.worktree_of
+    dot_git = collection.path / ".git"
+    try:
+        return dot_git.resolve() if dot_git.is_dir() else None
+    except OSError:  # a root this user cannot list
+        return None
+
+
+def _repository_of(common_dir: Path) -> Path:
+    """The repository a common git folder belongs to: its work tree's, or itself when bare."""
+    return common_dir.parent if common_dir.name == ".git" else common_dir
 
 
 class Engine:
@@ -338,6 +360,7 @@ class Engine:
                 pattern=mask or (other.pattern if other else DEFAULT_MASK),
                 ignore=list(ignore) if ignore is not None else (list(kept.ignore) if kept else []),
                 include_by_default=keep_default if include_by_default is None else include_by_default,
+                worktree_of=worktree_common_dir(path),
             )
             config.set_collection(collection)
             # a remove of this name cut short (index.yml's `removing:`) is called off: finished by
@@ -443,7 +466,7 @@ class Engine:
         daemon/vouch.py), so that collection is not walked and gets no report. `keep_going`: a
         collection that cannot be updated (its folder moved or deleted) gets a report with its
         `error` and the others are updated all the same; else its UsageError stops the update."""
-        reports = []
+        reports = self._forget_removed_worktrees()
         if self.config().removing():  # a remove cut short: its rows go before anything is indexed
             with self.writing():
                 self._finish_removals()
@@ -460,10 +483,73 @@ class Engine:
                 except UsageError as exc:
                     if not keep_going:
                         raise
-                    reports.append(UpdateReport(collection=current.name, error=str(exc)))
+                    why = str(exc)
+                    if current.worktree_of is not None and not current.path.exists():
+                        repository = _repository_of(current.worktree_of)
+                        why += (f"; a git worktree of {repository}: if it was deleted for good, "
+                                f"`git -C {repository} worktree prune` lets the next update forget it")
+                    reports.append(UpdateReport(collection=current.name, error=why))
                     continue
+                if report.chunks_added:
+                    self._copy_known_vectors(current.name)
                 record_skipped(self.settings.state_dir, current.name, report.skipped)
                 reports.append(report)
+        return reports
+
+    def _copy_known_vectors(self, name: str) -> None:
+        """Give the new chunks of collection NAME whose text already has a deep vector elsewhere
+        (a worktree or clone of an indexed repository, a branch switched back to) that vector now,
+        under the caller's writer lock, as the embed job would a moment later: the first search in
+        a fresh worktree was keyword-only while its 783 chunks waited for copies (churnwalk). A
+        first window with few twins (an unrelated repository) stops it after WINDOW lookups."""
+        try:
+            vectors = self.vectors
+        except ConfigError:  # a bad `models:` block: an update does not read it; what embeds says it
+            return
+        collection_id = self.store.collection_id(name)
+        if vectors is None or collection_id is None:
+            return
+        window = _TWIN_PROBE
+        while True:
+            pending = vectors.pending([collection_id], window)
+            left = vectors.copy_identical(pending)
+            if not pending or 2 * len(left) > len(pending) or len(pending) < window:
+                return
+            window = _TWIN_WINDOW
+
+    def _forget_removed_worktrees(self) -> list[UpdateReport]:
+        """Forget each collection of a linked git worktree that git removed (ingest/worktrees.py:
+        folder gone, the repository's git folder there and no longer listing it), whichever
+        collections this update was asked for: agents make and remove a worktree per task, and
+        each would stay in the index for good. A worktree registered before `worktreeOf` was
+        recorded gets it here while its folder is still there."""
+        found: dict[str, Path] = {}
+        forget: list[CollectionConfig] = []
+        for collection in self.collections().values():
+            if collection.worktree_of is None:
+                common = worktree_common_dir(collection.path) if collection.path.is_dir() else None
+                if common is not None:
+                    found[collection.name] = common
+            elif removed_worktree(collection.path, collection.worktree_of):
+                forget.append(collection)
+        if found:
+            with IndexConfig.editing(self.settings.config_file) as config:
+                for name, common in found.items():
+                    current = config.collections().get(name)
+                    if current is not None and current.worktree_of is None:
+                        config.set_collection(replace(current, worktree_of=common))
+        reports = []
+        for collection in forget:
+            try:
+                self.remove_collection(collection.name)
+            except UnknownCollectionError:  # another process forgot it first
+                continue
+            repository = _repository_of(collection.worktree_of or collection.path)
+            reports.append(UpdateReport(
+                collection=collection.name,
+                forgotten=f"forgot {collection.name}: its folder {collection.path} was a git worktree "
+                          f"of {repository}, since removed (`git worktree list` no longer names it)",
+            ))
         return reports
 
     def merge_step(self) -> bool:
@@ -734,7 +820,14 @@ class Engine:
         known = self.on_disk()
         default = [n for n, c in known.items() if c.include_by_default]
         if home is not None:
-            return [home.name, *(n for n in default if n != home.name)]
+            # another checkout of the home's repository (its main one, a sibling worktree) holds
+            # the same files at another version: beside the worktree an agent searches, its hits
+            # were each file twice, half of them in a checkout the agent is not working in
+            mine = _git_folder_of(home)
+            return [home.name, *(
+                n for n in default
+                if n != home.name and (mine is None or _git_folder_of(known[n]) != mine)
+            )]
         return default or list(known)
 
     def search(

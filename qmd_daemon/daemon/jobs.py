@@ -452,6 +452,8 @@ class JobQueue:
             for report in self.engine.update(names, progress=False, unchanged=unchanged, keep_going=every):
                 if report.error is not None:
                     log.warning("not refreshed: %s", report.error)
+                if report.forgotten is not None:
+                    log.info("%s", report.forgotten)
                 data = report.as_dict()
                 data["touched"] = report.touched
                 reports.append(data)

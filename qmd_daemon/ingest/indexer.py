@@ -61,10 +61,11 @@ class UpdateReport:
     skipped: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     error: str | None = None  # why this collection was not updated (its folder is gone ...)
+    forgotten: str | None = None  # why it was forgotten instead (a removed git worktree's)
 
     @property
     def touched(self) -> bool:
-        return bool(self.added or self.changed or self.removed)
+        return bool(self.added or self.changed or self.removed or self.forgotten)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,0 +1,145 @@
+"""A collection of a linked git worktree is forgotten once git removed the worktree (agents make
+and remove one per task: each stayed in the index for good), and only then: a folder merely out of
+reach, or deleted without git, keeps its index (ingest/worktrees.py)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from qmd_daemon.engine import Engine
+from qmd_daemon.ingest.worktrees import removed_worktree, worktree_common_dir
+
+GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run([*GIT, "-C", str(root), *args], check=True, capture_output=True)
+
+
+def _repository(tmp_path: Path) -> Path:
+    repo = tmp_path / "proj"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "walrus.py").write_text("def walrus_tusk_length():\n    return 3\n")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "c")
+    return repo.resolve()
+
+
+def _worktree(repo: Path, folder: Path, branch: str) -> Path:
+    _git(repo, "worktree", "add", "-q", "-b", branch, str(folder))
+    return folder.resolve()
+
+
+def test_a_linked_worktree_is_told_from_a_main_checkout_and_a_plain_folder(tmp_path: Path) -> None:
+    repo = _repository(tmp_path)
+    tree = _worktree(repo, tmp_path / "proj-task-1", "task-1")
+    inner = _worktree(repo, repo / ".claude" / "worktrees" / "t2", "task-2")
+    assert worktree_common_dir(tree) == repo / ".git"
+    assert worktree_common_dir(inner) == repo / ".git"
+    assert worktree_common_dir(repo) is None
+    assert worktree_common_dir(repo / "src") is None
+
+
+def test_git_worktree_remove_forgets_its_collection_and_leaves_the_rest(
+    engine: Engine, tmp_path: Path
+) -> None:
+    repo = _repository(tmp_path)
+    tree = _worktree(repo, tmp_path / "proj-task-1", "task-1")
+    inner = _worktree(repo, repo / ".claude" / "worktrees" / "t2", "task-2")
+    for folder in (repo, tree, inner):
+        engine.add_collection(folder)
+    engine.update()
+    names = {c.path: c.name for c in engine.collections().values()}
+    assert engine.collections()[names[tree]].worktree_of == repo / ".git"
+    assert engine.collections()[names[repo]].worktree_of is None
+
+    _git(repo, "worktree", "remove", str(tree))
+    reports = engine.update()
+    forgotten = [r for r in reports if r.forgotten]
+    assert [r.collection for r in forgotten] == [names[tree]]
+    assert f"git worktree of {repo}" in str(forgotten[0].forgotten)
+    assert names[tree] not in engine.collections()
+    assert engine.store.collection_id(names[tree]) is None  # its rows went too
+    assert not [r for r in reports if r.error]
+    # the repository and the other worktree are kept and searched as before
+    assert {names[repo], names[inner]} <= set(engine.collections())
+    hits = engine.search("walrus_tusk_length", collections=[names[repo], names[inner]])
+    assert {h.collection for h in hits} == {names[repo], names[inner]}
+
+
+def test_a_worktree_deleted_without_git_is_kept_until_git_prunes_it(engine: Engine, tmp_path: Path) -> None:
+    repo = _repository(tmp_path)
+    tree = _worktree(repo, repo / ".claude" / "worktrees" / "t1", "task-1")
+    name = engine.add_collection(tree).name
+    engine.update()
+
+    shutil.rmtree(tree)  # git still lists it (prunable): as it would a worktree on a drive unmounted
+    reports = engine.update(keep_going=True)
+    assert name in engine.collections()
+    error = [r.error for r in reports if r.collection == name][0]
+    assert f"`git -C {repo} worktree prune`" in str(error)  # what to run when it was deleted for good
+    assert engine.store.collection_id(name) is not None
+
+    _git(repo, "worktree", "prune")
+    reports = engine.update(keep_going=True)
+    assert [r.collection for r in reports if r.forgotten] == [name]
+    assert name not in engine.collections()
+
+
+def test_a_worktree_out_of_reach_keeps_its_index(tmp_path: Path) -> None:
+    """Moved away (a drive unmounted) while git lists it, or its repository out of reach itself:
+    never forgotten."""
+    repo = _repository(tmp_path)
+    tree = _worktree(repo, tmp_path / "proj-task-1", "task-1")
+    aside = tmp_path / "unmounted"
+    tree.rename(aside)
+    assert not removed_worktree(tree, repo / ".git")
+    aside.rename(tree)
+    _git(repo, "worktree", "remove", str(tree))
+    assert removed_worktree(tree, repo / ".git")
+    repo.rename(tmp_path / "repo-unmounted")
+    assert not removed_worktree(tree, repo / ".git")
+
+
+def test_a_worktree_registered_before_worktree_of_was_kept_gets_it(engine: Engine, tmp_path: Path) -> None:
+    repo = _repository(tmp_path)
+    tree = _worktree(repo, tmp_path / "proj-task-1", "task-1")
+    name = engine.add_collection(tree).name
+    config_file = engine.settings.config_file
+    raw = yaml.safe_load(config_file.read_text())
+    del raw["collections"][name]["worktreeOf"]  # as an earlier version wrote it
+    config_file.write_text(yaml.safe_dump(raw))
+    assert engine.collections()[name].worktree_of is None
+    engine.update()
+    assert engine.collections()[name].worktree_of == repo / ".git"
+    _git(repo, "worktree", "remove", str(tree))
+    assert [r.collection for r in engine.update() if r.forgotten] == [name]
+
+
+def test_a_default_collection_of_the_same_repository_is_not_searched_beside_its_worktree(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """`includeByDefault` on the main checkout doubled every hit in a worktree of it: the same
+    file, once in the worktree and once in a checkout the agent was not working in."""
+    repo = _repository(tmp_path)
+    tree = _worktree(repo, tmp_path / "proj-task-1", "task-1")
+    sibling = _worktree(repo, repo / ".claude" / "worktrees" / "t2", "task-2")
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "walrus.md").write_text("# Walrus tusk length\n\nwalrus_tusk_length measures a tusk.\n")
+    main = engine.add_collection(repo, include_by_default=True).name
+    second = engine.add_collection(sibling, include_by_default=True).name
+    notes = engine.add_collection(other, include_by_default=True).name
+    home = engine.add_collection(tree)
+    engine.update()
+    assert engine.search_scope(None, home) == [home.name, notes]
+    hits = engine.search("walrus_tusk_length", collections=engine.search_scope(None, home))
+    assert {h.collection for h in hits} == {home.name, notes}
+    # from the main checkout, its worktrees are the ones left out; other repositories stay
+    assert engine.search_scope(None, engine.collections()[main]) == [main, notes]
+    assert second not in engine.search_scope(None, engine.collections()[main])

@@ -1,0 +1,56 @@
+"""A fresh worktree (or clone) of an indexed repository has deep vectors as soon as its update
+commits: its chunks identical to the repository's get their vectors at update time, so an agent's
+first search there is hybrid, not keyword-only while the embed job catches up (churnwalk)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from qmd_daemon.engine import Engine
+
+GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run([*GIT, "-C", str(root), *args], check=True, capture_output=True)
+
+
+def test_a_new_worktree_takes_the_vectors_of_its_repository_at_update(
+    small_engine: Engine, tmp_path: Path
+) -> None:
+    repo = tmp_path / "proj"
+    (repo / "src").mkdir(parents=True)
+    for i in range(6):
+        (repo / "src" / f"mod{i}.py").write_text(
+            f"def walrus_{i}(tusk):\n    '''Measure tusk number {i}.'''\n    return tusk * {i}\n"
+        )
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "c")
+    main = small_engine.add_collection(repo).name
+    small_engine.update([main])
+    small_engine.embed([main], progress=False)
+    assert small_engine.pending_vectors([main]) == 0
+
+    tree = tmp_path / "proj-task-1"
+    _git(repo, "worktree", "add", "-q", "-b", "task-1", str(tree))
+    (tree / "src" / "new.py").write_text("def narwhal_horn():\n    return 'spiral'\n")  # not in main
+    name = small_engine.add_collection(tree).name
+    [report] = small_engine.update([name])
+    assert report.chunks_added == 7
+    # no embed run: the six twins have their vectors, only the new file's chunk waits
+    assert small_engine.pending_vectors([name]) == 1
+
+
+def test_an_unrelated_repository_waits_for_the_embed_job(small_engine: Engine, tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    for root, word in ((first, "walrus"), (second, "narwhal")):
+        root.mkdir()
+        (root / "m.py").write_text(f"def {word}():\n    return '{word}'\n")
+    a = small_engine.add_collection(first).name
+    small_engine.update([a])
+    small_engine.embed([a], progress=False)
+    b = small_engine.add_collection(second).name
+    small_engine.update([b])
+    assert small_engine.pending_vectors([b]) == 1
