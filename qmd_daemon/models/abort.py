@@ -36,7 +36,15 @@ DECODE_ABORTED = 2
 
 
 class Aborted(ModelError):
-    """A decode stopped because its instance's AbortFlag was set: nothing of it is kept."""
+    """A decode stopped because its instance's AbortFlag was set. `done`: the vectors of the
+    texts embedded before it, in order (Embedder.embed_documents), so a caller keeps them and
+    loses one decode's work, not a whole batch's."""
+
+    done: list[list[float]]
+
+    def __init__(self, message: str, done: list[list[float]] | None = None) -> None:
+        super().__init__(message)
+        self.done = done or []
 
 
 def _strlen_address() -> int | None:

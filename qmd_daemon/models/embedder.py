@@ -85,15 +85,20 @@ class Embedder:
         """One normalised vector per text, in order. The model is taken for one decode at a time,
         so a search waits for one decode of a background batch, not for all of it (searches in
         the daemon took 2.5-8.4 s while it embedded the index). Aborted: this instance's abort
-        flag is set (before or during a decode); none of the texts' vectors are returned."""
+        flag is set (before or during a decode); its `done` holds the vectors of the texts
+        embedded before that decode."""
         out: list[list[float]] = []
         abort = self.handle.abort
-        for i in range(0, len(texts), self.seqs_per_decode):
-            if abort is not None and abort.is_set():
-                raise Aborted(f"embedding with {self.handle.path.name} was stopped for other work")
-            with self.handle.acquire(urgent=urgent) as llm:
-                token_lists = [self.framed_tokens(llm, t) for t in texts[i : i + self.seqs_per_decode]]
-                out.extend(self._decode(llm, token_lists))
+        try:
+            for i in range(0, len(texts), self.seqs_per_decode):
+                if abort is not None and abort.is_set():
+                    raise Aborted(f"embedding with {self.handle.path.name} was stopped for other work")
+                with self.handle.acquire(urgent=urgent) as llm:
+                    token_lists = [self.framed_tokens(llm, t) for t in texts[i : i + self.seqs_per_decode]]
+                    out.extend(self._decode(llm, token_lists))
+        except Aborted as exc:
+            exc.done = out
+            raise
         return out
 
     def embed_query(self, text: str) -> list[float]:

@@ -111,18 +111,23 @@ def test_the_callback_runs_without_the_gil(decoder_pair: tuple[Embedder, Embedde
     assert done.is_set()
 
 
-def test_an_encoders_decode_stops_too(small_models: dict[str, Path], embedder: Any) -> None:
+def test_an_encoders_batch_stops_and_keeps_what_it_embedded(small_models: dict[str, Path], embedder: Any) -> None:
     flag = AbortFlag()
     twin = embedder.twin(flag)
     try:
         texts = [f"{LONG} {i}" for i in range(40)]  # 40 decodes: seconds in all
+        twin.embed_documents([OTHER])  # loaded: the decodes below are all there is to time
         thread, _when = stop_after(flag, 0.3)
         started = time.perf_counter()
-        with pytest.raises(Aborted):
+        with pytest.raises(Aborted) as stopped:
             twin.embed_documents(texts)
         thread.join()
         assert time.perf_counter() - started < 2.0
         flag.clear()
+        # the texts embedded before the stopped decode come with it, right: the caller keeps them
+        done = stopped.value.done
+        assert 0 < len(done) < len(texts)
+        assert done == embedder.embed_documents(texts[: len(done)])
         assert twin.embed_documents([OTHER]) == embedder.embed_documents([OTHER])
     finally:
         twin.unload()
