@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from bench.embed_abort import stop_after  # set a flag from another thread after a delay
 from qmd_daemon.models.abort import Aborted, AbortFlag, _strlen_address
 from qmd_daemon.models.embedder import Embedder
 
@@ -35,20 +36,6 @@ def decoder_pair(small_models: dict[str, Path]) -> Iterator[tuple[Embedder, Embe
     yield plain, twin, flag
     twin.unload()
     plain.unload()
-
-
-def stop_after(flag: AbortFlag, seconds: float) -> tuple[threading.Thread, list[float]]:
-    """Set `flag` from another thread after `seconds`; the list gets the moment it was set."""
-    when: list[float] = []
-
-    def later() -> None:
-        time.sleep(seconds)
-        flag.set()
-        when.append(time.perf_counter())
-
-    thread = threading.Thread(target=later)
-    thread.start()
-    return thread, when
 
 
 def test_the_callback_is_a_c_function_not_a_python_thunk() -> None:
@@ -111,7 +98,7 @@ def test_the_callback_runs_without_the_gil(decoder_pair: tuple[Embedder, Embedde
     assert done.is_set()
 
 
-def test_an_encoders_batch_stops_and_keeps_what_it_embedded(small_models: dict[str, Path], embedder: Any) -> None:
+def test_an_encoders_batch_stops_and_keeps_what_it_embedded(embedder: Any) -> None:
     flag = AbortFlag()
     twin = embedder.twin(flag)
     try:
