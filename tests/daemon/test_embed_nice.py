@@ -181,7 +181,9 @@ def test_levels_are_read_and_a_bad_one_keeps_the_default(monkeypatch: pytest.Mon
     monkeypatch.setenv("QMD_EMBED_PRIORITY", "lowest")
     from qmd_daemon.daemon.jobs import _configured_level
 
-    assert _configured_level(Settings.from_env().embed_priority) == "off"
+    assert _configured_level(Settings.from_env().embed_priority) == "19"
+    monkeypatch.delenv("QMD_EMBED_PRIORITY")
+    assert _configured_level(Settings.from_env().embed_priority) == "19", "nice 19 by default"
 
 
 def test_a_level_lowers_only_the_thread_that_asks() -> None:
