@@ -15,9 +15,9 @@ because another process was pooling static vectors (static.lock) is owed too, an
 until neither lock is held, so the static tier does not stay partial until the next edit. A skipped
 job's `pending` is the real number of chunks waiting for deep vectors (the store counts them), not 0.
 A long embed job at a lowered priority (daemon/priority.py) does not even finish its batch when
-other work queues: its second model instance's decode is stopped mid-graph (models/abort.py), that
-batch is dropped and redone when the job resumes, so an edit's refresh waits milliseconds, not a
-niced batch's seconds on a busy machine.
+other work queues: its second model instance's decode is stopped mid-graph (models/abort.py), the
+chunks the batch finished are kept and the rest redone when the job resumes, so an edit's refresh
+waits milliseconds, not a niced batch's seconds on a busy machine.
 """
 
 from __future__ import annotations

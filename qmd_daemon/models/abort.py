@@ -4,7 +4,8 @@ Why: the daemon's long embed job runs niced on a second model instance (daemon/p
 machine busy with the user's build one niced decode gets a fraction of a core, and the refresh an
 edit's search waits for runs on the writer only after the job's current batch: 5.7-40 s at nice 19
 against ~2 s at off (docs/scale.md "The embed job's CPU priority"). With this flag the writer's
-queue stops that batch as soon as other work queues: the batch is not stored and is redone later.
+queue stops that batch as soon as other work queues: the decode under way is lost (redone later),
+the texts embedded before it are kept (Aborted.done).
 
 How: llama.cpp's abort callback (`llama_set_abort_callback`), which ggml's CPU backend calls on
 the decoding thread between graph nodes; the decode then returns 2 ("aborted"). A Python
@@ -21,14 +22,12 @@ without a libc strlen) no callback is set, and the flag is still read between de
 from __future__ import annotations
 
 import ctypes
-import logging
 import platform
 import sys
 from typing import Any
 
 from qmd_daemon.models import ModelError
 
-_log = logging.getLogger("qmd_daemon.llama")
 # the integer-register return convention the strlen-as-bool callback relies on
 _ABIS = frozenset({"x86_64", "amd64", "aarch64", "arm64"})
 # llama_decode's return code when the abort callback said stop (llama.h)

@@ -10,6 +10,7 @@ stop in the middle), MiniLM for the encoder path.
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import threading
 import time
@@ -55,8 +56,9 @@ def test_the_callback_is_a_c_function_not_a_python_thunk() -> None:
 
 
 def test_a_decode_stops_soon_after_the_flag_is_set_and_the_instance_stays_sound(
-    decoder_pair: tuple[Embedder, Embedder, AbortFlag],
+    decoder_pair: tuple[Embedder, Embedder, AbortFlag], caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="qmd_daemon.llama")
     plain, twin, flag = decoder_pair
     reference = plain.embed_documents([LONG, OTHER])
     started = time.perf_counter()
@@ -71,6 +73,9 @@ def test_a_decode_stops_soon_after_the_flag_is_set_and_the_instance_stays_sound(
     # stopped between graph nodes, early in the graph: far sooner than the decode would have ended
     assert returned - when[0] < full * 0.4, (returned - when[0], full)
     assert returned - started < full * 0.7, (returned - started, full)
+    # llama.cpp logs a stopped decode as failed: asked for, it is no error in daemon.log
+    said = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "qmd_daemon.llama"]
+    assert any("decode" in m for _, m in said) and all(level == logging.DEBUG for level, _ in said), said
     with pytest.raises(Aborted):  # still set: the next batch does not even begin
         twin.embed_documents([OTHER])
     flag.clear()
