@@ -1,7 +1,7 @@
 """The daemon's background embedding beside the user's own work, at each priority level, in one run.
 
     python bench/embed_nice.py [--corpus ~/.cache/qmd-eval/corpora/pydantic/pydantic]
-        [--levels off,19,idle] [--work-seconds 12] [--searches 8] [--alone-seconds 15]
+        [--levels off,19,idle] [--work-seconds 12] [--searches 8] [--alone-seconds 15] [--edits 3]
 
 0. Probe: which threads llama.cpp computes on. A decode on a thread niced to 10, then queries on
    this thread; each thread's nice value and CPU ticks read from /proc/self/task (libgomp keeps a
@@ -13,10 +13,12 @@
    the background from its start. Once its deep pass runs: --alone-seconds of embedding alone (its
    chunks/s, from /health's progress) with --searches POST /search calls timed; then the competitor
    beside it: its wall time, the embedding's chunks/s meanwhile, the same searches; then, beside a
-   second run of it, an edit and a search that asks for it (refresh, 40 s wait): its seconds, and
-   whether the new function was found.
+   second run of it, --edits edits one after another, each a new file and a search that asks for
+   it (refresh, 40 s wait): their seconds (edit to visible), and whether each new function was
+   found; the embed batches stopped mid-decode for them (models/abort.py), from the job's result.
 Ratios: the competitor's wall against its baseline; chunks/s and search p50 against `off`
-(today's behaviour) in the same run. Load average before and after.
+(today's behaviour) in the same run. Load average before and after, and at each level's start.
+A level asked twice (`--levels off,19,off,19`) runs anew, and a summary per level follows.
 """
 
 from __future__ import annotations
@@ -143,8 +145,10 @@ class Run:
     comp_wall: float = 0.0
     comp_rate: float = 0.0
     comp_searches: list[float] = field(default_factory=list)
-    edit_wait: float = 0.0  # an edit, then a search asking for it, as the competitor starts
-    edit_found: bool = False
+    edit_waits: list[float] = field(default_factory=list)  # each edit, then a search asking for it
+    edits_found: int = 0
+    aborted: int = 0  # embed batches stopped mid-decode (the job's result, summed over its runs)
+    load: float = 0.0  # the 1-minute load average as the level started
     applied: str = ""
 
 
@@ -185,10 +189,18 @@ class Daemon:
         self.http("POST", "/search", {"query": query, "collections": [name], "limit": 5})
         return time.perf_counter() - started
 
-    def stop(self) -> str:
-        applied = ""
+    def aborted(self) -> int:
+        """Batches the embed jobs stopped mid-decode so far (their results; the running one's
+        runs before its last yield)."""
+        jobs = self.http("GET", "/status")["jobs"]
+        every = [*jobs["recent"], *jobs["queued"], *([jobs["running"]] if jobs["running"] else [])]
+        return sum(int((j["result"] or {}).get("aborted") or 0) for j in every if j["kind"] == "embed")
+
+    def stop(self) -> tuple[str, int]:
+        applied, aborted = "", 0
         try:
             applied = str(self.http("GET", "/health")["jobs"]["embed_priority"])
+            aborted = self.aborted()
             self.http("POST", "/shutdown")
         except Exception:  # noqa: BLE001
             pass
@@ -196,7 +208,7 @@ class Daemon:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-        return applied
+        return applied, aborted
 
 
 def searches(daemon: Daemon, name: str, n: int, until: threading.Event | None = None) -> list[float]:
@@ -213,7 +225,7 @@ def measure(level: str, template_home: Path, name: str, work: Path, n: int, args
     home = work / f"home-{level}"
     shutil.rmtree(home, ignore_errors=True)  # a level asked twice (`--levels off,19,off,19`) runs anew
     shutil.copytree(template_home, home)
-    run = Run(level)
+    run = Run(level, load=os.getloadavg()[0])
     daemon = Daemon(home, level)
     try:
         daemon.wait_embedding()
@@ -238,21 +250,25 @@ def measure(level: str, template_home: Path, name: str, work: Path, n: int, args
         t2, d2 = time.perf_counter(), daemon.done() or 0
         run.comp_wall = result["wall"]
         run.comp_rate = (d2 - d1) / (t2 - t1)
-        # then an edit, and a search that asks for it, while a second build runs
+        # then edits, each with a search that asks for it, while a second build runs
         thread = threading.Thread(target=competitor, args=(n, args.procs))
         thread.start()
-        time.sleep(0.5)
-        run.edit_wait, run.edit_found = edit_search(daemon, name, work / "repo", level)
+        for _ in range(args.edits):
+            time.sleep(0.5)
+            waited, found = edit_search(daemon, name, work / "repo", level)
+            run.edit_waits.append(waited)
+            run.edits_found += found
         thread.join()
     finally:
-        run.applied = daemon.stop()
+        run.applied, run.aborted = daemon.stop()
     return run
 
 
 def edit_search(daemon: Daemon, name: str, repo: Path, level: str) -> tuple[float, bool]:
     """A new function written, then a search that asks the daemon to take it in (refresh, waiting
     up to 40 s as ai-search's would): seconds, and whether the new function is the first hit. The
-    refresh runs after the embed job's current batch: a niced batch on a busy machine held it."""
+    refresh used to run after the embed job's current batch (a niced batch on a busy machine held
+    it for seconds); now a niced batch stops mid-decode for it (models/abort.py)."""
     added = repo / f"edited_{level}_{time.monotonic_ns()}.py"
     function = f"freshly_added_{added.stem}"
     added.write_text(f"def {function}():\n    return 1\n", encoding="utf-8")
@@ -275,6 +291,7 @@ def main() -> int:
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2, help="competitor loops (one a core)")
     ap.add_argument("--searches", type=int, default=8)
     ap.add_argument("--alone-seconds", type=float, default=15.0)
+    ap.add_argument("--edits", type=int, default=3, help="edits beside the second build, one after another")
     ap.add_argument("--no-probe", action="store_true")
     args = ap.parse_args()
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores")
@@ -293,20 +310,30 @@ def main() -> int:
     print(f"competitor alone ({args.procs} loops): {alone[0]:.1f} s, {alone[1]:.1f} s (end); "
           f"baseline {base:.1f} s")
     ref = runs[0]
-    print(f"{'level':<6} {'applied':<8} | {'embed alone':>12} {'search p50/max':>16} | {'competitor':>16} "
-          f"{'embed beside':>14} {'search p50/max':>16} {'edit, search':>14}")
+    print(f"{'level':<6} {'applied':<8} {'load':>5} | {'embed alone':>12} {'search p50/max':>16} | "
+          f"{'competitor':>16} {'embed beside':>14} {'search p50/max':>16} | {'edit to visible p50/max':>24} "
+          f"{'found':>5} {'aborted':>7}")
     for r in runs:
-        print(f"{r.level:<6} {r.applied:<8} | {r.alone_rate:6.1f} ch/s  {p50(r.alone_searches):6.0f}/"
-              f"{max(r.alone_searches) * 1000:6.0f} ms | {r.comp_wall:5.1f} s x{r.comp_wall / base:4.2f}  "
-              f"{r.comp_rate:6.1f} ch/s  {p50(r.comp_searches):6.0f}/"
-              f"{max(r.comp_searches, default=0) * 1000:6.0f} ms {r.edit_wait:6.1f} s "
-              f"{'found' if r.edit_found else 'MISSED'}")
+        print(f"{r.level:<6} {r.applied:<8} {r.load:5.2f} | {r.alone_rate:6.1f} ch/s  "
+              f"{p50(r.alone_searches):6.0f}/{max(r.alone_searches) * 1000:6.0f} ms | "
+              f"{r.comp_wall:5.1f} s x{r.comp_wall / base:4.2f}  {r.comp_rate:6.1f} ch/s  "
+              f"{p50(r.comp_searches):6.0f}/{max(r.comp_searches, default=0) * 1000:6.0f} ms | "
+              f"{p50(r.edit_waits) / 1000:10.2f} /{max(r.edit_waits, default=0):6.2f} s      "
+              f"{r.edits_found}/{len(r.edit_waits)} {r.aborted:7d}")
     for r in runs[1:]:
         print(f"{r.level} / {ref.level}: embed alone x{r.alone_rate / ref.alone_rate:.2f}, search alone p50 "
               f"x{p50(r.alone_searches) / p50(ref.alone_searches):.2f}; competitor wall "
               f"x{r.comp_wall / ref.comp_wall:.2f}, "
               f"embed beside x{r.comp_rate / max(ref.comp_rate, 1e-9):.2f}, "
               f"search beside p50 x{p50(r.comp_searches) / p50(ref.comp_searches):.2f}")
+    print("per level (every run of it pooled): edit to visible p50 / max, competitor x baseline, embed alone")
+    for level in dict.fromkeys(r.level for r in runs):
+        mine = [r for r in runs if r.level == level]
+        waits = [w for r in mine for w in r.edit_waits]
+        print(f"{level:<6} {p50(waits) / 1000:5.2f} / {max(waits, default=0):5.2f} s "
+              f"({sum(r.edits_found for r in mine)}/{len(waits)} found); competitor "
+              f"{' '.join(f'x{r.comp_wall / base:.2f}' for r in mine)}; embed alone "
+              f"{' '.join(f'{r.alone_rate:.1f}' for r in mine)} ch/s; aborted {sum(r.aborted for r in mine)}")
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

@@ -23,6 +23,7 @@ from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root
 from qmd_daemon.ingest.skip_log import read_skipped, record_skipped
 from qmd_daemon.ingest.worktrees import removed_worktree, worktree_common_dir
 from qmd_daemon.locks import held_by, waiting_for, writer_lock_path
+from qmd_daemon.models.abort import AbortFlag
 from qmd_daemon.models.embedder import Embedder
 from qmd_daemon.models.model_set import ModelSet
 from qmd_daemon.search.hit import Hit
@@ -589,6 +590,7 @@ class Engine:
         yield_to: Callable[[], bool] | None = None,
         hint: Callable[[], EmbedHint] | None = None,
         own_model: bool = False,
+        abort: AbortFlag | None = None,
     ) -> EmbedReport:
         """Give every chunk without a vector one; a no-op report when no embedding model is ready,
         the static pass alone with `models: {deep: off}`.
@@ -598,9 +600,10 @@ class Engine:
         the run ends, not on the instance searches use: the daemon's long runs at a lowered
         priority (daemon/priority.py). It costs a context's memory while the run lasts (MiniLM
         +41 MB; a decoder's output buffers more: Gemma 270M +596 MB, bench/model_memory.py --twin),
-        so it is not kept."""
+        so it is not kept. `abort`: attached to that second instance only (models/abort.py): set,
+        its batch in progress stops mid-decode and the run ends there, like `yield_to`."""
         embedder = self.models.embedder()
-        self.background_embedder = embedder.twin() if own_model and embedder is not None else None
+        self.background_embedder = embedder.twin(abort) if own_model and embedder is not None else None
         try:
             return self._embed(names, self.background_embedder or embedder, progress=progress, limit=limit,
                                yield_to=yield_to, hint=hint)

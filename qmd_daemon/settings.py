@@ -55,10 +55,11 @@ DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 # data dump would otherwise be indexed for hours. 0 turns a cap off (docs/security.md).
 DEFAULT_MAX_COLLECTION_FILES = 100_000
 DEFAULT_MAX_COLLECTION_MB = 2048
-# The daemon's background embedding's CPU priority (QMD_EMBED_PRIORITY; bench/embed_nice.py): off
-# by default, since a refresh waits for the running batch, and a niced batch on a busy machine
-# held an edit's search 5.7-40 s (2.2 s at the normal priority)
-DEFAULT_EMBED_PRIORITY = "off"
+# The daemon's background embedding's CPU priority (QMD_EMBED_PRIORITY; bench/embed_nice.py): nice
+# 19. It was off while a refresh waited for the niced job's running batch (an edit's search held
+# 5.7-40 s on a busy machine); a queued job now stops that batch mid-decode (models/abort.py), and
+# an edit was visible in 0.40-0.86 s p50 at 19 against 1.86-2.99 s at off (docs/scale.md)
+DEFAULT_EMBED_PRIORITY = "19"
 # Folders under the home folder that hold credentials: never a collection, nor anything in them.
 CREDENTIAL_FOLDERS = (
     ".ssh",

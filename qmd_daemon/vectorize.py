@@ -18,6 +18,7 @@ from typing import Any
 from tqdm import tqdm
 
 from qmd_daemon.locks import LockBusy, held_or_busy
+from qmd_daemon.models.abort import Aborted
 from qmd_daemon.models.embedder import Embedder
 from qmd_daemon.progress import progress_bar
 from qmd_daemon.store.pending_order import EmbedPriority
@@ -40,6 +41,7 @@ class EmbedReport:
     model: str = ""
     static: dict[str, Any] | None = None  # the static pass run first (static_vectorize.StaticReport)
     deep_off: str | None = None  # why the deep pass did not run (models: {deep: off})
+    aborted: int = 0  # batches stopped mid-decode for other work (models/abort.py): one decode lost
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,6 +84,8 @@ def embed_pending(
 ) -> EmbedReport:
     """`yield_to`: asked after each batch; True stops the run there (what is left stays pending),
     so the daemon's refresh of a file just edited does not wait for a whole repository's vectors.
+    An embedder with an abort flag (Embedder.twin) may stop inside a batch: the run stops there,
+    the chunks embedded before the stopped decode stored, the rest pending for the next run.
     `priority`: asked before each window of WINDOW chunks, so a file edited or a
     repository searched while a long run goes on is embedded next (store/pending_order.py).
     `limit`: at most this many pending chunks are taken in this run."""
@@ -132,7 +136,8 @@ def _embed_batches(
     bar: tqdm[Any],
     yield_to: Callable[[], bool] | None,
 ) -> bool:
-    """Embed `todo` BATCH chunks at a time; False when `yield_to` asked the run to stop."""
+    """Embed `todo` BATCH chunks at a time; False when `yield_to` asked the run to stop, or the
+    embedder's abort flag stopped a batch (what it embedded before is written)."""
     for start in range(0, len(todo), BATCH):
         batch = todo[start : start + BATCH]
         rows = store.chunks_by_ids([chunk_id for chunk_id, _c, _h in batch])
@@ -141,15 +146,20 @@ def _embed_batches(
             embedding_text(rows[cid].path, rows[cid].heading, rows[cid].signature, rows[cid].text)
             for cid, _col in present
         ]
-        vecs = embedder.embed_documents(texts)
+        try:
+            vecs = embedder.embed_documents(texts)
+        except Aborted as exc:  # the chunks embedded before the stopped decode are kept
+            report.aborted += 1
+            vecs, present = exc.done, present[: len(exc.done)]
         # the hash of the text embedded: put skips a chunk replaced since (its id reused)
         embedded = zip(present, vecs, strict=True)
         rows_out: list[tuple[int, int, str, Sequence[float]]] = [
             (cid, col, rows[cid].hash, v) for (cid, col), v in embedded
         ]
-        with writing():
-            report.embedded += vectors.put(rows_out)
-        bar.update(len(batch))
-        if yield_to is not None and yield_to():
+        if rows_out:
+            with writing():
+                report.embedded += vectors.put(rows_out)
+        bar.update(len(rows_out) if len(vecs) < len(texts) else len(batch))
+        if len(vecs) < len(texts) or (yield_to is not None and yield_to()):
             return False
     return True

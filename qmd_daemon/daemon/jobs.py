@@ -14,6 +14,10 @@ was not asked for) does not wait for the next edit. The same holds for the stati
 because another process was pooling static vectors (static.lock) is owed too, and the retry waits
 until neither lock is held, so the static tier does not stay partial until the next edit. A skipped
 job's `pending` is the real number of chunks waiting for deep vectors (the store counts them), not 0.
+A long embed job at a lowered priority (daemon/priority.py) does not even finish its batch when
+other work queues: its second model instance's decode is stopped mid-graph (models/abort.py), the
+chunks the batch finished are kept and the rest redone when the job resumes, so an edit's refresh
+waits milliseconds, not a niced batch's seconds on a busy machine.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from qmd_daemon.daemon.vouch import RefreshPlan, RefreshVouch, Watch
 from qmd_daemon.engine import Engine
 from qmd_daemon.errors import QmdError
 from qmd_daemon.locks import held_by, holder_pid
+from qmd_daemon.models.abort import AbortFlag
 from qmd_daemon.settings import DEFAULT_EMBED_PRIORITY
 from qmd_daemon.vectorize import BATCH, EmbedBusy, EmbedHint, EmbedReport
 
@@ -170,12 +175,22 @@ class JobQueue:
         self._embed_rate: float | None = None  # deep chunks/s of the last embed run that measured it
         self.embed_priority = _configured_level(engine.settings.embed_priority)
         self._embed_applied: str | None = None  # the priority the last embed job ran at
+        # set when other work queues behind an embed job: its second instance's decode stops
+        self._abort = AbortFlag()
 
     # -- submission ----------------------------------------------------------------------------
 
     def submit(
         self, kind: str, names: list[str] | tuple[str, ...] | None = None, reason: str = "changes"
     ) -> Job:
+        """Queue a job (or merge it into an identical queued one); a lowered embed job running
+        stops its batch mid-decode if this job is one it yields to (_should_pause)."""
+        job = self._enqueue(kind, names, reason)
+        if self._should_pause():
+            self._abort.set()
+        return job
+
+    def _enqueue(self, kind: str, names: list[str] | tuple[str, ...] | None, reason: str) -> Job:
         if kind not in KINDS or reason not in REASONS:
             raise ValueError(f"unknown job kind {kind!r} or reason {reason!r}")
         key = tuple(sorted(set(names))) if names else None
@@ -376,7 +391,7 @@ class JobQueue:
         long) goes back in the queue, behind it, with what it did so far; its waiters keep
         waiting for the whole job. False: the job is finished (`result` is its result)."""
         if job.kind == "embed" and job.result is not None:
-            for key in ("embedded", "copied", "seconds"):
+            for key in ("embedded", "copied", "seconds", "aborted"):
                 result[key] = round(result[key] + job.result[key], 3)
         job.result = result
         waiting = self._other_waiting() or self._current_embed_waiting()
@@ -463,6 +478,9 @@ class JobQueue:
             # a long run on a thread of its own at a lower priority, with a model instance of its
             # own: the user's work goes first, and a search never waits for a decode slowed by it
             level = self._embed_level(names)
+            self._abort.clear()
+            if self._should_pause():  # queued before the clear: submit() set it for this job
+                self._abort.set()
             embedded = priority.run_lowered(level, lambda: self._embed(names, level != priority.OFF),
                                             self._embed_started)
         except EmbedBusy as exc:  # a terminal's `qmd-daemon embed`: it embeds these chunks too
@@ -493,12 +511,14 @@ class JobQueue:
         return self.embed_priority if waiting is None or waiting >= LOWERED_FROM else priority.OFF
 
     def _embed(self, names: list[str] | None, own_model: bool) -> EmbedReport:
+        # the abort flag goes to the second instance only: the shared one's decodes are searches' too
         return self.engine.embed(names, progress=False, yield_to=self._should_pause, hint=self.embed_hint,
-                                 own_model=own_model)
+                                 own_model=own_model, abort=self._abort)
 
     async def close(self, timeout: float = 10.0) -> bool:
         """Stop taking jobs, wait up to `timeout` for the running one; True when the writer is free."""
         self._closing = True
+        self._abort.set()  # a lowered embed job's batch stops now, not after its niced decodes
         if self._retry_task is not None:
             self._retry_task.cancel()
         self.engine.stop_waiting.set()  # a job queued on another process's writer lock gives up

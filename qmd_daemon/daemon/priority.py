@@ -10,11 +10,12 @@ on the reader thread, keeps its own pool at the normal priority. The lowered pri
 on the long-lived writer thread: an unprivileged thread cannot raise its priority again
 (RLIMIT_NICE is 0 for users), and the writer also runs the refreshes a search waits for.
 
-The level (`QMD_EMBED_PRIORITY`, Settings.embed_priority): `off`, a nice value 1-19, or `idle`
-(SCHED_IDLE: only CPU time nothing else wants). I/O follows: without an explicit I/O class Linux
-derives a thread's I/O priority from its nice value (BFQ/CFQ), and SCHED_IDLE threads get the idle
-I/O class. Elsewhere (macOS, Windows) nothing is changed: `os.setpriority` there acts on the whole
-process, the searches included.
+The level (`QMD_EMBED_PRIORITY`, Settings.embed_priority; nice 19 by default): `off`, a nice
+value 1-19, or `idle` (SCHED_IDLE: only CPU time nothing else wants). A niced decode beside a build
+runs slowly, so the job queue stops it mid-graph when other work queues (models/abort.py).
+I/O follows: without an explicit I/O class Linux derives a thread's I/O priority from its nice
+value (BFQ/CFQ), and SCHED_IDLE threads get the idle I/O class. Elsewhere (macOS, Windows) nothing
+is changed: `os.setpriority` there acts on the whole process, the searches included.
 """
 
 from __future__ import annotations

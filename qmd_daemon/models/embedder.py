@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from qmd_daemon.models.abort import Aborted, AbortFlag
 from qmd_daemon.models.gguf_info import read_gguf_info
 from qmd_daemon.models.runtime import ModelHandle, decode_pooled, is_encoder
 
@@ -39,7 +40,7 @@ class Embedder:
 
     def __init__(self, path: Path | str, *, device: str | None = None, threads: int | None = None,
                  n_ctx: int | None = None, query_instruction: str = QUERY_INSTRUCTION,
-                 seqs_per_decode: int = 1) -> None:
+                 seqs_per_decode: int = 1, abort: AbortFlag | None = None) -> None:
         info = read_gguf_info(path)
         self.encoder = is_encoder(info)
         self.family = "bert" if self.encoder else "decoder"
@@ -50,7 +51,7 @@ class Embedder:
             # here (bench: 5.6 vs 13.1 chunks/s on 2 threads); decoders get a longer window.
             n_ctx = ENCODER_TOKENS if self.encoder else DECODER_TOKENS
         self.handle = ModelHandle(Path(path), embedding=True, n_ctx=n_ctx, pooling_type=pooling,
-                                  device=device, threads=threads)
+                                  device=device, threads=threads, abort=abort)
         dim = info.arch_value("embedding_length")
         self.dim: int = int(dim) if isinstance(dim, int) else 0
         # The window is part of the identity: another truncation means other vectors.
@@ -60,14 +61,17 @@ class Embedder:
         self.seqs_per_decode = max(1, seqs_per_decode)
         self._batch: Any = None
 
-    def twin(self) -> Embedder:
+    def twin(self, abort: AbortFlag | None = None) -> Embedder:
         """A second instance of this model, with its own llama.cpp context and lock (loaded on
         first use; on the CPU the weights are the same mmap'd pages): for background embedding at
         a lowered CPU priority, so a search's query never waits on the model lock for a decode
-        that a busy machine runs slowly (26 s of a query's wait, bench/embed_nice.py)."""
+        that a busy machine runs slowly (26 s of a query's wait, bench/embed_nice.py). `abort`:
+        set, the twin's decode in progress stops at its next graph node and embed_documents
+        raises Aborted (models/abort.py), so other work on the writer need not wait for it."""
         handle = self.handle
         twin = Embedder(handle.path, device=handle.device, threads=handle.threads, n_ctx=handle.n_ctx,
-                        query_instruction=self.query_instruction, seqs_per_decode=self.seqs_per_decode)
+                        query_instruction=self.query_instruction, seqs_per_decode=self.seqs_per_decode,
+                        abort=abort)
         twin.dim = self.dim
         return twin
 
@@ -80,12 +84,21 @@ class Embedder:
     def embed_documents(self, texts: Sequence[str], *, urgent: bool = False) -> list[list[float]]:
         """One normalised vector per text, in order. The model is taken for one decode at a time,
         so a search waits for one decode of a background batch, not for all of it (searches in
-        the daemon took 2.5-8.4 s while it embedded the index)."""
+        the daemon took 2.5-8.4 s while it embedded the index). Aborted: this instance's abort
+        flag is set (before or during a decode); its `done` holds the vectors of the texts
+        embedded before that decode."""
         out: list[list[float]] = []
-        for i in range(0, len(texts), self.seqs_per_decode):
-            with self.handle.acquire(urgent=urgent) as llm:
-                token_lists = [self.framed_tokens(llm, t) for t in texts[i : i + self.seqs_per_decode]]
-                out.extend(self._decode(llm, token_lists))
+        abort = self.handle.abort
+        try:
+            for i in range(0, len(texts), self.seqs_per_decode):
+                if abort is not None and abort.is_set():
+                    raise Aborted(f"embedding with {self.handle.path.name} was stopped for other work")
+                with self.handle.acquire(urgent=urgent) as llm:
+                    token_lists = [self.framed_tokens(llm, t) for t in texts[i : i + self.seqs_per_decode]]
+                    out.extend(self._decode(llm, token_lists))
+        except Aborted as exc:
+            exc.done = out
+            raise
         return out
 
     def embed_query(self, text: str) -> list[float]:
@@ -115,5 +128,6 @@ class Embedder:
             from llama_cpp._internals import LlamaBatch
 
             self._batch = LlamaBatch(n_tokens=self.handle.n_ctx, embd=0, n_seq_max=1, verbose=False)
-        pooled = decode_pooled(llm, self._batch, token_lists, self.handle.n_ctx, self.dim)
+        pooled = decode_pooled(llm, self._batch, token_lists, self.handle.n_ctx, self.dim,
+                               abort=self.handle.abort)
         return [_normalise(vec) for vec in pooled]

@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from qmd_daemon.models import ModelError
+from qmd_daemon.models.abort import DECODE_ABORTED, Aborted, AbortFlag
 from qmd_daemon.models.gguf_info import GGUFInfo, read_gguf_info
 from qmd_daemon.settings import Settings
 
@@ -27,6 +28,9 @@ BERT_ARCHS = frozenset({"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", 
 
 _log = logging.getLogger("qmd_daemon.llama")
 _log_callback: Any = None
+# The abort flag of the decode running on this thread (decode_pooled): llama.cpp logs an aborted
+# decode as three error lines, which are no error when the flag asked for it.
+_decoding = threading.local()
 
 
 def llama_module() -> ModuleType:
@@ -48,7 +52,9 @@ def llama_module() -> ModuleType:
         def _forward(level: int, text: bytes, user_data: Any) -> None:
             # ggml levels: 1 debug, 2 info, 3 warn, 4 error, 5 continuation.
             message = text.decode("utf-8", "replace").rstrip()
-            _log.log(logging.ERROR if level == 4 else logging.DEBUG, "%s", message)
+            flag = getattr(_decoding, "abort", None)
+            asked = flag is not None and flag.is_set()  # an abort we asked for: said at DEBUG
+            _log.log(logging.ERROR if level == 4 and not asked else logging.DEBUG, "%s", message)
 
         _log_callback = _forward
         llama_cpp.llama_log_set(_log_callback, ctypes.c_void_p(0))
@@ -94,6 +100,9 @@ class ModelHandle:
     pooling_type: int | None = None
     device: str | None = None
     threads: int | None = None
+    # set: a decode on this instance stops at its next graph node (models/abort.py); only for an
+    # instance of its own (the background embedder's), never the one searches use
+    abort: AbortFlag | None = None
     info: GGUFInfo = field(init=False)
     _llm: Any = field(default=None, init=False, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
@@ -133,9 +142,12 @@ class ModelHandle:
         if self.pooling_type is not None:
             kwargs["pooling_type"] = self.pooling_type
         try:
-            return llama_cpp.Llama(**kwargs)
+            llm = llama_cpp.Llama(**kwargs)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelError(f"llama.cpp could not load {self.path.name}: {exc}") from None
+        if self.abort is not None:
+            self.abort.attach(llama_cpp, llm.ctx)
+        return llm
 
     @contextmanager
     def acquire(self, *, urgent: bool = False) -> Iterator[Any]:
@@ -188,9 +200,10 @@ class ModelHandle:
 
 
 def decode_pooled(llm: Any, batch: Any, token_lists: list[list[int]], n_ctx: int, n_out: int,
-                  max_seqs: int = 64) -> list[list[float]]:
+                  max_seqs: int = 64, abort: AbortFlag | None = None) -> list[list[float]]:
     """The pooled output (first `n_out` floats) of each token list, in order, packing as many
-    sequences into one decode as fit `n_ctx` (embeddings, and the reranker's rank head)."""
+    sequences into one decode as fit `n_ctx` (embeddings, and the reranker's rank head).
+    `abort`: the flag attached to `llm` (ModelHandle.abort); a decode it stopped raises Aborted."""
     llama_cpp = llama_module()
     out: list[list[float]] = []
     pending = list(token_lists)
@@ -204,7 +217,13 @@ def decode_pooled(llm: Any, batch: Any, token_lists: list[list[int]], n_ctx: int
         memory = llama_cpp.llama_get_memory(llm.ctx)
         if memory:
             llama_cpp.llama_memory_clear(memory, True)
-        rc = llama_cpp.llama_decode(llm.ctx, batch.batch)
+        _decoding.abort = abort
+        try:
+            rc = llama_cpp.llama_decode(llm.ctx, batch.batch)
+        finally:
+            _decoding.abort = None
+        if rc == DECODE_ABORTED and abort is not None:
+            raise Aborted(f"a decode with {Path(llm.model_path).name} was stopped for other work")
         if rc != 0:
             raise ModelError(f"llama.cpp could not decode with {Path(llm.model_path).name} (returned {rc})")
         for seq in range(seqs):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import shutil
 import sys
@@ -22,10 +23,12 @@ from pathlib import Path
 import pytest
 
 from bench.embed_nice import tasks as threads  # tid -> (nice, CPU ticks), read from /proc
+from qmd_daemon import vectorize
 from qmd_daemon.daemon import priority
 from qmd_daemon.daemon.jobs import LOWERED_FROM, JobQueue
 from qmd_daemon.engine import Engine
 from qmd_daemon.settings import Settings
+from qmd_daemon.text.chunk_model import embedding_text
 from tests.daemon.support import running_embed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -178,7 +181,9 @@ def test_levels_are_read_and_a_bad_one_keeps_the_default(monkeypatch: pytest.Mon
     monkeypatch.setenv("QMD_EMBED_PRIORITY", "lowest")
     from qmd_daemon.daemon.jobs import _configured_level
 
-    assert _configured_level(Settings.from_env().embed_priority) == "off"
+    assert _configured_level(Settings.from_env().embed_priority) == "19"
+    monkeypatch.delenv("QMD_EMBED_PRIORITY")
+    assert _configured_level(Settings.from_env().embed_priority) == "19", "nice 19 by default"
 
 
 def test_a_level_lowers_only_the_thread_that_asks() -> None:
@@ -195,3 +200,51 @@ def test_a_level_lowers_only_the_thread_that_asks() -> None:
     assert os.sched_getscheduler(0) == os.SCHED_OTHER
     with pytest.raises(ValueError, match="raised there"):
         priority.run_lowered("5", lambda: (_ for _ in ()).throw(ValueError("raised there")))
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    norms = math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / norms
+
+
+async def test_a_queued_refresh_stops_the_niced_batch_mid_decode_and_the_job_finishes_after(
+    small_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A refresh (an edit's) ran only after the niced job's current batch: on a busy machine a
+    # niced batch took 5.7-40 s, and the edit's search waited for it (docs/scale.md). Now the queued
+    # refresh sets the job's abort flag, and the second instance's decode stops mid-graph.
+    # One batch of 512 chunks here (a real size knob, not a mock: the whole tree in one batch, tens
+    # of seconds of MiniLM), so "after the batch" and "at once" are far apart on any machine.
+    monkeypatch.setattr(vectorize, "BATCH", 512)
+    monkeypatch.setattr(vectorize, "WINDOW", 512)
+    async with queue_at("19", tmp_path, monkeypatch) as (engine, queue):
+        shared = engine.models.embedder()
+        assert shared is not None
+        embed = await running_embed(queue, ["tree"])
+        while (twin := engine.background_embedder) is None or not twin.handle.loaded:
+            await asyncio.sleep(0.05)
+        assert twin.handle.abort is not None
+        assert shared.handle.abort is None, "the shared model (searches') is never stopped"
+        await asyncio.sleep(1.0)  # inside the first (and only) batch's decodes
+        edited = tmp_path / "tree" / "edited_now.py"
+        edited.write_text("def edited_just_now():\n    return 1\n", encoding="utf-8")
+        started = time.perf_counter()
+        refresh = queue.submit("refresh", ["tree"])
+        await refresh.done.wait()
+        waited = time.perf_counter() - started
+        assert refresh.state == "done" and refresh.result["reports"][0]["touched"]
+        await embed.done.wait()
+        result = embed.result
+        # the refresh went first: far sooner than the batch it cut (every chunk of the tree) would
+        # have ended; without the abort it waited for nearly the whole job
+        assert waited < min(5.0, result["seconds"] / 4), (waited, result)
+        assert embed.state == "done" and result["aborted"] >= 1 and result["pending"] == 0, result
+        # every chunk, the edited file's too, has the vector the shared model gives its text
+        rows = engine.store.chunks_by_ids(list(range(1, 5000)))
+        stored = engine.vectors.vectors_of(list(rows)) if engine.vectors is not None else {}
+        assert len(stored) == len(rows) >= LOWERED_FROM
+        sample = sorted(rows)[:: max(1, len(rows) // 24)] + [max(rows)]
+        texts = [embedding_text(r.path, r.heading, r.signature, r.text) for r in (rows[c] for c in sample)]
+        expected = shared.embed_documents(texts)
+        assert min(cosine(stored[c], v) for c, v in zip(sample, expected, strict=True)) > 0.999
+        assert any(rows[c].path.endswith("edited_now.py") for c in sample)

@@ -50,7 +50,7 @@ async def test_a_refresh_queued_behind_a_long_embed_job_runs_before_that_job_end
         assert await queue.close()
 
 
-async def test_the_daemon_closing_stops_an_embed_job_after_its_batch(
+async def test_the_daemon_closing_stops_an_embed_job_within_its_batch(
     small_engine: Engine, tmp_path: Path
 ) -> None:
     # `qmd-daemon stop` during a repository's first embedding took 11 s: close() waited its whole
@@ -63,4 +63,6 @@ async def test_the_daemon_closing_stops_an_embed_job_after_its_batch(
     embed = await running_embed(queue, ["tree"])
     assert await queue.close(timeout=300)
     assert embed.state == "done" and embed.result["pending"] > 0, embed.result
-    assert 0 < embed.result["embedded"] < BATCH * 3  # the batch under way, not the collection
+    # the batch under way, not the collection; at the default priority (nice 19, a second model
+    # instance) close() stops that batch mid-decode, keeping the chunks it finished (maybe none yet)
+    assert embed.result["embedded"] < BATCH * 3
