@@ -4,6 +4,7 @@ CLI, the daemon and the benchmarks; it never imports either front end."""
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import threading
 import time
@@ -111,6 +112,16 @@ def _earlier_slug(text: str) -> str:
 
 def _listing_json(home: HomeListing) -> dict[str, Any]:
     return {"label": home.label, "seen_at": home.seen_at, "stale": home.stale, "this_home": home.this_home}
+
+
+def _folder_there(path: Path) -> bool:
+    """Whether a collection's folder is there. One behind a folder this user cannot enter (EACCES:
+    Path.is_dir raises it) is not moved or deleted: it counts as there; every update and search
+    stopped at it with a traceback."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return True
 
 
 def _git_folder_of(collection: CollectionConfig) -> Path | None:
@@ -259,7 +270,7 @@ class Engine:
         if base in taken and taken[base].path == path:
             return base
         for name in dict.fromkeys((base, f"{prefix}{_earlier_slug(path.name)}")):
-            if name in taken and not taken[name].path.is_dir() and self._holds_files_of(path, name):
+            if name in taken and not _folder_there(taken[name].path) and self._holds_files_of(path, name):
                 return name
         used = set(config.listed())  # a set-aside entry keeps its name (the user's mask is theirs)
         if self._free(base, path, used):
@@ -348,7 +359,7 @@ class Engine:
             other = config.collections().get(name)
             # a set-aside entry of that name is the user's too: its folder, ignores and default stay
             kept: CollectionConfig | RefusedCollection | None = other or config.refused().get(name)
-            if kept is not None and kept.path != path and kept.path.is_dir():
+            if kept is not None and kept.path != path and _folder_there(kept.path):
                 raise UsageError(f"collection '{name}' already exists for {kept.path}")
             # else: its folder is gone (moved here, most likely): the collection follows it, and the
             # next update re-reads only what differs (paths are kept relative to the root)
@@ -485,7 +496,7 @@ class Engine:
                     if not keep_going:
                         raise
                     why = str(exc)
-                    if current.worktree_of is not None and not current.path.exists():
+                    if current.worktree_of is not None and not _folder_there(current.path):
                         repository = _repository_of(current.worktree_of)
                         why += (f"; a git worktree of {repository}: if it was deleted for good, "
                                 f"`git -C {repository} worktree prune` lets the next update forget it")
@@ -528,7 +539,9 @@ class Engine:
         forget: list[CollectionConfig] = []
         for collection in self.collections().values():
             if collection.worktree_of is None:
-                common = worktree_common_dir(collection.path) if collection.path.is_dir() else None
+                # no is_dir() first: behind a folder this user cannot enter it raises EACCES, and
+                # that one collection stopped every collection's update (worktree_common_dir: None)
+                common = worktree_common_dir(collection.path)
                 if common is not None:
                     found[collection.name] = common
             elif removed_worktree(collection.path, collection.worktree_of):
@@ -776,7 +789,7 @@ class Engine:
                     # this home's folder of it moved or deleted: no update reaches it, its index
                     # stays as it was. The row's root is the last updater's, another machine's
                     # path on a shared index: "gone" there advised removing the team's collection
-                    "folder_gone": mine is not None and not mine.path.is_dir(),
+                    "folder_gone": mine is not None and not _folder_there(mine.path),
                     # listed, but left out for a mask today's rules refuse: the line with its fix
                     "refused": refused[row["name"]].message if row["name"] in refused else None,
                     # a `collection remove` cut short: unlisted, its rows left for the next update
@@ -812,8 +825,9 @@ class Engine:
     def on_disk(self) -> dict[str, CollectionConfig]:
         """The collections whose folder is there. One moved or deleted keeps its index (`update`
         and `status` name it) but is searched only by name: its hits would name files that are gone,
-        beside the same files' hits from the collection the folder's new place registered."""
-        return {name: c for name, c in self.collections().items() if c.path.is_dir()}
+        beside the same files' hits from the collection the folder's new place registered. One
+        behind a folder this user cannot enter is left out too (its files cannot be checked)."""
+        return {name: c for name, c in self.collections().items() if os.path.isdir(c.path)}
 
     def search_scope(self, names: list[str] | None, home: CollectionConfig | None = None) -> list[str]:
         """Named collections; else `home` (the collection of the folder the search is made from)

@@ -21,7 +21,7 @@ from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
 from qmd_daemon.ingest.links import LinkChanges, update_links
 from qmd_daemon.ingest.listings import listings_file
 from qmd_daemon.ingest.notebook import notebook_view
-from qmd_daemon.ingest.root_policy import Missing, check_root, missing_reason
+from qmd_daemon.ingest.root_policy import Missing, check_readable, check_root, missing_reason
 from qmd_daemon.ingest.scan import ScannedFile, scan
 from qmd_daemon.ingest.skipped_files import SkippedFiles
 from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, decode_source, read_inside, utf8_bytes
@@ -76,6 +76,7 @@ def _check_root(collection: CollectionConfig) -> Path:
     (a folder replaced by `ln -s ~/.ssh docs`) would lead every read elsewhere: refused, as are the
     folders root_policy refuses at registration."""
     root = collection.path
+    check_readable(root)  # behind a folder this user cannot enter, exists() raises EACCES
     if not root.exists():
         gone = missing_reason(root)  # a symlink loop is one, not "does not exist"
         raise UsageError(

@@ -125,3 +125,44 @@ def test_a_folder_git_cannot_list_is_counted_in_a_repository(shared_tmp: Path) -
     out = json.loads(proc.stdout)
     assert out["report"]["files"] == 1 and out["hits"] == ["ok.py"]
     assert out["report"]["skipped"] == {"unreadable_dir": 1}
+
+
+UPDATE_BEHIND = """
+import json, sys
+from pathlib import Path
+
+from qmd_daemon.engine import Engine
+engine = Engine()
+for folder in sys.argv[2:]:
+    engine.add_collection(Path(folder))
+engine.update()
+Path(sys.argv[1]).chmod(0)
+reports = engine.update(keep_going=True)
+gone = {c["name"]: c["folder_gone"] for c in engine.status()["collections"]}
+print(json.dumps({"reports": [r.as_dict() for r in reports], "gone": gone,
+                  "hits": [h.path for h in engine.search("fine_word")]}))
+"""
+
+
+def test_a_collection_behind_an_unreadable_folder_is_reported_and_the_others_updated(
+    shared_tmp: Path,
+) -> None:
+    # its folder's parent made unreadable (a share whose access was taken away): stat() of the
+    # folder itself fails with EACCES, which Path.is_dir raises; every update first asks whether
+    # each collection is a removed git worktree, so that one folder stopped every collection's update
+    outer = shared_tmp / "outer"
+    inner = write_tree(outer / "inner", {"a.py": "def other_word():\n    return 1\n"})
+    fine = write_tree(shared_tmp / "fine", {"ok.py": "def fine_word():\n    return 1\n"})
+    if os.geteuid() == 0:  # the child, as nobody, registers both, then locks the first one's parent
+        nobody = pwd.getpwnam("nobody")
+        os.chown(outer, nobody.pw_uid, nobody.pw_gid)
+
+    proc = python_as_another_user(shared_tmp / "home", "-c", UPDATE_BEHIND, str(outer), str(inner), str(fine))
+
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    errors = {r["collection"]: r["error"] for r in out["reports"]}
+    expected = f"cannot read {inner} (permission denied), so nothing in it was read"
+    assert errors == {"inner": expected, "fine": None}
+    assert out["gone"] == {"inner": False, "fine": False}, "out of reach is not moved or deleted"
+    assert out["hits"] == ["ok.py"]
