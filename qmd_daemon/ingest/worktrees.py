@@ -13,6 +13,7 @@ listed (prunable) until it is pruned, so an unmounted worktree is never forgotte
 from __future__ import annotations
 
 import os
+import unicodedata
 from pathlib import Path
 
 
@@ -40,6 +41,13 @@ def _listed_folder(entry: Path) -> Path | None:
     return Path(os.path.realpath(entry / gitdir)).parent
 
 
+def _spelling(path: Path) -> str:
+    """A folder's path up to case and Unicode normal form: on macOS and Windows one folder has
+    several spellings (a case typed otherwise than git's; git's NFC with core.precomposeUnicode
+    against HFS+'s NFD), and an entry matched that is another folder only keeps an index."""
+    return unicodedata.normalize("NFC", str(path)).casefold()
+
+
 def removed_worktree(folder: Path, common: Path) -> bool:
     """Whether the worktree once at `folder` (resolved) was removed through git: the folder is
     gone, the repository's git folder `common` is there, and none of its worktree entries names
@@ -54,7 +62,7 @@ def removed_worktree(folder: Path, common: Path) -> bool:
         return False
     for entry in entries:
         try:
-            if _listed_folder(entry) == folder:
+            if _spelling(_listed_folder(entry)) == _spelling(folder):
                 return False
         except OSError:  # an entry git is writing, or one this user cannot read: keep
             return False

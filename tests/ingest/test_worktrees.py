@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import unicodedata
 from pathlib import Path
 
 import yaml
@@ -105,6 +106,22 @@ def test_a_worktree_out_of_reach_keeps_its_index(tmp_path: Path) -> None:
     repo.rename(tmp_path / "repo-unmounted")
     assert not removed_worktree(tree, repo / ".git")
 
+
+def test_a_worktree_git_lists_under_another_spelling_is_kept(tmp_path: Path) -> None:
+    """On macOS and Windows one folder has several spellings: a case typed otherwise than git's
+    (`git worktree add ../WT`, then `collection add ../wt`), or git's NFC (core.precomposeUnicode)
+    against the file system's NFD. Here git's entry is rewritten to such a spelling (this file system
+    tells them apart): with the folder out of reach, the collection was forgotten while git still
+    listed it, which an unmounted drive must never cause."""
+    repo = _repository(tmp_path)
+    tree = _worktree(repo, tmp_path / "Proj-Tâche-1", "task-1")
+    (entry,) = (repo / ".git" / "worktrees").iterdir()
+    spelled = str(tree).replace("Proj-Tâche-1", unicodedata.normalize("NFD", "PROJ-TÂCHE-1"))
+    (entry / "gitdir").write_text(f"{spelled}/.git\n")
+    tree.rename(tmp_path / "unmounted")
+    assert not removed_worktree(tree, repo / ".git")
+    (entry / "gitdir").write_text(f"{tmp_path / 'elsewhere'}/.git\n")  # another folder: git removed ours
+    assert removed_worktree(tree, repo / ".git")
 
 def test_a_worktree_registered_before_worktree_of_was_kept_gets_it(engine: Engine, tmp_path: Path) -> None:
     repo = _repository(tmp_path)
