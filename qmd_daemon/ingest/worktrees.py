@@ -34,7 +34,7 @@ def worktree_common_dir(top: Path) -> Path | None:
     return common if admin.parent == common / "worktrees" else None
 
 
-def _listed_folder(entry: Path) -> Path | None:
+def _listed_folder(entry: Path) -> Path:
     """The worktree folder a `<common>/worktrees/<id>` entry names (its `gitdir` file holds the
     worktree's `.git`, absolute, or relative to the entry with worktree.useRelativePaths)."""
     gitdir = (entry / "gitdir").read_text(encoding="utf-8", errors="replace").strip()
