@@ -487,7 +487,9 @@ class JobQueue:
             pid = holder_pid(self.engine.embed_lock_path)
             # the chunks still waiting, counted (never a 0 that reads as "nothing waits"); the
             # static pass ran before the deep one was refused, so its report is in the exception
-            return {"embedded": 0, "copied": 0, "seconds": 0.0, "pending": self.engine.pending_vectors(names),
+            # every count _yielded sums (a job put back behind a refresh resumes into this skip)
+            return {"embedded": 0, "copied": 0, "seconds": 0.0, "aborted": 0,
+                    "pending": self.engine.pending_vectors(names),
                     "skipped": f"{exc} (pid {pid})", "held_by": pid, "static": exc.static}
         if embedded.embedded >= 2 * BATCH and embedded.seconds > 1.0:
             self._embed_rate = round(embedded.embedded / embedded.seconds, 3)

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.daemon import jobs
-from qmd_daemon.daemon.jobs import EmbedRetry, JobQueue
+from qmd_daemon.daemon.jobs import EmbedRetry, Job, JobQueue
 from qmd_daemon.engine import Engine
+from qmd_daemon.vectorize import EmbedReport
 from tests.conftest import MODELS_DIR, run_cli, write_tree
 from tests.daemon.support import lock_held_elsewhere
 
@@ -110,3 +111,20 @@ def test_an_embed_job_that_ran_pays_what_it_covers() -> None:
     assert owed.covered_by(("b", "c"))
     everything = EmbedRetry(None, holder=7)
     assert not everything.covered_by(("a",)) and everything.covered_by(None)
+
+
+async def test_a_yielded_job_that_finds_the_lock_held_when_it_resumes_is_skipped_not_failed(
+    held: tuple[subprocess.Popen[str], JobQueue],
+) -> None:
+    """An embed job put back behind a refresh (its slice counted in `result`) resumes while a
+    terminal's `embed` holds the lock: its slices are summed with the skip's counts, and the skip's
+    had no `aborted` (added with the mid-decode stop), so the job failed with KeyError: 'aborted'
+    and the retry once the lock is let go was never owed."""
+    _holder, queue = held
+    job = Job("embed", ("tree",))
+    # what its first slice returned (_run: the EmbedReport and its priority) before it yielded
+    job.result = {**EmbedReport(embedded=64, aborted=1, seconds=2.0, pending=5).as_dict(), "priority": "19"}
+    result = await asyncio.get_running_loop().run_in_executor(None, queue._run, job, None)
+    assert result["skipped"]  # the lock is held by the other process
+    assert not queue._yielded(job, result)  # finished (skipped), not put back: it would skip again
+    assert job.result["embedded"] == 64 and job.result["aborted"] == 1 and job.result["skipped"]
