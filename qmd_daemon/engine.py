@@ -535,7 +535,7 @@ class Engine:
         collections this update was asked for: agents make and remove a worktree per task, and
         each would stay in the index for good. A worktree registered before `worktreeOf` was
         recorded gets it here while its folder is still there."""
-        found: dict[str, Path] = {}
+        found: dict[str, tuple[Path, Path]] = {}
         forget: list[CollectionConfig] = []
         for collection in self.collections().values():
             if collection.worktree_of is None:
@@ -543,17 +543,21 @@ class Engine:
                 # that one collection stopped every collection's update (worktree_common_dir: None)
                 common = worktree_common_dir(collection.path)
                 if common is not None:
-                    found[collection.name] = common
+                    found[collection.name] = (collection.path, common)
             elif removed_worktree(collection.path, collection.worktree_of):
                 forget.append(collection)
         if found:
             with IndexConfig.editing(self.settings.config_file) as config:
-                for name, common in found.items():
+                for name, (path, common) in found.items():
                     current = config.collections().get(name)
-                    if current is not None and current.worktree_of is None:
+                    # the name as read above: a `collection add` meanwhile may have given it another folder
+                    if current is not None and current.worktree_of is None and current.path == path:
                         config.set_collection(replace(current, worktree_of=common))
         reports = []
         for collection in forget:
+            now = self.collections().get(collection.name)
+            if now is None or now.path != collection.path:  # re-added elsewhere meanwhile: not this one
+                continue
             try:
                 self.remove_collection(collection.name)
             except UnknownCollectionError:  # another process forgot it first

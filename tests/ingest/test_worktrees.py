@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -160,3 +161,38 @@ def test_a_default_collection_of_the_same_repository_is_not_searched_beside_its_
     # from the main checkout, its worktrees are the ones left out; other repositories stay
     assert engine.search_scope(None, engine.collections()[main]) == [main, notes]
     assert second not in engine.search_scope(None, engine.collections()[main])
+
+
+def test_a_name_given_to_another_folder_while_an_update_checks_it_is_not_forgotten(
+    engine: Engine, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """review18: the update read the collections, found the worktree removed, then removed the
+    collection by name; a `collection add` in between (another terminal) that handed the name to a
+    new folder lost that folder's registration and index. The hand-over is made from inside the
+    check (the only way to hit the window without timing), by a second engine as another process."""
+    import qmd_daemon.engine as engine_module
+
+    repo = _repository(tmp_path)
+    tree = _worktree(repo, tmp_path / "proj-task-1", "task-1")
+    name = engine.add_collection(tree).name
+    engine.update()
+    _git(repo, "worktree", "remove", str(tree))
+    newcomer = tmp_path / "other" / "proj-task-1"
+    newcomer.mkdir(parents=True)
+    (newcomer / "kept.py").write_text("def kept_after_handover():\n    return 1\n")
+    real = engine_module.removed_worktree
+
+    def removed_then_handed_over(folder: Path, common: Path) -> bool:
+        gone = real(folder, common)
+        other = Engine(engine.settings)
+        try:
+            assert other.add_collection(newcomer, name=name).name == name  # the gone one's name
+        finally:
+            other.close()
+        return gone
+
+    monkeypatch.setattr(engine_module, "removed_worktree", removed_then_handed_over)
+    reports = engine.update()
+    assert not [r for r in reports if getattr(r, "forgotten", None)]
+    assert engine.collections()[name].path == newcomer.resolve()
+    assert engine.search("kept_after_handover", [name])
