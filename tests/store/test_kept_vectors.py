@@ -166,3 +166,59 @@ def test_a_deletion_rolled_back_keeps_nothing(backend: Any, tree: Path) -> None:
         store.delete_files(ids)
         raise RuntimeError("killed mid-update")
     assert vectors.kept_count() == 0 and vectors.pending_count() == 0
+
+
+def test_an_index_embedded_by_older_code_keeps_vectors_after_its_upgrade(tree: Path, tmp_path: Path) -> None:
+    """SQLite: an index of schema 9 (its delete trigger deleted the vector, no kept table) is
+    upgraded on open, and from then on a deleted chunk's vector is kept."""
+    path = tmp_path / "old.sqlite"
+    store = IndexStore(path)
+    VectorIndex(store).ensure("model-a", DIM)
+    _index(store, tree)
+    _embed_all(VectorIndex(store))
+    with store.transaction():
+        store.conn.execute("DROP TRIGGER chunk_vectors_delete")
+        store.conn.execute("""CREATE TRIGGER chunk_vectors_delete AFTER DELETE ON chunks BEGIN
+                                DELETE FROM chunk_vectors WHERE rowid = old.id; END""")
+        store.conn.execute("DROP TABLE kept_vectors")
+        store.conn.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
+    store.close()
+
+    store = IndexStore(path)
+    vectors = VectorIndex(store)
+    try:
+        _move(tree, "qmd_daemon/text", tmp_path / "aside")
+        gone = _index(store, tree)
+        assert vectors.kept_count() > 0
+        (tmp_path / "aside").rename(tree / "qmd_daemon/text")
+        assert _index(store, tree).chunks_added == gone.chunks_removed
+        assert vectors.copy_identical(vectors.pending()) == []
+    finally:
+        store.close()
+
+
+def test_a_postgres_index_embedded_before_schema_4_keeps_vectors_after_its_upgrade(
+    postgres_url: str, tree: Path, tmp_path: Path, home: Path
+) -> None:
+    from qmd_daemon.store.postgres.schema import migrate
+
+    store = PostgresChunkStore(PostgresDatabase(postgres_url))
+    vectors = PostgresVectorIndex(store.db)
+    vectors.ensure("model-a", DIM)
+    _index(store, tree)
+    _embed_all(vectors)
+    with store.db.transaction():
+        for statement in ("DROP TRIGGER chunks_keep_vector ON chunks", "DROP FUNCTION qmd_keep_vector",
+                          "DROP TABLE kept_vectors", "DROP SEQUENCE kept_vectors_order",
+                          "UPDATE meta SET value = '3' WHERE key = 'schema_version'"):
+            store.db.execute(statement)
+    migrate(store.db)
+    try:
+        _move(tree, "qmd_daemon/text", tmp_path / "aside")
+        gone = _index(store, tree)
+        assert vectors.kept_count() > 0
+        (tmp_path / "aside").rename(tree / "qmd_daemon/text")
+        assert _index(store, tree).chunks_added == gone.chunks_removed
+        assert vectors.copy_identical(vectors.pending()) == []
+    finally:
+        store.close()
