@@ -54,3 +54,31 @@ def test_an_unrelated_repository_waits_for_the_embed_job(small_engine: Engine, t
     b = small_engine.add_collection(second).name
     small_engine.update([b])
     assert small_engine.pending_vectors([b]) == 1
+
+
+def test_switching_back_to_a_branch_embeds_nothing_again(small_engine: Engine, tmp_path: Path) -> None:
+    """main -> a branch that deleted and rewrote files -> main: the chunks main had get their
+    vectors back at update time (kept as they went, store/kept_vectors.py), none waits."""
+    repo = tmp_path / "proj"
+    (repo / "src").mkdir(parents=True)
+    for i in range(6):
+        (repo / "src" / f"mod{i}.py").write_text(
+            f"def walrus_{i}(tusk):\n    '''Measure tusk number {i}.'''\n    return tusk * {i}\n"
+        )
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "c")
+    name = small_engine.add_collection(repo).name
+    small_engine.update([name])
+    small_engine.embed([name], progress=False)
+    _git(repo, "checkout", "-q", "-b", "old")
+    for i in range(3):
+        (repo / "src" / f"mod{i}.py").unlink()
+    (repo / "src" / "mod3.py").write_text("def walrus_3(tusk):\n    return -tusk\n")
+    _git(repo, "commit", "-qam", "old")
+    [away] = small_engine.update([name])
+    assert away.chunks_removed == 4
+    _git(repo, "checkout", "-q", "main")
+    [back] = small_engine.update([name])
+    assert back.chunks_added == 4
+    assert small_engine.pending_vectors([name]) == 0
