@@ -16,7 +16,8 @@ Bounded and honest:
 - never searched: KNN and the static step read chunk_vectors / chunk_codes only; a vector taken
   back leaves this table;
 - at most max(KEEP_MIN, KEEP_SHARE x live vectors), oldest dropped first (`trim`, after each
-  update): bench/vector_keep.py measures ~1.6 KB a kept 384-dim float vector, ~4.2 KB at 1024;
+  update): bench/vector_keep.py measures 2.1 KB a kept 384-dim float vector, 4.7 KB at 1024
+  (0.6 / 1.5 KB int8), the hash and its index included;
 - gone with its collection: `collection remove` (any flavour) drops the kept vectors of the
   removed collection's chunks (IndexStore.remove_collection), since a user removing a collection
   asked to forget it (docs/security.md).
@@ -27,8 +28,9 @@ from __future__ import annotations
 from typing import Any
 
 # The cap: kept vectors at most max(KEEP_MIN, KEEP_SHARE x the live ones). 10,000 holds the chunks
-# several branch switches of a large repository leave (main -> v2.0.0 of requests left 680) and
-# costs ~16 MB at 384 float dims, ~42 MB at 1024 (bench/vector_keep.py: bytes a kept vector).
+# several branch switches of a large repository leave (main -> v2.0.0 of requests left 776) and
+# costs at most 21 MB at 384 float dims, 47 MB at 1024 (6 / 15 MB int8; bench/vector_keep.py),
+# against 10,000 chunks embedded again: hours at the production embedder's <1 chunk/s on a CPU.
 KEEP_MIN = 10_000
 KEEP_SHARE = 0.25
 
