@@ -168,6 +168,16 @@ def test_a_deletion_rolled_back_keeps_nothing(backend: Any, tree: Path) -> None:
     assert vectors.kept_count() == 0 and vectors.pending_count() == 0
 
 
+def _away_and_back_copies_all(store: Any, vectors: Any, tree: Path, tmp_path: Path) -> None:
+    """A folder's files deleted (their vectors kept), then back: every returning chunk copied."""
+    _move(tree, "qmd_daemon/text", tmp_path / "aside")
+    gone = _index(store, tree)
+    assert vectors.kept_count() > 0
+    (tmp_path / "aside").rename(tree / "qmd_daemon/text")
+    assert _index(store, tree).chunks_added == gone.chunks_removed
+    assert vectors.copy_identical(vectors.pending()) == []
+
+
 def test_an_index_embedded_by_older_code_keeps_vectors_after_its_upgrade(tree: Path, tmp_path: Path) -> None:
     """SQLite: an index of schema 9 (its delete trigger deleted the vector, no kept table) is
     upgraded on open, and from then on a deleted chunk's vector is kept."""
@@ -187,12 +197,7 @@ def test_an_index_embedded_by_older_code_keeps_vectors_after_its_upgrade(tree: P
     store = IndexStore(path)
     vectors = VectorIndex(store)
     try:
-        _move(tree, "qmd_daemon/text", tmp_path / "aside")
-        gone = _index(store, tree)
-        assert vectors.kept_count() > 0
-        (tmp_path / "aside").rename(tree / "qmd_daemon/text")
-        assert _index(store, tree).chunks_added == gone.chunks_removed
-        assert vectors.copy_identical(vectors.pending()) == []
+        _away_and_back_copies_all(store, vectors, tree, tmp_path)
     finally:
         store.close()
 
@@ -214,11 +219,6 @@ def test_a_postgres_index_embedded_before_schema_4_keeps_vectors_after_its_upgra
             store.db.execute(statement)
     migrate(store.db)
     try:
-        _move(tree, "qmd_daemon/text", tmp_path / "aside")
-        gone = _index(store, tree)
-        assert vectors.kept_count() > 0
-        (tmp_path / "aside").rename(tree / "qmd_daemon/text")
-        assert _index(store, tree).chunks_added == gone.chunks_removed
-        assert vectors.copy_identical(vectors.pending()) == []
+        _away_and_back_copies_all(store, vectors, tree, tmp_path)
     finally:
         store.close()
