@@ -36,15 +36,17 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite float", "postgres float", "sqlite int8", "postgres int8"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path, home: Path) -> Iterator[tuple[Any, Any]]:
-    """(chunk store, vector store) of one backend, the vector table made for a model."""
-    if request.param == "sqlite":
+    """(chunk store, vector store) of one backend and quantization (SQLite int8, pgvector halfvec),
+    the vector table made for a model."""
+    kind, quantization = str(request.param).split()
+    if kind == "sqlite":
         store: Any = IndexStore(tmp_path / "index.sqlite")
-        vectors: Any = VectorIndex(store)
+        vectors: Any = VectorIndex(store, quantization)
     else:
         store = PostgresChunkStore(PostgresDatabase(request.getfixturevalue("postgres_url")))
-        vectors = PostgresVectorIndex(store.db)
+        vectors = PostgresVectorIndex(store.db, quantization)
     vectors.ensure("model-a", DIM)
     yield store, vectors
     store.close()
@@ -76,8 +78,11 @@ def test_switching_back_copies_every_vector_and_none_is_embedded(
 ) -> None:
     store, vectors = backend
     _index(store, tree)
+    first = vectors.pending()
     embedded = _embed_all(vectors)
     assert embedded > 50 and vectors.pending_count() == 0 and vectors.kept_count() == 0
+    stored = vectors.vectors_of([cid for cid, _, _ in first])
+    as_stored = {content_hash: stored[cid] for cid, _, content_hash in first}
 
     aside = tmp_path / "aside"
     _move(tree, "qmd_daemon/text", aside)  # a branch without these files
@@ -96,8 +101,11 @@ def test_switching_back_copies_every_vector_and_none_is_embedded(
     assert vectors.copy_identical(pending) == [], "every returning chunk took its kept vector"
     assert vectors.pending_count() == 0 and vectors.kept_count() == 0
     copied = vectors.vectors_of([cid for cid, _, _ in pending])
-    for cid, _, content_hash in pending:  # each chunk holds its own text's vector, not a neighbour's
-        assert np.allclose(copied[cid], _vector(content_hash), atol=1e-6)
+    for cid, _, content_hash in pending:  # each holds its own text's vector as first stored, no other
+        assert np.allclose(copied[cid], as_stored[content_hash], atol=1e-6)
+        assert np.allclose(copied[cid], _vector(content_hash), atol=0.02)
+    hit = vectors.search(as_stored[pending[0][2]], [store.collection_id("repo")], 1)
+    assert hit[0][1] == pytest.approx(1.0, abs=1e-2)  # the copy's code is searchable as the vector
 
 
 def test_the_cap_drops_the_oldest(
