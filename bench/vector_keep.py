@@ -11,7 +11,8 @@ as older code made it (a deleted chunk's vector deleted, nothing kept); `after` 
 Printed per mode: chunks waiting for the embedder after switching back, the seconds from the
 switch back to fresh hybrid results (update + embed of what waits + one search), the index's size
 after the switch away (file + WAL, checkpointed), and the median seconds of an update with
-nothing deleted (a file added, then a no-change update), ROUNDS of each. Then the bytes a kept
+nothing deleted (a file added, then a no-change update), ROUNDS of each, the update switching away
+(the deletions: the trigger's cost) and a `collection remove` at the end. Then the bytes a kept
 vector costs at 384 and 1024 dims, float and int8, in a scratch table as the index keeps them.
 """
 
@@ -70,7 +71,9 @@ def run_mode(mode: str, mirror: Path, away: str, rounds: int, work: Path) -> dic
                 engine.store.conn.execute(OLD_TRIGGER)
         size_main = index_bytes(engine)
         git(clone, "checkout", "-q", away)
+        t_away = time.perf_counter()
         [gone] = engine.update([name])
+        t_away = time.perf_counter() - t_away
         size_away = index_bytes(engine)
         kept = engine.vectors.kept_count() if engine.vectors else 0
         git(clone, "checkout", "-q", "main")
@@ -94,14 +97,20 @@ def run_mode(mode: str, mirror: Path, away: str, rounds: int, work: Path) -> dic
             t = time.perf_counter()
             engine.update([name])
             unchanged.append(time.perf_counter() - t)
+        t_remove = time.perf_counter()
+        engine.remove_collection(name)
+        t_remove = time.perf_counter() - t_remove
+        left_kept = engine.vectors.kept_count() if engine.vectors else 0
     finally:
         engine.close()
     return {
         "mode": mode, "chunks": total, "removed_away": gone.chunks_removed, "kept": kept,
-        "added_back": back.chunks_added, "waiting_back": waiting, "update_back_s": t_update,
+        "update_away_s": t_away, "added_back": back.chunks_added, "waiting_back": waiting,
+        "update_back_s": t_update,
         "embed_back_s": t_embed, "fresh_hybrid_s": fresh, "hits": len(hits),
         "size_main_mb": size_main / 1e6, "size_away_mb": size_away / 1e6,
         "add_update_s": statistics.median(no_deletion), "nochange_update_s": statistics.median(unchanged),
+        "remove_s": t_remove, "kept_after_remove": left_kept,
     }
 
 
@@ -153,6 +162,10 @@ def main() -> None:
         grew = [row["size_away_mb"] - row["size_main_mb"] for row in rows]
         print(f"index size after switching away: {before['size_away_mb']:.2f} MB -> "
               f"{after['size_away_mb']:.2f} MB ({grew[1] - grew[0]:+.2f} MB, {after['kept']} kept)")
+        print(f"update switching away ({after['removed_away']} chunks deleted): "
+              f"{before['update_away_s']:.3f} -> "
+              f"{after['update_away_s']:.3f} s; collection remove: {before['remove_s']:.3f} -> "
+              f"{after['remove_s']:.3f} s, kept vectors left after it: {after['kept_after_remove']}")
         for key in ("add_update_s", "nochange_update_s"):
             ratio = after[key] / before[key]
             print(f"{key} (no deletion): {before[key]:.3f} -> {after[key]:.3f} s (x{ratio:.2f})")
