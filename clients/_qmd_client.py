@@ -36,7 +36,7 @@ MAX_CHALLENGE_BYTES = 4096  # the proof is ~100 bytes of JSON: a stranger's big 
 # The index schema this package's code maintains. Mirrors qmd_daemon/store/schema.py::SCHEMA_VERSION
 # (a test keeps the two in step): a daemon whose state file names an older one (or none: code from
 # before the daemon said) was started before a `pip install -U`, and is replaced (retire_older).
-INDEX_SCHEMA = 9
+INDEX_SCHEMA = 10
 
 
 class DaemonUnavailable(Exception):

@@ -504,13 +504,16 @@ class Engine:
                     continue
                 if report.chunks_added:
                     self._copy_known_vectors(current.name)
+                if report.chunks_removed:
+                    self._trim_kept_vectors()
                 record_skipped(self.settings.state_dir, current.name, report.skipped)
                 reports.append(report)
         return reports
 
     def _copy_known_vectors(self, name: str) -> None:
         """Give the new chunks of collection NAME whose text already has a deep vector elsewhere
-        (a worktree or clone of an indexed repository, a branch switched back to) that vector now,
+        (a worktree or clone of an indexed repository; a branch switched back to, whose chunks'
+        vectors were kept as they went: store/kept_vectors.py) that vector now,
         under the caller's writer lock, as the embed job would a moment later: the first search in
         a fresh worktree was keyword-only while its 783 chunks waited for copies (churnwalk). A
         first window with few twins (an unrelated repository) stops it after WINDOW lookups."""
@@ -528,6 +531,18 @@ class Engine:
             if not pending or 2 * len(left) > len(pending) or len(pending) < window:
                 return
             window = _TWIN_WINDOW
+
+    def _trim_kept_vectors(self) -> None:
+        """Hold the deep vectors kept after their chunks went (store/kept_vectors.py) to their
+        cap, oldest dropped first, after an update that deleted chunks (under the caller's writer
+        lock). Apart from the deletion's transaction: a crash in between leaves a few too many
+        until the next such update, never a vector lost that the cap keeps."""
+        try:
+            vectors = self.vectors
+        except ConfigError:  # a bad `models:` block: what embeds says it
+            return
+        if vectors is not None:
+            vectors.trim_kept()
 
     def _forget_removed_worktrees(self) -> list[UpdateReport]:
         """Forget each collection of a linked git worktree that git removed (ingest/worktrees.py:

@@ -16,9 +16,8 @@ def _git(root: Path, *args: str) -> None:
     subprocess.run([*GIT, "-C", str(root), *args], check=True, capture_output=True)
 
 
-def test_a_new_worktree_takes_the_vectors_of_its_repository_at_update(
-    small_engine: Engine, tmp_path: Path
-) -> None:
+def _six_module_repo(tmp_path: Path) -> Path:
+    """A git repository (branch main) of six small Python modules, committed."""
     repo = tmp_path / "proj"
     (repo / "src").mkdir(parents=True)
     for i in range(6):
@@ -28,6 +27,13 @@ def test_a_new_worktree_takes_the_vectors_of_its_repository_at_update(
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "c")
+    return repo
+
+
+def test_a_new_worktree_takes_the_vectors_of_its_repository_at_update(
+    small_engine: Engine, tmp_path: Path
+) -> None:
+    repo = _six_module_repo(tmp_path)
     main = small_engine.add_collection(repo).name
     small_engine.update([main])
     small_engine.embed([main], progress=False)
@@ -54,3 +60,23 @@ def test_an_unrelated_repository_waits_for_the_embed_job(small_engine: Engine, t
     b = small_engine.add_collection(second).name
     small_engine.update([b])
     assert small_engine.pending_vectors([b]) == 1
+
+
+def test_switching_back_to_a_branch_embeds_nothing_again(small_engine: Engine, tmp_path: Path) -> None:
+    """main -> a branch that deleted and rewrote files -> main: the chunks main had get their
+    vectors back at update time (kept as they went, store/kept_vectors.py), none waits."""
+    repo = _six_module_repo(tmp_path)
+    name = small_engine.add_collection(repo).name
+    small_engine.update([name])
+    small_engine.embed([name], progress=False)
+    _git(repo, "checkout", "-q", "-b", "old")
+    for i in range(3):
+        (repo / "src" / f"mod{i}.py").unlink()
+    (repo / "src" / "mod3.py").write_text("def walrus_3(tusk):\n    return -tusk\n")
+    _git(repo, "commit", "-qam", "old")
+    [away] = small_engine.update([name])
+    assert away.chunks_removed == 4
+    _git(repo, "checkout", "-q", "main")
+    [back] = small_engine.update([name])
+    assert back.chunks_added == 4
+    assert small_engine.pending_vectors([name]) == 0

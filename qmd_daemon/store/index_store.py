@@ -159,6 +159,9 @@ class IndexStore:
         self.fts.flush()  # counts staged for it before are written now, and dropped below
         self.conn.execute("DELETE FROM term_stats WHERE collection_id = ?", (collection_id,))
         self.conn.execute("DELETE FROM collections WHERE name = ?", (name,))
+        # its chunks' deep vectors were kept as they went (store/kept_vectors.py); a removed
+        # collection is one the user asked to forget (docs/security.md)
+        self.conn.execute("DELETE FROM kept_vectors WHERE collection_id = ?", (collection_id,))
 
     def mark_updated(self, collection_id: int, index_format: str) -> None:
         """The collection's update is done. When it wrote anything, FTS5's segments get one

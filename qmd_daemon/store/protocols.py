@@ -224,7 +224,18 @@ class VectorStore(Protocol):
 
     def pending_count(self, collection_ids: list[int] | None = None) -> int: ...
 
-    def copy_identical(self, pending: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]: ...
+    def copy_identical(self, pending: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+        """Give chunks whose content has a vector (a live twin's, or one kept after its chunk
+        went: store/kept_vectors.py) that vector; returns those still without."""
+        ...
+
+    def trim_kept(self) -> int:
+        """Drop the oldest kept vectors past the cap; returns how many went."""
+        ...
+
+    def kept_count(self) -> int:
+        """Vectors kept after their chunks went, waiting for an identical chunk."""
+        ...
 
     def put(self, rows: Sequence[tuple[int, int, str, Sequence[float]]]) -> int: ...
 

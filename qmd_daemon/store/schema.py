@@ -24,6 +24,7 @@ from qmd_daemon.store.connection import (
 from qmd_daemon.store.file_stems import FILE_STEMS_TABLE
 from qmd_daemon.store.file_stems import fill as fill_file_stems
 from qmd_daemon.store.fts_tokens import FTS_TOKENIZER
+from qmd_daemon.store.kept_vectors import keep_on_delete
 from qmd_daemon.store.static_vectors import STATIC_TABLES
 from qmd_daemon.store.term_stats import TERM_STATS_TABLE
 from qmd_daemon.store.term_stats import fill as fill_term_stats
@@ -140,6 +141,8 @@ def _codes_at_whole_range(conn: Any) -> None:
 # made again at every upgrade's last step), so a daemon left running across `pip install -U`
 # cannot change files without keeping up the tables it does not know of.
 # V9: the static tier's chunk vectors and token counts (store/static_vectors.py).
+# V10: a deleted chunk's deep vector kept under its content hash, for an identical chunk that comes
+# back (a branch switched back to, a revert, a move): store/kept_vectors.py.
 MIGRATIONS: dict[int, list[str | Callable[[Any], None]]] = {
     1: list(_V1),
     2: list(CODE_TABLES),
@@ -153,6 +156,7 @@ MIGRATIONS: dict[int, list[str | Callable[[Any], None]]] = {
     7: ["DROP TRIGGER IF EXISTS chunks_fts_delete"],
     8: [],
     9: list(STATIC_TABLES),
+    10: [keep_on_delete],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

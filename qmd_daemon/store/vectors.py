@@ -8,7 +8,8 @@ scored whole, one a little larger rescores a pool scaled to its size: binary_cod
 so its cost no longer grows with k x every vector (sqlite-vec's brute-force KNN).
 The model's fingerprint and dimension live in `meta`; a different model drops the table and everything is
 embedded again cleanly. Identical chunks (same content hash) are embedded once: a new chunk whose
-hash already has a vector copies it.
+hash already has a vector copies it, from a live chunk or from the vectors kept after their chunks
+went (store/kept_vectors.py: a branch switched back to is not embedded again).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from qmd_daemon.config import QUANTIZATIONS
+from qmd_daemon.store import kept_vectors
 from qmd_daemon.store.binary_codes import (
     CodeCache,
     code_row,
@@ -82,11 +84,8 @@ class VectorIndex:
                 f"CREATE VIRTUAL TABLE chunk_vectors USING vec0("
                 f"collection_id integer, {column} distance_metric=cosine)"
             )
-            self.conn.execute(
-                """CREATE TRIGGER chunk_vectors_delete AFTER DELETE ON chunks BEGIN
-                     DELETE FROM chunk_vectors WHERE rowid = old.id;
-                   END"""
-            )
+            self.conn.execute(kept_vectors.DELETE_TRIGGER)
+            self.conn.execute("DELETE FROM kept_vectors")  # another model's: never copied
             for key, value in (
                 ("vector_model", fingerprint),
                 ("vector_dim", str(dim)),
@@ -160,10 +159,13 @@ class VectorIndex:
         )
 
     def copy_identical(self, pending: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-        """Give chunks whose content already has a vector that vector; returns those still without."""
+        """Give chunks whose content already has a vector that vector (a live twin's, else one kept
+        after its chunk went: store/kept_vectors.py); returns those still without."""
         left: list[tuple[int, int, str]] = []
         active = self.active_model()
-        typed = "vec_int8(?)" if active and active[2] == "int8" else "?"  # int8 blobs must say so
+        if active is None:
+            return list(pending)
+        typed = "vec_int8(?)" if active[2] == "int8" else "?"  # int8 blobs must say so
         with self.store.transaction():
             for chunk_id, collection_id, content_hash in pending:
                 donor = self.conn.execute(  # its code row too: made from the float vector
@@ -173,13 +175,21 @@ class VectorIndex:
                     (content_hash, chunk_id),
                 ).fetchone()
                 if donor is None:
+                    same = "SELECT 1 FROM chunks WHERE id = ? AND hash = ?"  # not deleted or replaced
+                    kept = (
+                        kept_vectors.take(self.conn, content_hash)
+                        if self.conn.execute(same, (chunk_id, content_hash)).fetchone()
+                        else None
+                    )
+                    donor = None if kept is None else (kept, None, None)
+                if donor is None:
                     left.append((chunk_id, collection_id, content_hash))
                     continue
                 self.conn.execute(
                     f"INSERT INTO chunk_vectors (rowid, collection_id, embedding) VALUES (?, ?, {typed})",
                     (chunk_id, collection_id, donor[0]),
                 )
-                stored_as = active[2] if active else "float"
+                stored_as = active[2]
                 row = (
                     (donor[1], donor[2])
                     if donor[1] is not None
@@ -187,6 +197,15 @@ class VectorIndex:
                 )
                 self._put_code(chunk_id, collection_id, row)
         return left
+
+    def trim_kept(self) -> int:
+        """Drop the oldest kept vectors past the cap (store/kept_vectors.py); returns how many."""
+        with self.store.transaction():
+            return kept_vectors.trim(self.conn)
+
+    def kept_count(self) -> int:
+        """Vectors kept after their chunks went, waiting for an identical chunk."""
+        return int(self.conn.execute("SELECT count(*) FROM kept_vectors").fetchone()[0])
 
     def _put_code(self, chunk_id: int, collection_id: int, row: tuple[bytes, bytes]) -> None:
         self.conn.execute(

@@ -137,6 +137,8 @@ class PostgresChunkStore:
         if row:
             self._sql("DELETE FROM term_stats WHERE collection_id = %s", (row[0],))
             self._sql("DELETE FROM collection_totals WHERE collection_id = %s", (row[0],))
+            # its chunks' vectors were kept as they went; a removed collection is forgotten
+            self._sql("DELETE FROM kept_vectors WHERE collection_id = %s", (row[0],))
 
     def mark_updated(self, collection_id: int, index_format: str) -> None:
         self._sql("UPDATE collections SET updated_at = %s, index_format = %s WHERE id = %s",

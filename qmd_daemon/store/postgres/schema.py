@@ -164,7 +164,39 @@ _V3 = [
     )""",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3}
+# V4: a deleted chunk's deep vector kept under its content hash for an identical chunk that comes
+# back (store/kept_vectors.py has the why and the bounds). As real[], so the table needs neither
+# pgvector nor the model's dimension; emptied by PostgresVectorIndex.ensure with every model
+# change. The trigger runs BEFORE the chunk goes (its vector row is deleted after, by the cascade)
+# and is made with the vector table (KEEP_TRIGGER); an index embedded already gets it here.
+KEEP_FUNCTION = """CREATE OR REPLACE FUNCTION qmd_keep_vector() RETURNS TRIGGER LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO kept_vectors AS k (hash, collection_id, embedding)
+            SELECT OLD.hash, v.collection_id, v.embedding::real[] FROM chunk_vectors v
+            WHERE v.chunk_id = OLD.id
+        ON CONFLICT (hash) DO UPDATE SET collection_id = excluded.collection_id,
+            embedding = excluded.embedding, kept_order = nextval('kept_vectors_order');
+        RETURN OLD;
+    END $$"""
+KEEP_TRIGGER = """CREATE OR REPLACE TRIGGER chunks_keep_vector BEFORE DELETE ON chunks
+    FOR EACH ROW EXECUTE FUNCTION qmd_keep_vector()"""
+_V4 = [
+    "CREATE SEQUENCE kept_vectors_order",
+    """CREATE TABLE kept_vectors (
+        hash TEXT PRIMARY KEY,
+        collection_id BIGINT NOT NULL,
+        embedding REAL[] NOT NULL,
+        kept_order BIGINT NOT NULL DEFAULT nextval('kept_vectors_order')
+    )""",
+    "CREATE INDEX kept_vectors_by_order ON kept_vectors(kept_order)",
+    "CREATE INDEX kept_vectors_by_collection ON kept_vectors(collection_id)",
+    KEEP_FUNCTION,
+    f"""DO $do$ BEGIN
+        IF to_regclass('chunk_vectors') IS NOT NULL THEN {KEEP_TRIGGER}; END IF;
+    END $do$""",
+]
+
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 SCHEMA_VERSION = max(MIGRATIONS)
 _MIGRATION_LOCK = 0x716D64  # one migration at a time across every machine sharing the database
 

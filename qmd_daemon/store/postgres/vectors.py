@@ -1,7 +1,8 @@
 """Chunk vectors in pgvector: one table for the active embedding model, an HNSW index (cosine).
 
 The same contract as store/vectors.py's VectorIndex (the model's fingerprint and dimension in
-`meta`, a model change drops and re-creates the table, identical chunks share one embedding), with
+`meta`, a model change drops and re-creates the table, identical chunks share one embedding, a
+deleted chunk's vector kept for its content's return: store/kept_vectors.py, schema.py's V4), with
 the search's collection filter inside the ANN scan: pgvector 0.8's iterative index scan keeps
 walking the graph until k rows of the searched collections are found, instead of filtering the
 top ef_search rows of every collection afterwards (which returns too few for a small collection).
@@ -16,9 +17,10 @@ from typing import Any
 
 from qmd_daemon.config import QUANTIZATIONS
 from qmd_daemon.errors import IndexDatabaseError
+from qmd_daemon.store import kept_vectors
 from qmd_daemon.store.pending_order import ORDER_BY, EmbedPriority
 from qmd_daemon.store.postgres.connection import PostgresDatabase
-from qmd_daemon.store.postgres.schema import enable_pgvector, meta_value, set_meta
+from qmd_daemon.store.postgres.schema import KEEP_TRIGGER, enable_pgvector, meta_value, set_meta
 
 _COLUMN_TYPE = {"float": "vector", "int8": "halfvec"}
 VECTOR_LOCK = 0x716D6401  # advisory lock key of the vector table's (re)creation
@@ -100,6 +102,8 @@ class PostgresVectorIndex:
                 "CREATE INDEX chunk_vectors_ann ON chunk_vectors "
                 f"USING hnsw (embedding {_COLUMN_TYPE[self.quantization]}_cosine_ops) {HNSW_BUILD}"
             )
+            self.db.execute(KEEP_TRIGGER)
+            self.db.execute("DELETE FROM kept_vectors")  # another model's: never copied
             for key, value in (
                 ("vector_model", fingerprint),
                 ("vector_dim", str(dim)),
@@ -179,7 +183,50 @@ class PostgresVectorIndex:
                 (ids, collections, hashes),
             ).fetchall()
         done = {int(r[0]) for r in copied}
+        left = [row for row in pending if row[0] not in done]
+        return self._copy_kept(left) if left else left
+
+    def _copy_kept(self, pending: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+        """Give chunks the vector kept for their content after its chunk went (store/kept_vectors.py),
+        which then leaves the kept set; returns those still without."""
+        ids, collections, hashes = (list(column) for column in zip(*pending, strict=True))
+        with self.db.transaction():
+            copied = self.db.execute(
+                f"""INSERT INTO chunk_vectors (chunk_id, collection_id, embedding)
+                   SELECT p.id, p.collection_id, k.embedding::{self._cast()}
+                   FROM unnest(%s::bigint[], %s::integer[], %s::text[]) AS p(id, collection_id, hash)
+                   JOIN chunks c ON c.id = p.id AND c.hash = p.hash
+                   JOIN kept_vectors k ON k.hash = p.hash
+                   ON CONFLICT (chunk_id) DO NOTHING
+                   RETURNING chunk_id""",
+                (ids, collections, hashes),
+            ).fetchall()
+            done = {int(r[0]) for r in copied}
+            taken = sorted({h for i, h in zip(ids, hashes, strict=True) if i in done})
+            if taken:
+                self.db.execute("DELETE FROM kept_vectors WHERE hash = ANY(%s)", (taken,))
         return [row for row in pending if row[0] not in done]
+
+    def trim_kept(self) -> int:
+        """Drop the oldest kept vectors past the cap (store/kept_vectors.py); returns how many."""
+        kept = self.kept_count()
+        if kept <= kept_vectors.KEEP_MIN:
+            return 0
+        with self.db.transaction():
+            row = self.db.execute("SELECT count(*) FROM chunk_vectors").fetchone()
+            cap = kept_vectors.kept_cap(int(row[0]) if row else 0)
+            if kept <= cap:
+                return 0
+            return self.db.execute(
+                """DELETE FROM kept_vectors WHERE kept_order <
+                   (SELECT kept_order FROM kept_vectors ORDER BY kept_order DESC LIMIT 1 OFFSET %s)""",
+                (cap - 1,),
+            ).rowcount
+
+    def kept_count(self) -> int:
+        """Vectors kept after their chunks went, waiting for an identical chunk."""
+        row = self.db.execute("SELECT count(*) FROM kept_vectors").fetchone()
+        return int(row[0]) if row else 0
 
     def put(self, rows: Sequence[tuple[int, int, str, Sequence[float]]]) -> int:
         """Store (chunk id, collection id, content hash, vector) in one transaction; skips a chunk
