@@ -24,6 +24,7 @@ from qmd_daemon.store.fts5_query import fts_collection_token, match_expression, 
 from qmd_daemon.store.fts_batch import FtsBatch
 from qmd_daemon.store.fts_tokens import query_tokens, query_tokens_of
 from qmd_daemon.store.fts_totals import fts_row_count
+from qmd_daemon.store.kept_vectors import forget_vectors_of
 from qmd_daemon.store.lexical_query import LexicalQuery, Word
 from qmd_daemon.store.protocols import ChunkRow, FileState
 from qmd_daemon.store.schema import migrate, refused_to_older_code
@@ -151,11 +152,12 @@ class IndexStore:
         collection_id = self.collection_id(name)
         if collection_id is None:
             return
-        rows = self.conn.execute(
+        chunk_ids = [int(r[0]) for r in self.conn.execute(
             "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.collection_id = ?",
             (collection_id,),
-        )
-        self.fts.delete(collection_id, [int(r[0]) for r in rows], count=False)
+        )]
+        self.fts.delete(collection_id, chunk_ids, count=False)
+        forget_vectors_of(self.conn, chunk_ids)
         self.fts.flush()  # counts staged for it before are written now, and dropped below
         self.conn.execute("DELETE FROM term_stats WHERE collection_id = ?", (collection_id,))
         self.conn.execute("DELETE FROM collections WHERE name = ?", (name,))

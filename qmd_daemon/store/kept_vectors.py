@@ -51,15 +51,26 @@ DELETE_TRIGGER = """CREATE TRIGGER chunk_vectors_delete AFTER DELETE ON chunks B
 END"""
 
 
+def has_vector_table(conn: Any) -> bool:
+    return bool(conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunk_vectors'"
+    ).fetchone())
+
+
+def forget_vectors_of(conn: Any, chunk_ids: list[int]) -> None:
+    """Delete these chunks' deep vectors before the chunks themselves, so that the delete trigger
+    keeps none: a removed collection is forgotten, and keeping each vector only to drop it with
+    the collection cost collection remove 0.1 ms a chunk (vectorkeep)."""
+    if has_vector_table(conn):
+        conn.executemany("DELETE FROM chunk_vectors WHERE rowid = ?", ((i,) for i in chunk_ids))
+
+
 def keep_on_delete(conn: Any) -> None:
     """Schema 10's step: the kept table, and an index embedded by older code has its vectors'
     delete trigger made again to keep them (an index with no vector table gets it from ensure)."""
     conn.execute(KEPT_TABLE)
     conn.execute(KEPT_BY_COLLECTION)
-    has_vectors = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunk_vectors'"
-    ).fetchone()
-    if has_vectors:
+    if has_vector_table(conn):
         conn.execute("DROP TRIGGER IF EXISTS chunk_vectors_delete")
         conn.execute(DELETE_TRIGGER)
 

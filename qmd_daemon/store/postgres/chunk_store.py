@@ -133,6 +133,10 @@ class PostgresChunkStore:
 
     def remove_collection(self, name: str) -> None:
         self._lock_collection(name)
+        # its vectors go before its chunks, so the keep trigger keeps none only to drop them below
+        if self._scalar("SELECT to_regclass('chunk_vectors') IS NOT NULL"):
+            self._sql("DELETE FROM chunk_vectors WHERE collection_id = "
+                      "(SELECT id FROM collections WHERE name = %s)", (name,))
         row = self._sql("DELETE FROM collections WHERE name = %s RETURNING id", (name,)).fetchone()
         if row:
             self._sql("DELETE FROM term_stats WHERE collection_id = %s", (row[0],))
