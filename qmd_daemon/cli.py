@@ -588,6 +588,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
         )
     else:
         click.echo("deep vectors: none yet (run `qmd-daemon embed`)")
+    if vectors["kept"]:
+        kept = vectors["kept"]
+        click.echo(f"  kept: {kept:,} vector{'' if kept == 1 else 's'} of deleted chunks, taken back by "
+                   "identical chunks that return (a branch switched back to), never searched")
     if vectors["running"] is not None:  # a daemon's embed job meanwhile skips: this run does the work
         by = "the daemon" if daemon is not None and daemon.pid == vectors["running"] else "`qmd-daemon embed`"
         click.echo(f"  embedding now: {by} (pid {vectors['running']})")

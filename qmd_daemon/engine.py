@@ -784,6 +784,8 @@ class Engine:
                 "chunks": chunks,
                 "off": deep_off,  # why the deep pass never runs; None when it does
                 "running": held_by(self.embed_lock_path),  # the pid of the run embedding now
+                # vectors of deleted chunks, for identical ones that come back (store/kept_vectors.py)
+                "kept": vectors.kept_count() if vectors is not None and active is not None else 0,
             },
             "static_vectors": self.static_status(),
             # the whole shared index, every home's collections (None: one home's index, SQLite)

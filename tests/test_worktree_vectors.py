@@ -76,7 +76,9 @@ def test_switching_back_to_a_branch_embeds_nothing_again(small_engine: Engine, t
     _git(repo, "commit", "-qam", "old")
     [away] = small_engine.update([name])
     assert away.chunks_removed == 4
+    assert small_engine.status()["vectors"]["kept"] == 4  # `status` says what waits to come back
     _git(repo, "checkout", "-q", "main")
     [back] = small_engine.update([name])
     assert back.chunks_added == 4
     assert small_engine.pending_vectors([name]) == 0
+    assert small_engine.status()["vectors"]["kept"] == 0  # taken back (the branch's mod3 had none)
