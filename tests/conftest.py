@@ -135,6 +135,23 @@ def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
     return root
 
 
+GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+
+
+def git(root: Path, *args: str) -> None:
+    """git in ROOT as a test's user (no global identity needed), output captured."""
+    subprocess.run([*GIT, "-C", str(root), *args], check=True, capture_output=True)
+
+
+def committed_repository(root: Path, files: dict[str, str | bytes]) -> Path:
+    """FILES written under ROOT and committed on branch main; ROOT resolved."""
+    write_tree(root, files)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "c")
+    return root.resolve()
+
+
 def indexed(engine: Any, root: Path, files: dict[str, str | bytes]) -> str:
     """Write FILES under ROOT, register ROOT with ENGINE and index it; the collection's name."""
     write_tree(root, files)

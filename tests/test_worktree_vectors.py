@@ -4,30 +4,16 @@ first search there is hybrid, not keyword-only while the embed job catches up (c
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from qmd_daemon.engine import Engine
-
-GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
-
-
-def _git(root: Path, *args: str) -> None:
-    subprocess.run([*GIT, "-C", str(root), *args], check=True, capture_output=True)
+from tests.conftest import committed_repository, git
 
 
 def _six_module_repo(tmp_path: Path) -> Path:
     """A git repository (branch main) of six small Python modules, committed."""
-    repo = tmp_path / "proj"
-    (repo / "src").mkdir(parents=True)
-    for i in range(6):
-        (repo / "src" / f"mod{i}.py").write_text(
-            f"def walrus_{i}(tusk):\n    '''Measure tusk number {i}.'''\n    return tusk * {i}\n"
-        )
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "c")
-    return repo
+    source = "def walrus_{0}(tusk):\n    '''Measure tusk number {0}.'''\n    return tusk * {0}\n"
+    return committed_repository(tmp_path / "proj", {f"src/mod{i}.py": source.format(i) for i in range(6)})
 
 
 def test_a_new_worktree_takes_the_vectors_of_its_repository_at_update(
@@ -40,7 +26,7 @@ def test_a_new_worktree_takes_the_vectors_of_its_repository_at_update(
     assert small_engine.pending_vectors([main]) == 0
 
     tree = tmp_path / "proj-task-1"
-    _git(repo, "worktree", "add", "-q", "-b", "task-1", str(tree))
+    git(repo, "worktree", "add", "-q", "-b", "task-1", str(tree))
     (tree / "src" / "new.py").write_text("def narwhal_horn():\n    return 'spiral'\n")  # not in main
     name = small_engine.add_collection(tree).name
     [report] = small_engine.update([name])
@@ -69,15 +55,15 @@ def test_switching_back_to_a_branch_embeds_nothing_again(small_engine: Engine, t
     name = small_engine.add_collection(repo).name
     small_engine.update([name])
     small_engine.embed([name], progress=False)
-    _git(repo, "checkout", "-q", "-b", "old")
+    git(repo, "checkout", "-q", "-b", "old")
     for i in range(3):
         (repo / "src" / f"mod{i}.py").unlink()
     (repo / "src" / "mod3.py").write_text("def walrus_3(tusk):\n    return -tusk\n")
-    _git(repo, "commit", "-qam", "old")
+    git(repo, "commit", "-qam", "old")
     [away] = small_engine.update([name])
     assert away.chunks_removed == 4
     assert small_engine.status()["vectors"]["kept"] == 4  # `status` says what waits to come back
-    _git(repo, "checkout", "-q", "main")
+    git(repo, "checkout", "-q", "main")
     [back] = small_engine.update([name])
     assert back.chunks_added == 4
     assert small_engine.pending_vectors([name]) == 0

@@ -5,7 +5,6 @@ reach, or deleted without git, keeps its index (ingest/worktrees.py)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -14,26 +13,16 @@ import yaml
 
 from qmd_daemon.engine import Engine
 from qmd_daemon.ingest.worktrees import removed_worktree, worktree_common_dir
-
-GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
-
-
-def _git(root: Path, *args: str) -> None:
-    subprocess.run([*GIT, "-C", str(root), *args], check=True, capture_output=True)
+from tests.conftest import committed_repository, git
 
 
 def _repository(tmp_path: Path) -> Path:
-    repo = tmp_path / "proj"
-    (repo / "src").mkdir(parents=True)
-    (repo / "src" / "walrus.py").write_text("def walrus_tusk_length():\n    return 3\n")
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "c")
-    return repo.resolve()
+    walrus = "def walrus_tusk_length():\n    return 3\n"
+    return committed_repository(tmp_path / "proj", {"src/walrus.py": walrus})
 
 
 def _worktree(repo: Path, folder: Path, branch: str) -> Path:
-    _git(repo, "worktree", "add", "-q", "-b", branch, str(folder))
+    git(repo, "worktree", "add", "-q", "-b", branch, str(folder))
     return folder.resolve()
 
 
@@ -60,7 +49,7 @@ def test_git_worktree_remove_forgets_its_collection_and_leaves_the_rest(
     assert engine.collections()[names[tree]].worktree_of == repo / ".git"
     assert engine.collections()[names[repo]].worktree_of is None
 
-    _git(repo, "worktree", "remove", str(tree))
+    git(repo, "worktree", "remove", str(tree))
     reports = engine.update()
     forgotten = [r for r in reports if r.forgotten]
     assert [r.collection for r in forgotten] == [names[tree]]
@@ -87,7 +76,7 @@ def test_a_worktree_deleted_without_git_is_kept_until_git_prunes_it(engine: Engi
     assert f"`git -C {repo} worktree prune`" in str(error)  # what to run when it was deleted for good
     assert engine.store.collection_id(name) is not None
 
-    _git(repo, "worktree", "prune")
+    git(repo, "worktree", "prune")
     reports = engine.update(keep_going=True)
     assert [r.collection for r in reports if r.forgotten] == [name]
     assert name not in engine.collections()
@@ -102,7 +91,7 @@ def test_a_worktree_out_of_reach_keeps_its_index(tmp_path: Path) -> None:
     tree.rename(aside)
     assert not removed_worktree(tree, repo / ".git")
     aside.rename(tree)
-    _git(repo, "worktree", "remove", str(tree))
+    git(repo, "worktree", "remove", str(tree))
     assert removed_worktree(tree, repo / ".git")
     repo.rename(tmp_path / "repo-unmounted")
     assert not removed_worktree(tree, repo / ".git")
@@ -135,7 +124,7 @@ def test_a_worktree_registered_before_worktree_of_was_kept_gets_it(engine: Engin
     assert engine.collections()[name].worktree_of is None
     engine.update()
     assert engine.collections()[name].worktree_of == repo / ".git"
-    _git(repo, "worktree", "remove", str(tree))
+    git(repo, "worktree", "remove", str(tree))
     assert [r.collection for r in engine.update() if r.forgotten] == [name]
 
 
@@ -176,7 +165,7 @@ def test_a_name_given_to_another_folder_while_an_update_checks_it_is_not_forgott
     tree = _worktree(repo, tmp_path / "proj-task-1", "task-1")
     name = engine.add_collection(tree).name
     engine.update()
-    _git(repo, "worktree", "remove", str(tree))
+    git(repo, "worktree", "remove", str(tree))
     newcomer = tmp_path / "other" / "proj-task-1"
     newcomer.mkdir(parents=True)
     (newcomer / "kept.py").write_text("def kept_after_handover():\n    return 1\n")
