@@ -218,7 +218,9 @@ def desired_hooks(paths: SetupPaths, auto_retrieve: bool, *, windows: bool = WIN
     hooks: dict[str, Any] = {
         "SessionStart": [
             {
-                "matcher": "startup|resume",
+                # `clear` too: /clear starts a new conversation, often after a pause long enough
+                # for the idle daemon to have exited (both agents send it as the event's source)
+                "matcher": "startup|resume|clear",
                 "hooks": [
                     {
                         "type": "command",

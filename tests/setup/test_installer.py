@@ -65,6 +65,7 @@ def test_yes_installs_skill_hooks_wrappers_instruction_and_state(fake_home):
     for hooks in (settings["hooks"], codex["hooks"]):
         (group,) = hooks["SessionStart"]
         assert "qmd-session-start.sh" in group["hooks"][0]["command"]
+        assert group["matcher"].split("|") == ["startup", "resume", "clear"]
         assert "UserPromptSubmit" not in hooks  # auto-retrieve is opt-in
     # a command the setup puts on PATH, not the skill's name (no program of that name exists)
     instruction = (home / ".claude/CLAUDE.md").read_text()
