@@ -423,6 +423,9 @@ _HINTS = ("function", "()", " :: ", "<-")
 # Definitions the patterns above miss, by language family: (pattern, kind, only at indentation
 # 0). A family's patterns are tried first, on every line of its languages.
 _LISP_HEAD = r"\((?:[\w.-]+/)?"  # `(defn`, `(cl:defun`, `(s/def`
+# Clojure's metadata before a defined name: `(def ^:private x`, `(defn ^String f`,
+# `(defprotocol ^{:added "1.6"} P` (the name is what follows it)
+_LISP_META = r"(?:\^(?:\{[^{}]*\}|[^\s()\[\]{}]+)\s+)*"
 _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
     "ml": [
         (r"(?:let|and)\s+(?:rec\s+)?(?:inline\s+|private\s+|mutable\s+)*(?P<name>[a-z_][\w']*)\b(?!.*\bin\s*$)",
@@ -432,6 +435,8 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
         (r"module\s+(?:type\s+|rec\s+)?(?P<name>[A-Z][\w'.]*)", "module", False),
         (r"(?:(?:static|abstract|override|default)\s+)*member\s+(?:\w+\.)?(?P<name>\w+)", "method", False),
         (r"exception\s+(?P<name>[A-Z]\w*)", "type", False),
+        # F#'s double-backtick names, most of them tests: ``let ``route: GET "/" returns 200`` () =``
+        (r"(?:let|member\s+\w+\.)\s*``(?P<name>[^`]+)``", "function", False),
     ],
     "elm": [
         (r"(?P<name>[a-z][\w']*)\s+:\s", "function", True),
@@ -440,12 +445,15 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
     ],
     "lisp": [
         (_LISP_HEAD + r"(?:defn-?|defun|define|defmethod|defmulti|defgeneric|defsubst|defcustom|fn)\s+"
-         r"\(?(?P<name>[^\s()\[\]]+)", "function", False),
-        (_LISP_HEAD + r"(?:defmacro|define-syntax|define-macro)\s+\(?(?P<name>[^\s()\[\]]+)", "macro", False),
+         + _LISP_META + r"\(?(?P<name>[^\s()\[\]]+)", "function", False),
+        (_LISP_HEAD + r"(?:defmacro|define-syntax|define-macro)\s+" + _LISP_META
+         + r"\(?(?P<name>[^\s()\[\]]+)", "macro", False),
         (_LISP_HEAD + r"(?:defclass|defstruct|defrecord|deftype|defprotocol|definterface|define-record-type|"
-         r"define-class|struct)\s+\(?(?P<name>[^\s()\[\]]+)", "class", False),
+         r"define-class|struct)\s+" + _LISP_META + r"\(?(?P<name>[^\s()\[\]]+)", "class", False),
         (_LISP_HEAD + r"(?:def|defonce|defvar|defparameter|defconst|defconstant|define-values)\s+"
-         r"(?P<name>[^\s()\[\]]+)", "variable", False),
+         + _LISP_META + r"(?P<name>[^\s()\[\]]+)", "variable", False),
+        # clojure.test's `(deftest name`, test.check's `(defspec name`
+        (_LISP_HEAD + r"(?:deftest|defspec)\s+" + _LISP_META + r"(?P<name>[^\s()\[\]]+)", "test", False),
         (_LISP_HEAD + r"(?:ns|defpackage|define-module|module|in-package)\s+(?P<name>[^\s()\[\]]+)", "module",
          False),
     ],
@@ -492,16 +500,26 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
          r"(?P<name>\w+)", "function", False),
         (r"(?i:(?:module|program|submodule\s*\([^)]*\))\s+)(?!procedure\b)(?P<name>\w+)", "module", False),
         (r"(?i:type\s*(?:,[^:]*)?::\s*)(?P<name>\w+)", "type", False),
+        # `type build_target_t` (the `::` is optional without attributes); not `type is (...)`
+        (r"(?i:type\s+)(?P<name>\w+)\s*(?:!.*)?$", "type", False),
+        (r"(?i:interface\s+)(?!(?i:operator|assignment)\b)(?P<name>\w+)\s*(?:!.*)?$", "interface", False),
     ],
     "tcl": [
         (r"namespace\s+eval\s+(?P<name>[\w:]+)", "module", False),
         (r"proc\s+(?P<name>[\w:]+)", "function", False),
         (r"(?:oo::class|itcl::class|class)\s+(?:create\s+)?(?P<name>[\w:]+)", "class", False),
     ],
+    # Solidity: every definition by its keyword; a parameter of function type (`function(bytes32,
+    # bytes32) view returns (bytes32) hasher`, on its own line in a long signature) defines nothing
     "solidity": [
         (r"(?:abstract\s+)?(?:contract|library|interface)\s+(?P<name>\w+)", "class", False),
+        (r"function\s+(?P<name>\w+)\s*\(", "function", False),
+        (r"(?P<name>constructor|fallback|receive)\s*\(", "function", False),
         (r"modifier\s+(?P<name>\w+)", "function", False),
         (r"(?:event|error)\s+(?P<name>\w+)\s*\(", "type", False),
+        (r"struct\s+(?P<name>\w+)", "struct", False),
+        (r"enum\s+(?P<name>\w+)", "enum", False),
+        (r"type\s+(?P<name>\w+)\s+is\b", "type", False),  # a user-defined value type
     ],
     "verilog": [
         (r"(?:macro)?module\s+(?:automatic\s+)?(?P<name>\w+)", "module", False),
@@ -509,6 +527,18 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
         (r"(?:interface|package|program)\s+(?P<name>\w+)", "module", False),
         (r"(?:function|task)\s+(?:automatic\s+|static\s+)?(?:[\w$]+\s+)*?(?:\[[^\]]*\]\s*)?"
          r"(?P<name>\w+)\s*[(;]", "function", False),
+    ],
+    # Vue and Svelte single-file components: the blocks, the options object's method shorthand
+    # (`getThemeCluster(theme) {`) and its option groups (`methods: {`, so a method is not read as
+    # nested in the `mounted()` above it), `<script setup>`'s arrow functions
+    "sfc": [
+        (r"<(?P<name>template|script|style)\b[^>]*>", "section", True),
+        (r"(?P<name>props|data|computed|watch|methods|filters|directives|components|emits|setup)\s*:\s*[{\[]",
+         "key", False),
+        (r"(?:async\s+)?(?!(?:if|for|while|switch|catch|function|return|with|else)\b)"
+         r"(?P<name>[A-Za-z_$][\w$]*)\s*\([^()]*\)\s*\{\s*$", "function", False),
+        (r"(?:export\s+)?(?:const|let|var)\s+(?P<name>[A-Za-z_$][\w$]*)\s*=\s*(?:async\s+)?"
+         r"(?:\([^()]*\)|[A-Za-z_$][\w$]*)\s*=>", "function", False),
     ],
     # bats test files: each `@test "name" {` block is a test (bash's grammar reads the line as an
     # error); their helpers are shell functions, which the generic patterns name
@@ -534,12 +564,13 @@ _FAMILY_OF = {
     "solidity": "solidity",
     "verilog": "verilog",
     "bats": "bats",
+    **dict.fromkeys(("vue", "svelte"), "sfc"),
     **dict.fromkeys(("d", "glsl", "hlsl", "vala"), "c_like"),
 }
 # Families whose patterns above name every definition: the generic patterns would misread their
 # declarations (`integer :: i` as a Haskell signature, Verilog's `input wire clk` as a GraphQL type,
 # MATLAB's `function out = f` as `out`, R's `error = function(e)` argument as a definition).
-_FAMILIES_WITHOUT_GENERIC = frozenset({"fortran", "verilog", "matlab", "r"})
+_FAMILIES_WITHOUT_GENERIC = frozenset({"fortran", "verilog", "matlab", "r", "solidity"})
 _FAMILY_RE = {
     family: [(re.compile(p), kind, top) for p, kind, top in patterns]
     for family, patterns in _FAMILY_PATTERNS.items()
@@ -623,7 +654,32 @@ def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
                 name = (m.group("name") or "").strip() or stripped.split("(")[0].split("{")[0].strip()
                 out.append(_Cand(row, indent, name[:120], kind, stripped))
                 break
+    if language in _OFFSIDE_LETS:
+        out = _without_local_lets(out)
     return out
+
+
+# Languages whose local bindings are `let`s indented under their function, with no closing `in`
+# (F#'s light syntax): OCaml's `let ... in` are told apart by the `in` instead.
+_OFFSIDE_LETS = frozenset({"fsharp"})
+_BODIES = frozenset({"function", "method"})
+
+
+def _without_local_lets(cands: list[_Cand]) -> list[_Cand]:
+    """The candidates less the `let`s inside a function's or a member's body (`let serializer =
+    ctx.GetJsonSerializer()` in a method, a test's `let ctx = ...`): the nearest candidate above
+    with less indentation is a function or a method. A type's or a module's `let`s are kept."""
+    kept: list[_Cand] = []
+    enclosing: list[_Cand] = []
+    for cand in cands:
+        while enclosing and enclosing[-1].indent >= cand.indent:
+            enclosing.pop()
+        local = cand.kind == "function" and cand.sig.startswith("let") and bool(enclosing)
+        if local and enclosing[-1].kind in _BODIES:
+            continue
+        kept.append(cand)
+        enclosing.append(cand)
+    return kept
 
 
 def _family_candidate(

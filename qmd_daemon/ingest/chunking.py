@@ -42,9 +42,11 @@ def grammar_key(languages: list[str]) -> str:
 # declarations read as definitions, C++ forward declarations `class X;` no definitions either;
 # 4: MATLAB and R definition families, OCaml `val` specifications, Objective-C headers and NS_ENUMs;
 # 5: a notebook's source lines that share a file line (one-line notebooks, a cell as one string)
-# chunked as lines, not joined by spaces).
+# chunked as lines, not joined by spaces; 6: Vue/Svelte component blocks and methods, Clojure
+# names after metadata and `deftest`s, F# local `let`s no definitions, Solidity and Fortran
+# definition tables).
 CHUNKER_VERSION = (
-    f"5:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
+    f"6:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
 )
 
 

@@ -62,11 +62,12 @@ _NAMES_BY_EXTENSION = {
 
 # Folders that hold tests (lower-cased), in most languages, and by one's convention: Jest's
 # `__tests__`/`__mocks__`, Go's `testdata` (the go tool skips it), Flutter's `integration_test`
-# and `test_driver` (`flutter drive`; Ecto keeps its integration suite in one too); also .NET's
+# and `test_driver` (`flutter drive`; Ecto keeps its integration suite in one too), `mocks`
+# (mockery's output folder, OpenZeppelin's `contracts/mocks` test contracts); also .NET's
 # `Foo.Tests/` projects. Not `t/` (Perl's and git's): lower-cased, it would take Haskell's `T/` modules.
 TEST_FOLDERS = frozenset(
     {"test", "tests", "testing", "spec", "specs", "__tests__", "__mocks__", "testdata", "integration_test",
-     "test_driver"}
+     "test_driver", "mocks"}
 )
 TEST_PROJECT_SUFFIXES = (".test", ".tests")
 # In any language: the test variant of a file (`tsconfig.test.json`, `.scalafix.test.conf`), and

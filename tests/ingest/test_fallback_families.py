@@ -236,6 +236,111 @@ FAMILIES = [
         end program main
         """),
      {"solver": "module", "grid": "type", "norm2": "function", "relax": "function", "main": "module"}),
+    ("clojure", "src/ring/core/protocols.clj", _src("""
+        (ns ring.core.protocols)
+
+        (defprotocol ^{:added "1.6"} StreamableResponseBody
+          (write-body-to-stream [body response output-stream]))
+
+        (def ^:private re-charset #"charset=([^;]+)")
+
+        (defn- ^String response-charset [response]
+          (get-charset response))
+
+        (deftest ^:integration write-body-test
+          (is (= 1 1)))
+        """),
+     {"StreamableResponseBody": "class", "re-charset": "variable", "response-charset": "function",
+      "write-body-test": "test"}),
+    ("fortran", "src/fpm_targets.f90", _src("""
+        module fpm_targets
+          implicit none
+
+          type build_target_t
+            character(:), allocatable :: output_file
+          end type build_target_t
+
+          interface add_target
+            module procedure add_new_target
+          end interface add_target
+        contains
+          subroutine add_new_target(targets, name)
+            type(build_target_t), intent(inout) :: targets(:)
+            character(*), intent(in) :: name
+            select type (targets)
+            type is (build_target_t)
+              continue
+            end select
+          end subroutine add_new_target
+        end module fpm_targets
+        """),
+     {"fpm_targets": "module", "build_target_t": "type", "add_target": "interface",
+      "add_new_target": "function"}),
+    ("vue", "src/components/ThemePicker/index.vue", _src("""
+        <template>
+          <el-color-picker v-model="theme" @change="updateTheme" />
+        </template>
+
+        <script>
+        export default {
+          data() {
+            return { chalk: '', theme: '' }
+          },
+          computed: {
+            defaultTheme() {
+              return this.$store.state.settings.theme
+            }
+          },
+          mounted() {
+            this.theme = this.defaultTheme
+          },
+          methods: {
+            updateStyle(style, oldCluster, newCluster) {
+              let newStyle = style
+              if (newStyle) {
+                newStyle = newStyle.trim()
+              }
+              return newStyle
+            },
+            async getThemeCluster(theme) {
+              const clusters = [theme]
+              return clusters
+            }
+          }
+        }
+        </script>
+
+        <style>
+        .theme-picker .el-color-picker__trigger {
+          height: 26px !important;
+        }
+        </style>
+        """),
+     {"template": "section", "script": "section", "style": "section", "data": "function",
+      "defaultTheme": "function", "mounted": "function", "updateStyle": "function",
+      "getThemeCluster": "function"}),
+    ("svelte", "src/lib/Counter.svelte", _src("""
+        <script lang="ts">
+          export let start = 0;
+          let count = start;
+
+          const increment = (by: number) => {
+            count += by;
+          };
+
+          function reset() {
+            count = start;
+          }
+        </script>
+
+        <button on:click={() => increment(1)}>{count}</button>
+        <button on:click={reset}>reset</button>
+
+        <style>
+          button { padding: 4px; }
+        </style>
+        """),
+     {"script": "section", "increment": "function", "reset": "function", "style": "section"}),
     ("tcl", "lib/cache.tcl", _src("""
         namespace eval ::cache {
             variable store
@@ -448,16 +553,73 @@ def test_ml_local_lets_are_not_definitions() -> None:
             interface bus_if;
             endinterface
             """), ["uart_tx", "bus_if"]),
+        ("solidity", "contracts/utils/MerkleProof.sol", _src("""
+            library MerkleProof {
+                function processProof(
+                    bytes32[] memory proof,
+                    bytes32 leaf,
+                    function(bytes32, bytes32) view returns (bytes32) hasher
+                ) internal view returns (bytes32) {
+                    return leaf;
+                }
+            }
+            """), ["MerkleProof", "processProof"]),
+        ("fsharp", "src/Giraffe/Core.fs", _src("""
+            module Core =
+                let compose (handler1: HttpHandler) (handler2: HttpHandler) : HttpHandler =
+                    fun (final: HttpFunc) ->
+                        let func = final |> handler2 |> handler1
+                        func
+
+            type HttpContextExtensions() =
+                static member BindJsonAsync<'T>(ctx: HttpContext) =
+                    let serializer = ctx.GetJsonSerializer()
+                    serializer.DeserializeAsync<'T> ctx.Request.Body
+            """), ["Core", "compose", "HttpContextExtensions", "BindJsonAsync"]),
+        ("vue", "src/views/Table.vue", _src("""
+            <script>
+            export default {
+              methods: {
+                filter(rows) {
+                  for (const row of rows) {
+                    if (row.hidden) {
+                      continue
+                    }
+                  }
+                }
+              }
+            }
+            </script>
+            """), ["script", "methods", "filter"]),
     ],
-    ids=["fortran", "r", "matlab", "verilog"],
+    ids=["fortran", "r", "matlab", "verilog", "solidity", "fsharp", "vue"],
 )
 def test_declarations_are_not_definitions(language: str, path: str, text: str, expected: list[str]) -> None:
     """`integer :: i` (Fortran) and `input wire clk` (Verilog) declare variables and ports; the
     generic patterns read them as a Haskell signature and a GraphQL `input` type. R's
     `error = function(e)` is a handler passed to tryCatch, and MATLAB's `function [m2t, xcolor] =
-    getColor(...)` defines getColor, not its outputs."""
+    getColor(...)` defines getColor, not its outputs. A Solidity parameter of function type
+    (`function(bytes32, bytes32) view returns (bytes32) hasher`) was a function `view`; F#'s
+    `let`s inside a function or a member are locals (no `in` ends them, as OCaml's); in a Vue
+    component's methods, `for (...) {` and `if (...) {` are no method shorthand."""
     names = [d.name for c in chunk_fallback(path, text, language) for d in c.definitions]
     assert names == expected
+
+
+def test_fsharp_double_backtick_tests_are_definitions_and_their_lets_locals() -> None:
+    """xUnit tests in F# are named in double backticks; they were no definitions, so each test's
+    `let ctx`/`let expected` were read as top-level functions."""
+    text = _src("""
+        module Giraffe.Tests.RoutingTests
+
+        [<Fact>]
+        let ``route: GET "/" returns "Hello World"`` () =
+            let ctx = Substitute.For<HttpContext>()
+            let expected = "Hello World"
+            ctx |> ignore
+        """)
+    names = [d.name for c in chunk_fallback("tests/RoutingTests.fs", text, "fsharp") for d in c.definitions]
+    assert names == ["Giraffe.Tests.RoutingTests", 'route: GET "/" returns "Hello World"']
 
 
 def test_bats_files_are_chunked_at_their_tests() -> None:

@@ -191,3 +191,37 @@ def test_a_letter_hyphenated_to_a_word_is_read_as_one_identifier(engine: Engine,
     name = indexed(engine, tmp_path / "p", {"curves.py": curves, "clusters.py": clusters})
     assert engine.search("where is the k-means model trained", [name])[0].path == "clusters.py"
     assert engine.search("e-mail address", [name]) == []  # a term nothing holds finds nothing
+
+
+def test_a_kebab_case_name_is_a_symbol(engine: Engine, tmp_path: Path) -> None:
+    """Clojure (and every Lisp) names functions in kebab case: the question `wrap-params` read as
+    the words `wrap` and `params`, and ring's multipart_params.clj, which says both more often,
+    came before params.clj, where `(defn wrap-params` is. A phrase of words is no name."""
+    parsed = parse_query("wrap-params")
+    assert parsed.symbols == ["wrap-params"] and parsed.is_symbol_query
+    assert parse_query("valid-secret-key?").symbols == ["valid-secret-key?"]
+    assert parse_query("how are params wrapped").symbols == []
+    assert parse_query("k-means").symbols == []  # a letter and a word: the compound rule's
+    params = (
+        "(ns ring.middleware.params)\n\n"
+        "(defn params-request [request]\n  (assoc request :params {}))\n\n"
+        "(defn wrap-params\n  \"Middleware to parse urlencoded parameters.\"\n  [handler]\n"
+        "  (fn [request] (handler (params-request request))))\n"
+    )
+    multipart = (
+        "(ns ring.middleware.multipart-params\n"
+        "  \"Middleware that parses multipart request bodies into params;\n"
+        "  wrap a handler with it as with wrap-params.\")\n\n"
+        "(defn- multipart-params [request encoding store]\n"
+        "  (into {} (for [[k v] (parse request store)] [k v])))\n\n"
+        "(defn multipart-params-request\n"
+        "  \"Adds :multipart-params and :params keys to the request.\"\n  [request]\n"
+        "  (let [params (multipart-params request \"UTF-8\" nil)]\n"
+        "    (merge-with merge request {:multipart-params params :params params})))\n\n"
+        "(defn wrap-multipart-params\n  \"Middleware to parse multipart params: wrap the handler so that\n"
+        "  the request's multipart params join its params.\"\n  [handler]\n"
+        "  (fn [request] (handler (multipart-params-request request))))\n"
+    )
+    name = indexed(engine, tmp_path / "ring", {"src/ring/middleware/params.clj": params,
+                                               "src/ring/middleware/multipart_params.clj": multipart})
+    assert engine.search("wrap-params", [name])[0].path == "src/ring/middleware/params.clj"

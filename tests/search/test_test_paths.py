@@ -92,6 +92,9 @@ TEST_FILES = [
     "Src/Billing/InvoiceTests.vb",
     "lib/kemal/route_spec.cr",
     "src/Counter.t.sol",
+    # test doubles: OpenZeppelin's `contracts/mocks/`, mockery's `mocks/` (Go)
+    "contracts/mocks/token/ERC20Mock.sol",
+    "internal/store/mocks/Store.go",
     # ocaml: dune tests' `test_*.ml` (angstrom's `lib_test/`); r (testthat), julia: test folders
     "test/test_parser.ml",
     "lib_test/test_angstrom.ml",
