@@ -56,3 +56,33 @@ def test_of_two_definitions_the_snippet_starts_at_the_one_named() -> None:
     signatures = "class Context:\ndef call_on_close(self, callback):\ndef close(self):"
     line, snippet = best_window(CALLER_THEN_DEFINITION, 40, ["close"], signatures=signatures)
     assert (line, snippet.split("\n")[0]) == (46, "    def close(self):")
+
+
+RING_METHODS = '''    def from_GaussianIntegerRing(K1, a, K0):
+        if a.y == 0:
+            return a.x
+
+    def gcdex(self, a, b):
+        return gcdex(a, b)
+
+    def lcm(self, a, b):
+        return lcm(a, b)
+
+    def exquo(self, a, b):
+        return a // b
+
+    def sqrt(self, a):
+        """Compute square root of ``a``. """
+        return sqrt(a)
+'''
+
+
+def test_a_line_counts_a_question_word_by_its_stem() -> None:
+    """"how are integer square roots computed" (sympy's IntegerRing): the window counted `roots`
+    and `computed` nowhere, only `integer` in the class name, and showed the chunk's head; the
+    line saying `Compute square root` is what BM25 matched (its stems `root`, `comput`)."""
+    signatures = "def from_GaussianIntegerRing(K1, a, K0):\ndef gcdex(self, a, b):\ndef lcm(self, a, b):\n" \
+        "def exquo(self, a, b):\ndef sqrt(self, a):"
+    words = ["integer", "square", "roots", "computed"]
+    line, snippet = best_window(RING_METHODS, 202, words, max_lines=4, signatures=signatures)
+    assert (line, snippet.split("\n")[0]) == (215, "    def sqrt(self, a):")
