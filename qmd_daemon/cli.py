@@ -507,7 +507,8 @@ def migrate(ctx: click.Context, target: str, database_url: str | None, as_json: 
         return
     click.echo(
         f"copied {len(report['copied'])} collections ({report['chunks']} chunks, {report['vectors']} "
-        f"vectors, {report['static_vectors']} static vectors, {report['cache_entries']} cached results) "
+        f"vectors, {report['kept_vectors']} kept for deleted chunks, {report['static_vectors']} static "
+        f"vectors, {report['cache_entries']} cached results) "
         f"to {target}; {len(report['skipped'])} already there"
     )
     if report["vectors_left"]:
