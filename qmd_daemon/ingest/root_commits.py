@@ -2,8 +2,9 @@
 
 A separate `git clone` of a repository shares no git folder with it (worktrees do), but it shares
 its history, and so the commits that history starts from. They are read from git once, at the
-collection's first update that finds them (`git rev-list --max-parents=0 HEAD`: 0.2 s for 200k
-commits with a commit-graph, 1.3 s without; measured in session 19), and kept in index.yml
+collection's first update that finds them (`git rev-list --max-parents=0 HEAD`, which walks the
+whole history: 0.2 s on a 200k-commit history made with `git fast-import` with a commit-graph,
+1.3 s without; too slow for every update of a large repository), and kept in index.yml
 (`rootCommits`), so a search compares two lists (engine.search_scope).
 
 Two checkouts are the same repository when their root commits are the same set: a fork is (its
