@@ -15,7 +15,7 @@ from clients._qmd_client import STDIN_QUERY, prepare_stdout, query_from_stdin, r
 from qmd_daemon import __version__, secret_mask
 from qmd_daemon.config import PROFILES, CollectionConfig
 from qmd_daemon.engine import Engine
-from qmd_daemon.errors import QmdError
+from qmd_daemon.errors import QmdError, os_error_line
 from qmd_daemon.file_types import is_notebook
 from qmd_daemon.search.calibration import ANSWER_THRESHOLD
 from qmd_daemon.search.context_report import detect_stack, render_context
@@ -507,7 +507,8 @@ def migrate(ctx: click.Context, target: str, database_url: str | None, as_json: 
         return
     click.echo(
         f"copied {len(report['copied'])} collections ({report['chunks']} chunks, {report['vectors']} "
-        f"vectors, {report['static_vectors']} static vectors, {report['cache_entries']} cached results) "
+        f"vectors, {report['kept_vectors']} kept for deleted chunks, {report['static_vectors']} static "
+        f"vectors, {report['cache_entries']} cached results) "
         f"to {target}; {len(report['skipped'])} already there"
     )
     if report["vectors_left"]:
@@ -748,7 +749,7 @@ def main() -> None:
         click.echo(f"qmd-daemon: error: {secret_mask.mask(str(exc))}", err=True)
         sys.exit(exc.exit_code)
     except OSError as exc:
-        click.echo(f"qmd-daemon: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), err=True)
+        click.echo(f"qmd-daemon: error: {os_error_line(exc)}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)

@@ -134,6 +134,9 @@ class CollectionConfig:
     # the common git folder of the repository this folder is a linked worktree of (`worktreeOf`):
     # once git no longer lists the worktree and the folder is gone, the collection is forgotten
     worktree_of: Path | None = None
+    # the root commits of the repository checked out here (`rootCommits`, ingest/root_commits.py):
+    # a separate clone of a repository included by default is not searched beside it
+    root_commits: tuple[str, ...] = ()
 
     def to_yaml(self) -> dict[str, Any]:
         """The entry as index.yml keeps it: no `pattern` when it is the default, so the collection
@@ -143,6 +146,8 @@ class CollectionConfig:
             entry["pattern"] = self.pattern
         if self.worktree_of is not None:
             entry["worktreeOf"] = str(self.worktree_of)
+        if self.root_commits:
+            entry["rootCommits"] = list(self.root_commits)
         return {**entry, "ignore": list(self.ignore), "includeByDefault": self.include_by_default}
 
 
@@ -222,10 +227,12 @@ class IndexConfig:
                     str(name), path, pattern, problem, tuple(patterns), include_by_default
                 )
                 continue
-            worktree_of = entry.get("worktreeOf")
+            worktree_of, roots = entry.get("worktreeOf"), entry.get("rootCommits")
             out[str(name)] = CollectionConfig(
                 str(name), path, pattern, ignore=patterns, include_by_default=include_by_default,
                 worktree_of=Path(str(worktree_of)) if worktree_of else None,
+                # anything but a list of names (a hand edit) is as if none were recorded yet
+                root_commits=tuple(sorted(str(r) for r in roots)) if isinstance(roots, list) else (),
             )
         return out, refused
 
@@ -236,6 +243,7 @@ class IndexConfig:
         merged = dict(existing) if isinstance(existing, dict) else {}
         merged.pop("pattern", None)  # back to the default unless to_yaml names one
         merged.pop("worktreeOf", None)  # likewise: a folder no longer a worktree loses it
+        merged.pop("rootCommits", None)  # and another folder the roots of this one
         merged.update(collection.to_yaml())
         entries[collection.name] = merged
 

@@ -19,6 +19,7 @@ from qmd_daemon.config import CollectionConfig, IndexConfig, RefusedCollection
 from qmd_daemon.errors import ConfigError, UnknownCollectionError, UsageError
 from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
 from qmd_daemon.ingest.listings import listings_file
+from qmd_daemon.ingest.root_commits import root_commits
 from qmd_daemon.ingest.root_policy import check_root, check_size, missing_reason
 from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root, is_submodule
 from qmd_daemon.ingest.skip_log import read_skipped, record_skipped
@@ -373,6 +374,7 @@ class Engine:
                 ignore=list(ignore) if ignore is not None else (list(kept.ignore) if kept else []),
                 include_by_default=keep_default if include_by_default is None else include_by_default,
                 worktree_of=worktree_common_dir(path),
+                root_commits=other.root_commits if other is not None and other.path == path else (),
             )
             config.set_collection(collection)
             # a remove of this name cut short (index.yml's `removing:`) is called off: finished by
@@ -488,6 +490,8 @@ class Engine:
                 current = self.collections().get(selected.name)
                 if current is None:
                     continue
+                if not current.root_commits:  # also for a root the watcher vouches for
+                    self._record_root_commits(current)
                 if unchanged is not None and unchanged(current, self.index_stamp(current.name)):
                     continue
                 try:
@@ -509,6 +513,19 @@ class Engine:
                 record_skipped(self.settings.state_dir, current.name, report.skipped)
                 reports.append(report)
         return reports
+
+    def _record_root_commits(self, collection: CollectionConfig) -> None:
+        """The root commits of the collection's repository into its index.yml entry, once
+        (ingest/root_commits.py): search_scope then tells a separate clone of a repository included
+        by default without asking git. Nothing recorded outside a repository's top level."""
+        roots = root_commits(collection.path)
+        if roots is None:
+            return
+        with IndexConfig.editing(self.settings.config_file) as config:
+            current = config.collections().get(collection.name)
+            # the entry as read above: a `collection add` meanwhile may have given the name another folder
+            if current is not None and current.path == collection.path and not current.root_commits:
+                config.set_collection(replace(current, root_commits=roots))
 
     def _copy_known_vectors(self, name: str) -> None:
         """Give the new chunks of collection NAME whose text already has a deep vector elsewhere
@@ -858,13 +875,16 @@ class Engine:
         known = self.on_disk()
         default = [n for n, c in known.items() if c.include_by_default]
         if home is not None:
-            # another checkout of the home's repository (its main one, a sibling worktree) holds
-            # the same files at another version: beside the worktree an agent searches, its hits
-            # were each file twice, half of them in a checkout the agent is not working in
+            # another checkout of the home's repository (its main one, a sibling worktree, a
+            # separate clone or a fork: the same root commits) holds the same files at another
+            # version: beside the checkout an agent searches, its hits were each file twice, half
+            # of them in a checkout the agent is not working in
             mine = _git_folder_of(home)
             return [home.name, *(
                 n for n in default
-                if n != home.name and (mine is None or _git_folder_of(known[n]) != mine)
+                if n != home.name
+                and (mine is None or _git_folder_of(known[n]) != mine)
+                and (not home.root_commits or known[n].root_commits != home.root_commits)
             )]
         return default or list(known)
 

@@ -8,6 +8,11 @@ the type, never from the message text, so rewording a message cannot change a st
 from typing import Any
 
 
+def os_error_line(exc: OSError) -> str:
+    """An OSError as the one line the CLI and the daemon print: `Permission denied: PATH`."""
+    return f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
+
+
 class QmdError(Exception):
     """An error whose message is meant for the user, not a traceback."""
 

@@ -120,3 +120,53 @@ def test_migrate_to_an_unreachable_server_is_one_line(engine: Any, home: Path, t
             failed.stderr
         )
         assert "Traceback" not in failed.stderr
+
+
+@pytest.mark.parametrize("quantization", ["float", "int8"])
+def test_migrate_copies_kept_vectors_so_switching_back_embeds_nothing(
+    engine: Any, home: Path, tmp_path: Path, postgres_url: str, quantization: str
+) -> None:
+    """A branch left before the migration: its chunks' kept vectors travel with the index, and
+    switching back on the server gives every returning chunk its vector without the embedder."""
+    from qmd_daemon.config import CollectionConfig
+    from qmd_daemon.ingest.indexer import update_collection
+    from qmd_daemon.settings import Settings
+
+    root = tmp_path / "repo"
+    for sources in ("qmd_daemon/store", "qmd_daemon/text"):
+        shutil.copytree(REPO_ROOT / sources, root / sources, ignore=shutil.ignore_patterns("__pycache__"))
+    engine.update([engine.add_collection(root, name="repo").name])
+    vectors = VectorIndex(engine.store, quantization)
+    vectors.ensure("synthetic-16", DIM)
+    vectors.put([(cid, col, h, _vector(h)) for cid, col, h in vectors.pending()])
+    (root / "qmd_daemon/text").rename(tmp_path / "aside")  # a branch without these files
+    engine.update(["repo"])
+    kept = dict(engine.store.conn.execute("SELECT hash, embedding FROM kept_vectors").fetchall())
+    assert len(kept) > 10
+    engine.close()
+
+    report = json.loads(run_cli(
+        "migrate", "--to", "postgres", "--database-url", postgres_url, "--json", env_home=home, check=True
+    ).stdout)
+    assert report["kept_vectors"] == len(kept)
+    db = PostgresDatabase(postgres_url)
+    pg_vectors = PostgresVectorIndex(db)
+    assert pg_vectors.kept_count() == len(kept)
+    assert db.execute("SELECT count(DISTINCT collection_id) FROM kept_vectors").fetchone()[0] == 1
+    assert db.execute(  # the server's id of the collection, not the local one
+        "SELECT count(*) FROM kept_vectors k JOIN collections c ON c.id = k.collection_id "
+        "WHERE c.name = 'repo'"
+    ).fetchone()[0] == len(kept)
+
+    (tmp_path / "aside").rename(root / "qmd_daemon/text")  # switched back, on the server
+    store = PostgresChunkStore(db)
+    back = update_collection(store, CollectionConfig("repo", root), Settings.from_env(), progress=False)
+    pending = pg_vectors.pending()
+    assert len(pending) == back.chunks_added > 10
+    assert pg_vectors.copy_identical(pending) == [], "every returning chunk took its kept vector"
+    assert pg_vectors.kept_count() == 0
+    copied = pg_vectors.vectors_of([cid for cid, _, _ in pending])
+    for cid, _, content_hash in pending:  # its own text's vector (int8: as stored, cosine-equal)
+        got = np.asarray(copied[cid])
+        assert float(got @ _vector(content_hash)) / float(np.linalg.norm(got)) == pytest.approx(1.0, abs=0.02)
+    db.close()

@@ -89,8 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "serve":
         from qmd_daemon.daemon.server import serve_forever
+        from qmd_daemon.errors import os_error_line
 
-        return serve_forever(idle_minutes=args.idle_minutes)
+        try:
+            return serve_forever(idle_minutes=args.idle_minutes)
+        except OSError as exc:  # a placement folder out of reach (EACCES): one line, as the CLI's
+            print(f"qmd-daemon: error: {os_error_line(exc)}", file=sys.stderr)
+            return 1
     # `-`: stdin, as fallback_search sends a body too long for one argument (E2BIG)
     return _search(sys.stdin.read() if args.request == "-" else args.request)
 

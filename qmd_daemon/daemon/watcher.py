@@ -139,7 +139,7 @@ class RootWatcher:
         if self._closed:
             return
         async with self._lock:
-            wanted = {r: s for r, s in roots.items() if r.is_dir()}
+            wanted = {r: s for r, s in roots.items() if _watchable(r)}
             for path in [p for p, e in self._roots.items() if wanted.get(p) != e.spec]:
                 self._drop(path)
             if self._watch is None and self.backend == "watchfiles":
@@ -275,3 +275,13 @@ class RootWatcher:
         self._relist_due.clear()
         if self._watch is not None:
             await self._watch.close()
+
+
+def _watchable(root: Path) -> bool:
+    """Whether ROOT is a folder to watch. One behind a folder this user cannot enter (EACCES:
+    Path.is_dir raises it) is not watched: its refresh says it cannot be read. It stopped every
+    sync, so the daemon died at its start and no collection was watched."""
+    try:
+        return root.is_dir()
+    except OSError:
+        return False

@@ -238,7 +238,7 @@ _UNLISTABLE = re.compile(rb"^warning: could not open directory '", re.MULTILINE)
 def _git_ls_files(root: Path, *selection: str, skipped: Counter[str] | None = None) -> list[str] | None:
     """`git ls-files` names under `root` (None outside git or when git fails); the folders it
     could not list are counted in `skipped`."""
-    proc = _run_git(root, "ls-files", "-z", *selection)
+    proc = run_git(root, "ls-files", "-z", *selection)
     if proc is None:
         return None
     unlistable = len(_UNLISTABLE.findall(proc.stderr))
@@ -247,7 +247,7 @@ def _git_ls_files(root: Path, *selection: str, skipped: Counter[str] | None = No
     return [n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
 
 
-def _run_git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
+def run_git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
     """`git -C root args...` (None outside git, or when git fails)."""
     git = git_executable()
     if git is None or find_git_root(root) is None:
@@ -376,7 +376,7 @@ def _exclude_files(folder: Path) -> list[Path]:
     then the repository's own info/exclude (in its common git folder: a worktree's, a submodule's),
     for the repository holding `folder` (git's relative answers are relative to it). Asked of git
     when the rules are made (a watch starts or re-lists), never per event."""
-    configured = _run_git(folder, "config", "--path", "--get", "core.excludesFile")
+    configured = run_git(folder, "config", "--path", "--get", "core.excludesFile")
     name = configured.stdout.decode("utf-8", "surrogateescape").strip() if configured else ""
     xdg = os.environ.get("XDG_CONFIG_HOME")
     try:
@@ -386,7 +386,7 @@ def _exclude_files(folder: Path) -> list[Path]:
             user = [(Path(xdg) if xdg else Path.home() / ".config") / "git" / "ignore"]
     except RuntimeError:  # no home folder to expand (`~`): git finds none either
         user = []
-    info = _run_git(folder, "rev-parse", "--git-path", "info/exclude")
+    info = run_git(folder, "rev-parse", "--git-path", "info/exclude")
     own = info.stdout.decode("utf-8", "surrogateescape").strip() if info else ""
     return [*user, *([folder / own] if own else [])]
 

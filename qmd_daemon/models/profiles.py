@@ -78,9 +78,15 @@ def build_small_lm(models_dir: Path) -> Path:
 
 
 def build_small_profile(models_dir: Path) -> dict[str, Path]:
-    """Role -> local GGUF for the `small` profile, building what is missing."""
-    lm = build_small_lm(models_dir)
-    return {"embed": build_small_embed(models_dir), "rerank": lm, "expand": lm}
+    """Role -> local GGUF for the `small` profile, building what is missing. A models folder this
+    user cannot reach (EACCES: a QMD_MODELS_DIR behind a folder closed to them) is a ModelError,
+    so its roles are unavailable and search runs on keywords: the OSError failed every search and
+    `status` of the home, keyword-only ones included."""
+    try:
+        lm = build_small_lm(models_dir)
+        return {"embed": build_small_embed(models_dir), "rerank": lm, "expand": lm}
+    except OSError as exc:
+        raise ModelError(f"cannot use the models folder {models_dir}: {exc.strerror or exc}") from None
 
 
 def profile_uris(name: str | None, models_dir: Path) -> dict[str, str]:

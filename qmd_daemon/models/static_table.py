@@ -18,6 +18,7 @@ for the model lock a background embedding holds.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import sys
 import tempfile
@@ -42,6 +43,7 @@ DISTILL_BATCH = 64  # token sequences per decode (3 tokens each)
 # chunks; a kill loses at most these (distilled again, identically, by the next pass).
 SAVE_EVERY = 4096
 STATIC_DIR = "static"
+log = logging.getLogger("qmd_daemon.static")
 
 
 def rows_path(models_dir: Path, fingerprint: str) -> Path:
@@ -97,6 +99,7 @@ class TokenRows:
         self.slot = np.full(n_vocab, -1, dtype=np.int64)  # token id -> its row, -1: not distilled
         self.unsaved = 0  # rows added since the file was written
         self._seen: tuple[int, int] | None = None  # the file's (mtime_ns, size) as last read or written
+        self._save_failed = False  # said once: the folder cannot be written
         self.merge_saved()
 
     def _stamp(self) -> tuple[int, int] | None:
@@ -155,8 +158,21 @@ class TokenRows:
     def save(self) -> None:
         """Written whole to a temporary file, then moved over the old one (a kill leaves either).
         Owner-only (0600 from creation, folder 0700), unlike the downloaded model files: which
-        tokens have rows tells which words the indexed, possibly private, code uses."""
+        tokens have rows tells which words the indexed, possibly private, code uses.
+
+        A models folder this user cannot write (QMD_MODELS_DIR shared read-only between homes,
+        EACCES) keeps the rows in this process only, said once in the log: the OSError failed
+        every `embed`, so no chunk ever got its deep vector."""
         self.merge_saved()  # another process's rows stay in the file
+        try:
+            self._write()
+        except OSError as exc:
+            if not self._save_failed:
+                log.warning("static tier: cannot write its token rows to %s (%s); kept in memory only",
+                            self.path, exc.strerror or exc)
+            self._save_failed = True
+
+    def _write(self) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         folder = self.path.parent
         fd, partial = tempfile.mkstemp(prefix=f".{self.path.stem}.", suffix=".partial.npz", dir=folder)

@@ -1,6 +1,8 @@
 """Copy a local SQLite index into PostgreSQL (`qmd-daemon migrate --to postgres`), so nobody
-re-embeds: collections, files, chunks, definitions, links, the active model's vectors, the static
-tier's vectors and token counts, and the LLM cache.
+re-embeds: collections, files, chunks, definitions, links, the active model's vectors and the
+vectors kept for deleted chunks (store/kept_vectors.py: a branch left before the migration is
+switched back to without the embedder), the static tier's vectors and token counts, and the LLM
+cache.
 
 Each collection is copied in one transaction (all or nothing) under an advisory lock on its name;
 a collection the server already holds is skipped, so a run that was interrupted is resumed by
@@ -35,6 +37,7 @@ class MigrationReport:
     conflicts: list[str] = field(default_factory=list)
     chunks: int = 0
     vectors: int = 0
+    kept_vectors: int = 0  # deep vectors of deleted chunks, for an identical chunk's return
     cache_entries: int = 0
     vectors_left: str = ""  # why vectors were not copied, when they were not
     static_vectors: int = 0
@@ -173,6 +176,7 @@ class _Copier:
                     "chunk_id, collection_id, embedding",
                     self._vectors(chunk_ids, new_id),
                 )
+                self.report.kept_vectors += self._kept(old_id, new_id)
             if self.static:
                 self._static(old_id, new_id, chunk_ids)
             bar.update(len(chunk_ids))
@@ -225,6 +229,23 @@ class _Copier:
         _copy_rows(self.db, "static_token_df", "collection_id, token, df",
                    ((new_id, token, df) for token, df in counts))  # fmt: skip
 
+    def _kept(self, old_id: int, new_id: int) -> int:
+        """The collection's kept vectors (the same model's, as its live ones: VectorIndex.ensure
+        empties the kept table on every model change), oldest first so the server's cap drops them
+        first too. A hash the server keeps already holds that content's vector: left as it is."""
+        decode = _decoder(self.vector_kind or "float")
+        rows = [
+            (content_hash, new_id, decode(blob))
+            for content_hash, blob in self.source.conn.execute(
+                "SELECT hash, embedding FROM kept_vectors WHERE collection_id = ? ORDER BY id", (old_id,)
+            )
+        ]
+        return self.db.executemany(
+            "INSERT INTO kept_vectors (hash, collection_id, embedding) VALUES (%s, %s, %s) "
+            "ON CONFLICT (hash) DO NOTHING",
+            rows,
+        )
+
     def _vectors(self, chunk_ids: dict[int, int], collection_id: int) -> Iterable[tuple[int, int, str]]:
         decode = _decoder(self.vector_kind or "float")
         for old, new in chunk_ids.items():
@@ -271,6 +292,8 @@ def copy_index(source: IndexStore, db: PostgresDatabase, show: bool | None = Non
     with progress_bar("copying", "chunk", show, total=total) as bar:
         for row in collections:
             copier.collection(row, bar)
+    if copier.vector_kind:
+        PostgresVectorIndex(db).trim_kept()  # the server's cap over what it kept and what came
     copier.llm_cache()
     return report
 

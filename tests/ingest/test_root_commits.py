@@ -1,0 +1,101 @@
+"""A separate clone of a repository included by default is not searched beside it: the same
+repository is told by its root commits, recorded in index.yml at an update (one git call, once),
+compared with no git call per search. A fork is the same repository; a monorepo that merged
+another repository's history is not (engine.search_scope)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from qmd_daemon.engine import Engine
+from tests.conftest import committed_repository, git, write_tree
+
+WALRUS = "def walrus_tusk_length():\n    return 3\n"
+
+
+def _clone(source: Path, folder: Path) -> Path:
+    subprocess.run(["git", "clone", "-q", str(source), str(folder)], check=True, capture_output=True)
+    return folder.resolve()
+
+
+def _commit(repo: Path, files: dict[str, str | bytes]) -> None:
+    write_tree(repo, files)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "more")
+
+
+def _roots(repo: Path) -> list[str]:
+    out = subprocess.run(["git", "-C", str(repo), "rev-list", "--max-parents=0", "HEAD"],
+                         check=True, capture_output=True, text=True).stdout  # fmt: skip
+    return sorted(out.split())
+
+
+def test_a_separate_clone_of_a_default_repository_is_not_searched_beside_it(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """~/src/lib registered with --default and the agent in ~/work/lib: every hit came twice, half
+    of them in the checkout the agent was not working in (it may edit the wrong copy)."""
+    src = committed_repository(tmp_path / "src" / "lib", {"walrus.py": WALRUS})
+    work = _clone(src, tmp_path / "work" / "lib")
+    _commit(work, {"tusk.py": "TUSK = 'walrus_tusk_length'\n"})  # a fork moves on: still the same one
+    notes = write_tree(tmp_path / "notes", {"walrus.md": "# Walrus\n\nwalrus_tusk_length measures a tusk.\n"})
+    seal = "def walrus_tusk_length_of_seal():\n    pass\n"
+    other = committed_repository(tmp_path / "other", {"seal.py": seal})  # another repository
+    library = engine.add_collection(src, include_by_default=True).name
+    note_name = engine.add_collection(notes, include_by_default=True).name
+    other_name = engine.add_collection(other, include_by_default=True).name
+    home = engine.add_collection(work)
+    engine.update()
+
+    raw = yaml.safe_load(engine.settings.config_file.read_text())["collections"]
+    assert raw[home.name]["rootCommits"] == raw[library]["rootCommits"] == _roots(src)
+    assert "rootCommits" not in raw[note_name]  # not a repository
+    monkeypatch.setenv("PATH", "")  # no git from here on: the scope asks none
+    home = engine.collections()[home.name]
+    assert engine.search_scope(None, home) == [home.name, note_name, other_name]
+    hits = engine.search("walrus_tusk_length", collections=engine.search_scope(None, home))
+    assert {h.collection for h in hits} == {home.name, note_name, other_name}
+    assert engine.search_scope(None, engine.collections()[library]) == [library, note_name, other_name]
+
+
+def test_a_monorepo_holding_another_repository_s_history_is_searched_beside_it(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A monorepo that merged a library's history (a subtree with its commits) has the library's
+    root and its own: neither is the other, so each is searched beside the other."""
+    lib = committed_repository(tmp_path / "lib", {"walrus.py": WALRUS})
+    mono = committed_repository(tmp_path / "mono", {"app.py": "import walrus\n"})
+    git(mono, "pull", "-q", "--no-rebase", "--no-edit", "--allow-unrelated-histories", str(lib), "main")
+    assert len(_roots(mono)) == 2 and set(_roots(lib)) < set(_roots(mono))
+    lib_name = engine.add_collection(lib, include_by_default=True).name
+    mono_name = engine.add_collection(mono, include_by_default=True).name
+    engine.update()
+    assert engine.search_scope(None, engine.collections()[mono_name]) == [mono_name, lib_name]
+    assert engine.search_scope(None, engine.collections()[lib_name]) == [lib_name, mono_name]
+
+
+def test_roots_are_recorded_once_and_go_with_the_folder(engine: Engine, tmp_path: Path) -> None:
+    """Recorded at the first update that finds them (an entry from an earlier version gets them
+    then), kept by a `collection add` of the same folder, dropped when the name goes to another."""
+    repo = committed_repository(tmp_path / "proj", {"walrus.py": WALRUS})
+    name = engine.add_collection(repo).name
+    assert engine.collections()[name].root_commits == ()
+    engine.update()
+    assert list(engine.collections()[name].root_commits) == _roots(repo)
+    engine.add_collection(repo, name=name, include_by_default=True)  # another setting, same folder
+    assert list(engine.collections()[name].root_commits) == _roots(repo)
+
+    config_file = engine.settings.config_file
+    raw = yaml.safe_load(config_file.read_text())
+    raw["collections"][name]["rootCommits"] = ["recorded-before"]
+    config_file.write_text(yaml.safe_dump(raw))
+    engine.update()
+    assert engine.collections()[name].root_commits == ("recorded-before",), "no git call at later updates"
+    moved = committed_repository(tmp_path / "elsewhere", {"other.py": "x = 1\n"})
+    repo.rename(tmp_path / "gone")  # its folder gone: the name may go to another folder
+    engine.add_collection(moved, name=name)
+    assert engine.collections()[name].root_commits == ()
