@@ -25,7 +25,7 @@ from qmd_daemon.search.lexical import (
 )
 from qmd_daemon.search.path_filter import PathScope, path_scope
 from qmd_daemon.search.proximity import proximity_boost
-from qmd_daemon.search.query import ParsedQuery, parse_query, snippet_words
+from qmd_daemon.search.query import KEBAB_NAME, ParsedQuery, parse_query, snippet_words
 from qmd_daemon.search.report import frame_file_matches
 from qmd_daemon.search.rerank import rerank
 from qmd_daemon.search.results import shape_hits
@@ -193,12 +193,16 @@ def mark_defined_word(store: ChunkStore, parsed: ParsedQuery, collection_ids: li
     Scala method. Most languages spell their functions, and C its types, in lower case, so the
     shape of a word (capitals, `_`: `looks_like_symbol`) cannot say it; without this such a query
     got no definition boost and a file saying the name more often (its callers, a header's
-    comments) came first. A word no code defines stays a word."""
+    comments) came first. A word no code defines stays a word. So does a kebab-case name (`wrap-params`:
+    a Lisp's; `thread-safe`, `end-to-end`: English, whose chunk defining `thread_safe` lost the boost
+    of a name saying the question's words when it was read as a symbol everywhere)."""
     words = parsed.text.split()
     word = words[0].strip("`()") if len(words) == 1 else ""  # `linprm` quoted as code, as looks_like_symbol
-    if parsed.symbols or not IDENTIFIER.fullmatch(word):
+    kebab = not parsed.is_long and KEBAB_NAME.fullmatch(word) is not None
+    if parsed.symbols or not (kebab or IDENTIFIER.fullmatch(word)):
         return
-    if word.lower() not in {t.lower() for t in parsed.terms}:  # a stopword (`get`): no term to rank by
+    # a stopword (`get`): no term to rank by; a kebab name's terms are its parts
+    if not kebab and word.lower() not in {t.lower() for t in parsed.terms}:
         return
     if any(name == word and kind not in NOT_CODE_DEFINITIONS
            for _chunk, name, kind in store.chunks_defining([word], collection_ids)):

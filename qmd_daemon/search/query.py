@@ -36,9 +36,10 @@ _WORD = re.compile(r"[^\W\d]\w*(?:(?:\.|::)[^\W\d]\w*)*")
 # `kMeans`: the whole token or both parts, as any compound identifier (in a question: see parse_query)
 _LETTER_COMPOUND = re.compile(r"(?<![\w-])([^\W\d_])-([^\W\d_])([^\W\d_]+)(?![\w-])")
 # A question that is one kebab-case name (`wrap-params`, `run-jetty`, `valid-secret-key?`) asks for
-# that name: Lisp-family code (Clojure, Common Lisp, Scheme, Emacs Lisp) names functions so, and
-# the definitions table holds them whole. Parts of two letters or more: `k-means` is the above.
-_KEBAB_NAME = re.compile(r"[^\W\d_][^\W_]+(?:-[^\W_]{2,})+[?!*]?")
+# that name where the searched code defines it (pipeline.mark_defined_word): Lisp-family code
+# (Clojure, Common Lisp, Scheme, Emacs Lisp) names functions so, and the definitions table holds
+# them whole; elsewhere `thread-safe` is English. Parts of two letters or more: `k-means` is the above.
+KEBAB_NAME = re.compile(r"[^\W\d_][^\W_]+(?:-[^\W_]{2,})+[?!*]?")
 
 
 def _letter_compounds_joined(text: str) -> str:
@@ -98,9 +99,7 @@ class ParsedQuery:
         if self.defined_word:
             return True
         words = self.text.split()
-        return bool(self.symbols) and len(words) <= 2 and all(
-            looks_like_symbol(w) or _KEBAB_NAME.fullmatch(w) for w in words
-        )
+        return bool(self.symbols) and len(words) <= 2 and all(looks_like_symbol(w) for w in words)
 
 
 class _MarksAsLetters(dict[int, int]):
@@ -209,8 +208,6 @@ def parse_query(raw: str) -> ParsedQuery:
     if not words and not parsed.phrases:
         words = [w for v in parsed.vec + parsed.hyde for w in _words(v)]
     parsed.symbols = list(dict.fromkeys(w for w in words if looks_like_symbol(w)))[:MAX_TERMS]
-    if not parsed.is_long and _KEBAB_NAME.fullmatch(parsed.text):
-        parsed.symbols = [parsed.text]
     # terms only: `k-means` names no symbol; and a question's only: a bug report's compound
     # identifiers lead its terms (_report_terms), and its prose `x-axes` is no name it gave
     if not parsed.is_long and _LETTER_COMPOUND.search(positive):

@@ -3,7 +3,7 @@ from pathlib import Path
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.lexical import lexical_queries
 from qmd_daemon.search.pipeline import SearchOptions
-from qmd_daemon.search.query import parse_query
+from qmd_daemon.search.query import KEBAB_NAME, parse_query
 from qmd_daemon.store.lexical_query import AllOf, AnyOf, Word
 from tests.conftest import SAMPLE_GO, SAMPLE_PY, indexed
 
@@ -196,14 +196,22 @@ def test_a_letter_hyphenated_to_a_word_is_read_as_one_identifier(engine: Engine,
 def test_a_kebab_case_name_is_a_symbol(engine: Engine, tmp_path: Path) -> None:
     """Clojure (and every Lisp) names functions in kebab case: the question `wrap-params` read as
     the words `wrap` and `params`, and ring's multipart_params.clj, which says both more often,
-    came before params.clj, where `(defn wrap-params` is. A phrase of words is no name."""
-    parsed = parse_query("wrap-params")
-    assert parsed.symbols == ["wrap-params"] and parsed.is_symbol_query
-    assert parse_query("valid-secret-key?").symbols == ["valid-secret-key?"]
+    came before params.clj, where `(defn wrap-params` is. A phrase of words is no name; nor is a
+    name no code defines (the index is asked: pipeline.mark_defined_word)."""
+    assert KEBAB_NAME.fullmatch("wrap-params") and KEBAB_NAME.fullmatch("valid-secret-key?")
+    assert not KEBAB_NAME.fullmatch("k-means")  # a letter and a word: the compound rule's
     assert parse_query("how are params wrapped").symbols == []
-    assert parse_query("k-means").symbols == []  # a letter and a word: the compound rule's
-    params = (
-        "(ns ring.middleware.params)\n\n"
+    params = (  # longer than multipart's, as ring's: on its words alone it came second
+        "(ns ring.middleware.params\n"
+        "  \"Middleware to parse url-encoded parameters from the query string and body.\"\n"
+        "  (:require [ring.util.codec :as codec]\n            [ring.util.request :as req]))\n\n"
+        "(defn- parse-params [params encoding]\n  (let [params (codec/form-decode params encoding)]\n"
+        "    (if (map? params) params {})))\n\n"
+        "(defn assoc-query-params\n  \"Parse and assoc parameters from the query string with the request.\"\n"
+        "  [request encoding]\n  (merge-with merge request\n"
+        "    (let [params (if-let [query-string (:query-string request)]\n"
+        "                   (parse-params query-string encoding)\n                   {})]\n"
+        "      {:query-params params, :params params})))\n\n"
         "(defn params-request [request]\n  (assoc request :params {}))\n\n"
         "(defn wrap-params\n  \"Middleware to parse urlencoded parameters.\"\n  [handler]\n"
         "  (fn [request] (handler (params-request request))))\n"
@@ -225,3 +233,22 @@ def test_a_kebab_case_name_is_a_symbol(engine: Engine, tmp_path: Path) -> None:
     name = indexed(engine, tmp_path / "ring", {"src/ring/middleware/params.clj": params,
                                                "src/ring/middleware/multipart_params.clj": multipart})
     assert engine.search("wrap-params", [name])[0].path == "src/ring/middleware/params.clj"
+
+
+def test_an_english_hyphenated_question_is_no_name_where_no_code_defines_it(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """`thread-safe` in a Python repository is English: read as a kebab-case name it lost the
+    boost of the chunk whose name says both words (`def thread_safe`), and a chunk merely saying
+    them came first. Only a name the searched code defines so (a Lisp's `wrap-params`) is one."""
+    locking = (
+        "import functools\nimport threading\n\n\n"
+        "def thread_safe(func):\n    \"\"\"One caller at a time runs FUNC.\"\"\"\n"
+        "    lock = threading.Lock()\n\n    @functools.wraps(func)\n"
+        "    def wrapper(*args, **kwargs):\n        with lock:\n            return func(*args, **kwargs)\n\n"
+        "    return wrapper\n"
+    )
+    counter = "def safe_thread_count():\n    '''thread safe thread safe'''\n    return 1\n"
+    name = indexed(engine, tmp_path / "p", {"locking.py": locking, "count.py": counter})
+    assert [h.path for h in engine.search("thread-safe", [name])][:1] == ["locking.py"]
+    assert [h.path for h in engine.search("thread safe", [name])][:1] == ["locking.py"]
