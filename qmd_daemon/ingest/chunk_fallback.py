@@ -433,10 +433,12 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
         (r"val\s+(?:mutable\s+|rec\s+)?(?P<name>[a-z_][\w']*)\s*[:=]", "function", False),
         (r"(?:type|and)\s+(?:'\w+\s+|\([^)]*\)\s+)?(?P<name>[A-Za-z_][\w']*)\b[^=]*=", "type", False),
         (r"module\s+(?:type\s+|rec\s+)?(?P<name>[A-Z][\w'.]*)", "module", False),
+        # F#'s double-backtick names, most of them tests: ``let ``route: GET "/" returns 200`` () =``,
+        # ``member _.``GET / returns 200`` () =`` (before `member`'s pattern, which named it `_`)
+        (r"(?:let|(?:(?:static|abstract|override|default)\s+)*member\s+(?:\w+\.)?)\s*``(?P<name>[^`]+)``",
+         "function", False),
         (r"(?:(?:static|abstract|override|default)\s+)*member\s+(?:\w+\.)?(?P<name>\w+)", "method", False),
         (r"exception\s+(?P<name>[A-Z]\w*)", "type", False),
-        # F#'s double-backtick names, most of them tests: ``let ``route: GET "/" returns 200`` () =``
-        (r"(?:let|member\s+\w+\.)\s*``(?P<name>[^`]+)``", "function", False),
     ],
     "elm": [
         (r"(?P<name>[a-z][\w']*)\s+:\s", "function", True),

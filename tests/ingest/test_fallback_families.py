@@ -622,6 +622,26 @@ def test_fsharp_double_backtick_tests_are_definitions_and_their_lets_locals() ->
     assert names == ["Giraffe.Tests.RoutingTests", 'route: GET "/" returns "Hello World"']
 
 
+def test_fsharp_double_backtick_members_are_named_by_their_backticks() -> None:
+    """A test class's members (`member _.``GET / returns 200`` () =`) were read by the plain
+    `member` pattern first: every such test was a method named `_` (or `this`)."""
+    text = _src("""
+        type RoutingTests() =
+            [<Fact>]
+            member _.``GET / returns 200`` () =
+                let ctx = 1
+                ctx
+
+            member this.``POST /x returns 201`` () =
+                ()
+
+            static member ``a static case`` () =
+                ()
+        """)
+    names = [d.name for c in chunk_fallback("tests/RoutingTests.fs", text, "fsharp") for d in c.definitions]
+    assert names == ["RoutingTests", "GET / returns 200", "POST /x returns 201", "a static case"]
+
+
 def test_bats_files_are_chunked_at_their_tests() -> None:
     """bash's grammar reads `@test "..." {` as an error: chunks of a .bats file started inside
     tests (at a `}` or an assertion) and no test was a definition."""
