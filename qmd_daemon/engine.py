@@ -159,6 +159,8 @@ class Engine:
         self.stop_waiting = threading.Event()  # set: a wait for the writer lock gives up (LockBusy)
         # the second instance of the embedder while an `own_model` embed run lasts (else None)
         self.background_embedder: Embedder | None = None
+        # roots read but not recorded (index.yml's folder not writable): not asked of git again
+        self._roots_unrecorded: set[Path] = set()
 
     @property
     def backend(self) -> Backend:
@@ -517,15 +519,23 @@ class Engine:
     def _record_root_commits(self, collection: CollectionConfig) -> None:
         """The root commits of the collection's repository into its index.yml entry, once
         (ingest/root_commits.py): search_scope then tells a separate clone of a repository included
-        by default without asking git. Nothing recorded outside a repository's top level."""
+        by default without asking git. Nothing recorded outside a repository's top level, nor where
+        index.yml's folder cannot be written (a read-only mount: EACCES on the edit's lock file
+        failed every update, which never needed to write index.yml); a clone is then searched
+        beside the repository, as before."""
+        if collection.path in self._roots_unrecorded:
+            return
         roots = root_commits(collection.path)
         if roots is None:
             return
-        with IndexConfig.editing(self.settings.config_file) as config:
-            current = config.collections().get(collection.name)
-            # the entry as read above: a `collection add` meanwhile may have given the name another folder
-            if current is not None and current.path == collection.path and not current.root_commits:
-                config.set_collection(replace(current, root_commits=roots))
+        try:
+            with IndexConfig.editing(self.settings.config_file) as config:
+                current = config.collections().get(collection.name)
+                # the entry as read above: a `collection add` meanwhile may have given the name another folder
+                if current is not None and current.path == collection.path and not current.root_commits:
+                    config.set_collection(replace(current, root_commits=roots))
+        except OSError:
+            self._roots_unrecorded.add(collection.path)
 
     def _copy_known_vectors(self, name: str) -> None:
         """Give the new chunks of collection NAME whose text already has a deep vector elsewhere

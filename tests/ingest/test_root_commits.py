@@ -99,3 +99,39 @@ def test_roots_are_recorded_once_and_go_with_the_folder(engine: Engine, tmp_path
     repo.rename(tmp_path / "gone")  # its folder gone: the name may go to another folder
     engine.add_collection(moved, name=name)
     assert engine.collections()[name].root_commits == ()
+
+
+READ_ONLY_CONFIG = """
+import os
+import subprocess
+import sys
+from pathlib import Path
+from qmd_daemon.engine import Engine
+repo, config_dir = Path(sys.argv[1]), Path(os.environ["QMD_CONFIG_DIR"])
+repo.mkdir()
+(repo / "walrus.py").write_text("def walrus_tusk_length():\\n    return 3\\n")
+git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-C", str(repo)]
+for step in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "first"]):
+    subprocess.run(git + step, check=True, capture_output=True)
+engine = Engine()
+name = engine.add_collection(repo).name
+config_dir.chmod(0o555)  # index.yml's folder on a read-only mount, say: updates wrote nothing there
+try:
+    print([r.error for r in engine.update()])
+    print(engine.search("walrus_tusk_length", [name])[0].path)
+finally:
+    config_dir.chmod(0o755)
+"""
+
+
+def test_an_index_yml_this_user_cannot_write_leaves_updates_working(shared_tmp: Path) -> None:
+    """Recording the roots edits index.yml; a folder this user cannot write (EACCES on its lock
+    file) failed every update and the daemon's refreshes, where an update never needed to write
+    it. The roots are left unrecorded then (a clone is searched beside, as before)."""
+    from tests.conftest import python_as_another_user
+
+    home = shared_tmp / "home"
+    env = {"QMD_CONFIG_DIR": str(home / "config"), "QMD_PRELOAD": "0"}
+    done = python_as_another_user(home, "-c", READ_ONLY_CONFIG, str(home / "repo"), env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["[None]", "walrus.py"]
