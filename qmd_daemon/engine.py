@@ -494,6 +494,9 @@ class Engine:
                     continue
                 if not current.root_commits:  # also for a root the watcher vouches for
                     self._record_root_commits(current)
+                    # the entry as recorded: the watcher's vouch compares the config a refresh
+                    # walked with, and the one without roots would make the next refresh walk again
+                    current = self.collections().get(selected.name) or current
                 if unchanged is not None and unchanged(current, self.index_stamp(current.name)):
                     continue
                 try:

@@ -135,3 +135,15 @@ def test_an_index_yml_this_user_cannot_write_leaves_updates_working(shared_tmp: 
     done = python_as_another_user(home, "-c", READ_ONLY_CONFIG, str(home / "repo"), env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == ["[None]", "walrus.py"]
+
+
+def test_the_walk_is_vouched_for_with_the_recorded_roots(engine: Engine, tmp_path: Path) -> None:
+    """The daemon's watcher vouches for a collection when its config is the one its last refresh
+    walked with (daemon/vouch.py compares the whole entry). Asked with the entry as it was before
+    its roots were recorded, the next refresh saw another config and walked every collection
+    again, once after the upgrade and once after each `collection add`."""
+    repo = committed_repository(tmp_path / "proj", {"walrus.py": WALRUS})
+    name = engine.add_collection(repo).name
+    asked: list[tuple[str, ...]] = []
+    engine.update(unchanged=lambda collection, _stamp: asked.append(collection.root_commits) is not None)
+    assert asked == [tuple(_roots(repo))] == [engine.collections()[name].root_commits]
