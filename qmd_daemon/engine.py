@@ -376,7 +376,9 @@ class Engine:
                 ignore=list(ignore) if ignore is not None else (list(kept.ignore) if kept else []),
                 include_by_default=keep_default if include_by_default is None else include_by_default,
                 worktree_of=worktree_common_dir(path),
-                root_commits=other.root_commits if other is not None and other.path == path else (),
+                # never carried over: a `collection add` of the same folder is how its roots are read
+                # again (another repository checked out there, a rewritten history), at the next update
+                root_commits=(),
             )
             config.set_collection(collection)
             # a remove of this name cut short (index.yml's `removing:`) is called off: finished by

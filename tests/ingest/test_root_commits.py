@@ -80,13 +80,16 @@ def test_a_monorepo_holding_another_repository_s_history_is_searched_beside_it(
 
 def test_roots_are_recorded_once_and_go_with_the_folder(engine: Engine, tmp_path: Path) -> None:
     """Recorded at the first update that finds them (an entry from an earlier version gets them
-    then), kept by a `collection add` of the same folder, dropped when the name goes to another."""
+    then), read again after a `collection add` of the same folder (another repository there, a
+    rewritten history: no other way to refresh them), dropped when the name goes to another."""
     repo = committed_repository(tmp_path / "proj", {"walrus.py": WALRUS})
     name = engine.add_collection(repo).name
     assert engine.collections()[name].root_commits == ()
     engine.update()
     assert list(engine.collections()[name].root_commits) == _roots(repo)
     engine.add_collection(repo, name=name, include_by_default=True)  # another setting, same folder
+    assert engine.collections()[name].root_commits == ()
+    engine.update()
     assert list(engine.collections()[name].root_commits) == _roots(repo)
 
     config_file = engine.settings.config_file
