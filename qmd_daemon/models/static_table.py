@@ -128,8 +128,11 @@ class TokenRows:
         except Exception as exc:  # noqa: BLE001 - any unreadable cache (zip, pickle, shape, dtype) is rebuilt
             print(f"qmd-daemon: the static tier's token rows {self.path} are unreadable ({exc}); "
                   "distilling them again", file=sys.stderr)
-            self.path.unlink(missing_ok=True)
-            self._seen = None
+            try:
+                self.path.unlink(missing_ok=True)
+                self._seen = None
+            except OSError:  # another user's file in a folder this one cannot write: left, not read
+                pass  # again until it changes (the PermissionError failed every search and embed)
             return 0
         ids, first = np.unique(ids, return_index=True)
         new = self.slot[ids] < 0

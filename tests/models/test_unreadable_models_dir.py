@@ -75,3 +75,28 @@ def test_a_read_only_shared_models_folder_still_embeds(
     vectors = json.loads(status.stdout)["vectors"]
     assert (vectors["pending"], vectors["embedded"]) == (0, 1), vectors
     assert {p.name for p in shared.iterdir()} == {m.name for m in models}, "nothing written there"
+
+
+ROWS = """
+import sys
+from pathlib import Path
+from qmd_daemon.models.static_table import TokenRows
+rows = TokenRows(Path(sys.argv[1]), n_vocab=10, dim=4)
+print(rows.merge_saved(), rows.merge_saved(), len(rows.ids))
+"""
+
+
+def test_token_rows_another_user_saved_in_a_shared_folder_are_left_alone(shared_tmp: Path) -> None:
+    # a rows file another user's process saved (0600, theirs) in a models folder this user cannot
+    # write: reading it fails, and removing it raised PermissionError out of every search's
+    # take_saved_rows and every embed
+    static = shared_tmp / "static"
+    static.mkdir()
+    theirs = static / "rows.npz"
+    theirs.write_bytes(b"their rows")
+    theirs.chmod(0o600)
+    ran = python_as_another_user(shared_tmp / "home", "-c", ROWS, str(theirs))
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout.split() == ["0", "0", "0"]
+    assert ran.stderr.count("are unreadable") == 1, ran.stderr  # said once, not at every search
+    assert theirs.read_bytes() == b"their rows"
