@@ -531,16 +531,22 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
          r"(?P<name>\w+)\s*[(;]", "function", False),
     ],
     # Vue and Svelte single-file components: the blocks, the options object's method shorthand
-    # (`getThemeCluster(theme) {`) and its option groups (`methods: {`, so a method is not read as
-    # nested in the `mounted()` above it), `<script setup>`'s arrow functions
+    # (`getThemeCluster(theme) {`, `async load(id: number): Promise<void> {` in TypeScript, a
+    # quoted watcher `'$route'(to) {`) or `function` value (`format: function (v) {`), its option
+    # groups (`methods: {`, so a method is not read as nested in the `mounted()` above it),
+    # `<script setup>`'s arrow functions (a return type too)
     "sfc": [
         (r"<(?P<name>template|script|style)\b[^>]*>", "section", True),
         (r"(?P<name>props|data|computed|watch|methods|filters|directives|components|emits|setup)\s*:\s*[{\[]",
          "key", False),
         (r"(?:async\s+)?(?!(?:if|for|while|switch|catch|function|return|with|else)\b)"
-         r"(?P<name>[A-Za-z_$][\w$]*)\s*\([^()]*\)\s*\{\s*$", "function", False),
+         r"(?:(?P<name>[A-Za-z_$][\w$]*)|'(?P<quoted>[^'\s]+)'|\"(?P<dquoted>[^\"\s]+)\")"
+         r"\s*\([^()]*\)(?:\s*:\s*[^{}()]+)?\s*\{\s*$", "function", False),
+        # not a prop's or a watcher's own keys (`default: function () {`, `handler: function (v) {`)
+        (r"(?!(?:default|validator|handler|get|set)\b)(?P<name>[A-Za-z_$][\w$]*)\s*:\s*(?:async\s+)?function\b",
+         "function", False),
         (r"(?:export\s+)?(?:const|let|var)\s+(?P<name>[A-Za-z_$][\w$]*)\s*=\s*(?:async\s+)?"
-         r"(?:\([^()]*\)|[A-Za-z_$][\w$]*)\s*=>", "function", False),
+         r"(?:\([^()]*\)(?:\s*:\s*[^=()]+)?|[A-Za-z_$][\w$]*)\s*=>", "function", False),
     ],
     # bats test files: each `@test "name" {` block is a test (bash's grammar reads the line as an
     # error); their helpers are shell functions, which the generic patterns name
@@ -628,13 +634,15 @@ def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
         if not line or len(line) > _MAX_SCAN_LINE:
             continue
         stripped = line.lstrip()
-        if not stripped or stripped[0] in "#/;%*" or (extra is None and stripped[0] in "\"'"):
+        if not stripped or stripped[0] in "#/;%*":
             continue
         indent = _indent_of(line)
-        found = _family_candidate(family, row, indent, stripped)
+        found = _family_candidate(family, row, indent, stripped)  # a quoted name too: `'$route'(to) {`
         if found is not None:
             if not (out and _same_clause(out[-1], found)):
                 out.append(found)
+            continue
+        if extra is None and stripped[0] in "\"'":
             continue
         if extra is not None:
             if indent == 0 or extra is _TOML_TABLE_RE:
@@ -692,7 +700,9 @@ def _family_candidate(
             continue
         m = regex.match(stripped)
         if m:
-            return _Cand(row, indent, m.group("name")[:120], kind, stripped)
+            groups = m.groupdict()
+            name = groups["name"] or groups.get("quoted") or groups.get("dquoted") or ""
+            return _Cand(row, indent, name[:120], kind, stripped)
     return None
 
 

@@ -319,6 +319,33 @@ FAMILIES = [
      {"template": "section", "script": "section", "style": "section", "data": "function",
       "defaultTheme": "function", "mounted": "function", "updateStyle": "function",
       "getThemeCluster": "function"}),
+    # TypeScript in a component: method shorthand with a return type, an option's `function`
+    # value, a quoted watcher key, an arrow with a return type
+    ("vue", "src/views/Detail.vue", _src("""
+        <script lang="ts">
+        import { defineComponent } from 'vue'
+        export default defineComponent({
+          watch: {
+            '$route'(to) {
+              this.load(to.params.id)
+            }
+          },
+          methods: {
+            async load(id: number): Promise<void> {
+              this.item = await fetchItem(id)
+            },
+            format: function (value) {
+              return String(value)
+            }
+          }
+        })
+        const toLabel = (item: Item): string => {
+          return item.name
+        }
+        </script>
+        """),
+     {"script": "section", "watch": "key", "$route": "function", "methods": "key", "load": "function",
+      "format": "function", "toLabel": "function"}),
     ("svelte", "src/lib/Counter.svelte", _src("""
         <script lang="ts">
           export let start = 0;
@@ -591,8 +618,29 @@ def test_ml_local_lets_are_not_definitions() -> None:
             }
             </script>
             """), ["script", "methods", "filter"]),
+        ("vue", "src/components/Sized.vue", _src("""
+            <script>
+            export default {
+              props: {
+                size: {
+                  type: Number,
+                  default: function () {
+                    return 1
+                  }
+                }
+              },
+              watch: {
+                size: {
+                  handler: function (value) {
+                    this.resize(value)
+                  }
+                }
+              }
+            }
+            </script>
+            """), ["script", "props", "watch"]),
     ],
-    ids=["fortran", "r", "matlab", "verilog", "solidity", "fsharp", "vue"],
+    ids=["fortran", "r", "matlab", "verilog", "solidity", "fsharp", "vue", "vue-option-keys"],
 )
 def test_declarations_are_not_definitions(language: str, path: str, text: str, expected: list[str]) -> None:
     """`integer :: i` (Fortran) and `input wire clk` (Verilog) declare variables and ports; the
@@ -601,7 +649,8 @@ def test_declarations_are_not_definitions(language: str, path: str, text: str, e
     getColor(...)` defines getColor, not its outputs. A Solidity parameter of function type
     (`function(bytes32, bytes32) view returns (bytes32) hasher`) was a function `view`; F#'s
     `let`s inside a function or a member are locals (no `in` ends them, as OCaml's); in a Vue
-    component's methods, `for (...) {` and `if (...) {` are no method shorthand."""
+    component's methods, `for (...) {` and `if (...) {` are no method shorthand, nor a prop's
+    `default: function` or a watcher's `handler: function` a method."""
     names = [d.name for c in chunk_fallback(path, text, language) for d in c.definitions]
     assert names == expected
 
