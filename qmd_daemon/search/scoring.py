@@ -281,6 +281,8 @@ _DECLARATION_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".mli")
 # (`variables.tf`, each with an English `description`) and outputs; `main.tf` and the like use them.
 _TERRAFORM_INTERFACE = ("variables.tf", "outputs.tf")
 _INTERFACE_WORDS = frozenset({"variable", "variables", "input", "inputs", "output", "outputs"})
+# Solidity's interfaces, by the style guide's name: `IAccessManager.sol`, `IERC20.sol`
+_SOLIDITY_INTERFACE = re.compile(r"(?:^|/)I[A-Z]\w*\.sol$")
 
 
 def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: ScoringWeights) -> None:
@@ -317,6 +319,7 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
             cand.scale("package_init", weights.init_penalty)
         objc_header = name.endswith(".h") and cand.chunk.language == "objc"
         declares = name.endswith(_DECLARATION_SUFFIXES) or objc_header
+        declares = declares or bool(_SOLIDITY_INTERFACE.search(cand.chunk.path))
         if declares or (name in _TERRAFORM_INTERFACE and not asked & _INTERFACE_WORDS):
             cand.scale("type_declarations", weights.dts_penalty)
 

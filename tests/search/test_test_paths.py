@@ -226,6 +226,24 @@ def test_a_terraform_modules_inputs_and_outputs_rank_below_its_code(engine: Engi
         assert scaled == {"variables.tf": interface_scaled, "outputs.tf": interface_scaled, "main.tf": False}
 
 
+def test_a_solidity_interface_ranks_below_the_contract(engine: Engine, tmp_path: Path) -> None:
+    # openzeppelin-contracts: IAccessManager.sol (`interface`, named I + the contract by the style
+    # guide) documents `minimumDelay` and came first for "minimum delay before a scheduled operation"
+    name = indexed(engine, tmp_path / "repo", {
+        "access/IAccessManager.sol": "interface IAccessManager {\n    /// @dev Minimum delay before a"
+                                     " scheduled operation can be executed.\n"
+                                     "    function minimumDelay() external view returns (uint32);\n}\n",
+        "governance/TimelockController.sol": "contract TimelockController {\n    uint256 private _minDelay;\n"
+                                             "    function getMinDelay() public view returns (uint256) {\n"
+                                             "        return _minDelay; // minimum delay, scheduled\n"
+                                             "    }\n}\n",
+        "access/Initializable.sol": "abstract contract Initializable {\n    // operation scheduled once\n}\n",
+    })
+    scaled = scaled_as_declarations(engine, name, "minimum delay before a scheduled operation")
+    assert scaled == {"access/IAccessManager.sol": True, "governance/TimelockController.sol": False,
+                      "access/Initializable.sol": False}
+
+
 def scaled_as_declarations(engine: Engine, name: str, question: str) -> dict[str, bool]:
     """Each hit's path: whether it was ranked as a file declaring what another implements."""
     hits = engine.search(question, [name], options=SearchOptions(per_file=0, explain=True))
