@@ -32,11 +32,16 @@ _CONTINUATION = re.compile(
 _COMMENT = re.compile(r"^\s*(?:#(?!\s*(?:include|import|define|if|pragma))|//|/\*|\*|\*/|--|<!--|-->|;;|%)")
 _DOCSTRING = re.compile(r'^\s*[rRuUbB]?("""|\'\'\')')
 SHARE = 0.9  # at least this share of non-blank lines is preamble
+# Comments that document the definition below them, not the file, by language: R's roxygen
+# (`#' Bind multiple data frames by row` above `bind_rows <- function`); a long block is cut from
+# its function into a chunk of its own, which says what the function does.
+_DOC_OF_NEXT = {"r": re.compile(r"^\s*#'")}
 
 
-def is_preamble_only(text: str) -> bool:
+def is_preamble_only(text: str, language: str | None = None) -> bool:
     """True when (nearly) every non-blank line is an import, a comment or a module docstring.
     Stops at the first line past the allowance: most chunks are code and say so early."""
+    doc_of_next = _DOC_OF_NEXT.get(language or "")
     lines = [line for line in text.splitlines() if line.strip()]
     allowance = (1.0 - SHARE) * len(lines)
     other = 0
@@ -51,7 +56,8 @@ def is_preamble_only(text: str) -> bool:
             if opened.group(1) not in line[opened.end():]:
                 quote = opened.group(1)
             continue
-        if not (_COMMENT.match(line) or _PREAMBLE.match(line) or _CONTINUATION.match(line)):
+        documents = doc_of_next is not None and doc_of_next.match(line)
+        if documents or not (_COMMENT.match(line) or _PREAMBLE.match(line) or _CONTINUATION.match(line)):
             other += 1
             if other > allowance:
                 return False

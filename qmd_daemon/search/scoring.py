@@ -277,6 +277,12 @@ def coherence_boost(cands: list[Candidate], top: float, weights: ScoringWeights)
 # OCaml's interfaces (`angstrom.mli` beside `angstrom.ml`); and an Objective-C header (by its
 # content, `file_types.language_of_text`: a C header is often all there is of a C API).
 _DECLARATION_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".mli")
+# A Terraform module's interface, by the convention every module follows: its inputs
+# (`variables.tf`, each with an English `description`) and outputs; `main.tf` and the like use them.
+_TERRAFORM_INTERFACE = ("variables.tf", "outputs.tf")
+_INTERFACE_WORDS = frozenset({"variable", "variables", "input", "inputs", "output", "outputs"})
+# Solidity's interfaces, by the style guide's name: `IAccessManager.sol`, `IERC20.sol`
+_SOLIDITY_INTERFACE = re.compile(r"(?:^|/)I[A-Z]\w*\.sol$")
 
 
 def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: ScoringWeights) -> None:
@@ -311,7 +317,10 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
         name = _name_and_parent(path)[0]
         if name in _PACKAGE_ENTRY_FILES:
             cand.scale("package_init", weights.init_penalty)
-        if name.endswith(_DECLARATION_SUFFIXES) or (name.endswith(".h") and cand.chunk.language == "objc"):
+        objc_header = name.endswith(".h") and cand.chunk.language == "objc"
+        declares = name.endswith(_DECLARATION_SUFFIXES) or objc_header
+        declares = declares or bool(_SOLIDITY_INTERFACE.search(cand.chunk.path))
+        if declares or (name in _TERRAFORM_INTERFACE and not asked & _INTERFACE_WORDS):
             cand.scale("type_declarations", weights.dts_penalty)
 
 
@@ -380,7 +389,8 @@ def preamble_penalty(
         return
     leaders = sorted(cands, key=lambda c: -c.score)[:PREAMBLE_CHECKED]  # a penalty only lowers
     preambles = [c for c in leaders
-                 if c.chunk.kind == "code" and not c.chunk.symbols and is_preamble_only(c.chunk.text)]
+                 if c.chunk.kind == "code" and not c.chunk.symbols
+                 and is_preamble_only(c.chunk.text, c.chunk.language)]
     last = last_lines(list({c.chunk.file_id for c in preambles}))
     for cand in preambles:
         if cand.chunk.end_line < last.get(cand.chunk.file_id, 0):

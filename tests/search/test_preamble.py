@@ -47,6 +47,19 @@ def test_code_is_not_a_preamble(name: str) -> None:
     assert not is_preamble_only(CODE[name])
 
 
+# dplyr's R/bind-rows.R: 29 lines of roxygen above `bind_rows <- function`, cut into a chunk of
+# their own; they say what the function does ("Bind multiple data frames by row"), so they are
+# the function's docs, not the file's header (a `#` comment in any other language still is)
+ROXYGEN = ("#' Bind multiple data frames by row\n#'\n#' @param ... Data frames to combine. Columns are\n"
+           "#'   matched by name, and any missing columns will be filled with `NA`.\n#' @export\n")
+
+
+def test_roxygen_documents_the_r_function_below_it() -> None:
+    assert not is_preamble_only(ROXYGEN, "r")
+    assert is_preamble_only("# Bind multiple data frames by row\n# @export\n", "r")
+    assert is_preamble_only(ROXYGEN, "python")
+
+
 SESSIONS = PREAMBLES["python"] + "\n\n" + "\n".join(f"# padding line {i}" for i in range(40)) + "\n\n" + """
 class SessionRedirectMixin:
     def resolve_redirects(self, resp, req):

@@ -184,8 +184,7 @@ def test_declaration_files_of_every_module_kind_rank_below_the_code(engine: Engi
     name = indexed(engine, tmp_path / "repo", {
         "index.d.cts": declaration, "index.d.mts": declaration, "lib/InterceptorManager.js": code,
     })
-    hits = engine.search("interceptor manager use", [name], options=SearchOptions(per_file=0, explain=True))
-    scaled = {h.path: "type_declarations" in h.explain["boosts"] for h in hits}
+    scaled = scaled_as_declarations(engine, name, "interceptor manager use")
     assert scaled == {"index.d.cts": True, "index.d.mts": True, "lib/InterceptorManager.js": False}
 
 
@@ -202,11 +201,53 @@ def test_interfaces_and_objc_headers_rank_below_their_implementation(engine: Eng
                                  "    return YES;\n}\n@end\n",
         "include/trust.h": "/* evaluate server trust */\nint evaluate_server_trust(void *serverTrust);\n",
     })
-    hits = engine.search("parse_string evaluate server trust", [name],
-                         options=SearchOptions(per_file=0, explain=True))
-    scaled = {h.path: "type_declarations" in h.explain["boosts"] for h in hits}
+    scaled = scaled_as_declarations(engine, name, "parse_string evaluate server trust")
     assert scaled == {"lib/angstrom.mli": True, "lib/angstrom.ml": False, "AF/AFSecurityPolicy.h": True,
                       "AF/AFSecurityPolicy.m": False, "include/trust.h": False}
+
+
+# terraform-aws-eks: `enable_irsa`'s description in variables.tf says "OpenID Connect Provider ...
+# IRSA" in English and came first for the OIDC question; main.tf holds the provider itself
+TERRAFORM_MODULE = {
+    "variables.tf": 'variable "enable_irsa" {\n  description = "Whether to create an OpenID Connect identity'
+                    ' provider for IAM roles for service accounts"\n  type = bool\n}\n',
+    "outputs.tf": 'output "oidc_provider_arn" {\n  description = "The ARN of the OIDC identity provider"\n'
+                  '  value = aws_iam_openid_connect_provider.oidc_provider[0].arn\n}\n',
+    "main.tf": 'resource "aws_iam_openid_connect_provider" "oidc_provider" {\n'
+               '  count = var.enable_irsa ? 1 : 0\n  url = local.oidc_issuer\n}\n',
+}
+
+
+def test_a_terraform_modules_inputs_and_outputs_rank_below_its_code(engine: Engine, tmp_path: Path) -> None:
+    name = indexed(engine, tmp_path / "repo", TERRAFORM_MODULE)
+    for question, interface_scaled in [("OIDC identity provider for IAM roles", True),
+                                        ("which variable enables the OIDC identity provider", False)]:
+        scaled = scaled_as_declarations(engine, name, question)
+        assert scaled == {"variables.tf": interface_scaled, "outputs.tf": interface_scaled, "main.tf": False}
+
+
+def test_a_solidity_interface_ranks_below_the_contract(engine: Engine, tmp_path: Path) -> None:
+    # openzeppelin-contracts: IAccessManager.sol (`interface`, named I + the contract by the style
+    # guide) documents `minimumDelay` and came first for "minimum delay before a scheduled operation"
+    name = indexed(engine, tmp_path / "repo", {
+        "access/IAccessManager.sol": "interface IAccessManager {\n    /// @dev Minimum delay before a"
+                                     " scheduled operation can be executed.\n"
+                                     "    function minimumDelay() external view returns (uint32);\n}\n",
+        "governance/TimelockController.sol": "contract TimelockController {\n    uint256 private _minDelay;\n"
+                                             "    function getMinDelay() public view returns (uint256) {\n"
+                                             "        return _minDelay; // minimum delay, scheduled\n"
+                                             "    }\n}\n",
+        "access/Initializable.sol": "abstract contract Initializable {\n    // operation scheduled once\n}\n",
+    })
+    scaled = scaled_as_declarations(engine, name, "minimum delay before a scheduled operation")
+    assert scaled == {"access/IAccessManager.sol": True, "governance/TimelockController.sol": False,
+                      "access/Initializable.sol": False}
+
+
+def scaled_as_declarations(engine: Engine, name: str, question: str) -> dict[str, bool]:
+    """Each hit's path: whether it was ranked as a file declaring what another implements."""
+    hits = engine.search(question, [name], options=SearchOptions(per_file=0, explain=True))
+    return {h.path: "type_declarations" in h.explain["boosts"] for h in hits}
 
 
 ASKS_FOR_TESTS = [
