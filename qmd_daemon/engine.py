@@ -893,7 +893,9 @@ class Engine:
             # another checkout of the home's repository (its main one, a sibling worktree, a
             # separate clone or a fork: the same root commits) holds the same files at another
             # version: beside the checkout an agent searches, its hits were each file twice, half
-            # of them in a checkout the agent is not working in
+            # of them in a checkout the agent is not working in. The home as index.yml has it now:
+            # its first update, after the caller read it, recorded its roots
+            home = known.get(home.name, home)
             mine = _git_folder_of(home)
             return [home.name, *(
                 n for n in default

@@ -43,11 +43,13 @@ def _search(raw: str) -> int:
             home, created = (None, False)
             if req.path is not None and not req.names:
                 home, created = api.resolve_path(engine, req.path, create=True)
-            scope = api.search_scope(engine, req.names, home)
             refreshed = None
             if created or req.refresh or req.auto:  # nothing watches for this one-off process
                 engine.update([home.name] if home is not None else req.names, progress=False)
                 refreshed = True
+            # after the update: a new checkout's first records its root commits, which the scope
+            # reads (a clone of a repository included by default is not searched twice)
+            scope = api.search_scope(engine, req.names, home)
             trace = SearchTrace()
             hits, search_ms = api.run_search(engine, req, scope, trace)
             out: dict[str, Any] = {

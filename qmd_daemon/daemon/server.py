@@ -425,11 +425,14 @@ class Daemon:
             refreshed = await job.wait(req.wait) and job.state == "done"
         trace = SearchTrace()
 
-        def run() -> tuple[list[dict[str, Any]], float, dict[str, str]]:
-            hits, took = api.run_search(self.reader, req, scope, trace)
-            return hits, took, api.roots_of(self.reader, scope)
+        def run() -> tuple[list[str], list[dict[str, Any]], float, dict[str, str]]:
+            # again after a refresh: a new checkout's first records its root commits, which decide
+            # whether a repository included by default is another checkout of it
+            now = api.search_scope(self.reader, req.names, home) if job is not None else scope
+            hits, took = api.run_search(self.reader, req, now, trace)
+            return now, hits, took, api.roots_of(self.reader, now)
 
-        hits, search_ms, roots = await self._read_for_request(run)
+        scope, hits, search_ms, roots = await self._read_for_request(run)
         self.hit_counts.record(hits)
         if trace.pending_vectors:
             self._resume_embedding(scope)

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import stat
+import subprocess
 import sys
 import threading
 import time
@@ -18,7 +19,9 @@ import pytest
 
 from qmd_daemon.daemon.server import MIN_IDLE_S, Daemon, split_host
 from qmd_daemon.daemon.state import read_state
+from qmd_daemon.engine import Engine
 from qmd_daemon.settings import Settings
+from tests.conftest import SAMPLE_PY, committed_repository, git
 from tests.daemon.support import make_repo
 
 EVENT_CEILING_S = 60.0  # how long a test waits for an event at most; the event comes far sooner
@@ -576,3 +579,44 @@ async def test_the_start_up_index_check_runs_once_a_day(
     record.write_text(json.dumps({**seen, "checked_at": a_day_ago}))
     await start_and_close()
     assert len(checks) == 2
+
+
+async def test_the_first_search_in_a_clone_leaves_out_the_repository_it_was_cloned_from(
+    daemon: Daemon, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    """A default repository and a fresh `git clone` of it: the clone's first search registers and
+    indexes it, and the scope was taken before that update recorded the clone's root commits, so
+    every hit came twice (half from the checkout the agent is not in); the second search was right."""
+    lib = committed_repository(tmp_path / "lib", {"src/client.py": SAMPLE_PY})
+    engine = Engine(Settings.from_env())
+    engine.update([engine.add_collection(lib, include_by_default=True).name])
+    clone = tmp_path / "work" / "lib"
+    git(tmp_path, "clone", "-q", str(lib), str(clone))
+    for attempt in ("first", "second"):
+        status, body = await call(
+            http, daemon, "POST", "/search", {"query": "parse cookie header", "path": str(clone)}
+        )
+        assert status == 200, body
+        assert body["collections"] == [body["collection"]], attempt
+        assert {h["collection"] for h in body["hits"]} == {body["collection"]}, attempt
+
+
+def test_the_fallback_search_in_a_clone_leaves_out_the_repository_it_was_cloned_from(
+    home: Path, tmp_path: Path
+) -> None:
+    """The same for the in-process search a client falls back to: it took the scope before its
+    update."""
+    lib = committed_repository(tmp_path / "lib", {"src/client.py": SAMPLE_PY})
+    engine = Engine(Settings.from_env())
+    engine.update([engine.add_collection(lib, include_by_default=True).name])
+    clone = tmp_path / "work" / "lib"
+    git(tmp_path, "clone", "-q", str(lib), str(clone))
+    request = json.dumps({"query": "parse cookie header", "path": str(clone), "auto": True})
+    proc = subprocess.run(
+        [sys.executable, "-m", "qmd_daemon.daemon", "search", "--request", request],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    body = json.loads(proc.stdout)
+    assert body["created"] and body["collections"] == [body["collection"]]
+    assert {h["collection"] for h in body["hits"]} == {body["collection"]}
