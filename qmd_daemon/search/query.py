@@ -38,8 +38,9 @@ _LETTER_COMPOUND = re.compile(r"(?<![\w-])([^\W\d_])-([^\W\d_])([^\W\d_]+)(?![\w
 # A question that is one kebab-case name (`wrap-params`, `run-jetty`, `valid-secret-key?`) asks for
 # that name where the searched code defines it (pipeline.mark_defined_word): Lisp-family code
 # (Clojure, Common Lisp, Scheme, Emacs Lisp) names functions so, and the definitions table holds
-# them whole; elsewhere `thread-safe` is English. Parts of two letters or more: `k-means` is the above.
-KEBAB_NAME = re.compile(r"[^\W\d_][^\W_]+(?:-[^\W_]{2,})+[?!*]?")
+# them whole; elsewhere `thread-safe` is English. Parts of two letters or more: `k-means` is the above;
+# two hyphens join a package to its private name in Emacs Lisp (`magit--refresh-buffer`).
+KEBAB_NAME = re.compile(r"[^\W\d_][^\W_]+(?:--?[^\W_]{2,})+[?!*]?")
 
 
 def _letter_compounds_joined(text: str) -> str:

@@ -252,3 +252,26 @@ def test_an_english_hyphenated_question_is_no_name_where_no_code_defines_it(
     name = indexed(engine, tmp_path / "p", {"locking.py": locking, "count.py": counter})
     assert [h.path for h in engine.search("thread-safe", [name])][:1] == ["locking.py"]
     assert [h.path for h in engine.search("thread safe", [name])][:1] == ["locking.py"]
+
+
+def test_an_emacs_lisp_private_name_is_a_symbol(engine: Engine, tmp_path: Path) -> None:
+    """Emacs Lisp marks a package's private function with two hyphens (`magit--refresh-buffer`,
+    the manual's convention): the kebab-name reading missed them, and the file whose public
+    `magit-buffer-refresh` says the same words more often came before the one defining the name."""
+    assert KEBAB_NAME.fullmatch("magit--refresh-buffer") and not KEBAB_NAME.fullmatch("a--b")
+    private = (
+        ";;; magit-buffer.el --- buffers  -*- lexical-binding: t -*-\n\n"
+        "(defun magit--refresh-buffer (buffer)\n  \"Redraw BUFFER from the repository state.\"\n"
+        "  (with-current-buffer buffer\n    (let ((inhibit-read-only t))\n      (erase-buffer)\n"
+        "      (magit-insert-sections))))\n"
+    )
+    public = (
+        ";;; magit-refresh.el --- refresh  -*- lexical-binding: t -*-\n\n"
+        "(defun magit-buffer-refresh (&optional buffer)\n"
+        "  \"Refresh BUFFER, the current magit buffer when nil: refresh the buffer and its sections.\"\n"
+        "  (interactive)\n  (magit--refresh-buffer (or buffer (current-buffer)))\n"
+        "  (run-hooks 'magit-buffer-refresh-hook))\n"
+    )
+    name = indexed(engine, tmp_path / "magit", {"lisp/magit-buffer.el": private,
+                                                "lisp/magit-refresh.el": public})
+    assert engine.search("magit--refresh-buffer", [name])[0].path == "lisp/magit-buffer.el"
