@@ -277,6 +277,32 @@ def test_token_rows_of_the_wrong_kind_are_set_aside_in_one_line(
     assert line.endswith("); distilling them again")
 
 
+def test_a_failed_save_of_the_token_rows_is_tried_again_later_not_every_batch(tmp_path: Path) -> None:
+    """On a full disk (or a folder gone read-only) the rows stayed unsaved past SAVE_EVERY, so
+    every distilled batch rewrote the whole file only to fail again. A failed write waits for
+    twice as many unsaved rows; a write that works starts the count over."""
+    import numpy as np
+
+    from qmd_daemon.models.static_table import SAVE_EVERY
+
+    blocker = tmp_path / "models"
+    blocker.write_text("a file where the folder should be")  # unwritable even for root
+    rows = TokenRows(blocker / "static" / "x-rows.npz", n_vocab=3 * SAVE_EVERY + 1, dim=2)
+    rows.add(range(SAVE_EVERY), np.ones((SAVE_EVERY, 2)))
+    assert rows.save_due()
+    rows.save()
+    assert (rows.unsaved, rows.save_due()) == (SAVE_EVERY, False)
+    rows.add(range(SAVE_EVERY, 2 * SAVE_EVERY - 1), np.ones((SAVE_EVERY - 1, 2)))
+    assert not rows.save_due()
+    rows.add([2 * SAVE_EVERY], np.ones((1, 2)))
+    assert rows.save_due()
+    blocker.unlink()
+    rows.save()
+    assert (rows.unsaved, rows.save_due(), rows.path.is_file()) == (0, False, True)
+    rows.add(range(2 * SAVE_EVERY + 1, 3 * SAVE_EVERY + 1), np.ones((SAVE_EVERY, 2)))
+    assert rows.save_due()
+
+
 def test_rows_another_process_saved_reach_a_running_search_and_stay_in_the_file(
     home: Path, own_models: Path, tmp_path: Path
 ) -> None:

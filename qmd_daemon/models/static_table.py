@@ -100,6 +100,7 @@ class TokenRows:
         self.unsaved = 0  # rows added since the file was written
         self._seen: tuple[int, int] | None = None  # the file's (mtime_ns, size) as last read or written
         self._save_failed = False  # said once: the folder cannot be written
+        self._save_at = SAVE_EVERY  # unsaved rows that make a save due (save_due)
         self.merge_saved()
 
     def _stamp(self) -> tuple[int, int] | None:
@@ -158,6 +159,12 @@ class TokenRows:
         self.slot = slot
         self.unsaved += len(ids)
 
+    def save_due(self) -> bool:
+        """Whether enough rows are unsaved to write the file in the middle of a pass. After a
+        failed write the next try waits until twice as many are unsaved: on a full disk every
+        distilled batch rewrote the whole file only to fail again."""
+        return self.unsaved >= self._save_at
+
     def save(self) -> None:
         """Written whole to a temporary file, then moved over the old one (a kill leaves either).
         Owner-only (0600 from creation, folder 0700), unlike the downloaded model files: which
@@ -174,6 +181,7 @@ class TokenRows:
                 log.warning("static tier: cannot write its token rows to %s (%s); kept in memory only",
                             self.path, exc.strerror or exc)
             self._save_failed = True
+            self._save_at = max(SAVE_EVERY, 2 * self.unsaved)
 
     def _write(self) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -188,6 +196,7 @@ class TokenRows:
             raise
         self._seen = self._stamp()
         self.unsaved = 0
+        self._save_at = SAVE_EVERY
 
     def gather(self, tokens: Sequence[int] | np.ndarray) -> np.ndarray:
         """The tokens' rows as float32; a token never distilled (only a query can name one) is zero."""
@@ -231,7 +240,7 @@ class StaticModel:
             missing = self.rows.missing(tokens)
             if missing:
                 self.rows.add(missing, embed_vocabulary(self.source, progress, missing))
-                if self.rows.unsaved >= SAVE_EVERY:
+                if self.rows.save_due():
                     self.rows.save()
             return len(missing)
 
