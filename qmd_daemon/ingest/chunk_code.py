@@ -72,6 +72,7 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
     "ocaml": ("tree_sitter_ocaml", "language_ocaml"),
     "perl": ("tree_sitter_perl", "language"),
     "groovy": ("tree_sitter_groovy", "language"),
+    "powershell": ("tree_sitter_powershell", "language"),
 }
 SUPPORTED_LANGUAGES = frozenset(_GRAMMARS)
 
@@ -303,6 +304,16 @@ _SPECS: dict[str, _Spec] = {
          "function_definition": "function"},
         containers=frozenset({"class_declaration", "interface_declaration", "enum_declaration"}),
         attach=frozenset({"comment", "line_comment", "block_comment", "groovydoc_comment"}),
+    ),
+    # a script or module is a statement list; `function`, `filter` and `workflow` are function
+    # statements named `Verb-Noun`; comment-based help (`<# .SYNOPSIS ... #>`) is a comment, so the
+    # `function` lines of its examples are none
+    "powershell": _Spec(
+        {"function_statement": "function", "class_statement": "class", "class_method_definition": "method",
+         "enum_statement": "enum"},
+        containers=frozenset({"class_statement"}),
+        transparent=frozenset({"statement_list"}),
+        flat=frozenset({"class_statement"}),
     ),
 }
 
@@ -587,6 +598,10 @@ class _Collector:
             name = self.text(name_node, 160)
         elif lang == "ocaml":
             return self.ocaml_definition(node, kind)
+        elif lang == "powershell":
+            names = ("function_name", "simple_name")
+            name_node = next((c for c in node.named_children if c.type in names), None)
+            name = self.text(name_node, 160)
         elif t == "test_declaration":
             name_node = next((c for c in node.named_children if c.type in ("string", "identifier")), None)
             name = self.text(name_node, 160).strip('"')

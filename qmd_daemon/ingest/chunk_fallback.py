@@ -398,9 +398,13 @@ _GENERIC_PATTERNS: list[tuple[str, str]] = [
     (r"(?:resource|data|module|variable|output|provider)\s+\"(?P<name>[^\"]+)\"(?:\s+\"[^\"]+\")?",
      "resource"),
     (r"(?:locals|terraform)(?P<name>)\s*\{", "resource"),
+    # SQL: a PostgreSQL extension's scripts name their schema `@extschema@` (CREATE EXTENSION
+    # puts the real one there): `CREATE FUNCTION @extschema@.run_maintenance(` defines run_maintenance
+    (r"(?i:create\s+(?:or\s+replace\s+)?(?:function|procedure|trigger)\s+(?:if\s+not\s+exists\s+)?)"
+     r"(?:@\w+@\.)?(?P<name>[\w.\"`\[\]]+)", "function"),
     (r"(?i:create\s+(?:or\s+replace\s+)?(?:temp(?:orary)?\s+|unique\s+|materialized\s+)?"
-     r"(?:table|view|function|procedure|index|trigger|type|schema|sequence)\s+"
-     r"(?:if\s+not\s+exists\s+)?)(?P<name>[\w.\"`\[\]]+)", "table"),
+     r"(?:table|view|index|type|schema|sequence)\s+"
+     r"(?:if\s+not\s+exists\s+)?)(?:@\w+@\.)?(?P<name>[\w.\"`\[\]]+)", "table"),
     (r"(?:function|macro)\s*\(\s*(?P<name>[\w-]+)", "function"),  # cmake
     (r"(?P<name>[A-Za-z_][\w-]*)\s*\(\)\s*\{", "function"),  # shell
     (r"<(?P<name>template|script|style)\b[^>]*>", "section"),  # vue / svelte
@@ -553,6 +557,16 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
     "bats": [
         (r"@test\s+[\"']?(?P<name>.+?)[\"']?\s*\{?\s*$", "test", True),
     ],
+    # Nim: routines by their keyword (`template`, `iterator`, `converter` too; a backticked operator
+    # `proc `==`*(a, b: Foo)`), the types of a `type` section (indented: `TokenBucket* = ref
+    # object`, `AsyncQueue*[T] = ref object of RootRef`, `Color {.pure.} = enum`) or of one line
+    "nim": [
+        (r"(?:proc|func|method|iterator|converter)\s+(?:`(?P<quoted>[^`]+)`|(?P<name>\w+))", "function",
+         False),
+        (r"(?:template|macro)\s+(?:`(?P<quoted>[^`]+)`|(?P<name>\w+))", "macro", False),
+        (r"(?:type\s+)?(?P<name>[A-Za-z]\w*)\*?\s*(?:\[[^\]]*\]\s*)?(?:\{\.[^}]*\.\}\s*)?=\s*"
+         r"(?:ref\s+|ptr\s+)?(?:object|enum|tuple|concept|distinct)\b", "type", False),
+    ],
     # C-like languages without a grammar here: `type name(` at column 0 with no `;` after it
     "c_like": [
         (r"(?:[\w:<>,*&]+\s+)+[*&]*(?P<name>[A-Za-z_]\w*)\s*\([^;]*$", "function", True),
@@ -572,6 +586,7 @@ _FAMILY_OF = {
     "solidity": "solidity",
     "verilog": "verilog",
     "bats": "bats",
+    "nim": "nim",
     **dict.fromkeys(("vue", "svelte"), "sfc"),
     **dict.fromkeys(("d", "glsl", "hlsl", "vala"), "c_like"),
 }

@@ -44,9 +44,10 @@ def grammar_key(languages: list[str]) -> str:
 # 5: a notebook's source lines that share a file line (one-line notebooks, a cell as one string)
 # chunked as lines, not joined by spaces; 6: Vue/Svelte component blocks and methods, Clojure
 # names after metadata and `deftest`s, F# local `let`s no definitions, Solidity and Fortran
-# definition tables).
+# definition tables; 7: Nim routines and type sections, SQL extension scripts' `@extschema@.` names
+# and functions as functions).
 CHUNKER_VERSION = (
-    f"6:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
+    f"7:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
 )
 
 

@@ -195,11 +195,13 @@ def mark_defined_word(store: ChunkStore, parsed: ParsedQuery, collection_ids: li
     got no definition boost and a file saying the name more often (its callers, a header's
     comments) came first. A word no code defines stays a word. So does a kebab-case name (`wrap-params`:
     a Lisp's; `thread-safe`, `end-to-end`: English, whose chunk defining `thread_safe` lost the boost
-    of a name saying the question's words when it was read as a symbol everywhere)."""
+    of a name saying the question's words when it was read as a symbol everywhere). PowerShell's
+    `Verb-Noun` (`New-TestDrive`) is a kebab name whose capitals made its parts two symbols
+    (`New`, `TestDrive`: a C# class defining TestDrive came first): the whole name, where defined."""
     words = parsed.text.split()
     word = words[0].strip("`()") if len(words) == 1 else ""  # `linprm` quoted as code, as looks_like_symbol
     kebab = not parsed.is_long and KEBAB_NAME.fullmatch(word) is not None
-    if parsed.symbols or not (kebab or IDENTIFIER.fullmatch(word)):
+    if (parsed.symbols and not kebab) or not (kebab or IDENTIFIER.fullmatch(word)):
         return
     # a stopword (`get`): no term to rank by; a kebab name's terms are its parts
     if not kebab and word.lower() not in {t.lower() for t in parsed.terms}:

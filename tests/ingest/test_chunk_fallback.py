@@ -88,6 +88,24 @@ def test_sql_yaml_shell_lua() -> None:
         assert names <= found, (path, found)
 
 
+def test_sql_extension_scripts_name_what_they_create() -> None:
+    # pg_partman's style: a PostgreSQL extension names its schema `@extschema@` (CREATE EXTENSION
+    # puts the real one there); the name is what follows it, and a function is a function
+    text = (
+        "CREATE TABLE @extschema@.part_config (\n    parent_table text NOT NULL\n);\n\n"
+        "CREATE OR REPLACE FUNCTION @extschema@.run_maintenance(p_parent_table text DEFAULT NULL)\n"
+        "    RETURNS void\n    LANGUAGE plpgsql\n    AS $$\nBEGIN\n    PERFORM 1;\nEND\n$$;\n\n"
+        "CREATE PROCEDURE @extschema@.run_maintenance_proc(p_wait int DEFAULT 0)\n"
+        "    LANGUAGE plpgsql\n    AS $$\nBEGIN\nEND\n$$;\n"
+    )
+    chunks = chunk_text("sql/functions/run_maintenance.sql", text, "sql")
+    assert_valid(text, chunks)
+    found = {(d.name, d.kind) for c in chunks for d in c.definitions}
+    expected = {("part_config", "table"), ("run_maintenance", "function"),
+                ("run_maintenance_proc", "function")}
+    assert expected <= found
+
+
 def test_rst_sections_with_heading_paths() -> None:
     text = textwrap.dedent(
         """\

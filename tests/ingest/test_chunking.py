@@ -1054,6 +1054,41 @@ GROOVY = textwrap.dedent(
     }
     """
 )
+# Pester's style: a byte-order mark before the first `function`, Verb-Noun names, comment-based
+# help whose example defines a function (a comment: no definition), a filter, a class, an enum
+POWERSHELL = "\ufeff" + textwrap.dedent(
+    """\
+    function InModuleScope {
+        <#
+        .EXAMPLE
+        function PrivateFunction { }
+        #>
+        param([string] $ModuleName)
+        Invoke-InModule $ModuleName
+    }
+
+    filter Select-Passed { if ($_.Passed) { $_ } }
+
+    class PesterRun : Base {
+        [int] $Count
+        [string] ToString() {
+            return "run $($this.Count)"
+        }
+        [void] Add([int] $n) {
+            $this.Count += $n
+        }
+        static [void] Reset() {
+            [PesterRun]::Last = $null
+        }
+    }
+
+    enum Result { Passed; Failed }
+
+    function New-TestDrive {
+        New-Item -ItemType Directory -Path $Path
+    }
+    """
+)
 
 # (language, path, text, {name: kind}, name of a container, name of a member inside it)
 CASES = [
@@ -1140,7 +1175,19 @@ CASES = [
     ("groovy", "src/Greeter.groovy", GROOVY,
      {"Greeter": "class", "greet": "method", "run": "method", "Shape": "interface", "helper": "function"},
      "Greeter", "run"),
+    ("powershell", "src/functions/InModuleScope.ps1", POWERSHELL,
+     {"InModuleScope": "function", "Select-Passed": "function", "PesterRun": "class", "ToString": "method",
+      "Reset": "method", "Result": "enum", "New-TestDrive": "function"}, "PesterRun", "Reset"),
 ]
+
+
+def test_powershell_help_examples_are_no_definitions() -> None:
+    # comment-based help is a comment: its `.EXAMPLE` function is an example, not this file's
+    chunks = chunk_code("src/functions/InModuleScope.ps1", POWERSHELL, "powershell")
+    assert chunks is not None
+    names = {d.name for c in chunks for d in c.definitions}
+    assert "PrivateFunction" not in names
+    assert {"InModuleScope", "New-TestDrive"} <= names
 
 
 def test_every_supported_language_has_a_case_and_a_grammar() -> None:

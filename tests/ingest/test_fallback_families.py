@@ -496,6 +496,40 @@ FAMILIES = [
         """),
      {"summarise": "function", "summarise.data.frame": "function", "%||%": "function",
       "Counter": "class", "Person": "class", "greet": "function"}),
+    # chronos's style: a `type` section's exported types, every routine keyword, a backticked operator
+    ("nim", "chronos/ratelimit.nim", _src("""
+        import std/[deques, options]
+
+        type
+          ReplenishMode* = enum
+            Continuous
+            Discrete
+
+          TokenBucket* = ref object
+            budget: int
+            capacity: int
+
+          AsyncQueue*[T] = ref object of RootRef
+            queue: Deque[T]
+
+        proc newTokenBucket*(capacity: int): TokenBucket =
+          TokenBucket(budget: capacity, capacity: capacity)
+
+        func isFull*(bucket: TokenBucket): bool =
+          bucket.budget == bucket.capacity
+
+        iterator items*[T](aq: AsyncQueue[T]): T =
+          for item in aq.queue.items():
+            yield item
+
+        template checkBudget(bucket: TokenBucket) =
+          doAssert bucket.budget >= 0
+
+        proc `==`*(a, b: TokenBucket): bool =
+          a.budget == b.budget
+        """),
+     {"ReplenishMode": "type", "TokenBucket": "type", "AsyncQueue": "type", "newTokenBucket": "function",
+      "isFull": "function", "items": "function", "checkBudget": "macro", "==": "function"}),
 ]
 
 

@@ -275,3 +275,25 @@ def test_an_emacs_lisp_private_name_is_a_symbol(engine: Engine, tmp_path: Path) 
     name = indexed(engine, tmp_path / "magit", {"lisp/magit-buffer.el": private,
                                                 "lisp/magit-refresh.el": public})
     assert engine.search("magit--refresh-buffer", [name])[0].path == "lisp/magit-buffer.el"
+
+
+def test_a_powershell_verb_noun_name_is_a_symbol(engine: Engine, tmp_path: Path) -> None:
+    """PowerShell names its functions `Verb-Noun`: the question `New-TestDrive` was read as the two
+    symbols `New` and `TestDrive`, and Pester's C# configuration class, whose `TestDrive` property
+    says the noun more often, came before TestDrive.ps1, where `function New-TestDrive` is."""
+    drive = (
+        "function Get-TestDrivePlugin {\n    New-PluginObject -Name 'TestDrive'\n}\n\n"
+        "function New-TestDrive {\n    param ([string] $Path)\n"
+        "    $directory = New-RandomTempDirectory\n    New-PSDrive -Name TestDrive -Root $directory\n}\n\n"
+        "function Remove-TestDrive ($TestDrivePath) {\n    Remove-Item -Recurse $TestDrivePath\n}\n"
+    )
+    config = (
+        "namespace Pester\n{\n    public class TestDriveConfiguration\n    {\n"
+        "        // TestDrive: enable the TestDrive; a new TestDrive for each block\n"
+        "        public BoolOption TestDrive { get; set; }\n"
+        "        public void New() { TestDrive = new BoolOption(\"TestDrive\", \"new TestDrive\", true); }\n"
+        "    }\n}\n"
+    )
+    name = indexed(engine, tmp_path / "pester", {"src/functions/TestDrive.ps1": drive,
+                                                 "src/csharp/Pester/TestDriveConfiguration.cs": config})
+    assert engine.search("New-TestDrive", [name])[0].path == "src/functions/TestDrive.ps1"

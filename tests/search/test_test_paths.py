@@ -92,6 +92,9 @@ TEST_FILES = [
     "Src/Billing/InvoiceTests.vb",
     "lib/kemal/route_spec.cr",
     "src/Counter.t.sol",
+    # powershell: Pester runs `*.Tests.ps1`; Pester keeps its own in `tst/`
+    "src/Module.Tests.ps1",
+    "tst/functions/Mock.ps1",
     # test doubles: OpenZeppelin's `contracts/mocks/`, mockery's `mocks/` (Go)
     "contracts/mocks/token/ERC20Mock.sol",
     "internal/store/mocks/Store.go",
@@ -137,6 +140,9 @@ CODE_FILES = [
     "src/spectator.cr",
     "lib/testable.m",  # `test*` runs only camelCase/snake_case: `testable` is a word
     "lib/attest.ml",
+    "src/functions/TestDrive.ps1",  # Pester's own TestDrive feature
+    "src/functions/TestResults.NUnit3.ps1",
+    "src/tstate.c",
 ]
 
 
