@@ -54,14 +54,23 @@ def fresh_database(admin_url: str) -> str:
     return admin_url.replace("/postgres?", f"/{name}?")
 
 
+@contextmanager
+def database_of_its_own(admin_url: str) -> Iterator[str]:
+    """A fresh database's URL, dropped afterwards."""
+    url = fresh_database(admin_url)
+    try:
+        yield url
+    finally:
+        name = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture
 def postgres_url(postgres_server: str) -> Iterator[str]:
     """The URL of a new, empty database of its own, dropped after the test."""
-    url = fresh_database(postgres_server)
-    yield url
-    name = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
-    with psycopg.connect(postgres_server, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with database_of_its_own(postgres_server) as url:
+        yield url
 
 
 def statistics_match_a_recount(url: str) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 
 from qmd_daemon.daemon.jobs import Job, JobQueue
 from qmd_daemon.setup.installer import process_alive
+from qmd_daemon.vectorize import BATCH
 from tests.conftest import SAMPLE_GO, SAMPLE_MD, SAMPLE_PY, write_tree
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -235,3 +236,16 @@ async def running_embed(queue: JobQueue, names: list[str]) -> Job:
     while embed.state == "queued":
         await asyncio.sleep(0.01)
     return embed
+
+
+def many_small_chunks(root: Path, chunks: int = 12 * BATCH, lines: int = 1) -> Path:
+    """A tree of `chunks` one-function files of `lines` body lines: many embed batches (more than
+    LOWERED_FROM chunks by default, so a job runs niced on its second instance) at a tenth of
+    MiniLM's time for as many chunks of this repository's own source. Tests copied
+    qmd_daemon/search instead: 25-39 s of embedding each, growing with the code, on a CI run near
+    its time limit."""
+    def body(i: int) -> str:
+        steps = "".join(f"    value = value * {i} + {j}  # step {j} of part {i}\n" for j in range(lines))
+        return f"def score_part_{i:03d}(value):\n{steps}    return value\n"
+
+    return write_tree(root, {f"pkg/part_{i:03d}.py": body(i) for i in range(chunks)})

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import math
 import os
-import shutil
 import sys
 import threading
 import time
@@ -24,14 +23,14 @@ import pytest
 
 from bench.embed_nice import tasks as threads  # tid -> (nice, CPU ticks), read from /proc
 from qmd_daemon import vectorize
-from qmd_daemon.daemon import priority
+from qmd_daemon.daemon import jobs, priority
 from qmd_daemon.daemon.jobs import LOWERED_FROM, JobQueue
 from qmd_daemon.engine import Engine
 from qmd_daemon.settings import Settings
 from qmd_daemon.text.chunk_model import embedding_text
-from tests.daemon.support import running_embed
+from qmd_daemon.vectorize import BATCH
+from tests.daemon.support import many_small_chunks, running_embed
 
-REPO = Path(__file__).resolve().parents[2]
 # the test process's own nice value (a suite run under `nice -n 10`): what an un-niced thread has
 BASE = os.getpriority(os.PRIO_PROCESS, 0)
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice: Linux")
@@ -43,20 +42,20 @@ def engine_at(level: str, monkeypatch: pytest.MonkeyPatch) -> Engine:
     return Engine(Settings.from_env())
 
 
-def with_tree(engine: Engine, tmp_path: Path) -> None:
+def with_tree(engine: Engine, tmp_path: Path, long_chunks: bool) -> None:
     tree = tmp_path / "tree"
-    shutil.copytree(REPO / "qmd_daemon" / "search", tree)  # a few hundred chunks: many batches
+    many_small_chunks(tree, 4 * BATCH, lines=16) if long_chunks else many_small_chunks(tree)
     engine.add_collection(tree, "tree")
     engine.update(["tree"], progress=False)
 
 
 @contextlib.asynccontextmanager
 async def queue_at(
-    level: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    level: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, long_chunks: bool = False
 ) -> AsyncIterator[tuple[Engine, JobQueue]]:
-    """A job queue whose engine reads `level`, with a collection of a few hundred chunks to embed."""
+    """A job queue whose engine reads `level`, with a collection of many batches to embed."""
     engine = engine_at(level, monkeypatch)
-    with_tree(engine, tmp_path)
+    with_tree(engine, tmp_path, long_chunks)
     queue = JobQueue(engine, auto_embed=False)
     try:
         yield engine, queue
@@ -213,11 +212,13 @@ async def test_a_queued_refresh_stops_the_niced_batch_mid_decode_and_the_job_fin
     # A refresh (an edit's) ran only after the niced job's current batch: on a busy machine a
     # niced batch took 5.7-40 s, and the edit's search waited for it (docs/scale.md). Now the queued
     # refresh sets the job's abort flag, and the second instance's decode stops mid-graph.
-    # One batch of 512 chunks here (a real size knob, not a mock: the whole tree in one batch, tens
-    # of seconds of MiniLM), so "after the batch" and "at once" are far apart on any machine.
+    # One batch of 512 chunks here (a real size knob, not a mock: the whole tree of 64 long chunks
+    # in one batch, seconds of MiniLM), so "after the batch" and "at once" are far apart on any
+    # machine; LOWERED_FROM (another size knob) under 64 keeps the job on the niced instance.
     monkeypatch.setattr(vectorize, "BATCH", 512)
     monkeypatch.setattr(vectorize, "WINDOW", 512)
-    async with queue_at("19", tmp_path, monkeypatch) as (engine, queue):
+    monkeypatch.setattr(jobs, "LOWERED_FROM", 3 * BATCH)  # the niced instance for 4 x BATCH long chunks
+    async with queue_at("19", tmp_path, monkeypatch, long_chunks=True) as (engine, queue):
         shared = engine.models.embedder()
         assert shared is not None
         embed = await running_embed(queue, ["tree"])
@@ -242,7 +243,7 @@ async def test_a_queued_refresh_stops_the_niced_batch_mid_decode_and_the_job_fin
         # every chunk, the edited file's too, has the vector the shared model gives its text
         rows = engine.store.chunks_by_ids(list(range(1, 5000)))
         stored = engine.vectors.vectors_of(list(rows)) if engine.vectors is not None else {}
-        assert len(stored) == len(rows) >= LOWERED_FROM
+        assert len(stored) == len(rows) >= jobs.LOWERED_FROM
         sample = sorted(rows)[:: max(1, len(rows) // 24)] + [max(rows)]
         texts = [embedding_text(r.path, r.heading, r.signature, r.text) for r in (rows[c] for c in sample)]
         expected = shared.embed_documents(texts)

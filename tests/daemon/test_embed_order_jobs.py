@@ -9,7 +9,6 @@ the other's. Real engine, real MiniLM (small profile), real job queue.
 from __future__ import annotations
 
 import asyncio
-import shutil
 import threading
 from pathlib import Path
 
@@ -17,17 +16,14 @@ from qmd_daemon.daemon.jobs import JobQueue
 from qmd_daemon.engine import Engine
 from qmd_daemon.vectorize import EmbedHint
 from tests.conftest import write_tree
-from tests.daemon.support import running_embed
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.daemon.support import many_small_chunks, running_embed
 
 
 async def test_the_current_repository_is_embedded_before_the_rest_of_a_running_job(
     small_engine: Engine, tmp_path: Path
 ) -> None:
     big = tmp_path / "big"
-    shutil.copytree(REPO / "qmd_daemon" / "search", big)  # ~150 chunks: a few windows
-    small_engine.add_collection(big, "big")
+    small_engine.add_collection(many_small_chunks(big), "big")
     files = {f"m{i}.py": f"def small_{i}():\n    return {i}\n" for i in range(5)}
     small = write_tree(tmp_path / "small", files)
     small_engine.add_collection(small, "small")

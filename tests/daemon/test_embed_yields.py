@@ -14,7 +14,7 @@ from pathlib import Path
 from qmd_daemon.daemon.jobs import JobQueue
 from qmd_daemon.engine import Engine
 from qmd_daemon.vectorize import BATCH
-from tests.daemon.support import running_embed
+from tests.daemon.support import many_small_chunks, running_embed
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,8 +23,7 @@ async def test_a_refresh_queued_behind_a_long_embed_job_runs_before_that_job_end
     small_engine: Engine, tmp_path: Path
 ) -> None:
     tree = tmp_path / "tree"
-    shutil.copytree(REPO / "qmd_daemon" / "search", tree)  # a few hundred chunks: many batches
-    small_engine.add_collection(tree, "tree")
+    small_engine.add_collection(many_small_chunks(tree), "tree")
     small_engine.update(["tree"], progress=False)
     total = sum(c["chunks"] for c in small_engine.status()["collections"])
     assert total > 100
@@ -32,7 +31,7 @@ async def test_a_refresh_queued_behind_a_long_embed_job_runs_before_that_job_end
     queue = JobQueue(small_engine, auto_embed=False)
     try:
         embed = await running_embed(queue, ["tree"])
-        (tree / "scoring.py").write_text("def zebraquokka_validator():\n    return 2\n")
+        (tree / "pkg" / "part_000.py").write_text("def zebraquokka_validator():\n    return 2\n")
         refresh = queue.submit("refresh", ["tree"])
 
         assert await refresh.wait(120) and refresh.state == "done", refresh.error

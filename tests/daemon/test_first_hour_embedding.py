@@ -10,7 +10,6 @@ long job ran waited for all of it. Real daemon and job queue, real index, real M
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 
 import aiohttp
@@ -22,10 +21,8 @@ from qmd_daemon.engine import Engine
 from qmd_daemon.settings import Settings
 from qmd_daemon.vectorize import EmbedHint
 from tests.conftest import SAMPLE_PY, indexed
-from tests.daemon.support import running_embed
+from tests.daemon.support import many_small_chunks, running_embed
 from tests.daemon.test_server import call
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _pending(settings: Settings, name: str) -> int:
@@ -41,8 +38,7 @@ async def test_a_started_daemon_embeds_every_collection_an_earlier_one_left(
     small_engine: Engine, tmp_path: Path
 ) -> None:
     first = "big"
-    shutil.copytree(REPO / "qmd_daemon" / "search", tmp_path / "big")  # ~150 chunks: a few seconds
-    small_engine.add_collection(tmp_path / "big", first)
+    small_engine.add_collection(many_small_chunks(tmp_path / "big"), first)
     small_engine.update([first], progress=False)
     second = indexed(small_engine, tmp_path / "two", {"lib/walrus.py": "def walrus():\n    return 1\n"})
     settings = small_engine.settings
@@ -89,8 +85,7 @@ async def test_the_current_repository_goes_before_the_rest_of_another_ones_embed
     small_engine: Engine, tmp_path: Path
 ) -> None:
     big = tmp_path / "big"
-    shutil.copytree(REPO / "qmd_daemon" / "search", big)  # ~150 chunks: many batches
-    small_engine.add_collection(big, "big")
+    small_engine.add_collection(many_small_chunks(big), "big")
     small = indexed(small_engine, tmp_path / "small", {"m.py": "def small_one():\n    return 1\n"})
     small_engine.update(["big"], progress=False)
     current: list[str | None] = ["big"]

@@ -5,6 +5,8 @@ LexicalQuery trees (FTS5 MATCH syntax, tsquery)."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from qmd_daemon.store.lexical_query import AllOf, AnyOf, LexicalQuery, Phrase, W
 from qmd_daemon.store.postgres import lexical, ranking
 from qmd_daemon.store.postgres.chunk_store import PostgresChunkStore
 from qmd_daemon.store.postgres.connection import PostgresDatabase
-from tests.postgres_server import statistics_match_a_recount
+from tests.postgres_server import database_of_its_own, statistics_match_a_recount
 
 REPO = Path(__file__).resolve().parents[2]
 WEIGHTS = (2.0, 4.0, 1.0)  # search/lexical.py DEFAULT_WEIGHTS
@@ -52,16 +54,40 @@ def _index(store: Any, root: Path, name: str = "repo") -> Any:
     return update_collection(store, CollectionConfig(name, root), Settings.from_env(), progress=False)
 
 
-@pytest.fixture
-def both(corpus: Path, home: Path, tmp_path: Path, postgres_url: str) -> Any:
+@contextmanager
+def _both_holding(corpus: Path, folder: Path, url: str) -> Iterator[tuple[IndexStore, PostgresChunkStore]]:
     """(sqlite store, postgres store), each holding the corpus as collection `repo`."""
-    sqlite_store = IndexStore(tmp_path / "index.sqlite")
-    pg_store = PostgresChunkStore(PostgresDatabase(postgres_url))
-    for store in (sqlite_store, pg_store):
-        _index(store, corpus)
-    yield sqlite_store, pg_store
-    sqlite_store.close()
-    pg_store.close()
+    sqlite_store = IndexStore(folder / "index.sqlite")
+    pg_store = PostgresChunkStore(PostgresDatabase(url))
+    try:
+        for store in (sqlite_store, pg_store):
+            _index(store, corpus)
+        yield sqlite_store, pg_store
+    finally:
+        sqlite_store.close()
+        pg_store.close()
+
+
+@pytest.fixture
+def both(corpus: Path, home: Path, tmp_path: Path, postgres_url: str) -> Iterator[Any]:
+    """A pair of its own, for a test that writes to it."""
+    with _both_holding(corpus, tmp_path, postgres_url) as stores:
+        yield stores
+
+
+@pytest.fixture(scope="module")
+def read_only_pair(
+    corpus: Path, tmp_path_factory: pytest.TempPathFactory, postgres_server: str
+) -> Iterator[Any]:
+    """One pair for the module's tests that only read: indexing the corpus twice took ~7 s a
+    test, most of this file's time (CI runs near its time limit)."""
+    folder = tmp_path_factory.mktemp("read-only-pair")
+    with pytest.MonkeyPatch.context() as env, database_of_its_own(postgres_server) as url:
+        env.setenv("QMD_DAEMON_HOME", str(folder / "qmd-home"))
+        for var in ("QMD_CONFIG_DIR", "QMD_INDEX_PATH", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+            env.delenv(var, raising=False)
+        with _both_holding(corpus, folder, url) as stores:
+            yield stores
 
 
 def _keys(store: Any, ids: list[int]) -> dict[int, tuple[str, int]]:
@@ -85,22 +111,22 @@ def _assert_same_ranking(got: list[Any], expected: list[Any]) -> None:
 
 
 @pytest.mark.parametrize("query", QUERIES, ids=[repr(q) for q in QUERIES])
-def test_keyword_search_ranks_and_scores_as_fts5(both: Any, query: LexicalQuery) -> None:
+def test_keyword_search_ranks_and_scores_as_fts5(read_only_pair: Any, query: LexicalQuery) -> None:
     """Same chunks, same order, same BM25 (to 1e-9 relative: both compute FTS5's formula in
     doubles from the same counts; only the summation order differs)."""
-    lite, pg = both
+    lite, pg = read_only_pair
     expected = _ranking(lite, query)
     _assert_same_ranking(_ranking(pg, query), expected)
     cid_lite, cid_pg = lite.collection_id("repo"), pg.collection_id("repo")
     assert pg.fts_count(query, [cid_pg]) == lite.fts_count(query, [cid_lite]) == len(expected)
 
 
-def test_word_counts_batch_what_fts_count_answers_word_by_word(both: Any) -> None:
+def test_word_counts_batch_what_fts_count_answers_word_by_word(read_only_pair: Any) -> None:
     """One statement for the one-token words, FTS5's MATCH for the rest (a phrase-like `a-b`, a
     compound), 0 for a word neither holds or the syntax rejects: fts_count's answer each time."""
     words = ["transaction", "ranking", "getusername", "write_file", "bm25", "zyzzyva", "a-b", "!!!",
              "ranking"]
-    for store in both:
+    for store in read_only_pair:
         cid = store.collection_id("repo")
         counted = store.word_counts(words, [cid])
         assert set(counted) == set(words)
@@ -109,13 +135,13 @@ def test_word_counts_batch_what_fts_count_answers_word_by_word(both: Any) -> Non
         assert counted["!!!"] == 0 == counted["zyzzyva"]
         assert counted["transaction"] > 0 and counted["write_file"] > 0
         assert store.word_counts(words, []) == dict.fromkeys(words, 0)
-    lite, pg = both
+    lite, pg = read_only_pair
     assert lite.word_counts(words, [lite.collection_id("repo")]) == pg.word_counts(
         words, [pg.collection_id("repo")])
 
 
-def test_every_read_answers_the_same(both: Any) -> None:
-    lite, pg = both
+def test_every_read_answers_the_same(read_only_pair: Any) -> None:
+    lite, pg = read_only_pair
     a, b = lite.collection_id("repo"), pg.collection_id("repo")
     drop = ("updated_at",)
     assert [{k: v for k, v in r.items() if k not in drop} for r in pg.collection_stats()] == [
@@ -249,11 +275,11 @@ def test_removing_a_collection_leaves_the_others_and_their_statistics(both: Any,
 
 
 def test_postgres_ranks_in_the_server_and_sends_back_only_the_best_rows(
-    both: Any, monkeypatch: pytest.MonkeyPatch
+    read_only_pair: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A broad any-word query matches most of the index; the server scores it and only the best
     `limit` rows cross the wire (the rows a team's index would send grow with the index)."""
-    lite, pg = both
+    lite, pg = read_only_pair
     query = AnyOf((Word("the"), Word("index"), Word("search"), Word("chunk")))
     assert pg.fts_count(query, [pg.collection_id("repo")]) > 100
     received: list[int] = []
@@ -300,10 +326,10 @@ def test_excluding_a_phrase_keeps_a_row_where_its_words_only_meet_across_columns
         pg.close()
 
 
-def test_column_filtered_phrases_rank_as_fts5_column_filters(both: Any) -> None:
+def test_column_filtered_phrases_rank_as_fts5_column_filters(read_only_pair: Any) -> None:
     """The ranking statement's column filters (tsvector labels A/B/C) against FTS5's own `path :`
     / `body :` filters: occurrences and rows holding the phrase are counted in that column only."""
-    lite, pg = both
+    lite, pg = read_only_pair
     cases = [
         ('path : "lexical" OR body : "transaction"', [(Word("lexical"), "A"), (Word("transaction"), "C")]),
         ('symbols : "search" OR body : "write file"', [(Word("search"), "B"), (Phrase("write file"), "C")]),
