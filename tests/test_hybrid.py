@@ -97,7 +97,7 @@ def test_second_embed_run_is_refused_while_one_holds_the_lock(tmp_path: Path) ->
 
 def test_killed_embed_resumes_where_it_stopped(small_engine: Engine, tmp_path: Path) -> None:
     files = {
-        f"m{i}.py": f"def function_{i}(value):\n    return value * {i} + {i * i}\n" * 30 for i in range(60)
+        f"m{i}.py": f"def function_{i}(value):\n    return value * {i} + {i * i}\n" * 10 for i in range(60)
     }
     name = small_engine.add_collection(write_tree(tmp_path / "p", files)).name
     small_engine.update([name])
