@@ -567,6 +567,19 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
         (r"(?:type\s+)?(?P<name>[A-Za-z]\w*)\*?\s*(?:\[[^\]]*\]\s*)?(?:\{\.[^}]*\.\}\s*)?=\s*"
          r"(?:ref\s+|ptr\s+)?(?:object|enum|tuple|concept|distinct)\b", "type", False),
     ],
+    # Java-like languages where the grammar gave up on a file (Groovy's does on `as` casts, `?.`,
+    # `[a: b]` maps): a method by its modifiers and return type (`void registerAllowedMethod(String
+    # name, Closure c) {`, `static <T> List<T> merge(`), its parameters closed before the body's
+    # `{` or left open for the next lines (a Groovy command call, `println format(x)`, is neither),
+    # and a constructor by its class's capital (`PipelineTestHelper() {`); classes, `def`s: generic
+    "java_like": [
+        (r"(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|private|protected|static|final|abstract|synchronized|"
+         r"native|default|def)\s+)*(?:<[^>]+>\s+)?(?!(?:if|for|while|switch|catch|return|new|else|throw|"
+         r"assert)\b)[\w.$]+(?:<[^()]*>)?(?:\[\])*\s+(?P<name>[A-Za-z_$][\w$]*)\s*"
+         r"\((?:[^()]*(?:\([^()]*\)[^()]*)*\)\s*(?:throws\s+[\w.,\s]+)?\{\s*$|[^()]*$)", "function", False),
+        (r"(?:(?:public|private|protected)\s+)?(?P<name>[A-Z]\w*)\s*\([^;()'\"]*\)\s*\{\s*$", "function",
+         False),
+    ],
     # C-like languages without a grammar here: `type name(` at column 0 with no `;` after it
     "c_like": [
         (r"(?:[\w:<>,*&]+\s+)+[*&]*(?P<name>[A-Za-z_]\w*)\s*\([^;]*$", "function", True),
@@ -587,6 +600,7 @@ _FAMILY_OF = {
     "verilog": "verilog",
     "bats": "bats",
     "nim": "nim",
+    **dict.fromkeys(("groovy", "java"), "java_like"),
     **dict.fromkeys(("vue", "svelte"), "sfc"),
     **dict.fromkeys(("d", "glsl", "hlsl", "vala"), "c_like"),
 }

@@ -45,9 +45,10 @@ def grammar_key(languages: list[str]) -> str:
 # chunked as lines, not joined by spaces; 6: Vue/Svelte component blocks and methods, Clojure
 # names after metadata and `deftest`s, F# local `let`s no definitions, Solidity and Fortran
 # definition tables; 7: Nim routines and type sections, SQL extension scripts' `@extschema@.` names
-# and functions as functions).
+# and functions as functions; 8: a Groovy file its grammar gave up on (an ERROR root) by the
+# fallback, Java-like methods and constructors named there).
 CHUNKER_VERSION = (
-    f"7:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
+    f"8:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
 )
 
 

@@ -530,6 +530,36 @@ FAMILIES = [
         """),
      {"ReplenishMode": "type", "TokenBucket": "type", "AsyncQueue": "type", "newTokenBucket": "function",
       "isFull": "function", "items": "function", "checkBudget": "macro", "==": "function"}),
+    # Groovy where its grammar gives up: typed methods, a generic one, a constructor, a `def`; a
+    # command call (`println format(x)`) and a control statement are no definitions
+    ("groovy", "src/org/example/PipelineHelper.groovy", _src("""
+        class PipelineHelper implements Serializable {
+
+            private transient Map<String, Closure> allowed = [:]
+
+            PipelineHelper() {
+                allowed = [:]
+            }
+
+            void registerAllowedMethod(String name, List<Class> args = [], Closure closure) {
+                allowed[name] = closure
+                println format(name)
+            }
+
+            static <T> List<T> mergeAll(List<T> first,
+                                        List<T> second) {
+                return first + second
+            }
+
+            def callIfAllowed(String name, Object[] args) {
+                if (allowed.containsKey(name)) {
+                    return allowed[name]?.call(*args)
+                }
+            }
+        }
+        """),
+     {"PipelineHelper": "function", "registerAllowedMethod": "function", "mergeAll": "function",
+      "callIfAllowed": "function"}),
 ]
 
 
@@ -742,3 +772,46 @@ def test_bats_files_are_chunked_at_their_tests() -> None:
     assert names == ["setup"] + [f"case {i} reports its status" for i in range(5)]
     for chunk in chunks[1:]:
         assert lines[chunk.start_line - 1].startswith("@test"), (chunk.start_line, chunk.text[:60])
+
+
+def test_a_groovy_file_its_grammar_cannot_parse_is_chunked_by_the_fallback() -> None:
+    """tree-sitter-groovy gives up on some valid classes (default parameter values in an inner
+    class: jenkins-pipeline-unit's DockerMock) with an ERROR root, whose share of the file was
+    counted as 0: the file stayed one chunk defining two misnamed "methods"."""
+    text = _src("""
+        package org.example.release
+
+        class ReleaseMock implements Serializable {
+
+            private transient StepRecorder recorder
+
+            ReleaseMock(StepRecorder recorder) {
+                this.recorder = recorder
+            }
+
+            class Artifact implements Serializable {
+                String name
+
+                Artifact(String name = 'unnamed') {
+                    this.name = name
+                }
+
+                def upload(String repository = '', Closure body) {
+                    recorder.record('upload', name)
+                    body()
+                }
+            }
+
+            Artifact artifact(String name) {
+                return new Artifact(name)
+            }
+
+            void withRepository(String url, String credentialsId = '', Closure body) {
+                recorder.record('withRepository', url)
+                body()
+            }
+        }
+        """)
+    found = {(d.name, d.kind) for c in chunk_text("src/ReleaseMock.groovy", text) for d in c.definitions}
+    assert {("ReleaseMock", "class"), ("Artifact", "class"), ("upload", "function"),
+            ("artifact", "function"), ("withRepository", "function")} <= found, found
