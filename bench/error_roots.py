@@ -4,8 +4,8 @@ Why: `chunk_code._error_share` counts only the top-level ERROR children, so a fi
 itself is ERROR kept its partial parse. For some grammars that partial parse is a wreck (Groovy:
 one chunk, two misnamed methods), for others it holds most definitions (C headers, PowerShell),
 and the regex fallback would lose them. `_ERROR_ROOT_UNPARSED` names the languages sent to the
-fallback; this prints, per file and per language, the definitions of both ways, to decide the
-next language by figures (Kotlin was mostly a gain, with one loss, when this was written).
+fallback (Groovy, Kotlin); this prints, per file and per language, the definitions of both ways,
+to decide another language by figures.
 
     python bench/error_roots.py [FOLDER ...]   # default: the eval corpora under ~/.cache/qmd-eval
 """

@@ -959,17 +959,17 @@ class _Partitioner:
 
 
 # Grammars whose ERROR root means the file was not understood: tree-sitter-groovy 0.1.2 gives up
-# on valid classes (default parameter values, `as` casts), and the fallback's Java-like patterns
-# name their methods. Elsewhere an ERROR root still holds most definitions, better than a regex's
-# (measured over the eval corpora: C headers and Cython output 234 -> 53 and 678 -> 6
-# definitions, PowerShell's Verb-Noun names cut; Kotlin mostly gains but loses `fun <T> X.name`).
-_ERROR_ROOT_UNPARSED = frozenset({"groovy"})
+# on valid classes (default parameter values), tree-sitter-kotlin on Kotlin 2's guard conditions
+# (`is String if ... ->`), and the fallback's families name their definitions. Elsewhere an ERROR
+# root still holds most definitions, more than a regex's (C headers, Cython output, PowerShell's
+# Verb-Noun names): `python bench/error_roots.py`, docs/ranking.md.
+_ERROR_ROOT_UNPARSED = frozenset({"groovy", "kotlin"})
 
 
 def _error_share(root: Any, total_lines: int, language: str) -> float:
     """The share of lines the parse's top-level ERROR nodes cover; all of them when the root
     itself is one in a language of _ERROR_ROOT_UNPARSED (its children were counted, not it: such
-    a Groovy file was one chunk defining two misnamed methods instead of the fallback's)."""
+    a Groovy file was one chunk defining two misnamed methods, a Kotlin one often none)."""
     if not root.has_error:
         return 0.0
     if root.type == "ERROR" and language in _ERROR_ROOT_UNPARSED:

@@ -580,6 +580,16 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
         (r"(?:(?:public|private|protected)\s+)?(?P<name>[A-Z]\w*)\s*\([^;()'\"]*\)\s*\{\s*$", "function",
          False),
     ],
+    # Kotlin where its grammar gave up on a file (an ERROR root): a function by its name as the
+    # grammar names it, after its type parameters and receiver (`suspend inline fun <T>
+    # Semaphore.withPermit(`, `fun Iterable<Index>.filterAndLogExcessIndices(`: `withPermit`, not
+    # `Iterable`); classes and the rest by the generic patterns
+    "kotlin": [
+        (r"(?:(?:public|private|protected|internal|open|override|inline|suspend|tailrec|operator|infix|"
+         r"external|actual|expect|abstract|final)\s+)*fun\s+(?:<(?:[^<>]|<[^<>]*>)*>\s*)?"
+         r"(?:[A-Za-z_][\w.]*(?:<(?:[^<>]|<(?:[^<>]|<[^<>]*>)*>)*>)?\??\.)?(?P<name>[A-Za-z_]\w*|`[^`]+`)",
+         "function", False),
+    ],
     # C-like languages without a grammar here: `type name(` at column 0 with no `;` after it
     "c_like": [
         (r"(?:[\w:<>,*&]+\s+)+[*&]*(?P<name>[A-Za-z_]\w*)\s*\([^;]*$", "function", True),
@@ -601,6 +611,7 @@ _FAMILY_OF = {
     "bats": "bats",
     "nim": "nim",
     **dict.fromkeys(("groovy", "java"), "java_like"),
+    "kotlin": "kotlin",
     **dict.fromkeys(("vue", "svelte"), "sfc"),
     **dict.fromkeys(("d", "glsl", "hlsl", "vala"), "c_like"),
 }

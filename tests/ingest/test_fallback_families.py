@@ -774,6 +774,34 @@ def test_bats_files_are_chunked_at_their_tests() -> None:
         assert lines[chunk.start_line - 1].startswith("@test"), (chunk.start_line, chunk.text[:60])
 
 
+def test_a_kotlin_file_its_grammar_cannot_parse_is_chunked_by_the_fallback() -> None:
+    """tree-sitter-kotlin predates Kotlin 2's guard conditions (`is String if ... ->`): such a file
+    parses to an ERROR root and its partial parse missed the class and most functions (exposed's
+    UUIDColumnType.kt: none). The fallback names a function past its type parameters and its
+    receiver, as the grammar does (`withEntryLock`, not `Ledger` or `<T>`)."""
+    text = _src("""
+        package org.example.money
+
+        class AmountColumnType : ColumnType<Amount>() {
+            override fun valueFromDB(value: Any): Amount = when (value) {
+                is String if value.startsWith("$") -> Amount.parse(value.drop(1))
+                is Number -> Amount(value.toLong())
+                else -> error("unexpected amount $value")
+            }
+
+            override fun notNullValueToDB(value: Amount): Any = value.cents
+
+            suspend inline fun <T> Ledger.withEntryLock(block: () -> T): T = lock.withLock { block() }
+
+            fun Map<String, List<Pair<Amount, Amount>>>.totalsByAccount(): Map<String, Amount> =
+                mapValues { (_, pairs) -> pairs.fold(Amount.ZERO) { sum, pair -> sum + pair.first } }
+        }
+        """)
+    found = {(d.name, d.kind) for c in chunk_text("src/AmountColumnType.kt", text) for d in c.definitions}
+    assert {("AmountColumnType", "class"), ("valueFromDB", "function"), ("notNullValueToDB", "function"),
+            ("withEntryLock", "function"), ("totalsByAccount", "function")} <= found, found
+
+
 def test_a_groovy_file_its_grammar_cannot_parse_is_chunked_by_the_fallback() -> None:
     """tree-sitter-groovy gives up on some valid classes (default parameter values in an inner
     class: jenkins-pipeline-unit's DockerMock) with an ERROR root, whose share of the file was
