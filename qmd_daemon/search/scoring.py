@@ -105,6 +105,12 @@ _DATA_WORDS = frozenset({"config", "configuration", "configure", "configured", "
                          "yml", "json", "toml", "xml", "manifest", "docker", "compose", "dependencies",
                          "dependency", "package", "packages"})
 _COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|v1|single_include)/|(^|/)[^/]*compat[^/]*\.\w+$")
+# A PostgreSQL extension's update scripts, named `extension--from--to.sql` as CREATE/ALTER EXTENSION
+# requires: each re-creates the objects its release changed, older copies of what the source (or
+# the install script, `extension--version.sql`) defines; pg_partman keeps 88 of them in `updates/`
+_EXTENSION_UPDATE_SCRIPT = re.compile(r"(?:^|/)[^/]+--[^/]+--[^/]+\.sql$")
+_UPGRADE_WORDS = frozenset({"upgrade", "upgrades", "upgrading", "migration", "migrations", "migrate",
+                            "version", "versions"})
 
 
 def asks_for_docs(parsed: ParsedQuery) -> bool:
@@ -314,6 +320,8 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
             cand.scale("ci_path", weights.ci_penalty)
         if _COMPAT_PATH.search(path):
             cand.scale("compat_path", weights.compat_penalty)
+        elif _EXTENSION_UPDATE_SCRIPT.search(path) and not asked & _UPGRADE_WORDS:
+            cand.scale("extension_update_script", weights.compat_penalty)
         name = _name_and_parent(path)[0]
         if name in _PACKAGE_ENTRY_FILES:
             cand.scale("package_init", weights.init_penalty)

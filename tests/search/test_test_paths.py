@@ -250,6 +250,26 @@ def test_a_solidity_interface_ranks_below_the_contract(engine: Engine, tmp_path:
                       "access/Initializable.sol": False}
 
 
+def test_a_postgresql_extensions_update_scripts_rank_below_its_source(engine: Engine, tmp_path: Path) -> None:
+    # pg_partman: `updates/pg_partman--4.7.0--4.7.1.sql` re-creates every function its release
+    # changed, and 88 such older copies took the places of `sql/functions/*.sql` in the whole tree
+    drop = ("CREATE FUNCTION @extschema@.drop_partition_time(p_parent_table text, p_retention interval)\n"
+            "RETURNS int LANGUAGE plpgsql AS $$\nBEGIN\n    -- drop child tables older than the retention\n"
+            "    RETURN 0;\nEND\n$$;\n")
+    files = {"sql/functions/drop_partition_time.sql": drop}
+    for old, new in [("4.6.0", "4.7.0"), ("4.7.0", "4.7.1"), ("4.7.1", "5.0.0")]:  # each says it more often
+        header = f"-- {new}: drop_partition_time keeps the retention's child tables\n"
+        files[f"updates/pg_partman--{old}--{new}.sql"] = header + drop.replace("0;", "1;") * 2
+    name = indexed(engine, tmp_path / "repo", files)
+    for question, scripts_scaled in [("drop old child tables past the retention", True),
+                                     ("which version upgrade changed drop_partition_time", False)]:
+        hits = engine.search(question, [name], options=SearchOptions(per_file=0, explain=True))
+        scaled = {h.path: "extension_update_script" in h.explain["boosts"] for h in hits}
+        assert scaled == {path: scripts_scaled and path.startswith("updates/") for path in files}, question
+        if scripts_scaled:
+            assert hits[0].path == "sql/functions/drop_partition_time.sql"
+
+
 def scaled_as_declarations(engine: Engine, name: str, question: str) -> dict[str, bool]:
     """Each hit's path: whether it was ranked as a file declaring what another implements."""
     hits = engine.search(question, [name], options=SearchOptions(per_file=0, explain=True))
