@@ -46,9 +46,10 @@ def grammar_key(languages: list[str]) -> str:
 # names after metadata and `deftest`s, F# local `let`s no definitions, Solidity and Fortran
 # definition tables; 7: Nim routines and type sections, SQL extension scripts' `@extschema@.` names
 # and functions as functions; 8: a Groovy file its grammar gave up on (an ERROR root) by the
-# fallback, Java-like methods and constructors named there).
+# fallback, Java-like methods and constructors named there; 9: Groovy `def` variables and named-argument
+# steps no definitions there, PowerShell function names without their scope `global:`).
 CHUNKER_VERSION = (
-    f"8:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
+    f"9:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
 )
 
 
