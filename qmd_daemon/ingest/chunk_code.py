@@ -317,6 +317,9 @@ _SPECS: dict[str, _Spec] = {
     ),
 }
 
+# `function global:Get-Foo` defines Get-Foo (in the global scope): the scope is no part of its name
+_POWERSHELL_SCOPE = re.compile(r"^(?i:global|local|script|private):")
+
 _CLASSY = frozenset({"class", "struct", "interface", "trait", "impl", "enum", "object", "module"})
 _VAR_KINDS = frozenset({"const", "variable"})
 _COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
@@ -601,7 +604,7 @@ class _Collector:
         elif lang == "powershell":
             names = ("function_name", "simple_name")
             name_node = next((c for c in node.named_children if c.type in names), None)
-            name = self.text(name_node, 160)
+            name = _POWERSHELL_SCOPE.sub("", self.text(name_node, 160))
         elif t == "test_declaration":
             name_node = next((c for c in node.named_children if c.type in ("string", "identifier")), None)
             name = self.text(name_node, 160).strip('"')

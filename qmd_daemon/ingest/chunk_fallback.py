@@ -425,7 +425,7 @@ _FIRST_WORDS = frozenset(
 _HINTS = ("function", "()", " :: ", "<-")
 
 # Definitions the patterns above miss, by language family: (pattern, kind, only at indentation
-# 0). A family's patterns are tried first, on every line of its languages.
+# 0; kind "": the line defines nothing). A family's patterns are tried first, on every line of its languages.
 _LISP_HEAD = r"\((?:[\w.-]+/)?"  # `(defn`, `(cl:defun`, `(s/def`
 # Clojure's metadata before a defined name: `(def ^:private x`, `(defn ^String f`,
 # `(defprotocol ^{:added "1.6"} P` (the name is what follows it)
@@ -571,8 +571,14 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
     # `[a: b]` maps): a method by its modifiers and return type (`void registerAllowedMethod(String
     # name, Closure c) {`, `static <T> List<T> merge(`), its parameters closed before the body's
     # `{` or left open for the next lines (a Groovy command call, `println format(x)`, is neither),
-    # and a constructor by its class's capital (`PipelineTestHelper() {`); classes, `def`s: generic
+    # and a constructor by its class's capital (`PipelineTestHelper() {`); classes, `def`s: generic.
+    # No definition (kind ""): a variable (`def result = helper.runSh('pwd')`, a one-line closure;
+    # `def notifyAll = {` opening a block stays a function) and a step called with named arguments
+    # (`input message: 'Ship?'`, which the generic patterns read as GraphQL's type `message:`)
     "java_like": [
+        (r"(?:(?:public|private|protected|static|final)\s+)*def\s+(?P<name>[\w$]+)\s*=(?!\s*\{[^{}]*$)", "",
+         False),
+        (r"(?P<name>[a-z]\w*)\s+[a-z]\w*:\s", "", False),
         (r"(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|private|protected|static|final|abstract|synchronized|"
          r"native|default|def)\s+)*(?:<[^>]+>\s+)?(?!(?:if|for|while|switch|catch|return|new|else|throw|"
          r"assert)\b)[\w.$]+(?:<[^()]*>)?(?:\[\])*\s+(?P<name>[A-Za-z_$][\w$]*)\s*"
@@ -678,8 +684,8 @@ def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
             continue
         indent = _indent_of(line)
         found = _family_candidate(family, row, indent, stripped)  # a quoted name too: `'$route'(to) {`
-        if found is not None:
-            if not (out and _same_clause(out[-1], found)):
+        if found is not None:  # kind "": a line the family knows defines nothing
+            if found.kind and not (out and _same_clause(out[-1], found)):
                 out.append(found)
             continue
         if extra is None and stripped[0] in "\"'":

@@ -47,9 +47,10 @@ def grammar_key(languages: list[str]) -> str:
 # definition tables; 7: Nim routines and type sections, SQL extension scripts' `@extschema@.` names
 # and functions as functions; 8: a Groovy file its grammar gave up on (an ERROR root) by the
 # fallback, Java-like methods and constructors named there; Kotlin likewise, its functions past
-# their type parameters and receiver).
+# their type parameters and receiver; 9: Groovy `def` variables and named-argument steps no
+# definitions there, PowerShell function names without their scope `global:`).
 CHUNKER_VERSION = (
-    f"8:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
+    f"9:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
 )
 
 

@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -28,7 +28,7 @@ from qmd_daemon.daemon.jobs import LOWERED_FROM, JobQueue
 from qmd_daemon.engine import Engine
 from qmd_daemon.settings import Settings
 from qmd_daemon.text.chunk_model import embedding_text
-from qmd_daemon.vectorize import BATCH
+from qmd_daemon.vectorize import BATCH, EmbedHint
 from tests.daemon.support import many_small_chunks, running_embed
 
 # the test process's own nice value (a suite run under `nice -n 10`): what an un-niced thread has
@@ -51,12 +51,13 @@ def with_tree(engine: Engine, tmp_path: Path, long_chunks: bool) -> None:
 
 @contextlib.asynccontextmanager
 async def queue_at(
-    level: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, long_chunks: bool = False
+    level: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, long_chunks: bool = False,
+    embed_hint: Callable[[], EmbedHint] | None = None,
 ) -> AsyncIterator[tuple[Engine, JobQueue]]:
     """A job queue whose engine reads `level`, with a collection of many batches to embed."""
     engine = engine_at(level, monkeypatch)
     with_tree(engine, tmp_path, long_chunks)
-    queue = JobQueue(engine, auto_embed=False)
+    queue = JobQueue(engine, auto_embed=False, embed_hint=embed_hint)
     try:
         yield engine, queue
     finally:
@@ -125,9 +126,24 @@ async def test_a_query_does_not_wait_for_the_background_runs_model(
 async def test_off_embeds_at_the_normal_priority_on_the_shared_model(
     small_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with queue_at("off", tmp_path, monkeypatch) as (engine, queue):
-        await running_embed(queue, ["tree"])
+    # Looked at during the deep pass, from the thread computing it (vectorize asks the hint before
+    # each window): a look after the job (192 small chunks: seconds on a fast machine) saw no
+    # second instance and no niced thread whatever the level did.
+    seen: list[tuple[int, bool]] = []  # (that thread's nice, a second instance in use), each window
+    engines: list[Engine] = []
+
+    def hint() -> EmbedHint:
+        if threading.current_thread() is not threading.main_thread():
+            nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+            seen.append((nice, engines[0].background_embedder is not None))
+        return EmbedHint()
+
+    async with queue_at("off", tmp_path, monkeypatch, embed_hint=hint) as (engine, queue):
+        engines.append(engine)
+        embed = await running_embed(queue, ["tree"])
         assert not await niced_for(3.0)
+        assert await embed.wait(300) and embed.result["pending"] == 0, embed.result
+        assert seen and all(s == (BASE, False) for s in seen), seen
         assert queue.activity()["embed_priority"] == "off" and engine.background_embedder is None
 
 

@@ -1190,6 +1190,17 @@ def test_powershell_help_examples_are_no_definitions() -> None:
     assert {"InModuleScope", "New-TestDrive"} <= names
 
 
+def test_a_powershell_functions_scope_is_no_part_of_its_name() -> None:
+    # `function global:Get-Greeting` (a profile's, a test's mock) defines Get-Greeting in the
+    # global scope: it was named `global:Get-Greeting`, so the one-name question `Get-Greeting`
+    # (pipeline.mark_defined_word: the whole name, where defined) never found it
+    text = ("function global:Get-Greeting { 'hi' }\n\nfunction script:Set-Mood([string] $Mood) { $Mood }\n\n"
+            "Function Private:Read-State { 1 }\n")
+    chunks = chunk_code("profile.ps1", text, "powershell")
+    assert chunks is not None
+    assert [d.name for c in chunks for d in c.definitions] == ["Get-Greeting", "Set-Mood", "Read-State"]
+
+
 def test_every_supported_language_has_a_case_and_a_grammar() -> None:
     assert {case[0] for case in CASES} | {"python"} == set(SUPPORTED_LANGUAGES)
     assert available_languages() == sorted(SUPPORTED_LANGUAGES), "a grammar package is missing"

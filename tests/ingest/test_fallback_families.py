@@ -843,3 +843,33 @@ def test_a_groovy_file_its_grammar_cannot_parse_is_chunked_by_the_fallback() -> 
     found = {(d.name, d.kind) for c in chunk_text("src/ReleaseMock.groovy", text) for d in c.definitions}
     assert {("ReleaseMock", "class"), ("Artifact", "class"), ("upload", "function"),
             ("artifact", "function"), ("withRepository", "function")} <= found, found
+
+
+def test_groovy_variables_and_command_calls_are_no_definitions_in_the_fallback() -> None:
+    """A Groovy file its grammar gives up on comes here (chunk_code._ERROR_ROOT_UNPARSED), where the
+    generic `def` pattern read every `def result = helper.runSh('pwd')` as a function: 9 of
+    GenericPipelineDeclaration.groovy's 25 "definitions" were its locals, and a Jenkinsfile's
+    `input message: 'Ship?'` (a step called with a named argument) was the type `message:`. A
+    closure bound to a name (`def notifyAll = {`) still is one."""
+    text = _src("""
+        class ReleaseSteps {
+            def binding = null
+
+            def publish(String name) {
+                def result = helper.runSh('pwd')
+                final def componentInstance = componentType.newInstance()
+                def closure = { println 'inline' }
+                input message: 'Ship?'
+                return result
+            }
+
+            def notifyAll = { String text ->
+                println text
+            }
+        }
+        """)
+    found = {(d.name, d.kind) for c in chunk_fallback("ReleaseSteps.groovy", text, "groovy")
+             for d in c.definitions}
+    assert {("ReleaseSteps", "class"), ("publish", "function"), ("notifyAll", "function")} <= found, found
+    names = {name for name, _kind in found}
+    assert not names & {"binding", "result", "componentInstance", "closure", "message:"}, found
