@@ -238,7 +238,7 @@ async def running_embed(queue: JobQueue, names: list[str]) -> Job:
     return embed
 
 
-def many_small_chunks(root: Path, chunks: int = 12 * BATCH, lines: int = 1) -> Path:
+def many_small_chunks(root: Path, chunks: int = 16 * BATCH, lines: int = 1) -> Path:
     """A tree of `chunks` one-function files of `lines` body lines: many embed batches (more than
     LOWERED_FROM chunks by default, so a job runs niced on its second instance) at a tenth of
     MiniLM's time for as many chunks of this repository's own source. Tests copied

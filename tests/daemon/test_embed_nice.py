@@ -112,9 +112,10 @@ async def test_a_query_does_not_wait_for_the_background_runs_model(
 ) -> None:
     # nice 19 on the shared model: a query waited 26 s behind one slowed decode (bench/embed_nice.py)
     async with queue_at("19", tmp_path, monkeypatch) as (engine, queue):
-        await running_embed(queue, ["tree"])
-        while (twin := engine.background_embedder) is None:  # the job's deep pass has begun
-            await asyncio.sleep(0.05)
+        embed = await running_embed(queue, ["tree"])
+        while (twin := engine.background_embedder) is None and not embed.done.is_set():
+            await asyncio.sleep(0.05)  # until the job's deep pass has begun
+        assert twin is not None, "the job ended before its second instance was seen"
         embedder = engine.models.embedder()
         assert embedder is not None and twin is not embedder
         with twin.handle._lock:  # a background decode that a busy machine holds up
@@ -238,8 +239,11 @@ async def test_a_queued_refresh_stops_the_niced_batch_mid_decode_and_the_job_fin
         shared = engine.models.embedder()
         assert shared is not None
         embed = await running_embed(queue, ["tree"])
-        while (twin := engine.background_embedder) is None or not twin.handle.loaded:
+        while not embed.done.is_set() and ((twin := engine.background_embedder) is None
+                                           or not twin.handle.loaded):
             await asyncio.sleep(0.05)
+        twin = engine.background_embedder
+        assert twin is not None and twin.handle.loaded, "the job ended before its second instance was seen"
         assert twin.handle.abort is not None
         assert shared.handle.abort is None, "the shared model (searches') is never stopped"
         await asyncio.sleep(1.0)  # inside the first (and only) batch's decodes
