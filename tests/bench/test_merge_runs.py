@@ -86,3 +86,22 @@ def test_each_group_gets_its_interval_and_verdict(tmp_path: Path, capsys) -> Non
                 and line.rstrip().endswith(("above", "below", "within noise")))
     assert rust.split()[1:4] == ["20", "-0.025", "-0.50"] and rust.endswith("within noise")
     assert merge_runs.verdict(-0.2, -0.01) == "below"
+
+
+def test_pool_tables_every_set_as_one(tmp_path: Path, capsys) -> None:
+    # A decision over the broad set and the dev queries together: python's figure is over both
+    # sets' questions, under one `pooled` heading; without --pool each set has its own.
+    broad = [_question("click", "python", "b1", 1.0, ["a.py"])]
+    queries = [{**_question("fastapi", "python", "q1", 0.5, ["b.py"]), "set": "queries"}]
+    up = [{**q, "ndcg@10": 1.0} for q in queries]
+    sets = {"broad": {"lexical": {"queries": broad}, "hybrid": {"queries": broad}},
+            "queries": {"lexical": {"queries": queries}, "hybrid": {"queries": up}}}
+    run = tmp_path / "a.json"
+    run.write_text(json.dumps({"sets": sets}), encoding="utf-8")
+    assert merge_runs.main([str(run), "--pool"]) == 0
+    out = capsys.readouterr().out
+    assert "##### pooled (2 questions from 1 runs)" in out and "##### broad" not in out
+    language = next(line for line in out.splitlines() if line.startswith("lang:python"))
+    assert language.split()[1:] == ["0.750", "1.000"]
+    assert merge_runs.main([str(run)]) == 0
+    assert "##### broad (1 questions" in capsys.readouterr().out

@@ -153,7 +153,7 @@ def test_static_pass_and_search_on_a_qwen3_index(qwen3_engine: Engine, tmp_path:
     np.testing.assert_array_equal(again.gather(ids), tier.model.rows.gather(ids))
 
     for query in ["split code words", "tokenize identifiers"]:
-        lexical = _hits(engine, query, name, vectors=False, prf_chunks=0)  # hybrid has no feedback list
+        lexical = _hits(engine, query, name, vectors=False, prf_chunks=0)  # none beside static vectors
         trace = SearchTrace()
         hybrid = _hits(engine, query, name, vectors=True, trace=trace)
         assert lexical, query

@@ -66,11 +66,11 @@ def _normalised_bm25(engine: Engine) -> dict[str, float]:
 def test_a_vector_list_of_weight_zero_changes_no_lexical_ranking(engine: Engine) -> None:
     """The bonus defect: reciprocal-rank fusion gave a list's first hit +0.05 whatever the list's
     weight, more than the lexical list's fourth place earned, so a weight-0 list reordered
-    results. (Feedback off: a lexical search has it, a hybrid one not.)"""
+    results. (Feedback off in both: its list is not what is measured.)"""
     lexical = _paths(engine, vectors=False, prf_chunks=0)
     vector = _paths(engine, lexical=False)
     assert vector[0] == ANSWER and ANSWER not in lexical and len(lexical) >= 5, "the setting holds"
-    hybrid = _paths(engine, vector_weight=0.0)
+    hybrid = _paths(engine, vector_weight=0.0, prf_chunks=0)
     assert hybrid[: len(lexical)] == lexical
     assert ANSWER in hybrid[len(lexical):], "the vector list still adds its candidates, after them"
 
