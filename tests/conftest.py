@@ -66,13 +66,17 @@ def small_engine(home: Path, monkeypatch: pytest.MonkeyPatch, small_models: dict
     engine.close()
 
 
+def point_home(env: pytest.MonkeyPatch, state: Path) -> Path:
+    """QMD_DAEMON_HOME at `state`, and no variable that would place the index elsewhere."""
+    env.setenv("QMD_DAEMON_HOME", str(state))
+    for var in ("QMD_CONFIG_DIR", "QMD_INDEX_PATH", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+        env.delenv(var, raising=False)
+    return state
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    state = tmp_path / "qmd-home"
-    monkeypatch.setenv("QMD_DAEMON_HOME", str(state))
-    for var in ("QMD_CONFIG_DIR", "QMD_INDEX_PATH", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
-        monkeypatch.delenv(var, raising=False)
-    return state
+    return point_home(monkeypatch, tmp_path / "qmd-home")
 
 
 @pytest.fixture

@@ -24,8 +24,9 @@ import pytest
 from bench.embed_nice import tasks as threads  # tid -> (nice, CPU ticks), read from /proc
 from qmd_daemon import vectorize
 from qmd_daemon.daemon import jobs, priority
-from qmd_daemon.daemon.jobs import LOWERED_FROM, JobQueue
+from qmd_daemon.daemon.jobs import LOWERED_FROM, Job, JobQueue
 from qmd_daemon.engine import Engine
+from qmd_daemon.models.embedder import Embedder
 from qmd_daemon.settings import Settings
 from qmd_daemon.text.chunk_model import embedding_text
 from qmd_daemon.vectorize import BATCH, EmbedHint
@@ -113,8 +114,7 @@ async def test_a_query_does_not_wait_for_the_background_runs_model(
     # nice 19 on the shared model: a query waited 26 s behind one slowed decode (bench/embed_nice.py)
     async with queue_at("19", tmp_path, monkeypatch) as (engine, queue):
         embed = await running_embed(queue, ["tree"])
-        while (twin := engine.background_embedder) is None and not embed.done.is_set():
-            await asyncio.sleep(0.05)  # until the job's deep pass has begun
+        twin = await second_instance(engine, embed)
         assert twin is not None, "the job ended before its second instance was seen"
         embedder = engine.models.embedder()
         assert embedder is not None and twin is not embedder
@@ -174,10 +174,20 @@ async def test_the_second_instance_is_freed_when_the_run_ends(
 ) -> None:
     async with queue_at("19", tmp_path, monkeypatch) as (engine, queue):
         embed = await running_embed(queue, ["tree"])
-        while (twin := engine.background_embedder) is None and not embed.done.is_set():
-            await asyncio.sleep(0.05)
+        twin = await second_instance(engine, embed)
         await embed.done.wait()
         assert twin is not None and not twin.handle.loaded and engine.background_embedder is None
+
+
+async def second_instance(engine: Engine, embed: Job, loaded: bool = False) -> Embedder | None:
+    """The embed job's second model instance once it exists (and is `loaded`), or None when the
+    job ended first: a wait without the job's end looped forever on a fast machine."""
+    while not embed.done.is_set():
+        twin = engine.background_embedder
+        if twin is not None and (twin.handle.loaded or not loaded):
+            return twin
+        await asyncio.sleep(0.05)
+    return None
 
 
 async def niced_for(seconds: float) -> set[int]:
@@ -239,10 +249,7 @@ async def test_a_queued_refresh_stops_the_niced_batch_mid_decode_and_the_job_fin
         shared = engine.models.embedder()
         assert shared is not None
         embed = await running_embed(queue, ["tree"])
-        while not embed.done.is_set() and ((twin := engine.background_embedder) is None
-                                           or not twin.handle.loaded):
-            await asyncio.sleep(0.05)
-        twin = engine.background_embedder
+        twin = await second_instance(engine, embed, loaded=True)
         assert twin is not None and twin.handle.loaded, "the job ended before its second instance was seen"
         assert twin.handle.abort is not None
         assert shared.handle.abort is None, "the shared model (searches') is never stopped"

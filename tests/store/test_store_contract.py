@@ -20,6 +20,7 @@ from qmd_daemon.store.lexical_query import AllOf, AnyOf, LexicalQuery, Phrase, W
 from qmd_daemon.store.postgres import lexical, ranking
 from qmd_daemon.store.postgres.chunk_store import PostgresChunkStore
 from qmd_daemon.store.postgres.connection import PostgresDatabase
+from tests.conftest import point_home
 from tests.postgres_server import database_of_its_own, statistics_match_a_recount
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,9 +84,7 @@ def read_only_pair(
     test, most of this file's time (CI runs near its time limit)."""
     folder = tmp_path_factory.mktemp("read-only-pair")
     with pytest.MonkeyPatch.context() as env, database_of_its_own(postgres_server) as url:
-        env.setenv("QMD_DAEMON_HOME", str(folder / "qmd-home"))
-        for var in ("QMD_CONFIG_DIR", "QMD_INDEX_PATH", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
-            env.delenv(var, raising=False)
+        point_home(env, folder / "qmd-home")
         with _both_holding(corpus, folder, url) as stores:
             yield stores
 
