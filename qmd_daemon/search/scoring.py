@@ -16,7 +16,8 @@ from qmd_daemon.search.folder_roles import DOC_WORDS, folder_roles
 from qmd_daemon.search.header_chunks import is_preamble_only
 from qmd_daemon.search.query import ParsedQuery, content_words
 from qmd_daemon.search.test_paths import is_test_path
-from qmd_daemon.text.identifiers import IDENTIFIER, split_identifier
+from qmd_daemon.search.word_match import WordsMatching, name_parts
+from qmd_daemon.text.identifiers import split_identifier
 
 
 @dataclass(frozen=True)
@@ -136,56 +137,17 @@ def _stem_words(path: str) -> frozenset[str]:
     return frozenset(w for w in words if w)
 
 
-class _WordsMatching:
-    """A question's words against names: a word and a name match when they are equal, or one
-    starts the other and both have 3 letters or more. Found through the prefixes of each word and
-    name, in the time of their letters: a bug report's ~60 words tried against each name of ~300
-    candidate paths one pair at a time was 25k prefix tests a report (5.3 of its 57 ms of CPU at 503k
-    chunks), and its candidates' names against its words as many again."""
-
-    def __init__(self, words: list[str]):
-        self.words = frozenset(words)
-        self.by_prefix: dict[str, set[str]] = {}  # each prefix of 3+ letters -> the words it starts
-        for word in self.words:
-            for end in range(3, len(word) + 1):
-                self.by_prefix.setdefault(word[:end], set()).add(word)
-
-    def matched(self, names: frozenset[str]) -> set[str]:
-        """The words that match any of `names`."""
-        found = set(self.words & names)
-        for name in names:
-            found.update(p for end in range(3, len(name) + 1) if (p := name[:end]) in self.words)
-            if len(name) >= 3:
-                found |= self.by_prefix.get(name, set())
-        return found
-
-    def says(self, name: str) -> bool:
-        """Whether any of the words matches `name`."""
-        if name in self.words:
-            return True
-        return len(name) >= 3 and (
-            name in self.by_prefix or any(name[:end] in self.words for end in range(3, len(name) + 1))
-        )
-
-
 def path_word_boost(cands: list[Candidate], parsed: ParsedQuery, top: float, weights: ScoringWeights) -> None:
     words = content_words(parsed)
     if not words or weights.path_words == 0:
         return
-    matching = _WordsMatching(words)
+    matching = WordsMatching(words)
     fractions: dict[str, float] = {}
     for cand in cands:
         path = cand.chunk.path
         if path not in fractions:
             fractions[path] = len(matching.matched(_stem_words(path))) / len(words)
         cand.add("path_words", weights.path_words * top * fractions[path])
-
-
-@lru_cache(maxsize=65_536)
-def _name_parts(name: str) -> tuple[str, ...]:
-    """The parts of a defined name that is an ASCII identifier. Kept per name: a question reads
-    ~400 names of its candidates, and an agent's questions of one repository meet the same."""
-    return tuple(split_identifier(name)) if IDENTIFIER.fullmatch(name) else ()
 
 
 def name_words_boost(
@@ -207,13 +169,13 @@ def name_words_boost(
     if not words or not asked:
         return
     names = names_of([c.chunk.id for c in cands])
-    matching = _WordsMatching(list(words))
+    matching = WordsMatching(list(words))
     for cand in cands:
         if cand.chunk.id in defined or cand.chunk.kind == "doc":  # headings are not names
             continue
         said = 0
         for name, _line in names.get(cand.chunk.id, ()):
-            parts = _name_parts(name)
+            parts = name_parts(name)
             if len(parts) >= 2 and all(matching.says(part) for part in parts):
                 said = max(said, len(parts))
         if said:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from qmd_daemon.search.word_match import WordsMatching, name_parts
 from qmd_daemon.store.fts_tokens import query_tokens_of
 
 SNIPPET_LINES = 12
@@ -47,6 +48,7 @@ def best_window(
     if defining is None:
         defining = _defining_line(lowered, words, headers)
     if defining is not None:
+        defining = _type_signature_above(lowered, defining)
         defining = _head_start(lowered, defining, headers)
     if defining is not None:
         best_start = window_start = defining
@@ -143,9 +145,14 @@ def _named_definition(
     """The chunk's row of its first definition of the earliest query word that it defines: the
     name as a whole (`close`, not `call_on_close`), or its last part when qualified (`M.setup`,
     `Foo::bar`). Earliest: `uv_timer_start`'s words are itself, `timer`, `start`, and a chunk
-    defining `start` above `uv_timer_start` is shown from the latter."""
+    defining `start` above `uv_timer_start` is shown from the latter. Else its first definition
+    of a compound name whose every part the question says (scoring's `name_words` rule): "how
+    zls generates diagnostic errors" is shown from `pub fn generateDiagnostics(`, not from the
+    densest lines of its body."""
     order = {word: i for i, word in reversed(list(enumerate(words)))}
     best: tuple[int, int] | None = None
+    compound: int | None = None
+    matching = WordsMatching(words)
     for name, line in definitions:
         row = line - start_line
         if not 0 <= row < count:
@@ -154,7 +161,32 @@ def _named_definition(
         rank = min(order.get(name.lower(), len(words)), order.get(last_part.lower(), len(words)))
         if rank < len(words) and (best is None or (rank, row) < best):
             best = (rank, row)
-    return None if best is None else best[1]
+        parts = name_parts(last_part)
+        if len(parts) >= 2 and all(matching.says(part) for part in parts):
+            compound = row if compound is None else min(compound, row)
+    return compound if best is None else best[1]
+
+
+SIGNATURE_REACH = 6  # rows above an equation searched for its type signature
+
+
+def _type_signature_above(lowered: list[str], row: int) -> int:
+    """The row of the type signature of the equation on ROW (`name :: Type` above `name x = ...`:
+    Haskell, PureScript, Idris; the signature may run over several lines), else ROW. The parser
+    names the equation, so a hit began below the line that says what the function is."""
+    named = re.match(r"\s*([a-z_][\w']*)", lowered[row])
+    if named is None:
+        return row
+    signature = re.compile(r"\s*" + re.escape(named.group(1)) + r"\s*::")
+    for above in range(row - 1, max(-1, row - 1 - SIGNATURE_REACH), -1):
+        line = lowered[above]
+        if not line.strip():
+            break
+        if signature.match(line):
+            return above
+        if not line[0].isspace() and not line.startswith("--"):  # another top-level line
+            break
+    return row
 
 
 def _normalised(text: str) -> str:

@@ -130,3 +130,36 @@ def test_the_earliest_query_word_a_chunk_defines_is_where_it_starts() -> None:
     words = ["uv_timer_start", "timer", "start"]
     definitions = [("start", 10), ("uv_timer_start", 13)]
     assert best_window(text, 10, words, definitions=definitions)[0] == 13
+
+
+def test_a_haskell_equation_is_shown_from_its_type_signature() -> None:
+    """The parser names `screenWorkspace sc = ...`; its signature above, over one or more lines,
+    says what it is (xmonad's Operations.hs); a previous top-level line is not climbed over."""
+    text = (
+        "-- | Return workspace visible on screen.\n"
+        "screenWorkspace :: ScreenId\n"
+        "                -> X (Maybe WorkspaceId)\n"
+        "screenWorkspace sc = withWindowSet $ return . lookupWorkspace sc\n"
+        "other = 1\n"
+        "helper x = x\n"
+    )
+    assert best_window(text, 600, ["screenworkspace"], definitions=[("screenWorkspace", 603)])[0] == 601
+    assert best_window(text, 600, ["helper"], definitions=[("helper", 605)])[0] == 605
+
+
+def test_a_hit_starts_at_a_compound_name_the_question_says() -> None:
+    """No query word is a defined name, but every part of `generateDiagnostics` is said: the
+    window starts at its head, not at the densest lines of its body (zls's diagnostics.zig)."""
+    filler = "".join(f"    step{i}();\n" for i in range(14))
+    text = (
+        "pub fn generateDiagnostics(server: *Server) !void {\n"
+        + filler
+        + "    // errors and warnings: errors first, warnings after\n"
+        "    try collectErrors(server);\n"
+        "}\n"
+    )
+    definitions = [("generateDiagnostics", 1)]
+    said = ["generates", "diagnostic", "errors", "warnings"]
+    assert best_window(text, 1, said, definitions=definitions)[0] == 1
+    # a name with a part the question does not say is no answer by name: the densest lines are
+    assert best_window(text, 1, ["diagnostic", "errors", "warnings"], definitions=definitions)[0] == 16

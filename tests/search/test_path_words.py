@@ -1,5 +1,5 @@
 """A question's words against names (path_word_boost, name_words_boost) are matched through their
-prefixes (_WordsMatching): the same answers as trying each word against each name, the rule as it
+prefixes (WordsMatching): the same answers as trying each word against each name, the rule as it
 was written before, checked on every path and name part of this repository against words that
 exercise each way of matching."""
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qmd_daemon.search.scoring import _name_parts, _stem_words, _WordsMatching
+from qmd_daemon.search.scoring import _stem_words
+from qmd_daemon.search.word_match import WordsMatching, name_parts
 
 REPO = Path(__file__).resolve().parents[2]
 # exact names (`py`, two letters), words a name starts (`sco`), words that start with a name
@@ -29,7 +30,7 @@ def word_matches(word: str, names: set[str] | frozenset[str]) -> bool:
 def test_the_words_matching_a_path_are_those_the_pairwise_rule_finds() -> None:
     paths = sorted(str(p.relative_to(REPO)) for p in REPO.rglob("*.py") if ".venv" not in p.parts)
     assert len(paths) > 100
-    matching = _WordsMatching(WORDS)
+    matching = WordsMatching(WORDS)
     matched_any = 0
     for path in paths:
         names = _stem_words(path)
@@ -41,9 +42,9 @@ def test_the_words_matching_a_path_are_those_the_pairwise_rule_finds() -> None:
 
 def test_a_name_part_is_said_when_the_pairwise_rule_says_so() -> None:
     text = "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "qmd_daemon").rglob("*.py"))
-    parts = {part for name in set(text.replace("(", " ").split()) for part in _name_parts(name)}
+    parts = {part for name in set(text.replace("(", " ").split()) for part in name_parts(name)}
     assert len(parts) > 300
-    matching, words = _WordsMatching(WORDS), set(WORDS)
+    matching, words = WordsMatching(WORDS), set(WORDS)
     said = {part for part in parts if matching.says(part)}
     assert said == {part for part in parts if word_matches(part, words)}
     assert 20 < len(said) < len(parts)
