@@ -959,7 +959,9 @@ def chunk_fallback(
         with_signature = True
     table.sort()
 
-    def split(lo: int, hi: int, heading: str, base_indent: int, depth: int) -> list[Piece]:
+    def split(
+        lo: int, hi: int, heading: str, base_indent: int, depth: int, outer: _Cand | None = None
+    ) -> list[Piece]:
         inner = [c for c in cands if lo <= c.row <= hi and c.indent > base_indent]
         if base_indent < 0:
             inner = [c for c in inner if c.indent == 0]
@@ -981,7 +983,11 @@ def chunk_fallback(
         units: list[Unit] = []
         for start, end, cand in make_units(starts, lo, hi):
             if not isinstance(cand, _Cand):
-                units.append(Unit(start, end, trailing=cand == _END))
+                if cand == _END and outer is not None:  # a module's code after its function: the module's
+                    units.append(Unit(start, end, context=clip_signature(outer.sig), context_row=outer.row,
+                                      trailing=True))
+                else:
+                    units.append(Unit(start, end, trailing=cand == _END))
                 continue
             if headings:
                 sub_heading = headings.get(cand.row, heading)
@@ -991,7 +997,7 @@ def chunk_fallback(
             sub_heading = f"{heading} > {label}" if heading else label
 
             def sub(s: int, e: int, _c: _Cand = cand, _h: str = sub_heading, _l: str = label) -> list[Piece]:
-                pieces = split(s, e, _h, _c.indent, depth + 1)
+                pieces = split(s, e, _h, _c.indent, depth + 1, _c)
                 if len(pieces) == 1:
                     pieces[0].heading = heading
                     pieces[0].context = clip_signature(_c.sig)

@@ -1056,3 +1056,24 @@ def test_closing_lines_end_definitions(
     row = text.split("\n").index(next(line for line in text.split("\n") if after_end in line)) + 1
     holding = [c for c in chunks if c.start_line <= row <= c.end_line]
     assert [c.heading for c in holding] == [heading]
+
+
+def test_a_modules_code_after_its_function_is_a_window_of_the_module() -> None:
+    """ibex_lockstep.sv: the module's code after a typedef's `} delayed_outputs_t;` was the
+    typedef's (then, closed, no definition's at all: it lost the signature that makes the module's
+    windows one definition for ranking). Those lines carry the module's signature."""
+    body = "\n".join(f"  assign out_{i} = in_{i};" for i in range(12))
+    text = _src("""
+        module ibex_lockstep (
+          input  logic clk_i
+        );
+          typedef struct packed {
+            logic instr_req;
+          } delayed_outputs_t;
+
+        """) + body + "\nendmodule\n"
+    chunks = chunk_fallback("rtl/ibex_lockstep.sv", text, "verilog", max_lines=6, max_chars=400, overlap=0)
+    assert_valid(text, chunks)
+    after = [c for c in chunks if c.start_line > 6]
+    assert after and all(c.signature.startswith("module ibex_lockstep (") for c in after), [
+        (c.start_line, c.signature) for c in chunks]
