@@ -432,6 +432,9 @@ _HINTS = ("function", "()", " :: ", "<-")
 # Kind of a line that closes the definition above it (`endfunction`, `</script>`, Crystal's `end`):
 # no definition; the lines after it, up to the next definition, are the level's own
 _END = "end"
+# Kinds declared on one line: what follows is not theirs (a GDScript script's `var`s after a
+# `signal text_signal(text)` were headed by the signal)
+_ONE_LINE_KINDS = frozenset({"signal"})
 _LISP_HEAD = r"\((?:[\w.-]+/)?"  # `(defn`, `(cl:defun`, `(s/def`
 # Clojure's metadata before a defined name: `(def ^:private x`, `(defn ^String f`,
 # `(defprotocol ^{:added "1.6"} P` (the name is what follows it)
@@ -979,6 +982,8 @@ def chunk_fallback(
                 continue
             start = _attach_comments(lines, candidate.row, floor) if with_signature else candidate.row
             starts.append((start, True, candidate))
+            if candidate.kind in _ONE_LINE_KINDS:
+                starts.append((candidate.row + 1, False, _END))
             floor = candidate.row
         units: list[Unit] = []
         for start, end, cand in make_units(starts, lo, hi):

@@ -1077,3 +1077,15 @@ def test_a_modules_code_after_its_function_is_a_window_of_the_module() -> None:
     after = [c for c in chunks if c.start_line > 6]
     assert after and all(c.signature.startswith("module ibex_lockstep (") for c in after), [
         (c.start_line, c.signature) for c in chunks]
+
+
+def test_a_gdscript_signal_is_one_line() -> None:
+    """DialogicGameHandler.gd: the variables after `signal text_signal(argument)` were headed
+    `signal text_signal`, windows of it; a signal is declared on its one line."""
+    members = "\n".join(f"var paused_{i} := false" for i in range(12))
+    head = "class_name DialogicGameHandler\nextends Node\n\nsignal text_signal(argument: String)\n\n"
+    text = head + members + "\n\nfunc _ready() -> void:\n\tpass\n"
+    chunks = chunk_fallback("Core/DialogicGameHandler.gd", text, "gdscript", max_lines=6, max_chars=400,
+                            overlap=0)
+    assert_valid(text, chunks)
+    assert [c.heading for c in chunks if "paused_9" in c.text] == [""]
