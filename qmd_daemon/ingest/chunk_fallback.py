@@ -974,25 +974,29 @@ def chunk_fallback(
         if not any(c.kind != _END for c in inner) or depth > 8:
             return [Piece(lo, hi, heading)]
         starts: list[tuple[int, bool, object]] = []
+        trailing: set[int] = set()  # first rows of what follows a closed definition: the level's own
         floor = lo - 1
         for candidate in inner:
-            if candidate.kind == _END:  # what follows the closing line is the level's own filler
-                starts.append((candidate.row + 1, False, _END))
+            if candidate.kind == _END or candidate.kind in _ONE_LINE_KINDS:
+                if candidate.kind != _END:
+                    start = _attach_comments(lines, candidate.row, floor) if with_signature else candidate.row
+                    starts.append((start, True, candidate))
+                if candidate.row < hi:  # a next definition on that row takes it (make_units)
+                    starts.append((candidate.row + 1, False, None))
+                    trailing.add(candidate.row + 1)
                 floor = candidate.row
                 continue
             start = _attach_comments(lines, candidate.row, floor) if with_signature else candidate.row
             starts.append((start, True, candidate))
-            if candidate.kind in _ONE_LINE_KINDS:
-                starts.append((candidate.row + 1, False, _END))
             floor = candidate.row
         units: list[Unit] = []
         for start, end, cand in make_units(starts, lo, hi):
             if not isinstance(cand, _Cand):
-                if cand == _END and outer is not None:  # a module's code after its function: the module's
+                if start in trailing and outer is not None:  # a module's code after a function: the module's
                     units.append(Unit(start, end, context=clip_signature(outer.sig), context_row=outer.row,
                                       trailing=True))
                 else:
-                    units.append(Unit(start, end, trailing=cand == _END))
+                    units.append(Unit(start, end, trailing=start in trailing))
                 continue
             if headings:
                 sub_heading = headings.get(cand.row, heading)

@@ -1089,3 +1089,23 @@ def test_a_gdscript_signal_is_one_line() -> None:
                             overlap=0)
     assert_valid(text, chunks)
     assert [c.heading for c in chunks if "paused_9" in c.text] == [""]
+
+
+def test_a_block_right_after_a_closing_tag_is_still_a_block() -> None:
+    """vue-element-admin's Kanban/index.vue: `<style>` on the line after `</script>` was no block
+    (the closing tag's trailing lines took the row it starts on): its windows lost their heading."""
+    text = _src("""
+        <script>
+        export default {
+          name: 'DragKanban'
+        }
+        </script>
+        <style lang="scss" scoped>
+        .board-column {
+          min-width: 300px;
+        }
+        </style>
+        """)
+    chunks = chunk_fallback("src/components/Kanban/index.vue", text, "vue", max_lines=3, max_chars=400,
+                            overlap=0)
+    assert [c.heading for c in chunks if "</style>" in c.text] == ["section style"]
