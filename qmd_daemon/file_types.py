@@ -95,6 +95,7 @@ LANGUAGE_SUFFIXES: dict[str, tuple[str, ...]] = {
     "wgsl": (".wgsl",),
     "haxe": (".hx",),
     "gleam": (".gleam",),
+    "gdscript": (".gd",),
     "nix": (".nix",),
     "verilog": (".v", ".vh", ".sv", ".svh"),
     "vhdl": (".vhd", ".vhdl"),

@@ -42,6 +42,7 @@ def test_the_mask_is_built_from_the_table_and_nothing_else() -> None:
         ("contracts/Token.sol", "solidity"),
         ("src/solver.F90", "fortran"),
         ("test/helpers.bats", "shell"),
+        ("addons/dialogic/Core/DialogicGameHandler.gd", "gdscript"),  # was not indexed at all
         ("Makefile", "make"),
         ("sub/GNUmakefile", "make"),
         ("CMakeLists.txt", "cmake"),

@@ -139,6 +139,7 @@ class Unit:
     context_row: int = -1
     context_label: str = ""
     heading: str | None = None  # the unit's own heading (markdown/rst sections), else the level's
+    trailing: bool = False  # lines after a definition's closing line: they join a group, never start one
     # splits the unit (rows start..end, possibly extended upwards) into finer pieces when too big
     split: Callable[[int, int], list[Piece]] | None = None
 
@@ -195,6 +196,8 @@ def group_units(units: list[Unit], index: LineIndex, caps: Caps, heading: str) -
             group.clear()
 
     for unit in units:
+        if unit.is_def and group and group[0].trailing:
+            flush()  # a group of a closed definition's trailing lines does not take the next one
         if index.fits(unit.start, unit.end, caps):
             if group and not index.fits(group[0].start, unit.end, caps):
                 flush()
@@ -426,6 +429,12 @@ _HINTS = ("function", "()", " :: ", "<-")
 
 # Definitions the patterns above miss, by language family: (pattern, kind, only at indentation
 # 0; kind "": the line defines nothing). A family's patterns are tried first, on every line of its languages.
+# Kind of a line that closes the definition above it (`endfunction`, `</script>`, Crystal's `end`):
+# no definition; the lines after it, up to the next definition, are the level's own
+_END = "end"
+# Kinds declared on one line: what follows is not theirs (a GDScript script's `var`s after a
+# `signal text_signal(text)` were headed by the signal)
+_ONE_LINE_KINDS = frozenset({"signal"})
 _LISP_HEAD = r"\((?:[\w.-]+/)?"  # `(defn`, `(cl:defun`, `(s/def`
 # Clojure's metadata before a defined name: `(def ^:private x`, `(defn ^String f`,
 # `(defprotocol ^{:added "1.6"} P` (the name is what follows it)
@@ -527,7 +536,16 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
         (r"enum\s+(?P<name>\w+)", "enum", False),
         (r"type\s+(?P<name>\w+)\s+is\b", "type", False),  # a user-defined value type
     ],
+    # (System)Verilog: a `typedef` is named at its end (`typedef enum logic [5:0] { ... } ctrl_fsm_e;`,
+    # on one line or as the closing `} name;` of a body: _NAME_AFTER_BODY); `endfunction`,
+    # `endmodule`... close their definition, so the module's code after a function is not read as
+    # part of that function
     "verilog": [
+        (r"end(?:function|task|module|macromodule|class|package|interface|program)\b", _END, False),
+        (r"\}\s*\w+\s*(?:\[[^\]]*\]\s*)*;", _END, False),  # a typedef's `} name;`
+        (r"typedef\s+(?!class\b)[^;]*\}\s*(?P<name>\w+)\s*(?:\[[^\]]*\]\s*)*;", "type", False),
+        (r"typedef\s+(?:enum|struct|union)\b[^;]*$(?P<name>)", "type", False),
+        (r"typedef\s+(?!class\b)[^;{}]*\s(?P<name>\w+)\s*(?:\[[^\]]*\]\s*)*;", "type", False),
         (r"(?:macro)?module\s+(?:automatic\s+)?(?P<name>\w+)", "module", False),
         (r"(?:virtual\s+)?class\s+(?P<name>\w+)", "class", False),
         (r"(?:interface|package|program)\s+(?P<name>\w+)", "module", False),
@@ -541,6 +559,9 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
     # `<script setup>`'s arrow functions (a return type too)
     "sfc": [
         (r"<(?P<name>template|script|style)\b[^>]*>", "section", True),
+        # a block's closing tag ends it: Svelte's markup is not wrapped in a `<template>`, it
+        # follows `</script>` at the top level (it was read as the end of the script's last function)
+        (r"</(?:template|script|style)>", _END, True),
         (r"(?P<name>props|data|computed|watch|methods|filters|directives|components|emits|setup)\s*:\s*[{\[]",
          "key", False),
         (r"(?:async\s+)?(?!(?:if|for|while|switch|catch|function|return|with|else)\b)"
@@ -596,6 +617,38 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
          r"(?:[A-Za-z_][\w.]*(?:<(?:[^<>]|<(?:[^<>]|<[^<>]*>)*>)*>)?\??\.)?(?P<name>[A-Za-z_]\w*|`[^`]+`)",
          "function", False),
     ],
+    # GDScript (Godot): a script's global class (`class_name DialogicSubsystem`), its signals,
+    # functions after annotations (`@rpc("any_peer") func sync_state(`), inner classes; enums by
+    # the generic patterns
+    "gdscript": [
+        (r"class_name\s+(?P<name>\w+)", "class", True),
+        (r"class\s+(?P<name>\w+)", "class", False),  # an inner class: `class SlotInfo:` (not `SlotInfo:`)
+        (r"signal\s+(?P<name>\w+)", "signal", False),
+        (r"(?:@\w+(?:\([^)]*\))?\s+)*(?:static\s+)?func\s+(?P<name>\w+)", "function", False),
+    ],
+    # Gleam: every definition is at the top level with its own keyword, after `pub` (and `opaque`
+    # for a type whose constructors are private): `pub opaque type Decoder(t) {`, `pub const int:`
+    # `fn`, an `@external` function without a body
+    "gleam": [
+        (r"(?:pub\s+)?(?:opaque\s+)?type\s+(?P<name>[A-Z]\w*)", "type", True),
+        (r"(?:pub\s+)?const\s+(?P<name>[a-z_]\w*)", "const", True),
+        (r"(?:pub\s+)?fn\s+(?P<name>[a-z_]\w*)", "function", True),
+    ],
+    # Crystal: a class method is named without its receiver (`def self.get_token`), predicates,
+    # setters and operators keep their marks (`valid_csrf_token?`, `name=`, `[]?`, `<=>`); macros,
+    # C bindings (`lib LibC`, `fun`), aliases, annotations; a definition's `end` at its own
+    # indentation closes it (what follows at that level is not the method's)
+    "crystal": [
+        (r"end\b\s*(?:#.*)?$", _END, False),
+        (r"(?:(?:private|protected|abstract)\s+)*def\s+(?:self\.)?"
+         r"(?P<name>[A-Za-z_]\w*[?!=]?|\[\]=?\??|[-+*/%<=>!~^&|]+)", "function", False),
+        (r"(?:(?:private|abstract)\s+)*macro\s+(?P<name>\w+[?!]?)", "macro", False),
+        (r"(?:(?:private|abstract)\s+)*(?:class|struct)\s+(?P<name>[A-Z][\w:]*)", "class", False),
+        (r"(?:(?:private)\s+)*(?:module|lib)\s+(?P<name>[A-Z][\w:]*)", "module", False),
+        (r"(?:(?:private)\s+)*enum\s+(?P<name>[A-Z][\w:]*)", "enum", False),
+        (r"(?:annotation|alias)\s+(?P<name>[A-Z][\w:]*)", "type", False),
+        (r"fun\s+(?P<name>\w+)", "function", False),
+    ],
     # C-like languages without a grammar here: `type name(` at column 0 with no `;` after it
     "c_like": [
         (r"(?:[\w:<>,*&]+\s+)+[*&]*(?P<name>[A-Za-z_]\w*)\s*\([^;]*$", "function", True),
@@ -618,13 +671,16 @@ _FAMILY_OF = {
     "nim": "nim",
     **dict.fromkeys(("groovy", "java"), "java_like"),
     "kotlin": "kotlin",
+    "gdscript": "gdscript",
+    "gleam": "gleam",
+    "crystal": "crystal",
     **dict.fromkeys(("vue", "svelte"), "sfc"),
     **dict.fromkeys(("d", "glsl", "hlsl", "vala"), "c_like"),
 }
 # Families whose patterns above name every definition: the generic patterns would misread their
 # declarations (`integer :: i` as a Haskell signature, Verilog's `input wire clk` as a GraphQL type,
 # MATLAB's `function out = f` as `out`, R's `error = function(e)` argument as a definition).
-_FAMILIES_WITHOUT_GENERIC = frozenset({"fortran", "verilog", "matlab", "r", "solidity"})
+_FAMILIES_WITHOUT_GENERIC = frozenset({"fortran", "verilog", "matlab", "r", "solidity", "gleam"})
 _FAMILY_RE = {
     family: [(re.compile(p), kind, top) for p, kind, top in patterns]
     for family, patterns in _FAMILY_PATTERNS.items()
@@ -685,7 +741,10 @@ def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
         indent = _indent_of(line)
         found = _family_candidate(family, row, indent, stripped)  # a quoted name too: `'$route'(to) {`
         if found is not None:  # kind "": a line the family knows defines nothing
-            if found.kind and not (out and _same_clause(out[-1], found)):
+            if found.kind and not found.name and family_name in _NAME_AFTER_BODY:
+                found.name = _name_after_body(lines, row, indent, _NAME_AFTER_BODY[family_name])
+            named = found.name or found.kind == _END  # a typedef whose body has no closing name: none
+            if found.kind and named and not (out and _same_clause(out[-1], found)):
                 out.append(found)
             continue
         if extra is None and stripped[0] in "\"'":
@@ -713,6 +772,22 @@ def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
     if language in _OFFSIDE_LETS:
         out = _without_local_lets(out)
     return out
+
+
+# Families with definitions named after their body: the line closing it, at the indentation of
+# the line that opened it (`} ctrl_fsm_e;` of a multi-line SystemVerilog typedef)
+_NAME_AFTER_BODY = {"verilog": re.compile(r"\}\s*(?P<name>\w+)\s*(?:\[[^\]]*\]\s*)*;")}
+_MAX_BODY_LINES = 2000
+
+
+def _name_after_body(lines: list[str], row: int, indent: int, closing: re.Pattern[str]) -> str:
+    """The name on the line that closes the body opened at `row` (at `row`'s indentation), or ""."""
+    for line in lines[row + 1 : row + 1 + _MAX_BODY_LINES]:
+        stripped = line.lstrip()
+        if stripped.startswith("}") and _indent_of(line) == indent:
+            m = closing.match(stripped)
+            return m.group("name") if m else ""
+    return ""
 
 
 # Languages whose local bindings are `let`s indented under their function, with no closing `in`
@@ -747,7 +822,7 @@ def _family_candidate(
         m = regex.match(stripped)
         if m:
             groups = m.groupdict()
-            name = groups["name"] or groups.get("quoted") or groups.get("dquoted") or ""
+            name = groups.get("name") or groups.get("quoted") or groups.get("dquoted") or ""
             return _Cand(row, indent, name[:120], kind, stripped)
     return None
 
@@ -880,30 +955,48 @@ def chunk_fallback(
     else:
         cands = _code_candidates(lines, language)
         for cand in cands:
+            if cand.kind == _END:
+                continue
             sig = clip_signature(cand.sig.rstrip().rstrip("{").rstrip())
             table.add(cand.row, Definition(cand.name, cand.kind, cand.row + 1), sig)
         with_signature = True
     table.sort()
 
-    def split(lo: int, hi: int, heading: str, base_indent: int, depth: int) -> list[Piece]:
+    def split(
+        lo: int, hi: int, heading: str, base_indent: int, depth: int, outer: _Cand | None = None
+    ) -> list[Piece]:
         inner = [c for c in cands if lo <= c.row <= hi and c.indent > base_indent]
         if base_indent < 0:
             inner = [c for c in inner if c.indent == 0]
-        elif inner:
-            level = min(c.indent for c in inner)
+        elif any(c.kind != _END for c in inner):
+            level = min(c.indent for c in inner if c.kind != _END)
             inner = [c for c in inner if c.indent == level and c.row > lo]
-        if not inner or depth > 8:
+        if not any(c.kind != _END for c in inner) or depth > 8:
             return [Piece(lo, hi, heading)]
         starts: list[tuple[int, bool, object]] = []
+        trailing: set[int] = set()  # first rows of what follows a closed definition: the level's own
         floor = lo - 1
         for candidate in inner:
+            if candidate.kind == _END or candidate.kind in _ONE_LINE_KINDS:
+                if candidate.kind != _END:
+                    start = _attach_comments(lines, candidate.row, floor) if with_signature else candidate.row
+                    starts.append((start, True, candidate))
+                if candidate.row < hi:  # a next definition on that row takes it (make_units)
+                    starts.append((candidate.row + 1, False, None))
+                    trailing.add(candidate.row + 1)
+                floor = candidate.row
+                continue
             start = _attach_comments(lines, candidate.row, floor) if with_signature else candidate.row
             starts.append((start, True, candidate))
             floor = candidate.row
         units: list[Unit] = []
         for start, end, cand in make_units(starts, lo, hi):
             if not isinstance(cand, _Cand):
-                units.append(Unit(start, end))
+                if start in trailing and outer is not None:  # a module's code after a function: the module's
+                    units.append(Unit(start, end, context=clip_signature(outer.sig), context_row=outer.row,
+                                      trailing=True))
+                else:
+                    units.append(Unit(start, end, trailing=start in trailing))
                 continue
             if headings:
                 sub_heading = headings.get(cand.row, heading)
@@ -913,7 +1006,7 @@ def chunk_fallback(
             sub_heading = f"{heading} > {label}" if heading else label
 
             def sub(s: int, e: int, _c: _Cand = cand, _h: str = sub_heading, _l: str = label) -> list[Piece]:
-                pieces = split(s, e, _h, _c.indent, depth + 1)
+                pieces = split(s, e, _h, _c.indent, depth + 1, _c)
                 if len(pieces) == 1:
                     pieces[0].heading = heading
                     pieces[0].context = clip_signature(_c.sig)

@@ -48,9 +48,13 @@ def grammar_key(languages: list[str]) -> str:
 # and functions as functions; 8: a Groovy file its grammar gave up on (an ERROR root) by the
 # fallback, Java-like methods and constructors named there; Kotlin likewise, its functions past
 # their type parameters and receiver; 9: Groovy `def` variables and named-argument steps no
-# definitions there, PowerShell function names without their scope `global:`).
+# definitions there, PowerShell function names without their scope `global:`; 10: closing lines
+# end a definition in the fallback (`endfunction`, a SystemVerilog typedef's `} name;` and its
+# name, Svelte's `</script>` before the markup, Crystal's `end`; the lines after one inside a definition
+# are that definition's; a GDScript signal is one line), GDScript, Gleam and Crystal
+# definition families).
 CHUNKER_VERSION = (
-    f"9:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
+    f"10:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
 )
 
 

@@ -53,6 +53,7 @@ TEST_FILE_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("cr",): ("*_spec.cr",),  # crystal spec
     ("sol",): ("*.t.sol",),  # Foundry's forge test
     ("ps1",): ("*.Tests.ps1",),  # Pester
+    ("gd",): ("test_*.gd", "*_test.gd", "*Test.gd"),  # Godot's GUT (`test_` prefix), gdUnit4 suites
     # R (testthat), Julia (runtests.jl), Elm, Nim, Gleam: tests live in test folders
 }
 _NAMES_BY_EXTENSION = {
@@ -65,11 +66,13 @@ _NAMES_BY_EXTENSION = {
 # `__tests__`/`__mocks__`, Go's `testdata` (the go tool skips it), Flutter's `integration_test`
 # and `test_driver` (`flutter drive`; Ecto keeps its integration suite in one too), `mocks`
 # (mockery's output folder, OpenZeppelin's `contracts/mocks` test contracts); also .NET's
-# `Foo.Tests/` projects; `tst` (Pester's and other .NET repositories' test folder). Not `t/`
-# (Perl's and git's): lower-cased, it would take Haskell's `T/` modules.
+# `Foo.Tests/` projects; `tst` (Pester's and other .NET repositories' test folder); hardware
+# designs' testbenches: `tb` and lowRISC's/OpenTitan's design-verification `dv` (UVM environments,
+# co-simulation beside the `rtl/`). Not `t/` (Perl's and git's): lower-cased, it would take
+# Haskell's `T/` modules.
 TEST_FOLDERS = frozenset(
     {"test", "tests", "testing", "spec", "specs", "__tests__", "__mocks__", "testdata", "integration_test",
-     "test_driver", "mocks", "tst"}
+     "test_driver", "mocks", "tst", "tb", "dv"}
 )
 TEST_PROJECT_SUFFIXES = (".test", ".tests")
 # In any language: the test variant of a file (`tsconfig.test.json`, `.scalafix.test.conf`), and

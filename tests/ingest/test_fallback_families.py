@@ -423,6 +423,92 @@ FAMILIES = [
         endtask
         """),
      {"counter": "module", "crc8": "function", "reset_all": "function"}),
+    # GDScript (a Godot add-on's subsystem): the script's global class, signals, an annotated and
+    # a static function, an inner class, an enum
+    ("gdscript", "addons/dialogic/Modules/Save/subsystem_save.gd", _src("""
+        class_name DialogicSaveSubsystem
+        extends DialogicSubsystem
+        ## Saves and loads game states.
+
+        signal saved(info: Dictionary)
+
+        enum AutoSaveMode {ON_TIMELINE_JUMPS, ON_TIMER}
+
+        const SAVE_SLOTS_DIR := "user://dialogic/saves/"
+
+        func save(slot_name := "", is_autosave := false) -> Error:
+        \tsaved.emit({"slot_name": slot_name})
+        \treturn OK
+
+        @rpc("any_peer")
+        func sync_slot(slot_name: String) -> void:
+        \tpass
+
+        static func get_slot_path(slot_name: String) -> String:
+        \treturn SAVE_SLOTS_DIR.path_join(slot_name)
+
+        class SlotInfo:
+        \tvar name := ""
+        """),
+     {"DialogicSaveSubsystem": "class", "saved": "signal", "AutoSaveMode": "enum", "save": "function",
+      "sync_slot": "function", "get_slot_path": "function", "SlotInfo": "class"}),
+    # Gleam (its standard library's style): an opaque type, a custom type, a constant, a public and
+    # a private function, an external function without a body
+    ("gleam", "src/gleam/dynamic/decode.gleam", _src("""
+        import gleam/dict.{type Dict}
+
+        pub type DecodeError {
+          DecodeError(expected: String, found: String, path: List(String))
+        }
+
+        pub opaque type Decoder(t) {
+          Decoder(function: fn(Dynamic) -> #(t, List(DecodeError)))
+        }
+
+        pub const int: Decoder(Int) = Decoder(decode_int)
+
+        pub fn at(path: List(segment), inner: Decoder(a)) -> Decoder(a) {
+          Decoder(function: fn(data) { index(path, inner, data) })
+        }
+
+        fn decode_int(data: Dynamic) -> #(Int, List(DecodeError)) {
+          #(0, [])
+        }
+
+        @external(erlang, "gleam_stdlib", "index")
+        fn bare_index(data: Dynamic, key: anything) -> Result(Dynamic, String)
+        """),
+     {"DecodeError": "type", "Decoder": "type", "int": "const", "at": "function", "decode_int": "function",
+      "bare_index": "function"}),
+    # Crystal (Lucky's style): a namespaced module, a macro, a class method named without `self.`,
+    # a predicate, an operator, a struct, an alias
+    ("crystal", "src/lucky/cookies/cookie_jar.cr", _src("""
+        class Lucky::CookieJar
+          alias Key = String | Symbol
+
+          macro included
+            before protect
+          end
+
+          def self.empty_jar : Lucky::CookieJar
+            new
+          end
+
+          private def valid_csrf_token? : Bool
+            true
+          end
+
+          def []=(key : Key, value : String) : HTTP::Cookie
+            set(key, value)
+          end
+
+          struct Entry
+            getter name : String
+          end
+        end
+        """),
+     {"Lucky::CookieJar": "class", "Key": "type", "included": "macro", "empty_jar": "function",
+      "valid_csrf_token?": "function", "[]=": "function", "Entry": "class"}),
     ("d", "source/app.d", _src("""
         module app;
 
@@ -873,3 +959,153 @@ def test_groovy_variables_and_command_calls_are_no_definitions_in_the_fallback()
     assert {("ReleaseSteps", "class"), ("publish", "function"), ("notifyAll", "function")} <= found, found
     names = {name for name, _kind in found}
     assert not names & {"binding", "result", "componentInstance", "closure", "message:"}, found
+
+
+def test_systemverilog_typedefs_are_named_at_their_end() -> None:
+    """ibex's packages declare their types as `typedef enum logic [5:0] { ... } ctrl_fsm_e;`: the
+    name follows the body, on its closing line (or on the typedef's own line). No typedef was a
+    definition; a forward `typedef class` declares no type of its own."""
+    text = _src("""
+        package ibex_pkg;
+          typedef enum logic [1:0] {
+            RESET,
+            BOOT_SET
+          } ctrl_fsm_e;
+
+          typedef struct packed {
+            logic        current_pc;
+            struct packed { logic a; } inner;
+          } crash_dump_t;
+
+          typedef enum logic { FIRST_CYCLE, MULTI_CYCLE } id_fsm_e;
+          typedef logic [31:0] word_t;
+          typedef class ibex_driver;
+        endpackage
+        """)
+    chunks = chunk_fallback("rtl/ibex_pkg.sv", text, "verilog")
+    defs = [(d.name, d.kind) for c in chunks for d in c.definitions]
+    assert defs == [("ibex_pkg", "module"), ("ctrl_fsm_e", "type"), ("crash_dump_t", "type"),
+                    ("id_fsm_e", "type"), ("word_t", "type")]
+
+
+@pytest.mark.parametrize(
+    ("language", "path", "text", "after_end", "heading"),
+    [
+        ("verilog", "rtl/ibex_compressed_decoder.sv", _src("""
+            module ibex_compressed_decoder (
+              input  logic [31:0] instr_i,
+              output logic [31:0] instr_o
+            );
+              function automatic logic [6:0] cm_stack_adj(input logic [3:0] rlist);
+                return {rlist, 3'b000};
+              endfunction
+
+              always_comb begin
+                instr_o = instr_i;
+                unique case (instr_i[1:0])
+                  2'b00: instr_o = {instr_i[15:2], 2'b11};
+                  default: instr_o = instr_i;
+                endcase
+              end
+            endmodule
+            """), "always_comb begin", "module ibex_compressed_decoder"),
+        ("svelte", "src/Pagination/Pagination.svelte", _src("""
+            <script>
+              export let page = 1;
+
+              function getWindowedPages(current, total, size) {
+                return [current, total, size];
+              }
+            </script>
+
+            <div class="bx--pagination">
+              {#each getWindowedPages(page, 10, 3) as item}
+                <span>{item}</span>
+              {/each}
+            </div>
+            """), '<span>{item}</span>', ""),
+        ("crystal", "src/lucky/force_ssl_handler.cr", _src("""
+            module Lucky
+              class ForceSSLHandler
+                include HTTP::Handler
+
+                def call(context : HTTP::Server::Context)
+                  call_next(context)
+                end
+
+                getter redirect_status : Int32 = 308
+                getter enabled : Bool = true
+                getter max_age : Time::Span = 365.days
+                getter include_subdomains : Bool = true
+                getter preload : Bool = false
+              end
+            end
+            """), "getter preload", "module Lucky > class ForceSSLHandler"),
+    ],
+    ids=["verilog", "svelte", "crystal"],
+)
+def test_closing_lines_end_definitions(
+    language: str, path: str, text: str, after_end: str, heading: str
+) -> None:
+    """The code after `endfunction`, Svelte's markup after `</script>`, a class's lines after a
+    method's `end` are not the function's: they were headed `module X > function cm_stack_adj`,
+    `section script > function getWindowedPages` (every window of the markup) and
+    `class X > function call`."""
+    chunks = chunk_fallback(path, text, language, max_lines=6, max_chars=400, overlap=0)
+    assert_valid(text, chunks)
+    row = text.split("\n").index(next(line for line in text.split("\n") if after_end in line)) + 1
+    holding = [c for c in chunks if c.start_line <= row <= c.end_line]
+    assert [c.heading for c in holding] == [heading]
+
+
+def test_a_modules_code_after_its_function_is_a_window_of_the_module() -> None:
+    """ibex_lockstep.sv: the module's code after a typedef's `} delayed_outputs_t;` was the
+    typedef's (then, closed, no definition's at all: it lost the signature that makes the module's
+    windows one definition for ranking). Those lines carry the module's signature."""
+    body = "\n".join(f"  assign out_{i} = in_{i};" for i in range(12))
+    text = _src("""
+        module ibex_lockstep (
+          input  logic clk_i
+        );
+          typedef struct packed {
+            logic instr_req;
+          } delayed_outputs_t;
+
+        """) + body + "\nendmodule\n"
+    chunks = chunk_fallback("rtl/ibex_lockstep.sv", text, "verilog", max_lines=6, max_chars=400, overlap=0)
+    assert_valid(text, chunks)
+    after = [c for c in chunks if c.start_line > 6]
+    assert after and all(c.signature.startswith("module ibex_lockstep (") for c in after), [
+        (c.start_line, c.signature) for c in chunks]
+
+
+def test_a_gdscript_signal_is_one_line() -> None:
+    """DialogicGameHandler.gd: the variables after `signal text_signal(argument)` were headed
+    `signal text_signal`, windows of it; a signal is declared on its one line."""
+    members = "\n".join(f"var paused_{i} := false" for i in range(12))
+    head = "class_name DialogicGameHandler\nextends Node\n\nsignal text_signal(argument: String)\n\n"
+    text = head + members + "\n\nfunc _ready() -> void:\n\tpass\n"
+    chunks = chunk_fallback("Core/DialogicGameHandler.gd", text, "gdscript", max_lines=6, max_chars=400,
+                            overlap=0)
+    assert_valid(text, chunks)
+    assert [c.heading for c in chunks if "paused_9" in c.text] == [""]
+
+
+def test_a_block_right_after_a_closing_tag_is_still_a_block() -> None:
+    """vue-element-admin's Kanban/index.vue: `<style>` on the line after `</script>` was no block
+    (the closing tag's trailing lines took the row it starts on): its windows lost their heading."""
+    text = _src("""
+        <script>
+        export default {
+          name: 'DragKanban'
+        }
+        </script>
+        <style lang="scss" scoped>
+        .board-column {
+          min-width: 300px;
+        }
+        </style>
+        """)
+    chunks = chunk_fallback("src/components/Kanban/index.vue", text, "vue", max_lines=3, max_chars=400,
+                            overlap=0)
+    assert [c.heading for c in chunks if "</style>" in c.text] == ["section style"]

@@ -175,6 +175,28 @@ def test_generated_and_minified_files_are_skipped(engine: Engine, tmp_path: Path
     assert engine.indexed_paths(name) == ["real.py"]
 
 
+def test_openapi_documents_generated_from_protos_are_skipped(engine: Engine, tmp_path: Path) -> None:
+    """temporalio/api keeps the OpenAPI documents its protos generate beside them (protoc-gen-openapi's
+    YAML says so in its first line, protoc-gen-openapiv2's JSON is titled by its .proto): they
+    repeat every comment of the protos and came first for every question at whole scope."""
+    root = write_tree(
+        tmp_path / "proj",
+        {
+            "openapi/openapiv3.yaml": "# Generated with protoc-gen-openapi\n"
+            "# https://github.com/google/gnostic/tree/master/cmd/protoc-gen-openapi\n\nopenapi: 3.0.3\n",
+            "openapi/openapiv2.json": '{\n  "swagger": "2.0",\n  "info": {\n'
+            '    "title": "temporal/api/workflowservice/v1/request_response.proto",\n'
+            '    "version": "version not set"\n  }\n}\n',
+            "docs/petstore.json": '{\n  "swagger": "2.0",\n  "info": {\n    "title": "Pet Store"\n  }\n}\n',
+            "api/service.proto": 'syntax = "proto3";\nservice Pets {\n  rpc List (Req) returns (Resp);\n}\n',
+        },
+    )
+    name = engine.add_collection(root).name
+    report = engine.update([name])[0]
+    assert report.skipped == {"generated": 2}
+    assert engine.indexed_paths(name) == ["api/service.proto", "docs/petstore.json"]
+
+
 def test_indexed_text_keeps_line_numbers_of_the_file(engine: Engine, tmp_path: Path) -> None:
     body = "\n\n\n".join(f"def f{i}():\n" + "    x = 1\n" * 30 for i in range(4)) + "\n"
     root = write_tree(tmp_path / "proj", {"m.py": body})

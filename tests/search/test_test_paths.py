@@ -95,6 +95,15 @@ TEST_FILES = [
     # powershell: Pester runs `*.Tests.ps1`; Pester keeps its own in `tst/`
     "src/Module.Tests.ps1",
     "tst/functions/Mock.ps1",
+    # hardware designs: testbenches, lowRISC's design verification beside rtl/
+    "dv/uvm/core_ibex/fcov/core_ibex_pmp_fcov_if.sv",
+    "dv/cosim/spike_cosim.cc",
+    "hw/ip/uart/dv/env/uart_env.sv",
+    "tb/uart_tx_tb.v",
+    # gdscript (Godot): GUT runs `test_*.gd`, gdUnit4 `*_test.gd` / `*Test.gd` suites, wherever they are
+    "addons/inventory/unit/test_inventory.gd",
+    "addons/gdUnit4/examples/PlayerTest.gd",
+    "game/checks/save_slot_test.gd",
     # test doubles: OpenZeppelin's `contracts/mocks/`, mockery's `mocks/` (Go)
     "contracts/mocks/token/ERC20Mock.sol",
     "internal/store/mocks/Store.go",
@@ -143,6 +152,9 @@ CODE_FILES = [
     "src/functions/TestDrive.ps1",  # Pester's own TestDrive feature
     "src/functions/TestResults.NUnit3.ps1",
     "src/tstate.c",
+    "addons/dialogic/Modules/Text/auto_skip.gd",
+    "addons/gut/testable.gd",
+    "rtl/ibex_pmp.sv",
 ]
 
 
