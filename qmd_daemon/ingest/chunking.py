@@ -48,9 +48,11 @@ def grammar_key(languages: list[str]) -> str:
 # and functions as functions; 8: a Groovy file its grammar gave up on (an ERROR root) by the
 # fallback, Java-like methods and constructors named there; Kotlin likewise, its functions past
 # their type parameters and receiver; 9: Groovy `def` variables and named-argument steps no
-# definitions there, PowerShell function names without their scope `global:`).
+# definitions there, PowerShell function names without their scope `global:`; 10: Kotlin
+# functions past receivers with generics of any depth in the fallback, Perl's `has` attributes
+# as definitions and POD sections headed by their `=head` titles).
 CHUNKER_VERSION = (
-    f"9:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
+    f"10:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
 )
 
 
