@@ -221,3 +221,26 @@ def test_head_state_reads_the_commit_head_names(tmp_path: Path, layout: str) -> 
     state = head_state(top)
     assert state is not None and state.endswith(commit), state
     assert head_state(top / "sub") is None  # no repository's top level
+
+
+@pytest.mark.skipif(getattr(os, "geteuid", lambda: -1)() != 0, reason="needs root to give the folder away")
+def test_a_repository_git_refuses_is_asked_again_only_after_its_next_commit(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another user's repository (safe.directory refuses it: `detected dubious ownership`) has
+    commits, but git tells none of them: kept with its HEAD's commit, asked again when it moves."""
+    repo = committed_repository(tmp_path / "theirs", {"walrus.py": WALRUS})
+    subprocess.run(["chown", "-R", "nobody", str(repo)], check=True)
+    log = _logging_git(tmp_path, monkeypatch)
+    name = engine.add_collection(repo).name
+    engine.update()
+    engine.update()
+    assert _rev_lists(log) == 1
+    entry = yaml.safe_load(engine.settings.config_file.read_text())["collections"][name]
+    assert entry["noRootCommitsAt"].startswith("ref: refs/heads/main ") and "rootCommits" not in entry
+    subprocess.run(["chown", "-R", "root", str(repo)], check=True)
+    _commit(repo, {"tusk.py": "TUSK = 1\n"})
+    engine.update()
+    assert _rev_lists(log) == 2
+    entry = yaml.safe_load(engine.settings.config_file.read_text())["collections"][name]
+    assert entry["rootCommits"] and "noRootCommitsAt" not in entry
