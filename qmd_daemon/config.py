@@ -137,6 +137,9 @@ class CollectionConfig:
     # the root commits of the repository checked out here (`rootCommits`, ingest/root_commits.py):
     # a separate clone of a repository included by default is not searched beside it
     root_commits: tuple[str, ...] = ()
+    # HEAD as its files said when git told no root commits (`noRootCommitsAt`: no commit yet, or
+    # git refused the folder): git is asked again only once HEAD is elsewhere
+    no_roots_at: str | None = None
 
     def to_yaml(self) -> dict[str, Any]:
         """The entry as index.yml keeps it: no `pattern` when it is the default, so the collection
@@ -148,6 +151,8 @@ class CollectionConfig:
             entry["worktreeOf"] = str(self.worktree_of)
         if self.root_commits:
             entry["rootCommits"] = list(self.root_commits)
+        elif self.no_roots_at is not None:
+            entry["noRootCommitsAt"] = self.no_roots_at
         return {**entry, "ignore": list(self.ignore), "includeByDefault": self.include_by_default}
 
 
@@ -228,11 +233,13 @@ class IndexConfig:
                 )
                 continue
             worktree_of, roots = entry.get("worktreeOf"), entry.get("rootCommits")
+            no_roots_at = entry.get("noRootCommitsAt")
             out[str(name)] = CollectionConfig(
                 str(name), path, pattern, ignore=patterns, include_by_default=include_by_default,
                 worktree_of=Path(str(worktree_of)) if worktree_of else None,
                 # anything but a list of names (a hand edit) is as if none were recorded yet
                 root_commits=tuple(sorted(str(r) for r in roots)) if isinstance(roots, list) else (),
+                no_roots_at=str(no_roots_at) if isinstance(no_roots_at, str) else None,
             )
         return out, refused
 
@@ -244,6 +251,7 @@ class IndexConfig:
         merged.pop("pattern", None)  # back to the default unless to_yaml names one
         merged.pop("worktreeOf", None)  # likewise: a folder no longer a worktree loses it
         merged.pop("rootCommits", None)  # and another folder the roots of this one
+        merged.pop("noRootCommitsAt", None)
         merged.update(collection.to_yaml())
         entries[collection.name] = merged
 

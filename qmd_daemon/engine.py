@@ -19,7 +19,7 @@ from qmd_daemon.config import CollectionConfig, IndexConfig, RefusedCollection
 from qmd_daemon.errors import ConfigError, UnknownCollectionError, UsageError
 from qmd_daemon.ingest.indexer import INDEX_FORMAT, UpdateReport, update_collection
 from qmd_daemon.ingest.listings import listings_file
-from qmd_daemon.ingest.root_commits import root_commits
+from qmd_daemon.ingest.root_commits import head_state, root_commits
 from qmd_daemon.ingest.root_policy import check_root, check_size, missing_reason
 from qmd_daemon.ingest.scan import compile_mask, compile_patterns, find_git_root, is_submodule
 from qmd_daemon.ingest.skip_log import read_skipped, record_skipped
@@ -527,18 +527,23 @@ class Engine:
         by default without asking git. Nothing recorded outside a repository's top level, nor where
         index.yml's folder cannot be written (a read-only mount: EACCES on the edit's lock file
         failed every update, which never needed to write index.yml); a clone is then searched
-        beside the repository, as before."""
+        beside the repository, as before. A repository git tells no roots of (no commit yet, or
+        refused by safe.directory) is recorded so too, with HEAD as its files say, and git is not
+        asked again until HEAD has moved (root_commits.head_state)."""
         if collection.path in self._roots_unrecorded:
             return
-        roots = root_commits(collection.path)
-        if roots is None:
+        head = head_state(collection.path)
+        if head is None or head == collection.no_roots_at:  # no repository's top; asked at this HEAD
             return
+        roots = root_commits(collection.path)
         try:
             with IndexConfig.editing(self.settings.config_file) as config:
                 current = config.collections().get(collection.name)
                 # the entry as read above: a `collection add` meanwhile may have given the name another folder
                 if current is not None and current.path == collection.path and not current.root_commits:
-                    config.set_collection(replace(current, root_commits=roots))
+                    recorded = replace(current, root_commits=roots or (), no_roots_at=None if roots else head)
+                    if recorded != current:
+                        config.set_collection(recorded)
         except OSError:
             self._roots_unrecorded.add(collection.path)
 

@@ -93,6 +93,8 @@ class _Spec:
     attach: frozenset[str] = frozenset({"comment"})  # siblings that stick to the next definition
     bodies: frozenset[str] = frozenset()  # member-list node types, where the grammar has no `body` field
     flat: frozenset[str] = frozenset()  # containers whose members are their own children (@implementation)
+    # a title line inside an `attach` node that attaches to nothing (POD's `=head2`)
+    sections: re.Pattern[str] | None = None
 
     def body_of(self, node: Any) -> Any | None:
         if node.type in self.flat:
@@ -293,10 +295,13 @@ _SPECS: dict[str, _Spec] = {
          "external": "function", "value_specification": "function"},  # `val f : t` of .mli and sigs
         containers=frozenset({"module_definition", "module_type_definition"}),
     ),
+    # POD not directly above a sub (a module's docs after `__END__`) is cut at its `=head1`..`=head4`
+    # lines, each section headed by its titles (`METHODS > run`: `=head2 NAME` documents a method)
     "perl": _Spec(
         {"subroutine_declaration_statement": "function", "method_declaration_statement": "method",
          "package_statement": "module", "class_statement": "class"},
         attach=frozenset({"comment", "pod"}),
+        sections=re.compile(r"^=head([1-4])[ \t]+(\S.*?)\s*$", re.M),
     ),
     "groovy": _Spec(
         {"class_declaration": "class", "interface_declaration": "interface", "enum_declaration": "enum",
@@ -366,7 +371,20 @@ _STATEMENTS: dict[str, frozenset[str]] = {
     "lua": frozenset({"variable_declaration", "assignment_statement"}),
     "zig": frozenset({"variable_declaration"}),
     "julia": frozenset({"assignment", "const_statement"}),
+    "perl": frozenset({"expression_statement"}),
 }
+# `has name => ...` is a call of `has`, with or without parentheses
+_PERL_CALLS = frozenset({"ambiguous_function_call_expression", "function_call_expression"})
+_PERL_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def _perl_words(node: Any) -> list[Any]:
+    """The names in `[qw(a b)]` or `['a', 'b']`: its string contents and barewords."""
+    if node.type in ("string_content", "autoquoted_bareword", "bareword"):
+        return [node]
+    return [w for c in node.named_children for w in _perl_words(c)]
+
+
 _ELIXIR_MODULES = {"defmodule": "module", "defprotocol": "interface", "defimpl": "impl"}
 _ELIXIR_FUNCTIONS = {"def": "function", "defp": "function", "defmacro": "macro", "defmacrop": "macro",
                      "defguard": "function", "defguardp": "function", "defdelegate": "function",
@@ -750,6 +768,8 @@ class _Collector:
             return self.zig_declaration(node, top)
         if lang == "julia":
             return self.julia_assignment(node, ctx, top)
+        if lang == "perl":
+            return self.perl_attribute(node, ctx, top)
         if lang == "php" and t == "const_declaration" and (top or ctx in _CLASSY):
             for element in node.named_children:
                 if element.type == "const_element":
@@ -811,6 +831,30 @@ class _Collector:
             self.add(node, self.text(name_node, 160), "function", name_node)
         elif node.type == "const_statement" and left.type == "identifier":
             self.add(node, self.text(left, 160), "const", left)
+        return True
+
+    def perl_attribute(self, node: Any, ctx: str, top: bool) -> bool:
+        """`has backend => sub {...};` at a package's top: an attribute (Mojo::Base, Moose, Moo
+        declare their accessors so), named by its first argument: a bareword, a string, or each
+        word of `has [qw(a b)] => ...`. Any other statement is an expression (not entered)."""
+        call = node.named_children[0] if node.named_child_count else None
+        if not (top or ctx == "module") or call is None or call.type not in _PERL_CALLS:
+            return True
+        if self.text(call.child_by_field_name("function"), 8) != "has":
+            return True
+        args = next((c for c in call.named_children if c.type == "list_expression"), None)
+        if args is None or not args.named_child_count:
+            return True
+        first = args.named_children[0]
+        sub = next((c for c in args.named_children if c.type == "anonymous_subroutine_expression"), None)
+        body = next((c for c in sub.named_children if c.type == "block"), None) if sub is not None else None
+        if first.type == "anonymous_array_expression":
+            names = _PERL_WORD.findall(" ".join(self.text(w) for w in _perl_words(first)))
+        else:
+            names = _PERL_WORD.findall(self.text(first, 160))[:1]
+        infos = [self.add(node, name, "property", first, sig_body=body) for name in names]
+        if infos:
+            self.defs[node.id] = infos[0]
         return True
 
     def zig_declaration(self, node: Any, top: bool) -> bool:
@@ -883,12 +927,46 @@ class _Collector:
 # partition
 
 
+@dataclass(frozen=True)
+class _Section:
+    """A titled section of documentation among code: its heading path."""
+
+    title: str
+
+
+# POD formatting codes in a title: `C<render>`, `B<< bold >>` (their text stays)
+_POD_CODES = re.compile(r"[A-Z]<+\s*([^<>]*?)\s*>+")
+
+
 @dataclass
 class _Partitioner:
     spec: _Spec
     defs: dict[int, _Def]
     index: LineIndex
     caps: Caps
+    titles: list[tuple[int, str]] = field(default_factory=list)  # open section titles: (level, title)
+
+    def section_starts(self, node: Any) -> list[tuple[int, bool, object]]:
+        """Unit starts at the title lines of documentation node NODE (spec.sections), each with
+        its heading path; the titles stay open for later nodes (POD's `=head1 METHODS` then
+        `=head2 run` in another block)."""
+        pattern = self.spec.sections
+        if pattern is None:
+            return []
+        first = node.start_point.row
+        starts: list[tuple[int, bool, object]] = []
+        for offset, line in enumerate(self.index.lines[first : _eff_end(node) + 1]):
+            m = pattern.match(line)
+            if m is None:
+                continue
+            level, title = int(m.group(1)), _POD_CODES.sub(r"\1", m.group(2))
+            while self.titles and self.titles[-1][0] >= level:
+                self.titles.pop()
+            self.titles.append((level, title))
+            starts.append((first + offset, False, _Section(" > ".join(t for _, t in self.titles))))
+        if starts and starts[0][0] > first:  # `=encoding utf8` before the first title
+            starts.insert(0, (first, False, _Section("")))
+        return starts
 
     def members(self, node: Any) -> list[Any]:
         body = self.spec.body_of(node)
@@ -905,9 +983,13 @@ class _Partitioner:
                 continue
             items.append((s, e, child))
         starts: list[tuple[int, bool, object]] = []
+        titled_end = -1  # the last row of the last titled section
         i = 0
         while i < len(items):
             s, e, child = items[i]
+            if s == titled_end and child.id not in defs:  # Perl's empty data_section after `=cut`
+                i += 1
+                continue
             if child.type in spec.attach:
                 j, end = i, e
                 while (
@@ -922,7 +1004,11 @@ class _Partitioner:
                         starts.append((s, True, nxt[2]))
                         i = j + 2
                         continue
-                starts.append((s, False, None))
+                sections = [start for _, _, node in items[i : j + 1] for start in self.section_starts(node)]
+                if not sections or sections[0][0] > s:
+                    starts.append((s, False, None))
+                starts.extend(sections)
+                titled_end = end if sections else titled_end
                 i = j + 1
                 continue
             info = defs.get(child.id)
@@ -934,6 +1020,10 @@ class _Partitioner:
         for start, end, node in make_units(starts, lo, hi):
             if node is None:
                 units.append(Unit(start, end))
+                continue
+            if isinstance(node, _Section):
+                title = f"{heading} > {node.title}" if heading and node.title else node.title or None
+                units.append(Unit(start, end, heading=title, titled=True, split=_titled(title or heading)))
                 continue
             info = defs.get(node.id)  # type: ignore[attr-defined]
             split = None
@@ -955,6 +1045,15 @@ class _Partitioner:
             return self.partition(members, s, e, heading, depth)
 
         return split
+
+
+def _titled(heading: str):
+    """A section too big for one chunk: its windows keep its title."""
+
+    def split(start: int, end: int) -> list[Piece]:
+        return [Piece(start, end, heading)]
+
+    return split
 
 
 # ---------------------------------------------------------------------------------------------

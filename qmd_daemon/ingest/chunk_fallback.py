@@ -140,6 +140,9 @@ class Unit:
     context_label: str = ""
     heading: str | None = None  # the unit's own heading (markdown/rst sections), else the level's
     trailing: bool = False  # lines after a definition's closing line: they join a group, never start one
+    # a documentation section among code (Perl's POD `=head2 run`): grouped only with sections, so
+    # a chunk of code does not take a section's title, nor a section the code's
+    titled: bool = False
     # splits the unit (rows start..end, possibly extended upwards) into finer pieces when too big
     split: Callable[[int, int], list[Piece]] | None = None
 
@@ -183,11 +186,14 @@ def group_units(units: list[Unit], index: LineIndex, caps: Caps, heading: str) -
         if group:
             only = group[0] if len(group) == 1 else None
             own = [u.heading for u in group if u.heading]
+            # sections of documentation with no title in common (`NAME`, `METHODS > run`) are
+            # headed as the level is: the first one's title would claim the others
+            title = (common_heading(own, first_if_none=not group[0].titled) or heading) if own else heading
             pieces.append(
                 Piece(
                     group[0].start,
                     group[-1].end,
-                    common_heading(own) if own else heading,
+                    title,
                     only.context if only else "",
                     only.context_row if only else -1,
                     only.context_label if only else "",
@@ -198,6 +204,8 @@ def group_units(units: list[Unit], index: LineIndex, caps: Caps, heading: str) -
     for unit in units:
         if unit.is_def and group and group[0].trailing:
             flush()  # a group of a closed definition's trailing lines does not take the next one
+        if group and group[0].titled != unit.titled:
+            flush()
         if index.fits(unit.start, unit.end, caps):
             if group and not index.fits(group[0].start, unit.end, caps):
                 flush()
@@ -206,6 +214,7 @@ def group_units(units: list[Unit], index: LineIndex, caps: Caps, heading: str) -
         start = unit.start
         if (
             group
+            and not unit.titled  # a section's title would claim the sections glued to it
             and not any(u.is_def for u in group)
             and index.fits(group[0].start, group[-1].end, Caps(caps.max_lines // 2, caps.max_chars // 2))
         ):
@@ -220,15 +229,16 @@ def group_units(units: list[Unit], index: LineIndex, caps: Caps, heading: str) -
     return pieces
 
 
-def common_heading(headings: list[str]) -> str:
-    """The common ancestor of heading paths ("A > B", "A > C" -> "A"), else the first one."""
+def common_heading(headings: list[str], *, first_if_none: bool = True) -> str:
+    """The common ancestor of heading paths ("A > B", "A > C" -> "A"), else the first one (or
+    "" when not `first_if_none`)."""
     parts = [h.split(" > ") for h in headings]
     common: list[str] = []
     for level in zip(*parts, strict=False):
         if any(p != level[0] for p in level):
             break
         common.append(level[0])
-    return " > ".join(common) if common else headings[0]
+    return " > ".join(common) if common else (headings[0] if first_if_none else "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -608,14 +618,18 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
          False),
     ],
     # Kotlin where its grammar gave up on a file (an ERROR root): a function by its name as the
-    # grammar names it, after its type parameters and receiver (`suspend inline fun <T>
+    # grammar names it, after its annotations, type parameters and receiver (`suspend inline fun <T>
     # Semaphore.withPermit(`, `fun Iterable<Index>.filterAndLogExcessIndices(`: `withPermit`, not
-    # `Iterable`); classes and the rest by the generic patterns
+    # `Iterable`). Type arguments nest to any depth (`fun Map<Pair<Table, LinkedHashSet<Column<*>>>,
+    # List<FK>>.filterAndLogExcessConstraints(`) and hold no parenthesis before the name's `(`, so
+    # `<...>` is any run without one (a regex cannot count brackets); a receiver may be a function
+    # type (`fun <T> (suspend () -> T).startCoroutineUnintercepted(`); `fun<T>` needs no space.
+    # Classes and the rest by the generic patterns.
     "kotlin": [
-        (r"(?:(?:public|private|protected|internal|open|override|inline|suspend|tailrec|operator|infix|"
-         r"external|actual|expect|abstract|final)\s+)*fun\s+(?:<(?:[^<>]|<[^<>]*>)*>\s*)?"
-         r"(?:[A-Za-z_][\w.]*(?:<(?:[^<>]|<(?:[^<>]|<[^<>]*>)*>)*>)?\??\.)?(?P<name>[A-Za-z_]\w*|`[^`]+`)",
-         "function", False),
+        (r"(?:@[\w.]+(?:\([^()]*\))?\s+)*(?:(?:public|private|protected|internal|open|override|inline|suspend|"
+         r"tailrec|operator|infix|external|actual|expect|abstract|final)\s+)*fun(?:\s+|(?=<))"
+         r"(?:<[^(){}=]*>\s*)?(?:(?:[A-Za-z_][\w.]*(?:<[^(){}=]*>)?|\((?:[^()]|\([^()]*\))*\))\??\.)?"
+         r"(?P<name>[A-Za-z_]\w*|`[^`]+`)", "function", False),
     ],
     # GDScript (Godot): a script's global class (`class_name DialogicSubsystem`), its signals,
     # functions after annotations (`@rpc("any_peer") func sync_state(`), inner classes; enums by

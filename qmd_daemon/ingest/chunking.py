@@ -52,9 +52,11 @@ def grammar_key(languages: list[str]) -> str:
 # end a definition in the fallback (`endfunction`, a SystemVerilog typedef's `} name;` and its
 # name, Svelte's `</script>` before the markup, Crystal's `end`; the lines after one inside a definition
 # are that definition's; a GDScript signal is one line), GDScript, Gleam and Crystal
-# definition families).
+# definition families (langs5); 11: the same with Kotlin functions past receivers with generics
+# of any depth in the fallback, Perl's `has` attributes as definitions and POD sections headed by
+# their `=head` titles (loose21: a home either branch indexed at 10 is re-read).
 CHUNKER_VERSION = (
-    f"10:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
+    f"11:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
 )
 
 

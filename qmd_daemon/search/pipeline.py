@@ -3,6 +3,7 @@ score, rerank, shape. Each model is optional; without one the pipeline does what
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -70,6 +71,9 @@ MAX_ERROR_HOLDERS = 5  # chunks saying an error message's words, past which it i
 # Definitions that do not make a bare word an identifier: a prose heading (`Installation`), a data
 # file's key (`dependencies:` of a conda environment, `stages:` of a CI pipeline).
 NOT_CODE_DEFINITIONS = frozenset({"heading", "key"})
+# PowerShell's `Verb-Noun` names (`Get-ChildItem`, `New-TestDrive`): a capitalised verb, a hyphen,
+# a capitalised noun; Lisp-family kebab names are lower case
+VERB_NOUN = re.compile(r"[A-Z][A-Za-z\d]*-[A-Z][\w-]*")
 MAX_NAME_DEFINITIONS = 30  # chunks defining a name, past which a question's name adds no candidates
 
 
@@ -199,7 +203,9 @@ def mark_defined_word(store: ChunkStore, parsed: ParsedQuery, collection_ids: li
     a Lisp's; `thread-safe`, `end-to-end`: English, whose chunk defining `thread_safe` lost the boost
     of a name saying the question's words when it was read as a symbol everywhere). PowerShell's
     `Verb-Noun` (`New-TestDrive`) is a kebab name whose capitals made its parts two symbols
-    (`New`, `TestDrive`: a C# class defining TestDrive came first): the whole name, where defined."""
+    (`New`, `TestDrive`: a C# class defining TestDrive came first): the whole name, where defined.
+    PowerShell's names are case-insensitive (`get-childitem` runs Get-ChildItem), so a defined
+    name of that shape matches the question in any case, and the question asks for it as defined."""
     words = parsed.text.split()
     word = words[0].strip("`()") if len(words) == 1 else ""  # `linprm` quoted as code, as looks_like_symbol
     kebab = not parsed.is_long and KEBAB_NAME.fullmatch(word) is not None
@@ -208,10 +214,11 @@ def mark_defined_word(store: ChunkStore, parsed: ParsedQuery, collection_ids: li
     # a stopword (`get`): no term to rank by; a kebab name's terms are its parts
     if not kebab and word.lower() not in {t.lower() for t in parsed.terms}:
         return
-    if any(name == word and kind not in NOT_CODE_DEFINITIONS
-           for _chunk, name, kind in store.chunks_defining([word], collection_ids)):
-        parsed.symbols = [word]
-        parsed.defined_word = True
+    for _chunk, name, kind in store.chunks_defining([word], collection_ids):
+        if kind not in NOT_CODE_DEFINITIONS and (name == word or (kebab and VERB_NOUN.fullmatch(name))):
+            parsed.symbols = [name]
+            parsed.defined_word = True
+            return
 
 
 def _symbol_candidates(

@@ -4,7 +4,8 @@ A test file is one its language's test runner finds by name, or one kept in a te
 name rules are the runners' discovery rules, so they differ by language: `test_*.py` is a pytest
 module, but `test_functions.bash` is a shell library (bats runs `*.bats`), and `test_*.go` is not
 a test to `go test` (it runs `*_test.go`). Names are matched with case, as the runners do:
-`FooTest.java` is a JUnit class, `Latest.java` is not.
+`FooTest.java` is a JUnit class, `Latest.java` is not; PowerShell's without (its names and
+Pester's `-Filter *.Tests.ps1` are case-insensitive: `Mock.tests.ps1` is a test).
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ TEST_FILE_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("gd",): ("test_*.gd", "*_test.gd", "*Test.gd"),  # Godot's GUT (`test_` prefix), gdUnit4 suites
     # R (testthat), Julia (runtests.jl), Elm, Nim, Gleam: tests live in test folders
 }
+# extensions whose runners match names in any case (PowerShell's file filters)
+_ANY_CASE_EXTENSIONS = frozenset({"ps1"})
 _NAMES_BY_EXTENSION = {
     ext: tuple(p.format(ext=ext) for p in patterns)
     for exts, patterns in TEST_FILE_NAMES.items()
@@ -98,4 +101,6 @@ def is_test_path(path: str) -> bool:
     patterns = _NAMES_BY_EXTENSION.get(ext, ()) + ANY_LANGUAGE_NAMES
     if len(parts) > 1 and parts[-2].lower() in SCRIPT_FOLDERS:
         patterns += TEST_SCRIPT_NAMES
+    if ext in _ANY_CASE_EXTENSIONS:
+        name, patterns = name.lower(), tuple(p.lower() for p in patterns)
     return any(fnmatchcase(name, pattern) for pattern in patterns)

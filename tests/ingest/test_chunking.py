@@ -1201,6 +1201,46 @@ def test_a_powershell_functions_scope_is_no_part_of_its_name() -> None:
     assert [d.name for c in chunks for d in c.definitions] == ["Get-Greeting", "Set-Mood", "Read-State"]
 
 
+MOJO_MODULE = (
+    "package Mojo::Server::Morbo;\nuse Mojo::Base -base;\n\n"
+    "has backend => sub {\n  my $backend = $ENV{MOJO_MORBO_BACKEND} || 'Poll';\n"
+    "  return $backend;\n};\n"
+    "has daemon => sub { Mojo::Server::Daemon->new };\nhas [qw(silent quiet)] => 1;\n"
+    "has 'listen' => (is => 'ro');\n\n"
+    "sub run {\n  my ($self, $app) = @_;\n  has_inside($self);\n"
+    "  return $self->daemon->run($app);\n}\n\n"
+    "1;\n\n__END__\n\n=encoding utf8\n\n=head1 NAME\n\nMojo::Server::Morbo - Tonight at 11...DOOM!\n\n"
+    "=head1 DESCRIPTION\n\n"
+    + "L<Mojo::Server::Morbo> is a full featured, self-restart capable web server.\n\n" * 30
+    + "=head1 ATTRIBUTES\n\n=head2 backend\n\n  my $backend = $morbo->backend;\n\nBackend, usually a\n"
+    "L<Mojo::Server::Morbo::Backend::Poll> object.\n\n=head2 daemon\n\n  my $daemon = $morbo->daemon;\n\n"
+    "=head1 METHODS\n\n=head2 C<run>\n\n"
+    + "  $morbo->run('script/my_app');\n\nRun server for application.\n\n" * 12
+    + "=cut\n"
+)
+
+
+def test_perl_attributes_are_definitions_and_pod_titles_head_their_chunks() -> None:
+    """Mojo::Base, Moose and Moo declare a module's accessors with `has name => ...`: they were no
+    definitions, so `backend` found Morbo.pm by its words only. The POD after `__END__` (a module's
+    documentation, `=head2 run` for each method) was cut into windows without headings."""
+    chunks = chunk_code("lib/Mojo/Server/Morbo.pm", MOJO_MODULE, "perl")
+    assert chunks is not None
+    found = [(d.name, d.kind) for c in chunks for d in c.definitions]
+    assert found == [("Mojo::Server::Morbo", "module"), ("backend", "property"), ("daemon", "property"),
+                     ("silent", "property"), ("quiet", "property"), ("listen", "property"),
+                     ("run", "function")]
+    lines = MOJO_MODULE.split("\n")
+    headings = {c.heading for c in chunks if lines[c.start_line - 1].startswith("=")}
+    assert {"NAME", "DESCRIPTION", "METHODS > run"} <= headings, headings
+    code = [c for c in chunks if c.definitions]
+    assert all(not c.heading for c in code), [c.heading for c in code]  # code takes no section's title
+    run_doc = [c for c in chunks if "$morbo->run(" in c.text]
+    assert run_doc and all(c.heading == "METHODS > run" for c in run_doc), [c.heading for c in run_doc]
+    attributes = next(c for c in chunks if c.text.startswith("=head1 ATTRIBUTES"))
+    assert "run" not in attributes.heading  # not glued to the big section after it
+
+
 def test_every_supported_language_has_a_case_and_a_grammar() -> None:
     assert {case[0] for case in CASES} | {"python"} == set(SUPPORTED_LANGUAGES)
     assert available_languages() == sorted(SUPPORTED_LANGUAGES), "a grammar package is missing"

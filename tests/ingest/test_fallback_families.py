@@ -888,6 +888,40 @@ def test_a_kotlin_file_its_grammar_cannot_parse_is_chunked_by_the_fallback() -> 
             ("withEntryLock", "function"), ("totalsByAccount", "function")} <= found, found
 
 
+def test_kotlin_functions_past_deeply_generic_receivers_are_named_in_the_fallback() -> None:
+    """The fallback's receiver pattern nested type arguments three levels deep: exposed's
+    SchemaUtilityApi.kt (an ERROR root) defined `Map` for `fun Map<Pair<Table,
+    LinkedHashSet<Column<*>>>, List<ForeignKeyConstraint>>.filterAndLogExcessConstraints(` and
+    headed the chunks after it `function Map`. Likewise a function-type receiver, `fun<T>` without
+    a space, type parameters bounded by nested generics and a function after an annotation."""
+    text = _src("""
+        abstract class SchemaUtilityApi {
+            val guard = when (x) { is String if x.isEmpty() -> 1; else -> 2 }
+
+            @InternalApi
+            protected fun Map<Pair<Table, Set<Col<*>>>, List<FK>>.filterAndLogExcessConstraints(
+                withLogs: Boolean
+            ): List<FK> = emptyList()
+
+            fun <T> Foo<Bar<Baz<Qux<T>>>>.deepestName(a: Int) {}
+
+            internal fun <R, T> (suspend (R) -> T).startUndispatched(receiver: R) {}
+
+            private fun<T> Class<T>.timeoutAnnotation(): Optional<CoroutinesTimeout> = Optional.empty()
+
+            suspend inline fun <T, K, M : MutableMap<in K, MutableList<T>>> Flow<T>.groupByTo(m: M): M = m
+
+            @Test fun testNotAutoIncTable() {}
+        }
+        """)
+    chunks = chunk_text("src/SchemaUtilityApi.kt", text)
+    names = {d.name for c in chunks for d in c.definitions}
+    assert {"filterAndLogExcessConstraints", "deepestName", "startUndispatched", "timeoutAnnotation",
+            "groupByTo", "testNotAutoIncTable"} <= names, names
+    assert not names & {"Map", "Foo", "Class"}, names
+    assert not any("function Map" in c.heading for c in chunks)
+
+
 def test_a_groovy_file_its_grammar_cannot_parse_is_chunked_by_the_fallback() -> None:
     """tree-sitter-groovy gives up on some valid classes (default parameter values in an inner
     class: jenkins-pipeline-unit's DockerMock) with an ERROR root, whose share of the file was

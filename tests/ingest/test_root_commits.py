@@ -5,6 +5,8 @@ another repository's history is not (engine.search_scope)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import pytest
 import yaml
 
 from qmd_daemon.engine import Engine
+from qmd_daemon.ingest.root_commits import head_state
 from tests.conftest import committed_repository, git, write_tree
 
 WALRUS = "def walrus_tusk_length():\n    return 3\n"
@@ -150,3 +153,94 @@ def test_the_walk_is_vouched_for_with_the_recorded_roots(engine: Engine, tmp_pat
     asked: list[tuple[str, ...]] = []
     engine.update(unchanged=lambda collection, _stamp: asked.append(collection.root_commits) is not None)
     assert asked == [tuple(_roots(repo))] == [engine.collections()[name].root_commits]
+
+
+def _logging_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A real `git` first on PATH that writes each call's arguments to a log, then runs git."""
+    real = shutil.which("git")
+    assert real is not None
+    folder = tmp_path / "logging-bin"
+    folder.mkdir()
+    log = tmp_path / "git-calls.log"
+    wrapper = folder / "git"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def _rev_lists(log: Path) -> int:
+    return sum("rev-list" in line for line in log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_a_repository_without_a_commit_is_asked_for_its_roots_once_until_head_moves(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`git init` and files, no commit yet (an agent's scratch project): git had no roots to tell,
+    nothing was recorded, and every update ran `git rev-list --max-parents=0 HEAD` again (8 ms).
+    "No roots" is kept with HEAD as its files say; the first commit moves HEAD and git is asked."""
+    log = _logging_git(tmp_path, monkeypatch)
+    repo = write_tree(tmp_path / "scratch", {"walrus.py": WALRUS})
+    git(repo, "init", "-q", "-b", "main")
+    name = engine.add_collection(repo.resolve()).name
+    engine.update()
+    assert _rev_lists(log) == 1
+    entry = yaml.safe_load(engine.settings.config_file.read_text())["collections"][name]
+    assert "rootCommits" not in entry and entry["noRootCommitsAt"] == "ref: refs/heads/main none"
+
+    log.unlink()
+    engine.update()
+    engine.update()
+    assert _rev_lists(log) == 0, log.read_text()
+
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "first")
+    engine.update()
+    engine.update()
+    assert _rev_lists(log) == 1  # asked once at the new HEAD; found roots are read once, as before
+    entry = yaml.safe_load(engine.settings.config_file.read_text())["collections"][name]
+    assert entry["rootCommits"] == _roots(repo) and "noRootCommitsAt" not in entry
+
+
+@pytest.mark.parametrize("layout", ["packed", "worktree", "detached"])
+def test_head_state_reads_the_commit_head_names(tmp_path: Path, layout: str) -> None:
+    """HEAD read from files as git would resolve it: a branch in packed-refs (after `git gc` or
+    `git pack-refs`), a linked worktree's own HEAD with the repository's refs, a detached HEAD."""
+    repo = committed_repository(tmp_path / "repo", {"a.py": "A = 1\n"})
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
+                            text=True).stdout.strip()  # fmt: skip
+    top = repo
+    if layout == "packed":
+        git(repo, "pack-refs", "--all")
+        assert not (repo / ".git" / "refs" / "heads" / "main").exists()
+    elif layout == "worktree":
+        top = (tmp_path / "task").resolve()
+        git(repo, "worktree", "add", "-q", "-b", "task", str(top))
+    else:
+        git(repo, "checkout", "-q", "--detach")
+    state = head_state(top)
+    assert state is not None and state.endswith(commit), state
+    assert head_state(top / "sub") is None  # no repository's top level
+
+
+@pytest.mark.skipif(getattr(os, "geteuid", lambda: -1)() != 0, reason="needs root to give the folder away")
+def test_a_repository_git_refuses_is_asked_again_only_after_its_next_commit(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another user's repository (safe.directory refuses it: `detected dubious ownership`) has
+    commits, but git tells none of them: kept with its HEAD's commit, asked again when it moves."""
+    repo = committed_repository(tmp_path / "theirs", {"walrus.py": WALRUS})
+    subprocess.run(["chown", "-R", "nobody", str(repo)], check=True)
+    log = _logging_git(tmp_path, monkeypatch)
+    name = engine.add_collection(repo).name
+    engine.update()
+    engine.update()
+    assert _rev_lists(log) == 1
+    entry = yaml.safe_load(engine.settings.config_file.read_text())["collections"][name]
+    assert entry["noRootCommitsAt"].startswith("ref: refs/heads/main ") and "rootCommits" not in entry
+    subprocess.run(["chown", "-R", "root", str(repo)], check=True)
+    _commit(repo, {"tusk.py": "TUSK = 1\n"})
+    engine.update()
+    assert _rev_lists(log) == 2
+    entry = yaml.safe_load(engine.settings.config_file.read_text())["collections"][name]
+    assert entry["rootCommits"] and "noRootCommitsAt" not in entry

@@ -1,5 +1,7 @@
 from pathlib import Path
 
+import pytest
+
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.lexical import lexical_queries
 from qmd_daemon.search.pipeline import SearchOptions
@@ -297,3 +299,27 @@ def test_a_powershell_verb_noun_name_is_a_symbol(engine: Engine, tmp_path: Path)
     name = indexed(engine, tmp_path / "pester", {"src/functions/TestDrive.ps1": drive,
                                                  "src/csharp/Pester/TestDriveConfiguration.cs": config})
     assert engine.search("New-TestDrive", [name])[0].path == "src/functions/TestDrive.ps1"
+
+
+@pytest.mark.parametrize("question", ["new-testdrive", "NEW-TESTDRIVE", "New-Testdrive"])
+def test_a_powershell_name_in_another_case_is_the_defined_name(
+    engine: Engine, tmp_path: Path, question: str
+) -> None:
+    """PowerShell's names are case-insensitive (`get-childitem` runs Get-ChildItem), and a question
+    is typed as it comes: `new-testdrive` was a word pair no code defines spelled so, and the C#
+    class that says `TestDrive` most came first."""
+    drive = (
+        "function New-TestDrive {\n    param ([string] $Path)\n"
+        "    $directory = New-RandomTempDirectory\n    New-PSDrive -Name TestDrive -Root $directory\n}\n"
+    )
+    config = (
+        "namespace Pester\n{\n    public class TestDriveConfiguration\n    {\n"
+        "        // TestDrive: a new TestDrive for each block; new TestDrive, new drive\n"
+        "        public BoolOption TestDrive { get; set; }\n"
+        "        public void New() { TestDrive = new BoolOption(\"TestDrive\", \"new TestDrive\", true); }\n"
+        "    }\n}\n"
+    )
+    name = indexed(engine, tmp_path / "pester", {"src/functions/TestDrive.ps1": drive,
+                                                 "src/csharp/Pester/TestDriveConfiguration.cs": config})
+    hits = engine.search(question, [name])
+    assert hits[0].path == "src/functions/TestDrive.ps1", [h.path for h in hits]

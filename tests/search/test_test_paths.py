@@ -92,8 +92,11 @@ TEST_FILES = [
     "Src/Billing/InvoiceTests.vb",
     "lib/kemal/route_spec.cr",
     "src/Counter.t.sol",
-    # powershell: Pester runs `*.Tests.ps1`; Pester keeps its own in `tst/`
+    # powershell: Pester runs `*.Tests.ps1`, in any case (PowerShell's filters ignore it); Pester
+    # keeps its own in `tst/`
     "src/Module.Tests.ps1",
+    "src/Module.tests.ps1",
+    "Scripts/Deploy.TESTS.PS1",
     "tst/functions/Mock.ps1",
     # hardware designs: testbenches, lowRISC's design verification beside rtl/
     "dv/uvm/core_ibex/fcov/core_ibex_pmp_fcov_if.sv",
