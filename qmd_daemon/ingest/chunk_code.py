@@ -301,7 +301,7 @@ _SPECS: dict[str, _Spec] = {
         {"subroutine_declaration_statement": "function", "method_declaration_statement": "method",
          "package_statement": "module", "class_statement": "class"},
         attach=frozenset({"comment", "pod"}),
-        sections=re.compile(r"^=head([1-4])[ \t]+(\S.*?)\s*$", re.M),
+        sections=re.compile(r"=head([1-4])[ \t]+(\S.*)"),  # title stripped after: no lazy run before `\s*$`
     ),
     "groovy": _Spec(
         {"class_declaration": "class", "interface_declaration": "interface", "enum_declaration": "enum",
@@ -934,8 +934,9 @@ class _Section:
     title: str
 
 
-# POD formatting codes in a title: `C<render>`, `B<< bold >>` (their text stays)
-_POD_CODES = re.compile(r"[A-Z]<+\s*([^<>]*?)\s*>+")
+# POD formatting codes in a title: `C<render>`, `B<< bold >>` (their text stays, stripped after
+# the match: optional spaces around a lazy run backtrack cubically on a line of spaces)
+_POD_CODES = re.compile(r"[A-Z]<+([^<>]*)>+")
 
 
 @dataclass
@@ -959,7 +960,7 @@ class _Partitioner:
             m = pattern.match(line)
             if m is None:
                 continue
-            level, title = int(m.group(1)), _POD_CODES.sub(r"\1", m.group(2))
+            level, title = int(m.group(1)), _POD_CODES.sub(lambda c: c.group(1).strip(), m.group(2).strip())
             while self.titles and self.titles[-1][0] >= level:
                 self.titles.pop()
             self.titles.append((level, title))

@@ -6,12 +6,13 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from qmd_daemon.ingest.chunk_code import SUPPORTED_LANGUAGES, available_languages, chunk_code
+from qmd_daemon.ingest.chunk_code import MAX_PARSE_LINE, SUPPORTED_LANGUAGES, available_languages, chunk_code
 from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
 from qmd_daemon.text.chunk_model import Chunk
 
@@ -1239,6 +1240,22 @@ def test_perl_attributes_are_definitions_and_pod_titles_head_their_chunks() -> N
     assert run_doc and all(c.heading == "METHODS > run" for c in run_doc), [c.heading for c in run_doc]
     attributes = next(c for c in chunks if c.text.startswith("=head1 ATTRIBUTES"))
     assert "run" not in attributes.heading  # not glued to the big section after it
+
+
+def test_a_pod_title_of_a_long_line_is_read_in_linear_time() -> None:
+    """A POD title's pattern ended `(\\S.*?)\\s*$` and its formatting codes `<+\\s*([^<>]*?)\\s*>+`:
+    lazy runs around optional spaces, backtracking at every character of a line of spaces (a
+    generated table, a pasted log): 3.3 s for a `=head1` line of 20k characters (the longest
+    parsed), and the codes' pattern no answer in 300 s for `C<` and 20k spaces: a file's update
+    held. The bound is loose for a shared machine."""
+    pad = " " * (MAX_PARSE_LINE - 100)  # a longer line is not parsed (the fallback reads it)
+    text = ("package Pad;\n\nsub run { 1 }\n\n1;\n\n__END__\n\n"
+            + f"=head1 NAME{pad}x\n\ntext\n\n=head2 NAME{pad}y\n\n=head1 C<{pad}b\n\n=cut\n")
+    began = time.perf_counter()
+    chunks = chunk_code("lib/Pad.pm", text, "perl")
+    took = time.perf_counter() - began
+    assert chunks is not None and took < 1.0, f"{took:.2f} s"
+    assert any((c.heading or "").startswith("NAME") and (c.heading or "").endswith("x") for c in chunks)
 
 
 def test_every_supported_language_has_a_case_and_a_grammar() -> None:
