@@ -536,12 +536,14 @@ class Engine:
         if head is None or head == collection.no_roots_at:  # no repository's top; asked at this HEAD
             return
         roots = root_commits(collection.path)
+        if roots is None:  # git could not be asked (not on PATH): nothing to keep
+            return
         try:
             with IndexConfig.editing(self.settings.config_file) as config:
                 current = config.collections().get(collection.name)
                 # the entry as read above: a `collection add` meanwhile may have given the name another folder
                 if current is not None and current.path == collection.path and not current.root_commits:
-                    recorded = replace(current, root_commits=roots or (), no_roots_at=None if roots else head)
+                    recorded = replace(current, root_commits=roots, no_roots_at=None if roots else head)
                     if recorded != current:
                         config.set_collection(recorded)
         except OSError:

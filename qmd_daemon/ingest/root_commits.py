@@ -25,22 +25,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from clients._qmd_client import git_executable
 from qmd_daemon.ingest.scan import find_git_root, run_git
 
 _MAX_READ = 4096  # HEAD, a ref, a `.git` file: a line each
 
 
 def root_commits(top: Path) -> tuple[str, ...] | None:
-    """The root commits of the repository checked out at `top` (its top level), sorted; None
-    when `top` is not a repository's top level or git cannot tell (no commit yet, no git)."""
+    """The root commits of the repository checked out at `top` (its top level), sorted; () when
+    git tells none (no commit yet, a folder safe.directory refuses); None when nothing can be
+    known now (not a top level, no git on PATH: a daemon started with a bare PATH), so that is
+    not kept as an answer and git is asked again at the next update."""
     try:
         if find_git_root(top) != top:
             return None
     except OSError:  # a folder this user cannot enter (EACCES): nothing known, asked again later
         return None
+    if git_executable() is None:
+        return None
     proc = run_git(top, "rev-list", "--max-parents=0", "HEAD")
     roots = proc.stdout.decode("ascii", "replace").split() if proc is not None else []
-    return tuple(sorted(roots)) or None
+    return tuple(sorted(roots))
 
 
 def head_state(top: Path) -> str | None:

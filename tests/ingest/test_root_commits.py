@@ -244,3 +244,23 @@ def test_a_repository_git_refuses_is_asked_again_only_after_its_next_commit(
     assert _rev_lists(log) == 2
     entry = yaml.safe_load(engine.settings.config_file.read_text())["collections"][name]
     assert entry["rootCommits"] and "noRootCommitsAt" not in entry
+
+
+def test_roots_are_read_at_the_next_update_when_git_was_not_on_path(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon started with a bare PATH (a service unit) runs no git: that was kept as "no roots
+    at this HEAD", so once git was found the roots were never read until the next commit, and a
+    separate clone was searched beside the repository."""
+    repo = committed_repository(tmp_path / "repo", {"walrus.py": WALRUS})
+    name = engine.add_collection(repo.resolve()).name
+    bare = tmp_path / "bare-bin"
+    bare.mkdir()
+    with monkeypatch.context() as without_git:
+        without_git.setenv("PATH", str(bare))
+        engine.update()
+    entry = yaml.safe_load(engine.settings.config_file.read_text())["collections"][name]
+    assert "noRootCommitsAt" not in entry and "rootCommits" not in entry
+    engine.update()
+    entry = yaml.safe_load(engine.settings.config_file.read_text())["collections"][name]
+    assert entry["rootCommits"] == _roots(repo)
