@@ -445,6 +445,8 @@ _END = "end"
 # Kinds declared on one line: what follows is not theirs (a GDScript script's `var`s after a
 # `signal text_signal(text)` were headed by the signal)
 _ONE_LINE_KINDS = frozenset({"signal"})
+# The line closing a SystemVerilog typedef's body with its name (`} ctrl_fsm_e;`, `} regs_t [4];`)
+_TYPEDEF_CLOSE = r"\}}\s*{name}\s*(?:\[[^\]]*\]\s*)*;"
 _LISP_HEAD = r"\((?:[\w.-]+/)?"  # `(defn`, `(cl:defun`, `(s/def`
 # Clojure's metadata before a defined name: `(def ^:private x`, `(defn ^String f`,
 # `(defprotocol ^{:added "1.6"} P` (the name is what follows it)
@@ -552,7 +554,7 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
     # part of that function
     "verilog": [
         (r"end(?:function|task|module|macromodule|class|package|interface|program)\b", _END, False),
-        (r"\}\s*\w+\s*(?:\[[^\]]*\]\s*)*;", _END, False),  # a typedef's `} name;`
+        (_TYPEDEF_CLOSE.format(name=r"\w+"), _END, False),  # a typedef's `} name;`
         (r"typedef\s+(?!class\b)[^;]*\}\s*(?P<name>\w+)\s*(?:\[[^\]]*\]\s*)*;", "type", False),
         (r"typedef\s+(?:enum|struct|union)\b[^;]*$(?P<name>)", "type", False),
         (r"typedef\s+(?!class\b)[^;{}]*\s(?P<name>\w+)\s*(?:\[[^\]]*\]\s*)*;", "type", False),
@@ -790,7 +792,7 @@ def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
 
 # Families with definitions named after their body: the line closing it, at the indentation of
 # the line that opened it (`} ctrl_fsm_e;` of a multi-line SystemVerilog typedef)
-_NAME_AFTER_BODY = {"verilog": re.compile(r"\}\s*(?P<name>\w+)\s*(?:\[[^\]]*\]\s*)*;")}
+_NAME_AFTER_BODY = {"verilog": re.compile(_TYPEDEF_CLOSE.format(name=r"(?P<name>\w+)"))}
 _MAX_BODY_LINES = 2000
 
 
@@ -991,17 +993,13 @@ def chunk_fallback(
         trailing: set[int] = set()  # first rows of what follows a closed definition: the level's own
         floor = lo - 1
         for candidate in inner:
-            if candidate.kind == _END or candidate.kind in _ONE_LINE_KINDS:
-                if candidate.kind != _END:
-                    start = _attach_comments(lines, candidate.row, floor) if with_signature else candidate.row
-                    starts.append((start, True, candidate))
-                if candidate.row < hi:  # a next definition on that row takes it (make_units)
-                    starts.append((candidate.row + 1, False, None))
-                    trailing.add(candidate.row + 1)
-                floor = candidate.row
-                continue
-            start = _attach_comments(lines, candidate.row, floor) if with_signature else candidate.row
-            starts.append((start, True, candidate))
+            if candidate.kind != _END:
+                start = _attach_comments(lines, candidate.row, floor) if with_signature else candidate.row
+                starts.append((start, True, candidate))
+            closed = candidate.kind == _END or candidate.kind in _ONE_LINE_KINDS
+            if closed and candidate.row < hi:  # a next definition on that row takes it (make_units)
+                starts.append((candidate.row + 1, False, None))
+                trailing.add(candidate.row + 1)
             floor = candidate.row
         units: list[Unit] = []
         for start, end, cand in make_units(starts, lo, hi):
