@@ -16,7 +16,7 @@ from qmd_daemon.search.folder_roles import DOC_WORDS, folder_roles
 from qmd_daemon.search.header_chunks import is_preamble_only
 from qmd_daemon.search.query import ParsedQuery, content_words
 from qmd_daemon.search.test_paths import is_test_path
-from qmd_daemon.search.word_match import WordsMatching, name_parts
+from qmd_daemon.search.word_match import WordsMatching, name_parts, stem_forms
 from qmd_daemon.text.identifiers import split_identifier
 
 
@@ -128,7 +128,9 @@ def _name_and_parent(path: str) -> tuple[str, str]:
 
 
 @lru_cache(maxsize=65_536)
-def _stem_words(path: str) -> frozenset[str]:
+def _path_words(path: str) -> frozenset[str]:
+    """The words of a file's name (without its extension) and of its folder, lowercased: the
+    whole names and their identifier parts."""
     name, parent = _name_and_parent(path)
     stem = name.split(".")[0]
     words = {stem.lower(), *split_identifier(stem)}
@@ -138,16 +140,24 @@ def _stem_words(path: str) -> frozenset[str]:
 
 
 def path_word_boost(cands: list[Candidate], parsed: ParsedQuery, top: float, weights: ScoringWeights) -> None:
+    """Query words in the file's name or folder, matched by stem on both sides: code names a
+    module after what it does (`checker.lua` for "checks for updates", `compose.ts` for "function
+    composition", `impls.rs` for "implementations"); a prefix of the words as written misses
+    each (docs/ranking.md, "File names by their stems")."""
     words = content_words(parsed)
     if not words or weights.path_words == 0:
         return
-    matching = WordsMatching(words)
+    forms = stem_forms(words)
+    matching = WordsMatching(forms)
+    names_of = {cand.chunk.path: _path_words(cand.chunk.path) for cand in cands}
+    every_name = sorted(set().union(*names_of.values()))
+    name_forms = dict(zip(every_name, stem_forms(every_name), strict=True))  # one tokenizer pass
     fractions: dict[str, float] = {}
+    for path, names in names_of.items():
+        matched = matching.matched(names | {name_forms[name] for name in names})
+        fractions[path] = sum(1 for form in forms if form in matched) / len(words)
     for cand in cands:
-        path = cand.chunk.path
-        if path not in fractions:
-            fractions[path] = len(matching.matched(_stem_words(path))) / len(words)
-        cand.add("path_words", weights.path_words * top * fractions[path])
+        cand.add("path_words", weights.path_words * top * fractions[cand.chunk.path])
 
 
 def name_words_boost(

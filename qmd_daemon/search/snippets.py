@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from qmd_daemon.search.word_match import WordsMatching, name_parts
-from qmd_daemon.store.fts_tokens import query_tokens_of
+from qmd_daemon.search.word_match import WordsMatching, name_parts, stem_forms
 
 SNIPPET_LINES = 12
 SNIPPET_CHARS = 800
@@ -40,7 +39,7 @@ def best_window(
     the file's consecutive lines, only its first is at `line`."""
     lines = text.split("\n")
     lowered = [line.lower() for line in lines]
-    forms = _hit_forms(words)
+    forms = stem_forms(words)
     hits = [sum(1 for form in forms if form in line) for line in lowered]
     headers = {h.strip().lower() for h in signatures.split("\n") if h.strip()}
     heads = {line - start_line for _, line in definitions if 0 <= line - start_line < len(lines)}
@@ -90,24 +89,6 @@ def best_window(
     if len(snippet) > SNIPPET_CHARS:
         snippet = snippet[: SNIPPET_CHARS - 1].rstrip() + "…"
     return start_line + best_start, snippet
-
-
-MIN_STEM = 4
-
-
-def _hit_forms(words: list[str]) -> list[str]:
-    """What a line must hold to count a word: its stem, as the index stems it, where that begins
-    the word (`comput` of `computed`, `root` of `roots`), else the word (`directori` does not
-    begin `directory`; a stem under MIN_STEM letters matches too much). With the words alone,
-    "how are integer square roots computed" matched sympy's `Compute square root of a` line for
-    BM25, and the window showed the chunk's head (`IntegerRing` is an `integer` too)."""
-    stems = query_tokens_of(words)
-    forms: list[str] = []
-    for word in words:
-        stem = stems.get(word, ())
-        one = stem[0] if len(stem) == 1 else ""
-        forms.append(one if len(one) >= MIN_STEM and word.startswith(one) else word)
-    return forms
 
 
 def _shown_lines(lines: list[str], max_lines: int) -> list[str]:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from qmd_daemon.store.fts_tokens import query_tokens_of
 from qmd_daemon.text.identifiers import IDENTIFIER, split_identifier
+
+MIN_STEM = 4
 
 
 class WordsMatching:
@@ -45,3 +48,20 @@ def name_parts(name: str) -> tuple[str, ...]:
     """The parts of a defined name that is an ASCII identifier. Kept per name: a question reads
     ~400 names of its candidates, and an agent's questions of one repository meet the same."""
     return tuple(split_identifier(name)) if IDENTIFIER.fullmatch(name) else ()
+
+
+def stem_forms(words: list[str]) -> list[str]:
+    """Each word as a name or a line must hold it: its stem, as the index stems it, where that
+    begins the word (`comput` of `computed`, `root` of `roots`, `check` of `checks`), else the
+    word (`directori` does not begin `directory`; a stem under MIN_STEM letters matches too much).
+    Snippets: with the words alone, "how are integer square roots computed" matched sympy's
+    `Compute square root of a` line for BM25, and the window showed the chunk's head. File names:
+    code names a module after the doer of what a question says it does (`checker.lua` for
+    "checks for updates", `formatter.ts` for "error formatting"), which only the stem begins."""
+    stems = query_tokens_of(words)
+    forms: list[str] = []
+    for word in words:
+        stem = stems.get(word, ())
+        one = stem[0] if len(stem) == 1 else ""
+        forms.append(one if len(one) >= MIN_STEM and word.startswith(one) else word)
+    return forms

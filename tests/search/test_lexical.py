@@ -139,6 +139,27 @@ def test_query_words_in_the_file_name_lift_that_file(engine: Engine, tmp_path: P
     assert all("path_words" not in h.explain["boosts"] for h in plain), "the rule is switchable"
 
 
+def test_file_names_match_the_question_by_stem(engine: Engine, tmp_path: Path) -> None:
+    """A module is named after what it does: "checks" is the checker's, "formatting" the formatter's,
+    "composition" compose's; none of them starts the other word as written (docs/ranking.md, "File
+    names by their stems")."""
+    body = ("local M = {}\nfunction M.run(plugins)\n  -- look at each plugin's remote for new commits\n"
+            "  for _, p in ipairs(plugins) do p:fetch() end\nend\nreturn M\n")
+    shape = "// shape an error or a function's result before it is sent\nexport const shape = (e) => e\n"
+    name = indexed(engine, tmp_path / "p", {"manage/checker.lua": body, "manage/runner.lua": body,
+                                          "lib/formatter.ts": shape, "lib/compose.ts": shape,
+                                          "lib/send.ts": shape})
+    asked = (("how are plugins checked for new commits", "manage/checker.lua"),
+             ("error formatting", "lib/formatter.ts"), ("function composition", "lib/compose.ts"))
+    for question, named in asked:
+        hits = engine.search(question, [name], options=SearchOptions(explain=True))
+        boosts = {h.path: h.explain["boosts"].get("path_words", 0.0) for h in hits}
+        assert boosts.get(named, 0.0) > 0, (question, boosts)
+        assert all(boost == 0.0 for path, boost in boosts.items() if path != named), (question, boosts)
+    hits = engine.search("how are plugins checked for new commits", [name])
+    assert hits[0].path == "manage/checker.lua"
+
+
 def test_many_matching_chunks_earn_the_file_a_larger_coherence_boost(engine: Engine, tmp_path: Path) -> None:
     doc = "    '''Evict the cache entry when it expires.'''\n"
     many = "\n\n".join(f"def cache_entry_{i}():\n" + doc + "\n" * 45 for i in range(4))

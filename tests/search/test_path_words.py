@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qmd_daemon.search.scoring import _stem_words
+from qmd_daemon.search.scoring import _path_words
 from qmd_daemon.search.word_match import WordsMatching, name_parts
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ def test_the_words_matching_a_path_are_those_the_pairwise_rule_finds() -> None:
     matching = WordsMatching(WORDS)
     matched_any = 0
     for path in paths:
-        names = _stem_words(path)
+        names = _path_words(path)
         expected = {w for w in WORDS if word_matches(w, names)}
         assert matching.matched(names) == expected, path
         matched_any += bool(expected)
