@@ -787,8 +787,11 @@ class _Collector:
         head = args.named_children[0] if args is not None and args.named_child_count else None
         if macro in _ELIXIR_MODULES:
             body = self.spec.body_of(node)
-            self.add(node, self.text(head, 160), _ELIXIR_MODULES[macro], head, body=body, sig_body=body,
-                     container=True)
+            name, kind = self.text(head, 160), _ELIXIR_MODULES[macro]
+            info = self.add(node, name, kind, head, body=body, sig_body=body, container=True)
+            if macro != "defimpl" and "." in name:
+                # `alias Plug.Conn` makes `Conn` the name the code (and a question) uses
+                self.table.add(info.row, Definition(name.rsplit(".", 1)[1], kind, info.row + 1), info.sig)
             self.walk(body, "module", False)
             return True
         if macro in _ELIXIR_FUNCTIONS and head is not None:

@@ -192,6 +192,22 @@ class Definitions:
         ):
             self.exact.add(chunk_id)
 
+    def only_qualified(self, name: str, chunk_ids: set[int]) -> None:
+        """The question named `name` qualified (`Ecto.Queryable`) and these chunks define it so:
+        they alone define it, not `Ecto.Repo.Queryable` nor another module's `queryable`."""
+        key = name.lower()
+        for chunk_id, names in list(self.defined.items()):
+            if key in names and chunk_id not in chunk_ids:
+                names.discard(key)
+                if not names:
+                    del self.defined[chunk_id]
+                    self.exact.discard(chunk_id)
+        for chunk_id in chunk_ids:
+            self.defined.setdefault(chunk_id, set()).add(key)
+            self.exact.add(chunk_id)
+        self.spread[key] = len(chunk_ids)
+        self.unread.discard(key)
+
 
 def mark_defined_word(store: ChunkStore, parsed: ParsedQuery, collection_ids: list[int]) -> None:
     """A bare lower-case word that the searched code defines, spelled so, is that identifier: C's
@@ -221,6 +237,16 @@ def mark_defined_word(store: ChunkStore, parsed: ParsedQuery, collection_ids: li
             return
 
 
+# A qualified name more chunks define than this is a namespace or a package (`Newtonsoft.Json`:
+# 244 files' `namespace` lines), not the one definition a question names.
+MAX_QUALIFIED_DEFINITIONS = 5
+
+
+def _last_part(symbol: str) -> str:
+    """`Conn` of `Plug.Conn`, `Null` of `Mojo::Cache::Null`: the name a definition is looked up by."""
+    return symbol.split(".")[-1].split("::")[-1]
+
+
 def _symbol_candidates(
     store: ChunkStore, parsed: ParsedQuery, collection_ids: list[int], cands: dict[int, Candidate]
 ) -> Definitions:
@@ -228,7 +254,7 @@ def _symbol_candidates(
     A name more than MAX_NAME_DEFINITIONS chunks define (a bug report names `__init__`, `get` or
     `read` in passing: thousands of chunks over 30 repositories) adds none, and its definitions
     are not read here (_common_definitions: only the candidates'), except for a bare identifier."""
-    names = list(dict.fromkeys(s.split(".")[-1].split("::")[-1] for s in parsed.symbols))
+    names = list(dict.fromkeys(_last_part(s) for s in parsed.symbols))
     counts = store.definition_counts(names, collection_ids)
     spread: Counter[str] = Counter()
     for name, chunks in counts.items():
@@ -239,6 +265,13 @@ def _symbol_candidates(
     read = [n for n in names if n.lower() not in found.unread]
     for chunk_id, name, _kind in store.chunks_defining(read, collection_ids):
         found.add(int(chunk_id), name)
+    qualified: dict[str, set[int]] = {}
+    for chunk_id, name, _kind in store.chunks_defining([s for s in parsed.symbols if _last_part(s) != s],
+                                                       collection_ids):
+        qualified.setdefault(_last_part(name), set()).add(int(chunk_id))
+    for name, chunk_ids in qualified.items():
+        if len(chunk_ids) <= MAX_QUALIFIED_DEFINITIONS:  # else a namespace or package every file declares
+            found.only_qualified(name, chunk_ids)
     stems = [n.lower() for n in names] if parsed.is_symbol_query else []
     named = store.chunks_of_files_named(stems, collection_ids)
     extra = [c for c in {*found.defined, *named} if c not in cands]
