@@ -705,7 +705,7 @@ _FIRST_WORD_RE = re.compile(r"[A-Za-z_]+")
 _YAML_KEY_RE = re.compile(r"(?P<name>[A-Za-z_\"'][^:#\"']*[\"']?)\s*:(?:\s|$)")
 _TOML_TABLE_RE = re.compile(r"\[\[?(?P<name>[^\]]+)\]\]?\s*(?:#.*)?$")
 _COMMENT_PREFIXES = ("#", "//", "--", ";", "/*", "*", "%", "@", "\"\"\"", "'''", "(*", "{-", "<!--")
-_PROSE_LANGUAGES = {"rst", "asciidoc", "text", "markdown"}
+_PROSE_LANGUAGES = {"rst", "asciidoc", "pod", "text", "markdown"}
 _RST_UNDERLINE_RE = re.compile(r"^([=\-~^\"'`#*+:.<>_])\1{2,}\s*$")
 # AsciiDoc: `== Section` (or Markdown's `## Section`), outside delimited blocks (`----` listings,
 # `....` literals, `====` examples, `////` comments ...: four or more of one character)
@@ -715,6 +715,16 @@ _ADOC_DELIMITER_RE = re.compile(r"^([-.=_*/+])\1{3,}\s*$")
 # title give or take one; it is no block's delimiter
 _ADOC_UNDERLINE_LEVELS = {"=": 1, "-": 2, "~": 3, "^": 4, "+": 5}
 _MAX_SCAN_LINE = 400
+# POD (Perl's documentation: a `.pod` file, or a module's after `__END__`): its `=head1`..`=head4`
+# titles. A title's formatting codes (`C<render>`, `B<< bold >>`) keep their text, stripped after
+# the match: optional spaces around a lazy run backtrack cubically on a line of spaces.
+POD_TITLE_RE = re.compile(r"=head([1-4])[ \t]+(\S.*)")
+_POD_CODES = re.compile(r"[A-Z]<+([^<>]*)>+")
+
+
+def pod_title(text: str) -> str:
+    """A POD title as read: `C<run>` is `run`."""
+    return _POD_CODES.sub(lambda c: c.group(1).strip(), text.strip())
 
 
 @dataclass
@@ -906,6 +916,20 @@ def _asciidoc_candidates(lines: list[str]) -> tuple[list[_Cand], dict[int, int]]
     return out, levels
 
 
+def _pod_candidates(lines: list[str]) -> tuple[list[_Cand], dict[int, int]]:
+    """POD's `=head1`..`=head4` titles: candidates and levels. A command starts its paragraph at
+    the line's start; a verbatim block (an example) is indented, so holds none."""
+    out: list[_Cand] = []
+    levels: dict[int, int] = {}
+    for row, line in enumerate(lines):
+        title = POD_TITLE_RE.match(line) if len(line) <= _MAX_SCAN_LINE else None
+        name = pod_title(title.group(2)) if title else ""
+        if title and name:
+            out.append(_Cand(row, 0, name[:200], "heading", line.strip()))
+            levels[row] = int(title.group(1))
+    return out, levels
+
+
 def _underlined_title(above: str, line: str) -> str | None:
     """The title of a two-line AsciiDoc section title whose underline is `line` (`Title` over
     `-----`), else None. Taken for a listing's `----`, such an underline opened a block that no
@@ -941,7 +965,8 @@ def chunk_fallback(
     max_chars: int = MAX_CHARS,
     overlap: int = OVERLAP_LINES,
 ) -> list[Chunk]:
-    """Chunk any text by definition-looking lines (code) or section titles (rst, AsciiDoc) and size caps."""
+    """Chunk any text by definition-looking lines (code) or section titles (rst, AsciiDoc, POD), and size
+    caps."""
     caps = Caps(max_lines, max_chars, overlap).normalized()
     lines = split_lines(text)
     index = LineIndex(lines)
@@ -951,7 +976,9 @@ def chunk_fallback(
     table = DefTable()
     headings: dict[int, str] = {}
     if language in _PROSE_LANGUAGES:
-        sections = {"rst": _rst_candidates, "asciidoc": _asciidoc_candidates}.get(language or "")
+        sections = {"rst": _rst_candidates, "asciidoc": _asciidoc_candidates, "pod": _pod_candidates}.get(
+            language or ""
+        )
         if sections is None and (path or "").lower().endswith((".rst", ".rest")):
             sections = _rst_candidates
         if sections is not None:
