@@ -443,8 +443,8 @@ _HINTS = ("function", "()", " :: ", "<-")
 # no definition; the lines after it, up to the next definition, are the level's own
 _END = "end"
 # Kinds declared on one line: what follows is not theirs (a GDScript script's `var`s after a
-# `signal text_signal(text)` were headed by the signal)
-_ONE_LINE_KINDS = frozenset({"signal"})
+# `signal text_signal(text)` were headed by the signal; a Svelte script's code after its props)
+_ONE_LINE_KINDS = frozenset({"signal", "property"})
 # The line closing a SystemVerilog typedef's body with its name (`} ctrl_fsm_e;`, `} regs_t [4];`)
 _TYPEDEF_CLOSE = r"\}}\s*{name}\s*(?:\[[^\]]*\]\s*)*;"
 _LISP_HEAD = r"\((?:[\w.-]+/)?"  # `(defn`, `(cl:defun`, `(s/def`
@@ -584,6 +584,9 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
          "function", False),
         (r"(?:export\s+)?(?:const|let|var)\s+(?P<name>[A-Za-z_$][\w$]*)\s*=\s*(?:async\s+)?"
          r"(?:\([^()]*\)(?:\s*:\s*[^=()]+)?|[A-Za-z_$][\w$]*)\s*=>", "function", False),
+        # a Svelte 3/4 component's props: `export let size = "default";`, `export let open: boolean;`
+        # (a read-only one `export const`); one line each, what follows is the script's
+        (r"export\s+(?:let|const)\s+(?P<name>[A-Za-z_$][\w$]*)\s*[=;:]", "property", False),
     ],
     # bats test files: each `@test "name" {` block is a test (bash's grammar reads the line as an
     # error); their helpers are shell functions, which the generic patterns name

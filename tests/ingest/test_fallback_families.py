@@ -367,7 +367,8 @@ FAMILIES = [
           button { padding: 4px; }
         </style>
         """),
-     {"script": "section", "increment": "function", "reset": "function", "style": "section"}),
+     {"script": "section", "start": "property", "increment": "function", "reset": "function",
+      "style": "section"}),
     ("tcl", "lib/cache.tcl", _src("""
         namespace eval ::cache {
             variable store
@@ -1143,3 +1144,25 @@ def test_a_block_right_after_a_closing_tag_is_still_a_block() -> None:
     chunks = chunk_fallback("src/components/Kanban/index.vue", text, "vue", max_lines=3, max_chars=400,
                             overlap=0)
     assert [c.heading for c in chunks if "</style>" in c.text] == ["section style"]
+
+
+def test_a_svelte_components_props_are_its_definitions() -> None:
+    """carbon-components-svelte declares each prop `export let name = default;` (Svelte 3/4): they
+    were no definitions, so a prop's name asked alone found the components that pass it more often
+    than the one declaring it. A prop is one line: the script's code after it is not the prop's."""
+    text = _src("""
+        <script lang="ts">
+          /** Specify the size of the button */
+          export let size = "default";
+          export let itemText = (min, max) => `${min}-${max}`;
+          export let open: boolean;
+          export let hideCopyButton = false;
+          export const labelId = "label";
+          let local = size;
+        """) + "\n".join(f"  $: derived_{i} = open && size;" for i in range(12)) + "\n</script>\n"
+    chunks = chunk_fallback("src/Button/Button.svelte", text, "svelte", max_lines=6, max_chars=400, overlap=0)
+    assert_valid(text, chunks)
+    found = [(d.name, d.kind) for c in chunks for d in c.definitions]
+    assert found == [("script", "section"), ("size", "property"), ("itemText", "function"),
+                     ("open", "property"), ("hideCopyButton", "property"), ("labelId", "property")]
+    assert [c.heading for c in chunks if "derived_9" in c.text] == ["section script"]
