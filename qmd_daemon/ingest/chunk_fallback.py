@@ -761,7 +761,12 @@ def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
     family_name = _FAMILY_OF.get(language or "", "")
     family = _FAMILY_RE.get(family_name, [])
     generic = family_name not in _FAMILIES_WITHOUT_GENERIC
+    props = _rune_props(lines) if family_name == "sfc" else {}
     for row, line in enumerate(lines):
+        if row in props:  # a Svelte 5 `let { ... } = $props()`: its props at the `let`'s level, nothing else
+            level = props[row][0]
+            out.extend(_Cand(row, level, name, "property", line.strip()) for name in props[row][1])
+            continue
         if not line or len(line) > _MAX_SCAN_LINE:
             continue
         stripped = line.lstrip()
@@ -801,6 +806,71 @@ def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
     if language in _OFFSIDE_LETS:
         out = _without_local_lets(out)
     return out
+
+
+# Svelte 5's props: `let { size = "default", open = $bindable(false), ...rest }: Props = $props();`
+# on one line or many; each prop is named by its key (`class: className` is the prop `class`)
+_PROPS_END_RE = re.compile(r"\}\s*(?::.*?)?=\s*\$props\s*\(\s*\)")
+_PROPS_START_RE = re.compile(r"(?:let|const)\s*\{")
+_PROP_KEY_RE = re.compile(r"([A-Za-z_$][\w$]*|\"[^\"]+\"|'[^']+')")
+_MAX_PROPS_LINES = 200
+
+
+def _rune_props(lines: list[str]) -> dict[int, tuple[int, list[str]]]:
+    """Row -> (the destructuring's indentation, the props named on the row), for every row of
+    each `$props()` destructuring (a row naming none has []); the rows of other code are absent."""
+    found: dict[int, tuple[int, list[str]]] = {}
+    for end, line in enumerate(lines):
+        if "$props" not in line or len(line) > _MAX_SCAN_LINE or not _PROPS_END_RE.search(line):
+            continue
+        start = next((r for r in range(end, max(-1, end - _MAX_PROPS_LINES), -1)
+                      if _PROPS_START_RE.search(lines[r])), None)
+        if start is None or start in found:
+            continue
+        keys, closed = _pattern_keys(lines, start, end)
+        if closed != end:  # the `let {` found above closes elsewhere: not this pattern's
+            continue
+        for row in range(start, end + 1):
+            found[row] = (_indent_of(lines[start]), keys.get(row, []))
+    return found
+
+
+def _pattern_keys(lines: list[str], start: int, end: int) -> tuple[dict[int, list[str]], int]:
+    """Row -> the keys of the object pattern opened on row `start`: its own entries only (not
+    what a default's braces hold), not a rest element (`...rest`); comments skipped. And the row
+    of its closing brace (-1: not up to `end`)."""
+    keys: dict[int, list[str]] = {}
+    depth, expect_key, in_comment = 0, True, False
+    for row in range(start, end + 1):
+        text = lines[row]
+        match = _PROPS_START_RE.search(text) if row == start else None
+        col = match.end() if match else 0
+        while col < len(text):
+            if in_comment or text.startswith("/*", col):
+                close = text.find("*/", col + (0 if in_comment else 2))
+                in_comment = close < 0
+                col = len(text) if in_comment else close + 2
+                continue
+            if text.startswith("//", col):
+                break
+            ch = text[col]
+            if depth == 0 and expect_key and not ch.isspace():
+                key = _PROP_KEY_RE.match(text, col)
+                expect_key = False  # a key, or `...rest`
+                if key:
+                    keys.setdefault(row, []).append(key.group(1).strip("\"'"))
+                    col = key.end()
+                    continue
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                if depth == 0:  # the pattern's closing brace
+                    return keys, row
+                depth -= 1
+            elif ch == "," and depth == 0:
+                expect_key = True
+            col += 1
+    return keys, -1
 
 
 # Families with definitions named after their body: the line closing it, at the indentation of

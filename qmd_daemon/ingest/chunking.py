@@ -55,8 +55,8 @@ def grammar_key(languages: list[str]) -> str:
 # definition families (langs5); 11: the same with Kotlin functions past receivers with generics
 # of any depth in the fallback, Perl's `has` attributes as definitions and POD sections headed by
 # their `=head` titles (loose21: a home either branch indexed at 10 is re-read); 12: a Svelte
-# component's `export let` props as one-line definitions (loose22; `.pod` files, new to the table,
-# re-key it by themselves).
+# component's props (`export let`, Svelte 5's `let { ... } = $props()`) as one-line definitions
+# (loose22; `.pod` files, new to the table, re-key it by themselves).
 CHUNKER_VERSION = (
     f"12:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
 )
