@@ -936,7 +936,6 @@ class _Section:
     title: str
 
 
-
 @dataclass
 class _Partitioner:
     spec: _Spec
