@@ -134,6 +134,8 @@ LANGUAGE_SUFFIXES: dict[str, tuple[str, ...]] = {
     # Jupyter notebooks: JSON, indexed as their kernel's language (ingest/notebook.py)
     "jupyter": (".ipynb",),
     "rst": (".rst",),
+    # Perl's documentation: a module's manual beside it (`Mojo/Guides/Routing.pod`), perlpod
+    "pod": (".pod",),
     "text": (".txt",),
 }
 
@@ -188,7 +190,7 @@ CONTENT_RULES: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
 }
 _CONTENT_HEAD_CHARS = 32_768
 
-DOC_LANGUAGES = frozenset({"markdown", "rst", "asciidoc", "text"})
+DOC_LANGUAGES = frozenset({"markdown", "rst", "asciidoc", "pod", "text"})
 
 _BY_SUFFIX = {suffix: lang for lang, suffixes in LANGUAGE_SUFFIXES.items() for suffix in suffixes}
 

@@ -167,3 +167,40 @@ def test_an_update_picks_up_files_of_a_language_the_old_default_skipped(engine, 
     engine.update(["repo"])
     status = {c["name"]: c for c in engine.status()["collections"]}
     assert status["repo"]["files"] == 2
+
+
+ROUTING_POD = (
+    "\n=encoding utf8\n\n=head1 NAME\n\nMojolicious::Guides::Routing - Routing requests\n\n"
+    "=head1 OVERVIEW\n\nThis document contains a simple and fun introduction to the router.\n\n"
+    "=head1 CONCEPTS\n\nEssentials every developer should know.\n\n=head2 Dispatcher\n\n"
+    + "The foundation of every web framework is a tiny black box connecting requests and responses.\n\n" * 20
+    + "=head2 Wildcard placeholders\n\n"
+    + "Wildcard placeholders are just like C<*> in a glob: they match all characters, slashes too.\n\n"
+      "  $r->get('/hello/*you')->to('foo#bar');\n\n" * 14
+    + "=head1 MORE\n\nYou can continue with L<Mojolicious::Guides> now.\n\n=cut\n"
+)
+
+
+def test_a_pod_file_is_indexed_as_documentation_headed_by_its_titles(engine, tmp_path: Path) -> None:
+    """Perl's manuals (mojo's `Guides/*.pod`) were in no table, so the scan never took one: a
+    question about routing placeholders found only the code. A `.pod` file is documentation now,
+    cut at its `=head` titles and headed by their path, as the POD in a module (chunk_code)."""
+    assert language_of("lib/Mojolicious/Guides/Routing.pod") == "pod"
+    assert kind_of("pod") == "doc"
+    repo = write_tree(tmp_path / "repo", {
+        "lib/Mojolicious/Guides/Routing.pod": ROUTING_POD,
+        "lib/Mojolicious/Routes.pm": "package Mojolicious::Routes;\n\nsub dispatch {\n"
+                                     "  my ($self, $c) = @_;\n  return $self->match($c);\n}\n\n1;\n",
+    })
+    engine.add_collection(repo, name="repo")
+    engine.update(["repo"])
+    assert dict(engine.store.language_counts(engine.collection_ids(["repo"]))) == {"perl": 1, "pod": 1}
+    hits = engine.search("wildcard placeholders match slashes", ["repo"])
+    assert hits[0].path == "lib/Mojolicious/Guides/Routing.pod", [h.path for h in hits]
+    chunks = chunk_text("lib/Mojolicious/Guides/Routing.pod", ROUTING_POD, "pod")
+    lines = ROUTING_POD.split("\n")
+    wildcard = [c for c in chunks if "$r->get('/hello/*you')" in c.text]
+    assert wildcard and all(c.heading == "CONCEPTS > Wildcard placeholders" for c in wildcard)
+    titled = {c.heading for c in chunks if lines[c.start_line - 1].startswith("=head")}
+    assert "CONCEPTS > Dispatcher" in titled, titled
+    assert all(d.kind == "heading" for c in chunks for d in c.definitions)

@@ -23,6 +23,7 @@ from qmd_daemon.ingest.chunk_fallback import (
     MAX_CHARS,
     MAX_LINES,
     OVERLAP_LINES,
+    POD_TITLE_RE,
     Caps,
     DefTable,
     Lazy,
@@ -33,6 +34,7 @@ from qmd_daemon.ingest.chunk_fallback import (
     group_units,
     make_units,
     pieces_to_chunks,
+    pod_title,
     split_lines,
 )
 from qmd_daemon.text.chunk_model import Chunk, Definition
@@ -301,7 +303,7 @@ _SPECS: dict[str, _Spec] = {
         {"subroutine_declaration_statement": "function", "method_declaration_statement": "method",
          "package_statement": "module", "class_statement": "class"},
         attach=frozenset({"comment", "pod"}),
-        sections=re.compile(r"=head([1-4])[ \t]+(\S.*)"),  # title stripped after: no lazy run before `\s*$`
+        sections=POD_TITLE_RE,
     ),
     "groovy": _Spec(
         {"class_declaration": "class", "interface_declaration": "interface", "enum_declaration": "enum",
@@ -937,11 +939,6 @@ class _Section:
     title: str
 
 
-# POD formatting codes in a title: `C<render>`, `B<< bold >>` (their text stays, stripped after
-# the match: optional spaces around a lazy run backtrack cubically on a line of spaces)
-_POD_CODES = re.compile(r"[A-Z]<+([^<>]*)>+")
-
-
 @dataclass
 class _Partitioner:
     spec: _Spec
@@ -963,7 +960,7 @@ class _Partitioner:
             m = pattern.match(line)
             if m is None:
                 continue
-            level, title = int(m.group(1)), _POD_CODES.sub(lambda c: c.group(1).strip(), m.group(2).strip())
+            level, title = int(m.group(1)), pod_title(m.group(2))
             while self.titles and self.titles[-1][0] >= level:
                 self.titles.pop()
             self.titles.append((level, title))

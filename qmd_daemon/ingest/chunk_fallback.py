@@ -443,8 +443,8 @@ _HINTS = ("function", "()", " :: ", "<-")
 # no definition; the lines after it, up to the next definition, are the level's own
 _END = "end"
 # Kinds declared on one line: what follows is not theirs (a GDScript script's `var`s after a
-# `signal text_signal(text)` were headed by the signal)
-_ONE_LINE_KINDS = frozenset({"signal"})
+# `signal text_signal(text)` were headed by the signal; a Svelte script's code after its props)
+_ONE_LINE_KINDS = frozenset({"signal", "property"})
 # The line closing a SystemVerilog typedef's body with its name (`} ctrl_fsm_e;`, `} regs_t [4];`)
 _TYPEDEF_CLOSE = r"\}}\s*{name}\s*(?:\[[^\]]*\]\s*)*;"
 _LISP_HEAD = r"\((?:[\w.-]+/)?"  # `(defn`, `(cl:defun`, `(s/def`
@@ -584,6 +584,9 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
          "function", False),
         (r"(?:export\s+)?(?:const|let|var)\s+(?P<name>[A-Za-z_$][\w$]*)\s*=\s*(?:async\s+)?"
          r"(?:\([^()]*\)(?:\s*:\s*[^=()]+)?|[A-Za-z_$][\w$]*)\s*=>", "function", False),
+        # a Svelte 3/4 component's props: `export let size = "default";`, `export let open: boolean;`
+        # (a read-only one `export const`); one line each, what follows is the script's
+        (r"export\s+(?:let|const)\s+(?P<name>[A-Za-z_$][\w$]*)\s*[=;:]", "property", False),
     ],
     # bats test files: each `@test "name" {` block is a test (bash's grammar reads the line as an
     # error); their helpers are shell functions, which the generic patterns name
@@ -705,7 +708,7 @@ _FIRST_WORD_RE = re.compile(r"[A-Za-z_]+")
 _YAML_KEY_RE = re.compile(r"(?P<name>[A-Za-z_\"'][^:#\"']*[\"']?)\s*:(?:\s|$)")
 _TOML_TABLE_RE = re.compile(r"\[\[?(?P<name>[^\]]+)\]\]?\s*(?:#.*)?$")
 _COMMENT_PREFIXES = ("#", "//", "--", ";", "/*", "*", "%", "@", "\"\"\"", "'''", "(*", "{-", "<!--")
-_PROSE_LANGUAGES = {"rst", "asciidoc", "text", "markdown"}
+_PROSE_LANGUAGES = {"rst", "asciidoc", "pod", "text", "markdown"}
 _RST_UNDERLINE_RE = re.compile(r"^([=\-~^\"'`#*+:.<>_])\1{2,}\s*$")
 # AsciiDoc: `== Section` (or Markdown's `## Section`), outside delimited blocks (`----` listings,
 # `....` literals, `====` examples, `////` comments ...: four or more of one character)
@@ -715,6 +718,16 @@ _ADOC_DELIMITER_RE = re.compile(r"^([-.=_*/+])\1{3,}\s*$")
 # title give or take one; it is no block's delimiter
 _ADOC_UNDERLINE_LEVELS = {"=": 1, "-": 2, "~": 3, "^": 4, "+": 5}
 _MAX_SCAN_LINE = 400
+# POD (Perl's documentation: a `.pod` file, or a module's after `__END__`): its `=head1`..`=head4`
+# titles. A title's formatting codes (`C<render>`, `B<< bold >>`) keep their text, stripped after
+# the match: optional spaces around a lazy run backtrack cubically on a line of spaces.
+POD_TITLE_RE = re.compile(r"=head([1-4])[ \t]+(\S.*)")
+_POD_CODES = re.compile(r"[A-Z]<+([^<>]*)>+")
+
+
+def pod_title(text: str) -> str:
+    """A POD title as read: `C<run>` is `run`."""
+    return _POD_CODES.sub(lambda c: c.group(1).strip(), text.strip())
 
 
 @dataclass
@@ -748,7 +761,12 @@ def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
     family_name = _FAMILY_OF.get(language or "", "")
     family = _FAMILY_RE.get(family_name, [])
     generic = family_name not in _FAMILIES_WITHOUT_GENERIC
+    props = _rune_props(lines) if family_name == "sfc" else {}
     for row, line in enumerate(lines):
+        if row in props:  # a Svelte 5 `let { ... } = $props()`: its props at the `let`'s level, nothing else
+            level = props[row][0]
+            out.extend(_Cand(row, level, name, "property", line.strip()) for name in props[row][1])
+            continue
         if not line or len(line) > _MAX_SCAN_LINE:
             continue
         stripped = line.lstrip()
@@ -788,6 +806,71 @@ def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
     if language in _OFFSIDE_LETS:
         out = _without_local_lets(out)
     return out
+
+
+# Svelte 5's props: `let { size = "default", open = $bindable(false), ...rest }: Props = $props();`
+# on one line or many; each prop is named by its key (`class: className` is the prop `class`)
+_PROPS_END_RE = re.compile(r"\}\s*(?::.*?)?=\s*\$props\s*\(\s*\)")
+_PROPS_START_RE = re.compile(r"(?:let|const)\s*\{")
+_PROP_KEY_RE = re.compile(r"([A-Za-z_$][\w$]*|\"[^\"]+\"|'[^']+')")
+_MAX_PROPS_LINES = 200
+
+
+def _rune_props(lines: list[str]) -> dict[int, tuple[int, list[str]]]:
+    """Row -> (the destructuring's indentation, the props named on the row), for every row of
+    each `$props()` destructuring (a row naming none has []); the rows of other code are absent."""
+    found: dict[int, tuple[int, list[str]]] = {}
+    for end, line in enumerate(lines):
+        if "$props" not in line or len(line) > _MAX_SCAN_LINE or not _PROPS_END_RE.search(line):
+            continue
+        start = next((r for r in range(end, max(-1, end - _MAX_PROPS_LINES), -1)
+                      if _PROPS_START_RE.search(lines[r])), None)
+        if start is None or start in found:
+            continue
+        keys, closed = _pattern_keys(lines, start, end)
+        if closed != end:  # the `let {` found above closes elsewhere: not this pattern's
+            continue
+        for row in range(start, end + 1):
+            found[row] = (_indent_of(lines[start]), keys.get(row, []))
+    return found
+
+
+def _pattern_keys(lines: list[str], start: int, end: int) -> tuple[dict[int, list[str]], int]:
+    """Row -> the keys of the object pattern opened on row `start`: its own entries only (not
+    what a default's braces hold), not a rest element (`...rest`); comments skipped. And the row
+    of its closing brace (-1: not up to `end`)."""
+    keys: dict[int, list[str]] = {}
+    depth, expect_key, in_comment = 0, True, False
+    for row in range(start, end + 1):
+        text = lines[row]
+        match = _PROPS_START_RE.search(text) if row == start else None
+        col = match.end() if match else 0
+        while col < len(text):
+            if in_comment or text.startswith("/*", col):
+                close = text.find("*/", col + (0 if in_comment else 2))
+                in_comment = close < 0
+                col = len(text) if in_comment else close + 2
+                continue
+            if text.startswith("//", col):
+                break
+            ch = text[col]
+            if depth == 0 and expect_key and not ch.isspace():
+                key = _PROP_KEY_RE.match(text, col)
+                expect_key = False  # a key, or `...rest`
+                if key:
+                    keys.setdefault(row, []).append(key.group(1).strip("\"'"))
+                    col = key.end()
+                    continue
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                if depth == 0:  # the pattern's closing brace
+                    return keys, row
+                depth -= 1
+            elif ch == "," and depth == 0:
+                expect_key = True
+            col += 1
+    return keys, -1
 
 
 # Families with definitions named after their body: the line closing it, at the indentation of
@@ -906,6 +989,20 @@ def _asciidoc_candidates(lines: list[str]) -> tuple[list[_Cand], dict[int, int]]
     return out, levels
 
 
+def _pod_candidates(lines: list[str]) -> tuple[list[_Cand], dict[int, int]]:
+    """POD's `=head1`..`=head4` titles: candidates and levels. A command starts its paragraph at
+    the line's start; a verbatim block (an example) is indented, so holds none."""
+    out: list[_Cand] = []
+    levels: dict[int, int] = {}
+    for row, line in enumerate(lines):
+        title = POD_TITLE_RE.match(line) if len(line) <= _MAX_SCAN_LINE else None
+        name = pod_title(title.group(2)) if title else ""
+        if title and name:
+            out.append(_Cand(row, 0, name[:200], "heading", line.strip()))
+            levels[row] = int(title.group(1))
+    return out, levels
+
+
 def _underlined_title(above: str, line: str) -> str | None:
     """The title of a two-line AsciiDoc section title whose underline is `line` (`Title` over
     `-----`), else None. Taken for a listing's `----`, such an underline opened a block that no
@@ -941,7 +1038,8 @@ def chunk_fallback(
     max_chars: int = MAX_CHARS,
     overlap: int = OVERLAP_LINES,
 ) -> list[Chunk]:
-    """Chunk any text by definition-looking lines (code) or section titles (rst, AsciiDoc) and size caps."""
+    """Chunk any text by definition-looking lines (code) or section titles (rst, AsciiDoc, POD), and size
+    caps."""
     caps = Caps(max_lines, max_chars, overlap).normalized()
     lines = split_lines(text)
     index = LineIndex(lines)
@@ -951,7 +1049,9 @@ def chunk_fallback(
     table = DefTable()
     headings: dict[int, str] = {}
     if language in _PROSE_LANGUAGES:
-        sections = {"rst": _rst_candidates, "asciidoc": _asciidoc_candidates}.get(language or "")
+        sections = {"rst": _rst_candidates, "asciidoc": _asciidoc_candidates, "pod": _pod_candidates}.get(
+            language or ""
+        )
         if sections is None and (path or "").lower().endswith((".rst", ".rest")):
             sections = _rst_candidates
         if sections is not None:

@@ -54,11 +54,13 @@ def grammar_key(languages: list[str]) -> str:
 # are that definition's; a GDScript signal is one line), GDScript, Gleam and Crystal
 # definition families (langs5); 11: the same with Kotlin functions past receivers with generics
 # of any depth in the fallback, Perl's `has` attributes as definitions and POD sections headed by
-# their `=head` titles (loose21: a home either branch indexed at 10 is re-read); 12: an Elixir
-# module or protocol with a dotted name (`defmodule Plug.Conn`) also defines its last part
-# (`Conn`), the name `alias` gives it.
+# their `=head` titles (loose21: a home either branch indexed at 10 is re-read); 12: a Svelte
+# component's props (`export let`, Svelte 5's `let { ... } = $props()`) as one-line definitions
+# (loose22; `.pod` files, new to the table, re-key it by themselves); 13: the same with an Elixir
+# module or protocol with a dotted name (`defmodule Plug.Conn`) also defining its last part
+# (`Conn`), the name `alias` gives it (session 22: a home either branch indexed at 12 is re-read).
 CHUNKER_VERSION = (
-    f"12:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
+    f"13:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
 )
 
 

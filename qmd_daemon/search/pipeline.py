@@ -221,7 +221,9 @@ def mark_defined_word(store: ChunkStore, parsed: ParsedQuery, collection_ids: li
     `Verb-Noun` (`New-TestDrive`) is a kebab name whose capitals made its parts two symbols
     (`New`, `TestDrive`: a C# class defining TestDrive came first): the whole name, where defined.
     PowerShell's names are case-insensitive (`get-childitem` runs Get-ChildItem), so a defined
-    name of that shape matches the question in any case, and the question asks for it as defined."""
+    name of that shape matches the question in any case, and the question asks for it as defined:
+    as the question spells it where some definition does (`Get-TestDrive` beside a `Get-Testdrive`
+    wrapper), else the first case found."""
     words = parsed.text.split()
     word = words[0].strip("`()") if len(words) == 1 else ""  # `linprm` quoted as code, as looks_like_symbol
     kebab = not parsed.is_long and KEBAB_NAME.fullmatch(word) is not None
@@ -230,11 +232,11 @@ def mark_defined_word(store: ChunkStore, parsed: ParsedQuery, collection_ids: li
     # a stopword (`get`): no term to rank by; a kebab name's terms are its parts
     if not kebab and word.lower() not in {t.lower() for t in parsed.terms}:
         return
-    for _chunk, name, kind in store.chunks_defining([word], collection_ids):
-        if kind not in NOT_CODE_DEFINITIONS and (name == word or (kebab and VERB_NOUN.fullmatch(name))):
-            parsed.symbols = [name]
-            parsed.defined_word = True
-            return
+    found = [name for _chunk, name, kind in store.chunks_defining([word], collection_ids)
+             if kind not in NOT_CODE_DEFINITIONS and (name == word or (kebab and VERB_NOUN.fullmatch(name)))]
+    if found:  # the name as the question spells it, where defined so, before another case of it
+        parsed.symbols = [word if word in found else found[0]]
+        parsed.defined_word = True
 
 
 # A qualified name more chunks define than this is a namespace or a package (`Newtonsoft.Json`:

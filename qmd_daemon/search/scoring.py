@@ -15,7 +15,7 @@ from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.folder_roles import DOC_WORDS, folder_roles
 from qmd_daemon.search.header_chunks import is_preamble_only
 from qmd_daemon.search.query import ParsedQuery, content_words
-from qmd_daemon.search.test_paths import is_test_path
+from qmd_daemon.search.test_paths import HARDWARE_LANGUAGES, is_test_path
 from qmd_daemon.search.word_match import WordsMatching, name_parts, stem_forms
 from qmd_daemon.text.identifiers import split_identifier
 
@@ -275,13 +275,17 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
     wants_docs = asks_for_docs(parsed)
     wants_ci = bool(asked & _CI_WORDS)
     wants_data = bool(asked & _DATA_WORDS)
+    # a collection whose candidates hold hardware descriptions is a hardware tree: the question's
+    # candidates say it at no cost (a Verilog repository's questions meet its `.sv` files)
+    hardware = {c.chunk.collection for c in cands if c.chunk.language in HARDWARE_LANGUAGES}
     for cand in cands:
         path = cand.chunk.path.lower()
         if _CHANGELOG_NAME.search(path):
             cand.scale("changelog", weights.changelog_penalty)
         elif cand.chunk.kind == "doc" and not wants_docs:
             cand.scale("doc_for_code_question", weights.doc_penalty)
-        if not wants_tests and is_test_path(cand.chunk.path):  # with case: `FooTest.java`
+        # with case: `FooTest.java`
+        if not wants_tests and is_test_path(cand.chunk.path, cand.chunk.collection in hardware):
             cand.scale("test_path", weights.test_penalty)
         for role in folder_roles(cand.chunk.path):
             if not asked & role.subject:

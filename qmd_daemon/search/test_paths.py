@@ -69,14 +69,17 @@ _NAMES_BY_EXTENSION = {
 # `__tests__`/`__mocks__`, Go's `testdata` (the go tool skips it), Flutter's `integration_test`
 # and `test_driver` (`flutter drive`; Ecto keeps its integration suite in one too), `mocks`
 # (mockery's output folder, OpenZeppelin's `contracts/mocks` test contracts); also .NET's
-# `Foo.Tests/` projects; `tst` (Pester's and other .NET repositories' test folder); hardware
-# designs' testbenches: `tb` and lowRISC's/OpenTitan's design-verification `dv` (UVM environments,
-# co-simulation beside the `rtl/`). Not `t/` (Perl's and git's): lower-cased, it would take
-# Haskell's `T/` modules.
+# `Foo.Tests/` projects; `tst` (Pester's and other .NET repositories' test folder). Not `t/`
+# (Perl's and git's): lower-cased, it would take Haskell's `T/` modules.
 TEST_FOLDERS = frozenset(
     {"test", "tests", "testing", "spec", "specs", "__tests__", "__mocks__", "testdata", "integration_test",
-     "test_driver", "mocks", "tst", "tb", "dv"}
+     "test_driver", "mocks", "tst"}
 )
+# Hardware designs' testbenches, `tb`, and lowRISC's/OpenTitan's design verification, `dv` (UVM
+# environments, co-simulation in C++, Python scripts beside the `rtl/`): test folders only in a
+# hardware-description tree; elsewhere `tb/` is as often a toolbox.
+HARDWARE_TEST_FOLDERS = frozenset({"tb", "dv"})
+HARDWARE_LANGUAGES = frozenset({"verilog", "vhdl"})  # file_types' languages of hardware descriptions
 TEST_PROJECT_SUFFIXES = (".test", ".tests")
 # In any language: the test variant of a file (`tsconfig.test.json`, `.scalafix.test.conf`), and
 # the scripts that run the tests (GitHub's `script/test`, sympy's `bin/test_isolated`).
@@ -86,15 +89,18 @@ TEST_SCRIPT_NAMES = ("test", "test.*", "test_*", "test-*")
 
 
 @lru_cache(maxsize=65_536)
-def is_test_path(path: str) -> bool:
+def is_test_path(path: str, hardware: bool = False) -> bool:
     """True for a file in a test folder, named as its language's test runner finds tests, a
-    `.test.` variant, or a test script of a scripts folder. Kept per path: every search asks it
-    of each of its ~250 candidates (0.7 ms of a question at 503k chunks, most of it in pathlib),
-    and an agent's questions of one repository meet the same files."""
+    `.test.` variant, or a test script of a scripts folder; `hardware`: the file is of a
+    hardware-description tree, where `tb/` and `dv/` are test folders too. Kept per path: every
+    search asks it of each of its ~250 candidates (0.7 ms of a question at 503k chunks, most of it
+    in pathlib), and an agent's questions of one repository meet the same files."""
     parts = [part for part in path.split("/") if part not in ("", ".")]
     for folder in parts[:-1]:
         folder = folder.lower()
         if folder in TEST_FOLDERS or (folder.endswith(TEST_PROJECT_SUFFIXES) and not folder.startswith(".")):
+            return True
+        if hardware and folder in HARDWARE_TEST_FOLDERS:
             return True
     name = parts[-1] if parts else ""
     ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""

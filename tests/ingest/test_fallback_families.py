@@ -367,7 +367,8 @@ FAMILIES = [
           button { padding: 4px; }
         </style>
         """),
-     {"script": "section", "increment": "function", "reset": "function", "style": "section"}),
+     {"script": "section", "start": "property", "increment": "function", "reset": "function",
+      "style": "section"}),
     ("tcl", "lib/cache.tcl", _src("""
         namespace eval ::cache {
             variable store
@@ -1143,3 +1144,72 @@ def test_a_block_right_after_a_closing_tag_is_still_a_block() -> None:
     chunks = chunk_fallback("src/components/Kanban/index.vue", text, "vue", max_lines=3, max_chars=400,
                             overlap=0)
     assert [c.heading for c in chunks if "</style>" in c.text] == ["section style"]
+
+
+def test_a_svelte_components_props_are_its_definitions() -> None:
+    """carbon-components-svelte declares each prop `export let name = default;` (Svelte 3/4): they
+    were no definitions, so a prop's name asked alone found the components that pass it more often
+    than the one declaring it. A prop is one line: the script's code after it is not the prop's."""
+    text = _src("""
+        <script lang="ts">
+          /** Specify the size of the button */
+          export let size = "default";
+          export let itemText = (min, max) => `${min}-${max}`;
+          export let open: boolean;
+          export let hideCopyButton = false;
+          export const labelId = "label";
+          let local = size;
+        """) + "\n".join(f"  $: derived_{i} = open && size;" for i in range(12)) + "\n</script>\n"
+    chunks = chunk_fallback("src/Button/Button.svelte", text, "svelte", max_lines=6, max_chars=400, overlap=0)
+    assert_valid(text, chunks)
+    found = [(d.name, d.kind) for c in chunks for d in c.definitions]
+    assert found == [("script", "section"), ("size", "property"), ("itemText", "function"),
+                     ("open", "property"), ("hideCopyButton", "property"), ("labelId", "property")]
+    assert [c.heading for c in chunks if "derived_9" in c.text] == ["section script"]
+
+
+def test_svelte_5_props_destructured_from_the_props_rune_are_definitions() -> None:
+    """Svelte 5 declares a component's props as one destructuring of `$props()` (runes), on one
+    line or many: each key is a prop (`class: className` is the prop `class`), a rest element and
+    what a default's braces hold are not, and the props are the script's own level (indented
+    under their `let {`, they were read as nested in the definition above)."""
+    text = _src("""
+        <script lang="ts">
+          type Props = { size?: string; open?: boolean; children?: Snippet };
+
+          let {
+            /** The size of the dialog */
+            size = "default",
+            open = $bindable(false),
+            onclose = () => {},
+            class: className = "",
+            style = { color: "red", width: 2 },
+            children,
+            ...rest
+          }: Props = $props();
+
+          function close() {
+            open = false;
+          }
+        </script>
+
+        <dialog {open} class={className}>{@render children?.()}</dialog>
+        """)
+    chunks = chunk_fallback("src/Dialog.svelte", text, "svelte", max_lines=6, max_chars=400, overlap=0)
+    assert_valid(text, chunks)
+    found = [(d.name, d.kind) for c in chunks for d in c.definitions]
+    assert found == [("script", "section"), ("Props", "type"), ("size", "property"), ("open", "property"),
+                     ("onclose", "property"), ("class", "property"), ("style", "property"),
+                     ("children", "property"), ("close", "function")]
+    lines = text.split("\n")
+    assert all(lines[d.line - 1].strip().startswith(d.name) for c in chunks for d in c.definitions
+               if d.kind == "property")
+    assert all(c.heading == "section script" for c in chunks if "size =" in c.text or "children," in c.text)
+    one_line = "<script>\n  let { a, b = 1, c: cc } = $props();\n  let x = a;\n</script>\n"
+    names = [d.name for c in chunk_fallback("A.svelte", one_line, "svelte") for d in c.definitions]
+    assert names == ["script", "a", "b", "c"]
+    # the nearest `let {` above a pattern's end is another statement's: no props, its code read as code
+    other = ("<script>\n  const { x } = y;\n  function f() {\n    return x;\n  }\n"
+             "  let props =\n    { a: 1 }\n  } = $props();\n</script>\n")
+    names = [d.name for c in chunk_fallback("B.svelte", other, "svelte") for d in c.definitions]
+    assert names == ["script", "f"]

@@ -4,7 +4,7 @@ import pytest
 
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.lexical import lexical_queries
-from qmd_daemon.search.pipeline import SearchOptions
+from qmd_daemon.search.pipeline import SearchOptions, mark_defined_word
 from qmd_daemon.search.query import KEBAB_NAME, parse_query
 from qmd_daemon.store.lexical_query import AllOf, AnyOf, Word
 from tests.conftest import SAMPLE_GO, SAMPLE_PY, indexed
@@ -344,3 +344,29 @@ def test_a_powershell_name_in_another_case_is_the_defined_name(
                                                  "src/csharp/Pester/TestDriveConfiguration.cs": config})
     hits = engine.search(question, [name])
     assert hits[0].path == "src/functions/TestDrive.ps1", [h.path for h in hits]
+
+
+@pytest.mark.parametrize("legacy_first", [True, False])
+def test_a_powershell_name_as_typed_wins_over_another_case_of_it(
+    engine: Engine, tmp_path: Path, legacy_first: bool
+) -> None:
+    """Any case of a Verb-Noun name matches a question (PowerShell's names are case-insensitive),
+    but the first definition found in any case was taken as the name asked for: with a
+    `New-Testdrive` wrapper indexed before `New-TestDrive`, the question `New-TestDrive` asked for
+    the wrapper, and the wrapper (which calls the function, saying its name) came first."""
+    drive = (
+        "function New-TestDrive {\n    param ([string] $Path)\n"
+        "    $directory = New-RandomTempDirectory\n    New-PSDrive -Name TestDrive -Root $directory\n}\n"
+    )
+    legacy = (
+        "# Pester 3 spelled it so; kept for old scripts\n"
+        "function New-Testdrive {\n    New-TestDrive @args\n}\n"
+    )
+    legacy_path = "src/Drives.ps1" if legacy_first else "src/zz/Drives.ps1"  # indexed before/after
+    name = indexed(engine, tmp_path / "pester", {"src/functions/TestDrive.ps1": drive, legacy_path: legacy})
+    ids = engine.collection_ids([name])
+    parsed = parse_query("New-TestDrive")
+    mark_defined_word(engine.store, parsed, ids)
+    assert parsed.symbols == ["New-TestDrive"]
+    assert engine.search("New-TestDrive", [name])[0].path == "src/functions/TestDrive.ps1"
+    assert engine.search("New-Testdrive", [name])[0].path == legacy_path

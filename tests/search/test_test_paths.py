@@ -98,11 +98,6 @@ TEST_FILES = [
     "src/Module.tests.ps1",
     "Scripts/Deploy.TESTS.PS1",
     "tst/functions/Mock.ps1",
-    # hardware designs: testbenches, lowRISC's design verification beside rtl/
-    "dv/uvm/core_ibex/fcov/core_ibex_pmp_fcov_if.sv",
-    "dv/cosim/spike_cosim.cc",
-    "hw/ip/uart/dv/env/uart_env.sv",
-    "tb/uart_tx_tb.v",
     # gdscript (Godot): GUT runs `test_*.gd`, gdUnit4 `*_test.gd` / `*Test.gd` suites, wherever they are
     "addons/inventory/unit/test_inventory.gd",
     "addons/gdUnit4/examples/PlayerTest.gd",
@@ -161,9 +156,28 @@ CODE_FILES = [
 ]
 
 
+# hardware designs: testbenches, lowRISC's design verification beside rtl/ (its UVM environments,
+# its C++ co-simulation, its Python scripts): tests in a hardware-description tree only
+HARDWARE_TEST_FILES = [
+    "dv/uvm/core_ibex/fcov/core_ibex_pmp_fcov_if.sv",
+    "dv/cosim/spike_cosim.cc",
+    "dv/uvm/core_ibex/scripts/compile_tb.py",
+    "hw/ip/uart/dv/env/uart_env.sv",
+    "tb/uart_tx_tb.v",
+    "sim/tb/fifo_tb.vhd",
+]
+
+
 @pytest.mark.parametrize("path", TEST_FILES)
 def test_test_files_of_each_language(path: str) -> None:
     assert is_test_path(path)
+    assert is_test_path(path, hardware=True)
+
+
+@pytest.mark.parametrize("path", HARDWARE_TEST_FILES)
+def test_testbench_folders_are_tests_in_a_hardware_tree_only(path: str) -> None:
+    assert is_test_path(path, hardware=True)
+    assert not is_test_path(path)  # `tb/` is a toolbox as often, in a Go or Python tree
 
 
 @pytest.mark.parametrize("path", CODE_FILES)
@@ -185,6 +199,27 @@ def test_a_shell_library_named_test_is_code(engine: Engine, tmp_path: Path) -> N
         "test/pipe_helper.bash": "check_pipe() {\n  # bats_pipe chains commands\n  bats_pipe echo hi\n}\n",
     }, "how bats_pipe chains commands")
     assert demoted == {"lib/bats-core/test_functions.bash": False, "test/pipe_helper.bash": True}
+
+
+def test_tb_and_dv_folders_are_tests_only_in_hardware_trees(engine: Engine, tmp_path: Path) -> None:
+    # lowRISC's ibex: `dv/cosim/spike_cosim.cc` (C++ co-simulation) said "physical memory
+    # protection" more than rtl/ibex_pmp.sv and came first; a Go repository's `tb/` toolbox (and a
+    # Python `dv/` data-view package) is its code, and was demoted as a testbench in every language
+    pmp = "// physical memory protection: check each access against the PMP regions\n"
+    demoted = demoted_as_test(engine, tmp_path / "ibex", {
+        "rtl/ibex_pmp.sv": f"{pmp}module ibex_pmp (\n  input logic clk_i\n);\nendmodule\n",
+        "dv/cosim/spike_cosim.cc": f"{pmp}{pmp}bool check_pmp(uint32_t addr) {{ return true; }}\n",
+        "tb/core_tb.sv": f"{pmp}module core_tb;\nendmodule\n",
+    }, "check physical memory protection regions")
+    assert demoted == {"rtl/ibex_pmp.sv": False, "dv/cosim/spike_cosim.cc": True, "tb/core_tb.sv": True}
+    demoted = demoted_as_test(engine, tmp_path / "tool", {
+        "tb/regions.go": "package tb\n\n// check memory regions: each access against the regions\n"
+                         "func CheckRegions(addr uint32) bool { return true }\n",
+        "dv/regions.py": "def check_regions(addr):\n    \"\"\"Check memory regions of each access.\"\"\"\n"
+                         "    return True\n",
+        "test/regions_test.go": "package test\n\n// check memory regions\nfunc TestRegions() {}\n",
+    }, "check memory regions")
+    assert demoted == {"tb/regions.go": False, "dv/regions.py": False, "test/regions_test.go": True}
 
 
 def test_a_junit_class_is_a_test_beside_its_subject(engine: Engine, tmp_path: Path) -> None:
