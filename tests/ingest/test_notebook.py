@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from qmd_daemon.engine import Engine
@@ -234,7 +235,8 @@ def test_an_ascii_escaped_notebook_is_read_in_one_pass() -> None:
     """json.dump's default escapes every non-ASCII character. Each such cell line was looked for
     first as UTF-8, which such a file never holds: a search to the file's end (its outputs) a line,
     1.3 s for an 8.6 MB notebook of 2,000 such lines (0.02 s once looked for as the file spells it).
-    The bound is loose for a shared machine; the unfixed reading takes several times it."""
+    Timed against parsing the same text with json.loads in the same test (a fixed bound in
+    seconds failed under load): the view takes about 1.5-2x that, the unfixed reading 200x (54 s)."""
     plot = {"data": {"image/png": base64.b64encode(bytes(range(256)) * 5000).decode()},
             "metadata": {}, "output_type": "display_data"}
     cells = [code(*(f"café_{n}_{m} = 'naïve'" for m in range(10)), outputs=[plot] if n % 5 == 0 else [])
@@ -242,9 +244,15 @@ def test_an_ascii_escaped_notebook_is_read_in_one_pass() -> None:
     notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     text = json.dumps(notebook, indent=1)
     assert text.isascii() and len(text) > 8_000_000
-    began = time.perf_counter()
     view = notebook_view(text)
-    took = time.perf_counter() - began
     assert view is not None
     assert view.text.split("\n")[file_line(text, "caf\\u00e9_399_9") - 1] == "café_399_9 = 'naïve'"
-    assert took < 0.8, f"{took:.2f} s"
+    took = min(_seconds(notebook_view, text) for _ in range(2))
+    parse = min(_seconds(json.loads, text) for _ in range(2))
+    assert took < 6 * parse, f"{took:.2f} s against json.loads' {parse:.2f} s"
+
+
+def _seconds(read: Callable[[str], object], text: str) -> float:
+    began = time.perf_counter()
+    read(text)
+    return time.perf_counter() - began
