@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from qmd_daemon.errors import QueryRejected
-from qmd_daemon.search.query import ParsedQuery
+from qmd_daemon.search.query import MAX_QUESTION_TERMS, ParsedQuery
 from qmd_daemon.store.lexical_query import AllOf, AnyOf, LexicalQuery, Phrase, Without, Word
 from qmd_daemon.store.protocols import ChunkStore
 from qmd_daemon.text.identifiers import split_identifier
@@ -117,6 +117,39 @@ def lexical_search(
         if len(hits) >= limit:
             break
     return sorted(hits.values(), key=lambda h: (not h.strict, -h.score))
+
+
+MAX_NAMED_FILES = 20  # files a question's words name, searched whatever else the scope holds
+MAX_NAMED_HITS = 50
+
+
+def named_files_search(
+    store: ChunkStore,
+    parsed: ParsedQuery,
+    collection_ids: list[int],
+    weights: tuple[float, float, float] = DEFAULT_WEIGHTS,
+    file_ids: frozenset[int] | None = None,
+) -> list[LexicalHit]:
+    """BM25 hits in the files a question's word names (`exceptions.hpp` for "exception types for
+    parse and type errors"), with the statistics of the whole scope. When LIMIT chunks match every
+    term (a whole tree's tests say `parse_error` and `type_error` thousands of times) the any-term
+    pass never runs, and the file holding the definitions was never a candidate to score."""
+    if parsed.is_symbol_query or len({t.lower() for t in parsed.terms}) > MAX_QUESTION_TERMS:
+        return []  # a bug report's words ("python", "test") name files in passing
+    names: set[str] = set()
+    for term in parsed.terms:
+        word = term.lower()
+        if len(word) >= 4 and word.isalpha():
+            names |= {word, f"{word}s", f"{word}es", word.removesuffix("s"), word.removesuffix("es")}
+    if not names:
+        return []
+    first_chunks = store.chunks_of_files_named(sorted(names), collection_ids)
+    named = {row.file_id for row in store.chunks_by_ids(first_chunks[:MAX_NAMED_FILES]).values()}
+    if file_ids is not None:
+        named &= file_ids
+    if not named:
+        return []
+    return lexical_search(store, parsed, collection_ids, MAX_NAMED_HITS, weights, frozenset(named))
 
 
 # Inside one_data_state(): the data_state() each store answered first (id(store) -> state).

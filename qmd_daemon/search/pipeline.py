@@ -19,6 +19,7 @@ from qmd_daemon.search.lexical import (
     DEFAULT_WEIGHTS,
     LexicalHit,
     lexical_search,
+    named_files_search,
     one_data_state,
     question_idf,
     term_idfs,
@@ -401,6 +402,10 @@ def _retrieve(
     if options.lexical:
         lexical = lexical_search(store, parsed, collection_ids, LEXICAL_CANDIDATES, DEFAULT_WEIGHTS,
                                  file_ids)
+        if len(lexical) >= LEXICAL_CANDIDATES and lexical[-1].strict:  # every term filled it: see there
+            held = {h.chunk_id for h in lexical}
+            named = named_files_search(store, parsed, collection_ids, DEFAULT_WEIGHTS, file_ids)
+            lexical += [h for h in named if h.chunk_id not in held]
         bm25 = {h.chunk_id: h.score for h in lexical}
         lists.append(_lexical_list("bm25", lexical, LEXICAL_WEIGHT))
     clock.lap("lexical")

@@ -46,6 +46,7 @@ KEBAB_NAME = re.compile(r"[^\W\d_][^\W_]+(?:--?[^\W_]{2,})+[?!*]?")
 def _letter_compounds_joined(text: str) -> str:
     return _LETTER_COMPOUND.sub(lambda m: m.group(1) + m.group(2).upper() + m.group(3), text)
 MAX_TERMS = 40
+MAX_QUESTION_TERMS = 10  # past it a bug report (every report of the sets has 12+), not a question
 MODEL_TEXT_CHARS = 600  # what models see of a long query (bug reports, logs): see condense()
 # How much of a query is analysed at all: a pasted log or a minified blob (normal agent input, up
 # to the daemon's 1 MB body) costs what 32,000 characters cost (every eval bug report is shorter,

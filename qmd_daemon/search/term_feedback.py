@@ -12,14 +12,13 @@ from collections import Counter
 
 from qmd_daemon.errors import QueryRejected
 from qmd_daemon.search.lexical import LexicalHit, chunks_in_scope, document_frequencies, term_counts
-from qmd_daemon.search.query import CODE_NOISE, STOPWORDS, ParsedQuery, content_words
+from qmd_daemon.search.query import CODE_NOISE, MAX_QUESTION_TERMS, STOPWORDS, ParsedQuery, content_words
 from qmd_daemon.store.lexical_query import AnyOf
 from qmd_daemon.store.protocols import ChunkRow, ChunkStore
 from qmd_daemon.text.identifiers import NAME, indexed_parts
 
 MIN_TERM_CHARS = 3  # `i`, `x`, `ok`: names of anything
 MIN_QUESTION_TERMS = 2
-MAX_QUESTION_TERMS = 10  # past it a bug report (every report of the sets has 12+): feedback lost them
 SHORTLIST_FACTOR = 3  # terms whose collection df is read: this many times those kept
 _NOT_FEEDBACK = STOPWORDS | CODE_NOISE
 

@@ -4,7 +4,7 @@ import pytest
 
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.lexical import lexical_queries
-from qmd_daemon.search.pipeline import SearchOptions, mark_defined_word
+from qmd_daemon.search.pipeline import LEXICAL_CANDIDATES, SearchOptions, mark_defined_word
 from qmd_daemon.search.query import KEBAB_NAME, parse_query
 from qmd_daemon.store.lexical_query import AllOf, AnyOf, Word
 from tests.conftest import SAMPLE_GO, SAMPLE_PY, indexed
@@ -370,3 +370,24 @@ def test_a_powershell_name_as_typed_wins_over_another_case_of_it(
     assert parsed.symbols == ["New-TestDrive"]
     assert engine.search("New-TestDrive", [name])[0].path == "src/functions/TestDrive.ps1"
     assert engine.search("New-Testdrive", [name])[0].path == legacy_path
+
+
+def test_a_file_the_question_names_is_searched_when_every_term_fills_the_list(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A whole tree's tests say every word of "exception types for parse and type errors" in more
+    chunks than BM25's list holds (`parse_error`, `type_error` in each assertion), so the any-term
+    pass never ran and `exceptions.hpp`, which defines them without saying "types", was no
+    candidate at all (nlohmann-json, docs/ranking.md "Files a question names")."""
+    case = "\n".join(f"  CHECK_THROWS_AS(json::parse(bad{i}), json::parse_error); // exception types: parse, "
+                     f"type errors\n  CHECK_THROWS_AS(j.at({i}), json::type_error);" for i in range(20))
+    files = {f"tests/unit-{n}.cpp": "\n\n".join(f'TEST_CASE("t{n}_{k}") {{\n{case}\n}}' for k in range(3))
+             for n in range(LEXICAL_CANDIDATES // 3 + 5)}
+    files["include/detail/exceptions.hpp"] = (
+        "/// exception indicating a parse error\nclass parse_error : public exception\n{\n  public:\n"
+        "    static parse_error create(int id, const std::string& what_arg);\n};\n\n"
+        "/// exception indicating executing a member function with a wrong type\n"
+        "class type_error : public exception\n{\n};\n")
+    name = indexed(engine, tmp_path / "p", files)
+    hits = engine.search("exception types for parse and type errors", [name], limit=10)
+    assert "include/detail/exceptions.hpp" in [h.path for h in hits]
