@@ -388,6 +388,9 @@ def _perl_words(node: Any) -> list[Any]:
 
 
 _ELIXIR_MODULES = {"defmodule": "module", "defprotocol": "interface", "defimpl": "impl"}
+# a module name `alias` can shorten: `Plug.Conn`, `__MODULE__.Adapter` (not `Module.concat([A, B])`,
+# nor an atom `:"Elixir.Foo.Bar"`)
+_ELIXIR_ALIAS = re.compile(r"(?:[A-Z]\w*|__MODULE__)(?:\.[A-Z]\w*)+")
 _ELIXIR_FUNCTIONS = {"def": "function", "defp": "function", "defmacro": "macro", "defmacrop": "macro",
                      "defguard": "function", "defguardp": "function", "defdelegate": "function",
                      "defn": "function", "defnp": "function"}
@@ -791,7 +794,7 @@ class _Collector:
             body = self.spec.body_of(node)
             name, kind = self.text(head, 160), _ELIXIR_MODULES[macro]
             info = self.add(node, name, kind, head, body=body, sig_body=body, container=True)
-            if macro != "defimpl" and "." in name:
+            if macro != "defimpl" and _ELIXIR_ALIAS.fullmatch(name):
                 # `alias Plug.Conn` makes `Conn` the name the code (and a question) uses
                 self.table.add(info.row, Definition(name.rsplit(".", 1)[1], kind, info.row + 1), info.sig)
             self.walk(body, "module", False)

@@ -854,6 +854,9 @@ def _pattern_keys(lines: list[str], start: int, end: int) -> tuple[dict[int, lis
             if text.startswith("//", col):
                 break
             ch = text[col]
+            if ch in "\"'`" and not (depth == 0 and expect_key):  # a string: its commas and `//` are text
+                col = _string_end(text, col)
+                continue
             if depth == 0 and expect_key and not ch.isspace():
                 key = _PROP_KEY_RE.match(text, col)
                 expect_key = False  # a key, or `...rest`
@@ -871,6 +874,20 @@ def _pattern_keys(lines: list[str], start: int, end: int) -> tuple[dict[int, lis
                 expect_key = True
             col += 1
     return keys, -1
+
+
+def _string_end(text: str, col: int) -> int:
+    """The column after the string literal opening at `col` (its quote, `\\` escapes skipped);
+    the line's end when it does not close on the line."""
+    quote, at = text[col], col + 1
+    while at < len(text):
+        if text[at] == "\\":
+            at += 2
+        elif text[at] == quote:
+            return at + 1
+        else:
+            at += 1
+    return len(text)
 
 
 # Families with definitions named after their body: the line closing it, at the indentation of

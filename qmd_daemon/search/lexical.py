@@ -12,6 +12,7 @@ from typing import Any
 
 from qmd_daemon.errors import QueryRejected
 from qmd_daemon.search.query import MAX_QUESTION_TERMS, ParsedQuery
+from qmd_daemon.store.file_stems import path_stems
 from qmd_daemon.store.lexical_query import AllOf, AnyOf, LexicalQuery, Phrase, Without, Word
 from qmd_daemon.store.protocols import ChunkStore
 from qmd_daemon.text.identifiers import split_identifier
@@ -119,8 +120,21 @@ def lexical_search(
     return sorted(hits.values(), key=lambda h: (not h.strict, -h.score))
 
 
-MAX_NAMED_FILES = 20  # files a question's words name, searched whatever else the scope holds
+# files a question's word names, searched whatever else the scope holds; a word naming more (`index`
+# in a monorepo) names none
+MAX_NAMED_FILES = 20
 MAX_NAMED_HITS = 50
+
+
+def file_names_of(word: str) -> set[str]:
+    """The file stems a question word names: itself, its singular or plural (`errors` names
+    `error.py`, `exception` names `exceptions.hpp`, `matches` names `match.rs`)."""
+    if word.endswith("s"):
+        names = {word, word[:-1]}
+        if word.endswith(("ses", "xes", "ches", "shes", "zes")):
+            names.add(word[:-2])
+        return names
+    return {word, f"{word}es" if word.endswith(("x", "ch", "sh", "z")) else f"{word}s"}
 
 
 def named_files_search(
@@ -136,17 +150,19 @@ def named_files_search(
     pass never runs, and the file holding the definitions was never a candidate to score."""
     if parsed.is_symbol_query or len({t.lower() for t in parsed.terms}) > MAX_QUESTION_TERMS:
         return []  # a bug report's words ("python", "test") name files in passing
-    names: set[str] = set()
-    for term in parsed.terms:
-        word = term.lower()
-        if len(word) >= 4 and word.isalpha():
-            names |= {word, f"{word}s", f"{word}es", word.removesuffix("s"), word.removesuffix("es")}
-    if not names:
+    words = {t.lower() for t in parsed.terms if len(t) >= 4 and t.isalpha()}
+    names_of = {word: file_names_of(word) for word in words}
+    every_name = set().union(*names_of.values()) if names_of else set()
+    if not every_name:
         return []
-    first_chunks = store.chunks_of_files_named(sorted(names), collection_ids)
-    named = {row.file_id for row in store.chunks_by_ids(first_chunks[:MAX_NAMED_FILES]).values()}
-    if file_ids is not None:
-        named &= file_ids
+    rows = store.chunks_by_ids(store.chunks_of_files_named(sorted(every_name), collection_ids)).values()
+    files_of: dict[str, set[int]] = {}
+    for row in rows:
+        if file_ids is None or row.file_id in file_ids:
+            for word, names in names_of.items():
+                if names & path_stems(row.path):
+                    files_of.setdefault(word, set()).add(row.file_id)
+    named = set().union(*(files for files in files_of.values() if len(files) <= MAX_NAMED_FILES))
     if not named:
         return []
     return lexical_search(store, parsed, collection_ids, MAX_NAMED_HITS, weights, frozenset(named))

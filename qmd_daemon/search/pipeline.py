@@ -243,6 +243,10 @@ def mark_defined_word(store: ChunkStore, parsed: ParsedQuery, collection_ids: li
 # A qualified name more chunks define than this is a namespace or a package (`Newtonsoft.Json`:
 # 244 files' `namespace` lines), not the one definition a question names.
 MAX_QUALIFIED_DEFINITIONS = 5
+# Nor does a heading titled `torch.nn.Module`, a data file's key or a namespace line (however few
+# files say it) define the module a qualified question names: with them the doc took the
+# definition boost from `class Module` (review22).
+NOT_QUALIFIED_DEFINITIONS = NOT_CODE_DEFINITIONS | {"namespace"}
 
 
 def _last_part(symbol: str) -> str:
@@ -269,9 +273,10 @@ def _symbol_candidates(
     for chunk_id, name, _kind in store.chunks_defining(read, collection_ids):
         found.add(int(chunk_id), name)
     qualified: dict[str, set[int]] = {}
-    for chunk_id, name, _kind in store.chunks_defining([s for s in parsed.symbols if _last_part(s) != s],
-                                                       collection_ids):
-        qualified.setdefault(_last_part(name), set()).add(int(chunk_id))
+    for chunk_id, name, kind in store.chunks_defining([s for s in parsed.symbols if _last_part(s) != s],
+                                                      collection_ids):
+        if kind not in NOT_QUALIFIED_DEFINITIONS:
+            qualified.setdefault(_last_part(name), set()).add(int(chunk_id))
     for name, chunk_ids in qualified.items():
         if len(chunk_ids) <= MAX_QUALIFIED_DEFINITIONS:  # else a namespace or package every file declares
             found.only_qualified(name, chunk_ids)

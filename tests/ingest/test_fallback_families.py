@@ -1213,3 +1213,8 @@ def test_svelte_5_props_destructured_from_the_props_rune_are_definitions() -> No
              "  let props =\n    { a: 1 }\n  } = $props();\n</script>\n")
     names = [d.name for c in chunk_fallback("B.svelte", other, "svelte") for d in c.definitions]
     assert names == ["script", "f"]
+    # a default's string holds text, not keys: its comma, its `//`, its escaped quote (review22)
+    strings = ("<script>\n  let { label = \"a, b\", title = 'it\\'s, fine', url = \"http://x.org\", "
+               "open = false } = $props();\n</script>\n")
+    names = [d.name for c in chunk_fallback("C.svelte", strings, "svelte") for d in c.definitions]
+    assert names == ["script", "label", "title", "url", "open"]

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.engine import Engine
-from qmd_daemon.search.lexical import lexical_queries
+from qmd_daemon.search.lexical import file_names_of, lexical_queries, named_files_search
 from qmd_daemon.search.pipeline import LEXICAL_CANDIDATES, SearchOptions, mark_defined_word
 from qmd_daemon.search.query import KEBAB_NAME, parse_query
 from qmd_daemon.store.lexical_query import AllOf, AnyOf, Word
@@ -391,3 +391,21 @@ def test_a_file_the_question_names_is_searched_when_every_term_fills_the_list(
     name = indexed(engine, tmp_path / "p", files)
     hits = engine.search("exception types for parse and type errors", [name], limit=10)
     assert "include/detail/exceptions.hpp" in [h.path for h in hits]
+
+
+def test_the_file_names_a_word_names_are_its_singular_and_plural() -> None:
+    assert file_names_of("errors") == {"errors", "error"}
+    assert file_names_of("exception") == {"exception", "exceptions"}
+    assert file_names_of("matches") == {"matches", "matche", "match"}
+    assert file_names_of("index") == {"index", "indexes"}
+
+
+def test_a_bug_report_or_a_symbol_names_no_file_by_its_words(engine: Engine, tmp_path: Path) -> None:
+    name = indexed(engine, tmp_path / "p", {"src/python.py": "def run():\n    return 'python'\n"})
+    collections = engine.collection_ids([name])
+    report = parse_query("Bug with milli prefix: python prints 1 when multiplied, expected milli watts "
+                         "in the output of the units module after conversion")
+    assert len({t.lower() for t in report.terms}) > 10
+    assert named_files_search(engine.store, report, collections) == []
+    assert named_files_search(engine.store, parse_query("python"), collections) != []
+    assert named_files_search(engine.store, parse_query("PythonRunner"), collections) == []

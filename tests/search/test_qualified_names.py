@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from qmd_daemon.engine import Engine
+from qmd_daemon.ingest.chunking import chunk_text
 from qmd_daemon.search.pipeline import SearchOptions
 from tests.conftest import indexed
 
@@ -62,3 +63,25 @@ def test_a_namespace_every_file_declares_defines_nothing(engine: Engine, tmp_pat
     hits = engine.search("date parsing in Acme.Json", [name], options=SearchOptions(explain=True))
     assert hits[0].path == "Src/DateParse.cs"
     assert all("definition" not in h.explain["boosts"] for h in hits), [h.explain["boosts"] for h in hits]
+
+
+def test_a_heading_titled_by_the_qualified_name_defines_nothing(engine: Engine, tmp_path: Path) -> None:
+    """Only Elixir records a module under its full dotted name, so in Python a doc's heading
+    `torch.nn.Module` was the one chunk defining it "qualified", and took the definition from
+    `class Module` (review22)."""
+    users = "".join(f"class Layer{i}(Module):\n    '''A torch.nn.Module layer.'''\n\n" for i in range(8))
+    name = indexed(engine, tmp_path / "torch", {
+        "torch/nn/modules/module.py": "class Module:\n    '''Base class for all neural network modules.'''\n",
+        "docs/nn.md": "# torch.nn.Module\n\nThe base class of every layer.\n",
+        "torch/nn/layers.py": users})
+    hits = engine.search("torch.nn.Module", [name], options=SearchOptions(explain=True))
+    assert hits[0].path == "torch/nn/modules/module.py"
+    assert all("definition" not in h.explain["boosts"] for h in hits if h.path == "docs/nn.md")
+
+
+def test_only_an_alias_shaped_module_name_gives_its_last_part() -> None:
+    text = ("defmodule Plug.Conn.Adapter do\nend\n\ndefmodule Module.concat([Foo, Bar]) do\nend\n\n"
+            "defmodule :\"Elixir.Foo.Bar\" do\nend\n\ndefmodule __MODULE__.Helper do\nend\n")
+    names = {d.name for c in chunk_text("lib/a.ex", text, "elixir") for d in c.definitions}
+    assert {"Adapter", "Helper"} <= names
+    assert not any(n.startswith("concat") or n.endswith('Bar"') for n in names if "." not in n), names

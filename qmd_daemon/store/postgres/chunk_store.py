@@ -507,12 +507,14 @@ class PostgresChunkStore:
         """First chunks of files whose stem is one of stems: such files are candidates by name."""
         if not stems or not collection_ids:
             return []
-        # a path segment starting `stem.`, any case: the stems IndexStore keeps (store/file_stems.py)
-        patterns = [f"(^|/){re.escape(stem.lower())}\\." for stem in stems]
+        # a path segment starting `stem.`, any case: the stems IndexStore keeps (store/file_stems.py);
+        # one alternation, not `~ ANY` of a pattern each: past 32 patterns PostgreSQL's cache of
+        # compiled regexes misses on every row (33 patterns over 30k paths: 12.6 s against 0.27 s)
+        pattern = "(^|/)(" + "|".join(re.escape(stem.lower()) for stem in stems) + ")\\."
         rows = self._sql(
             """SELECT min(c.id) FROM chunks c JOIN files f ON f.id = c.file_id
-               WHERE f.collection_id = ANY(%s) AND lower(f.path) ~ ANY(%s) GROUP BY f.id LIMIT 50""",
-            (collection_ids, patterns),
+               WHERE f.collection_id = ANY(%s) AND lower(f.path) ~ %s GROUP BY f.id LIMIT 50""",
+            (collection_ids, pattern),
         )
         return [int(r[0]) for r in rows]
 
