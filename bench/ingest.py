@@ -11,6 +11,13 @@ measures, in a fresh QMD_DAEMON_HOME:
   refresh    `update` with nothing changed (median of --repeat runs); target <= 10% of full
   touch-10   `update` after bumping the mtime of 10 files (content unchanged)
   edit-10    `update` after appending a function to 10 files
+
+With --baseline CHECKOUT it measures the full index only, of one generated tree, with this
+checkout's code and the other's alternately (--rounds pairs, each update in a process of its own
+and a fresh home), and prints the CPU ratio of each pair and their median: the figure to compare
+code versions by on a shared machine.
+
+    python bench/ingest.py --files 2000 --baseline /path/to/other/checkout [--rounds 5]
 """
 
 from __future__ import annotations
@@ -236,6 +243,47 @@ def timed_update(engine: Any, name: str) -> tuple[float, float, dict]:
     return secs, cpu, rep
 
 
+_FULL_INDEX = """
+import json, os, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+os.environ["QMD_DAEMON_HOME"] = sys.argv[3]
+from qmd_daemon.engine import Engine
+from qmd_daemon.settings import Settings
+engine = Engine(Settings.from_env())
+name = engine.add_collection(Path(sys.argv[2]), name="ingest-bench").name
+wall, cpu = time.perf_counter(), time.process_time()
+engine.update([name])
+wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+engine.close()
+print(json.dumps({"wall": wall, "cpu": cpu}))
+"""
+
+
+def full_index_with(checkout: Path, tree: Path) -> dict[str, float]:
+    """Wall and CPU seconds of a first index of `tree` by `checkout`'s code, in a fresh home."""
+    with tempfile.TemporaryDirectory(prefix="qmd-ingest-home-") as home:
+        out = subprocess.run(
+            [sys.executable, "-c", _FULL_INDEX, str(checkout), str(tree), home],
+            check=True, capture_output=True, text=True, env={**os.environ, "TQDM_DISABLE": "1"},
+        )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def compare_full_index(tree: Path, baseline: Path, rounds: int) -> None:
+    """Full-index CPU of this checkout over `baseline`'s, alternating (baseline first) per round."""
+    ratios = []
+    print(f"\n##### full index, this checkout / {baseline} (CPU s; load before each pair)")
+    for n in range(1, rounds + 1):
+        with open("/proc/loadavg", encoding="ascii") as fh:
+            load = fh.read().split()[0]
+        base, this = full_index_with(baseline, tree), full_index_with(REPO_ROOT, tree)
+        ratios.append(this["cpu"] / base["cpu"])
+        print(f"round {n}: baseline {base['cpu']:.2f}, this {this['cpu']:.2f}, ratio {ratios[-1]:.2f} "
+              f"(wall {base['wall']:.2f} / {this['wall']:.2f}, load {load})")
+    print(f"median CPU ratio this / baseline = {statistics.median(ratios):.2f} over {rounds} rounds")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--files", type=int, default=10_000)
@@ -246,7 +294,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the work folder")
     p.add_argument("--repeat", type=int, default=3, help="no-change refreshes to take the median of")
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--baseline", type=Path, default=None,
+                   help="another checkout: compare full-index CPU with it (no other step is run)")
+    p.add_argument("--rounds", type=int, default=5, help="alternating pairs with --baseline")
     args = p.parse_args(argv)
+    if args.baseline is not None and not (args.baseline / "qmd_daemon" / "engine.py").is_file():
+        log(f"{args.baseline} is not a qmd-daemon checkout")
+        return 2
 
     work = args.dir or Path(tempfile.mkdtemp(prefix="qmd-ingest-"))
     if work.exists() and any(work.iterdir()):
@@ -260,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_git:
             git_commit(tree)
         log(f"[ingest] generated {len(paths)} files in {gen_s:.1f}s at {tree} (git={not args.no_git})")
+        if args.baseline is not None:
+            compare_full_index(tree, args.baseline.resolve(), max(1, args.rounds))
+            return 0
 
         os.environ["QMD_DAEMON_HOME"] = str(home)
         from qmd_daemon.engine import Engine

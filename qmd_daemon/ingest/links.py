@@ -64,13 +64,14 @@ def find_links(
                     for file_id in sorted(files):
                         cited.setdefault(file_id, word)
         # In order of first appearance, so the cited text does not depend on set order.
+        # (the lookup first: most words of prose define nothing, and it is the cheaper test)
         for word in dict.fromkeys(_WORD.findall(text)):
-            if len(word) < _MIN_SYMBOL_LENGTH or not looks_like_symbol(word):
-                continue
             files = definitions.get(word)
-            if files and len(files) <= _MAX_FILES_PER_SYMBOL:
-                for file_id in sorted(files):
-                    cited.setdefault(file_id, word)
+            if (not files or len(files) > _MAX_FILES_PER_SYMBOL or len(word) < _MIN_SYMBOL_LENGTH
+                    or not looks_like_symbol(word)):
+                continue
+            for file_id in sorted(files):
+                cited.setdefault(file_id, word)
         links.extend((chunk_id, file_id, via) for file_id, via in cited.items())
     return links
 

@@ -292,26 +292,36 @@ class IndexStore:
                 existing.setdefault(chunk_hash, []).append((int(chunk_id), tuple(derived)))
         plan = plan_chunks(existing, chunks, rederive)
         self.fts.delete(collection_id, [chunk_id for chunk_id, _ in plan.rederived] + plan.stale)
-        self.conn.executemany(
-            "UPDATE chunks SET seq = ?, start_line = ?, end_line = ? WHERE id = ?",
-            [(seq, chunk.start_line, chunk.end_line, chunk_id) for seq, chunk_id, chunk in plan.moved],
-        )
+        # Why every statement is skipped when it has no rows, and definitions go in once per file:
+        # a first index writes thousands of files, and empty or one-chunk `executemany` calls were
+        # a fifth of its SQLite time (bench/ingest.py, docs/scale.md).
+        if plan.moved:
+            self.conn.executemany(
+                "UPDATE chunks SET seq = ?, start_line = ?, end_line = ? WHERE id = ?",
+                [(seq, chunk.start_line, chunk.end_line, chunk_id) for seq, chunk_id, chunk in plan.moved],
+            )
+        definitions: list[tuple[int, str, str, int]] = []
+        analysed_path = fts_path(path)
         for chunk_id, chunk in plan.rederived:
             self.conn.execute(
                 "UPDATE chunks SET symbols = ?, signature = ?, heading = ? WHERE id = ?",
                 (" ".join(chunk.symbols), chunk.signature, chunk.heading, chunk_id),
             )
             self.conn.execute("DELETE FROM definitions WHERE chunk_id = ?", (chunk_id,))
-            self._write_derived(chunk_id, collection_id, path, chunk)
+            definitions += self._stage_derived(chunk_id, collection_id, analysed_path, chunk)
         for seq, chunk in plan.fresh:
-            self._insert_chunk(collection_id, file_id, path, seq, chunk)
-        self.conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in plan.stale])
+            chunk_id = self._insert_chunk(file_id, seq, chunk)
+            definitions += self._stage_derived(chunk_id, collection_id, analysed_path, chunk)
+        if definitions:
+            self.conn.executemany(
+                "INSERT INTO definitions (chunk_id, name, kind, line) VALUES (?, ?, ?, ?)", definitions
+            )
+        if plan.stale:
+            self.conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in plan.stale])
         self._flush_outside_a_transaction()
         return len(plan.fresh), len(plan.stale)
 
-    def _insert_chunk(
-        self, collection_id: int, file_id: int, path: str, seq: int, chunk: Chunk
-    ) -> None:
+    def _insert_chunk(self, file_id: int, seq: int, chunk: Chunk) -> int:
         cur = self.conn.execute(
             """INSERT INTO chunks
                  (file_id, seq, start_line, end_line, text, symbols, signature, heading, hash)
@@ -328,18 +338,16 @@ class IndexStore:
                 chunk.content_hash,
             ),
         )
-        self._write_derived(int(cur.lastrowid), collection_id, path, chunk)
+        return int(cur.lastrowid)
 
-    def _write_derived(
-        self, chunk_id: int, collection_id: int, path: str, chunk: Chunk
-    ) -> None:
-        """A chunk's FTS row (written at commit) and definitions."""
-        row = (fts_collection_token(collection_id), fts_path(path), fts_symbols(chunk), fts_body(chunk))
+    def _stage_derived(
+        self, chunk_id: int, collection_id: int, analysed_path: str, chunk: Chunk
+    ) -> list[tuple[int, str, str, int]]:
+        """A chunk's FTS row (written at commit; `analysed_path` is its file's `fts_path`); its
+        definitions' rows, for the caller to write."""
+        row = (fts_collection_token(collection_id), analysed_path, fts_symbols(chunk), fts_body(chunk))
         self.fts.insert(collection_id, chunk_id, row)
-        self.conn.executemany(
-            "INSERT INTO definitions (chunk_id, name, kind, line) VALUES (?, ?, ?, ?)",
-            [(chunk_id, d.name, d.kind, d.line) for d in chunk.definitions],
-        )
+        return [(chunk_id, d.name, d.kind, d.line) for d in chunk.definitions]
 
     def chunk_count(self, collection_id: int) -> int:
         return int(

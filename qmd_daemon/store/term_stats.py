@@ -71,14 +71,6 @@ class PendingCounts:
         self._stage(collection_id)
         self._copy_indexed("term_added", chunk_ids)
 
-    def remove_rows(self, collection_id: int, rows: list[FtsRow]) -> None:
-        """Take ROWS, FTS rows staged as added in this transaction, out of the counts again."""
-        if rows:
-            self._stage(collection_id)
-            self.conn.executemany(
-                "INSERT INTO temp.term_removed (collection, path, symbols, body) VALUES (?, ?, ?, ?)", rows
-            )
-
     def remove(self, collection_id: int, chunk_ids: list[int]) -> None:
         """Take the chunks' tokens out of the counts; call before their FTS rows are deleted."""
         if chunk_ids:

@@ -213,3 +213,17 @@ def test_submodule_covers_bench_runs_and_prints_its_ratio(tmp_path):
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "ratio before/after" in proc.stdout
+
+
+def test_ingest_compares_full_index_cpu_with_a_baseline_checkout(tmp_path, capsys):
+    from bench import ingest
+
+    argv = ["--files", "30", "--rounds", "2", "--dir", str(tmp_path / "work"), "--no-git"]
+    assert ingest.main([*argv, "--baseline", str(ingest.REPO_ROOT)]) == 0
+    out = capsys.readouterr().out
+    rounds = [line for line in out.splitlines() if line.startswith("round ")]
+    assert len(rounds) == 2 and all(" ratio " in line for line in rounds)
+    assert "median CPU ratio this / baseline = " in out
+
+    assert ingest.main([*argv[:4], "--baseline", str(tmp_path)]) == 2
+    assert f"{tmp_path} is not a qmd-daemon checkout" in capsys.readouterr().err

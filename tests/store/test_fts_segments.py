@@ -167,7 +167,7 @@ def test_a_big_first_index_holds_a_bounded_amount_of_row_text(
     flush = fts_batch.FtsBatch.flush
 
     def recording(self: fts_batch.FtsBatch) -> None:
-        held.append(sum(len(c) for row in self._inserts.values() for c in row))
+        held.append(sum(len(c) for _, row in self._inserts.values() for c in row))
         flush(self)
 
     monkeypatch.setattr(fts_batch.FtsBatch, "flush", recording)

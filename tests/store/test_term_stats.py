@@ -106,3 +106,30 @@ def test_migration_counts_an_index_made_before_the_table(engine: Any, tmp_path: 
             assert _kept(store) == _fts5_truth(store)
         finally:
             store.close()
+
+
+def test_rows_written_and_replaced_in_one_transaction_are_counted_once(tmp_path: Path) -> None:
+    # a row still held back (not yet in chunks_fts) when its chunk is rewritten or its file
+    # deleted was never counted; only what the commit leaves in FTS5 is
+    from qmd_daemon.text.chunk_model import Chunk, Definition
+
+    store = IndexStore(tmp_path / "i.sqlite")
+
+    def write(cid: int, path: str, version: int, text: str) -> None:
+        chunk = Chunk(1, 2, text, [Definition(text.split()[1].split("(")[0], "function", 1)])
+        store.write_file(cid, path, size=version, mtime_ns=version, content_hash=f"{path}{version}",
+                         language="python", kind="code", line_count=2, chunks=[chunk])
+
+    with store.transaction():
+        first = store.ensure_collection("first", tmp_path / "a")
+        second = store.ensure_collection("second", tmp_path / "b")
+        write(first, "m.py", 1, "def held_then_replaced():\n    return 'qwertyuiop'")
+        write(second, "n.py", 1, "def other_collection():\n    return 'qwertyuiop'")
+        write(first, "m.py", 2, "def replacement_kept():\n    return 'asdfghjkl'")
+        write(first, "gone.py", 1, "def written_then_deleted():\n    return 'zxcvbnm'")
+        gone = store.file_states(first)["gone.py"].id
+        store.delete_files([gone])
+    kept = _kept(store)
+    assert kept == _fts5_truth(store)
+    assert ("qwertyuiop", first) not in kept and kept[("qwertyuiop", second)] == 1
+    assert kept[("asdfghjkl", first)] == 1 and ("zxcvbnm", first) not in kept
