@@ -36,9 +36,10 @@ def identifier_parts_text(text: str) -> str:
 
 
 # Why a cache: every word of every chunk passes here as it is indexed (a million words for 2,000
-# files), and code repeats its identifiers: 97% of the words of the broad corpora's files are
-# found in a cache of this size, which halves the cost of this step (bench/ingest.py, docs/scale.md).
-@lru_cache(maxsize=1 << 16)
+# files), and code repeats its identifiers: 95% of the words of the broad corpora's files are
+# found in a cache of this size (1.2 MiB), which halves the cost of this step; one of 65,536 words
+# held 18 MiB in the daemon and was no faster (docs/scale.md, "A first index's CPU").
+@lru_cache(maxsize=1 << 12)
 def indexed_parts(word: str) -> tuple[str, ...]:
     """The parts the index adds for a word of a text: a compound's (`get_user`, `getUser`), none
     for a plain word in one case (`utf8`, `HTTP`) or one of two letters."""
