@@ -138,3 +138,25 @@ def _lowered_by(engine: Engine, collection: str, query: str, rules: set[str]) ->
     """Each hit's path -> whether one of RULES lowered it (the hits' --explain boosts)."""
     hits = engine.search(query, [collection], options=SearchOptions(per_file=0, explain=True))
     return {h.path: bool(rules & h.explain["boosts"].keys()) for h in hits}
+
+
+def test_a_first_versions_folder_is_old_code_only_beside_its_replacement(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # Exposed's packages are all `org.jetbrains.exposed.v1.*`: its code, not an old copy of it;
+    # pydantic keeps its v1 API in `pydantic/v1/` beside the current modules
+    op = "exposed-core/src/main/kotlin/org/jetbrains/exposed/v1/core/Op.kt"
+    compose = "buildScripts/docker/docker-compose-sqlserver.yml"
+    exposed = indexed(engine, tmp_path / "exposed", {
+        op: "// SQL operators composed into WHERE conditions\n"
+            "abstract class Op<T> : Expression<T>() {\n  // and, or, not: composed conditions\n}\n",
+        compose: "# SQL Server for the tests\nservices:\n  sqlserver:\n    image: mssql\n",
+    })
+    assert _lowered_by(engine, exposed, "how SQL operators are composed into WHERE conditions",
+                       {"compat_path"}) == {op: False, compose: False}
+    pydantic = indexed(engine, tmp_path / "pydantic", {
+        "pydantic/main.py": "class BaseModel:\n    \"\"\"A model: fields declared with types.\"\"\"\n",
+        "pydantic/v1/main.py": "class BaseModel:\n    \"\"\"A v1 model: fields declared with types.\"\"\"\n",
+    })
+    assert _lowered_by(engine, pydantic, "how model fields are declared", {"compat_path"}) == {
+        "pydantic/main.py": False, "pydantic/v1/main.py": True}
