@@ -116,6 +116,8 @@ ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
     "lexical-noinitials": {"max_tokens": None, "vectors": False, "weights": ScoringWeights(initials=False)},
     "lexical-v1compat": {"max_tokens": None, "vectors": False,
                          "weights": ScoringWeights(superseded_only=False)},
+    "lexical-configmodule1": {"max_tokens": None, "vectors": False,
+                              "weights": ScoringWeights(config_module_penalty=1.0)},
     "lexical-underscore-only": {"max_tokens": None, "vectors": False, "weights": ScoringWeights(
         initials=False, platform_penalty=1.0, superseded_only=False)},
     "+expansion": {"max_tokens": None, "expand": True},

@@ -47,6 +47,7 @@ class ScoringWeights:
     saturation: float = 0.5  # each further chunk of an already-ranked file
     doc_penalty: float = 0.5  # prose (markdown, rst, txt) when the question is not about docs
     data_file_penalty: float = 0.5  # YAML/JSON/TOML/XML unless the question is about configuration or data
+    config_module_penalty: float = 0.5  # code named config, settings, defaults unless the question says so
     changelog_penalty: float = 0.3  # CHANGES / CHANGELOG / HISTORY / NEWS mention everything
     preamble_penalty: float = 0.5  # code chunks that are only imports / package lines / header
     frame_file: float = 1.0  # x top score, for a file a quoted stack frame names (innermost most)
@@ -109,6 +110,12 @@ _DATA_LANGUAGES = frozenset({"yaml", "json", "toml", "xml"})
 _DATA_WORDS = frozenset({"config", "configuration", "configure", "configured", "configs", "settings", "yaml",
                          "yml", "json", "toml", "xml", "manifest", "docker", "compose", "dependencies",
                          "dependency", "package", "packages"})
+# A project's configuration module in code: xmonad's `Config.hs` binds every key to the operation it
+# runs, telescope's `config.lua` documents every option by the feature it sets; they name each
+# feature without doing it. Every dev answer that is one is for a question that says configuration.
+_CONFIG_MODULE_STEMS = frozenset({"config", "configuration", "settings", "defaults", "conf"})
+_CONFIG_WORDS = _DATA_WORDS | frozenset({"configurable", "setting", "default", "defaults", "option",
+                                         "options", "customize", "customise", "customization", "preferences"})
 _COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|single_include)/|(^|/)[^/]*compat[^/]*\.\w+$")
 # A first version's folder is old code only beside what replaced it: pydantic keeps its v1 API in
 # `pydantic/v1/` beside the current `pydantic/main.py`, an API `api/v1/` beside `api/v2/`. Alone in
@@ -318,7 +325,9 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
     wants_docs = asks_for_docs(parsed)
     wants_ci = bool(asked & _CI_WORDS)
     wants_data = bool(asked & _DATA_WORDS)
-    wants_platform = names_a_platform(content_words(parsed))
+    words = content_words(parsed)
+    wants_platform = names_a_platform(words)
+    wants_config = bool(_CONFIG_WORDS.intersection(words))
     # a collection whose candidates hold hardware descriptions is a hardware tree: the question's
     # candidates say it at no cost (a Verilog repository's questions meet its `.sv` files)
     hardware = {c.chunk.collection for c in cands if c.chunk.language in HARDWARE_LANGUAGES}
@@ -339,6 +348,8 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
                 cand.scale(role.name, role_penalties[role.name])
         if not wants_data and cand.chunk.language in _DATA_LANGUAGES:
             cand.scale("data_file", weights.data_file_penalty)
+        elif not wants_config and cand.chunk.kind == "code" and _stem(path) in _CONFIG_MODULE_STEMS:
+            cand.scale("config_module", weights.config_module_penalty)
         if not wants_ci and _CI_PATH.search(path):
             cand.scale("ci_path", weights.ci_penalty)
         if not wants_platform and is_platform_port(cand.chunk.path):
