@@ -107,6 +107,19 @@ ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
     "lexical-nosiblings": {"max_tokens": None, "vectors": False,
                            "weights": ScoringWeights(sibling_terms=0.0)},
     "hybrid-nosiblings": {"max_tokens": None, "weights": ScoringWeights(sibling_terms=0.0)},
+    # one operating system's port at another factor (1: the rule off; docs/ranking.md "The lowest
+    # languages at root")
+    **{f"lexical-platform{f:g}": {"max_tokens": None, "vectors": False,
+                                  "weights": ScoringWeights(platform_penalty=f)} for f in (0.5, 0.7, 1.0)},
+    # c23's rules one at a time (docs/ranking.md "The lowest languages at root"): without the
+    # initials rule, with every `v1/` folder compat code (as before), and the private-name rule alone
+    "lexical-noinitials": {"max_tokens": None, "vectors": False, "weights": ScoringWeights(initials=False)},
+    "lexical-v1compat": {"max_tokens": None, "vectors": False,
+                         "weights": ScoringWeights(superseded_only=False)},
+    "lexical-configmodule1": {"max_tokens": None, "vectors": False,
+                              "weights": ScoringWeights(config_module_penalty=1.0)},
+    "lexical-underscore-only": {"max_tokens": None, "vectors": False, "weights": ScoringWeights(
+        initials=False, platform_penalty=1.0, superseded_only=False)},
     "+expansion": {"max_tokens": None, "expand": True},
     "+rerank": {"max_tokens": None, "rerank": True},
     "full": {"max_tokens": None, "expand": True, "rerank": True},

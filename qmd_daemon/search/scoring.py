@@ -14,9 +14,10 @@ from functools import lru_cache
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.folder_roles import DOC_WORDS, folder_roles
 from qmd_daemon.search.header_chunks import is_preamble_only
+from qmd_daemon.search.platform_ports import is_platform_port, names_a_platform
 from qmd_daemon.search.query import ParsedQuery, content_words
 from qmd_daemon.search.test_paths import HARDWARE_LANGUAGES, is_test_path
-from qmd_daemon.search.word_match import WordsMatching, name_parts, stem_forms
+from qmd_daemon.search.word_match import WordsMatching, initialisms, name_parts, stem_forms
 from qmd_daemon.text.identifiers import split_identifier
 
 
@@ -27,6 +28,7 @@ class ScoringWeights:
     definition_stem: float = 1.5  # extra factor when the file stem is the symbol
     definition_case: float = 0.3  # factor for a definition matching a queried name only without case
     path_words: float = 1.0  # x top score x fraction of query words in the file stem/folder
+    initials: bool = True  # a file named by the initials of question words says them (`fs.c`: "file system")
     name_words: float = 1.0  # x top score x share of the question a defined compound name says
     coherence: float = 0.4  # x top score x the file's share of candidate score
     test_penalty: float = 0.3
@@ -36,6 +38,8 @@ class ScoringWeights:
     docs_site_penalty: float = 0.3  # the docs site's pages and code (x doc_penalty for its prose)
     scripts_penalty: float = 0.3  # build, release and maintenance scripts
     compat_penalty: float = 0.3
+    superseded_only: bool = True  # a `v1/` folder is compat code only beside its replacement
+    platform_penalty: float = 0.3  # one operating system's port, unless the question names a platform
     deprecated_penalty: float = 0.5  # a chunk whose definitions are all marked deprecated
     ci_penalty: float = 0.3  # CI pipeline definitions, unless the question is about CI or releases
     init_penalty: float = 0.5
@@ -43,6 +47,7 @@ class ScoringWeights:
     saturation: float = 0.5  # each further chunk of an already-ranked file
     doc_penalty: float = 0.5  # prose (markdown, rst, txt) when the question is not about docs
     data_file_penalty: float = 0.5  # YAML/JSON/TOML/XML unless the question is about configuration or data
+    config_module_penalty: float = 0.5  # code named config, settings, defaults unless the question says so
     changelog_penalty: float = 0.3  # CHANGES / CHANGELOG / HISTORY / NEWS mention everything
     preamble_penalty: float = 0.5  # code chunks that are only imports / package lines / header
     frame_file: float = 1.0  # x top score, for a file a quoted stack frame names (innermost most)
@@ -105,7 +110,18 @@ _DATA_LANGUAGES = frozenset({"yaml", "json", "toml", "xml"})
 _DATA_WORDS = frozenset({"config", "configuration", "configure", "configured", "configs", "settings", "yaml",
                          "yml", "json", "toml", "xml", "manifest", "docker", "compose", "dependencies",
                          "dependency", "package", "packages"})
-_COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|v1|single_include)/|(^|/)[^/]*compat[^/]*\.\w+$")
+# A project's configuration module in code: xmonad's `Config.hs` binds every key to the operation it
+# runs, telescope's `config.lua` documents every option by the feature it sets; they name each
+# feature without doing it. Every dev answer that is one is for a question that says configuration.
+_CONFIG_MODULE_STEMS = frozenset({"config", "configuration", "settings", "defaults", "conf"})
+_CONFIG_WORDS = _DATA_WORDS | frozenset({"configurable", "setting", "default", "defaults", "option",
+                                         "options", "customize", "customise", "customization", "preferences"})
+_COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|single_include)/|(^|/)[^/]*compat[^/]*\.\w+$")
+# A first version's folder is old code only beside what replaced it: pydantic keeps its v1 API in
+# `pydantic/v1/` beside the current `pydantic/main.py`, an API `api/v1/` beside `api/v2/`. Alone in
+# its folder it is the code's own namespace: Exposed's packages are all `org.jetbrains.exposed.v1.*`,
+# a protobuf API's `temporal/api/workflowservice/v1/` (Google's API versioning).
+_FIRST_VERSION = re.compile(r"(^|/)v1/")
 # A PostgreSQL extension's update scripts, named `extension--from--to.sql` as CREATE/ALTER EXTENSION
 # requires: each re-creates the objects its release changed, older copies of what the source (or
 # the install script, `extension--version.sql`) defines; pg_partman keeps 88 of them in `updates/`
@@ -139,22 +155,44 @@ def _path_words(path: str) -> frozenset[str]:
     return frozenset(w for w in words if w)
 
 
+@lru_cache(maxsize=65_536)
+def _private_names(path: str) -> frozenset[str]:
+    """A file's name and folder without the leading underscores that mark them private or
+    internal: Python's `_base.py`, telescope's `builtin/__git.lua` (the name is `git`), pydantic's
+    `_internal/` (`__init__` stays `init__`: the language's name, not the module's)."""
+    name, parent = _name_and_parent(path)
+    names = (name.split(".")[0], parent)
+    return frozenset(n.lstrip("_").lower() for n in names if n.startswith("_") and n.strip("_"))
+
+
 def path_word_boost(cands: list[Candidate], parsed: ParsedQuery, top: float, weights: ScoringWeights) -> None:
     """Query words in the file's name or folder, matched by stem on both sides: code names a
     module after what it does (`checker.lua` for "checks for updates", `compose.ts` for "function
     composition", `impls.rs` for "implementations"); a prefix of the words as written misses
-    each (docs/ranking.md, "File names by their stems")."""
+    each (docs/ranking.md, "File names by their stems"). A private module's name says its words
+    (`__git.lua`), and a file named by the initials of words the question runs together says those
+    words (`TH.hs` for "Template Haskell")."""
     words = content_words(parsed)
     if not words or weights.path_words == 0:
         return
     forms = stem_forms(words)
     matching = WordsMatching(forms)
-    names_of = {cand.chunk.path: _path_words(cand.chunk.path) for cand in cands}
+    # a private module's name says its words, unless it is the one behind a public module of
+    # that name (pydantic's `_internal/_fields.py` behind `fields.py`: the question means that one)
+    public = {_stem(cand.chunk.path) for cand in cands}
+    names_of = {cand.chunk.path: _path_words(cand.chunk.path) | (_private_names(cand.chunk.path) - public)
+                for cand in cands}
     every_name = sorted(set().union(*names_of.values()))
     name_forms = dict(zip(every_name, stem_forms(every_name), strict=True))  # one tokenizer pass
+    # a file named by the initials of words the question runs together says them: code shortens
+    # a module's subject so (`fs.c`, "file system"); questions only (a report's runs are many)
+    short = weights.initials and len({t.lower() for t in parsed.terms}) <= SIBLING_QUESTION_TERMS
+    abbreviated = {initials: {forms[words.index(w)] for w in run if w in words}
+                   for initials, run in initialisms(parsed.text).items()} if short else {}
     fractions: dict[str, float] = {}
     for path, names in names_of.items():
         matched = matching.matched(names | {name_forms[name] for name in names})
+        matched |= abbreviated.get(_stem(path).lstrip("_"), set())
         fractions[path] = sum(1 for form in forms if form in matched) / len(words)
     for cand in cands:
         cand.add("path_words", weights.path_words * top * fractions[cand.chunk.path])
@@ -263,6 +301,18 @@ _INTERFACE_WORDS = frozenset({"variable", "variables", "input", "inputs", "outpu
 _SOLIDITY_INTERFACE = re.compile(r"(?:^|/)I[A-Z]\w*\.sol$")
 
 
+def _superseded_versions(paths: set[str]) -> set[str]:
+    """The PATHS under a `v1/` folder whose parent folder holds anything else among them: the
+    current code (`pydantic/main.py` beside `pydantic/v1/`) or a later version (`api/v2/`)."""
+    entries: dict[str, set[str]] = {}  # a folder ("" for the root, else ending in /) -> its entries seen
+    for path in paths:
+        parts = path.split("/")
+        for depth in range(len(parts)):
+            entries.setdefault("/".join(parts[:depth]) + ("/" if depth else ""), set()).add(parts[depth])
+    return {path for path in paths
+            if (m := _FIRST_VERSION.search(path)) and entries.get(path[:m.end(1)], set()) - {"v1"}}
+
+
 def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: ScoringWeights) -> None:
     asked = {w.lower() for w in parsed.terms}
     wants_tests = asks_for_tests(parsed)
@@ -275,9 +325,15 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
     wants_docs = asks_for_docs(parsed)
     wants_ci = bool(asked & _CI_WORDS)
     wants_data = bool(asked & _DATA_WORDS)
+    words = content_words(parsed)
+    wants_platform = names_a_platform(words)
+    wants_config = bool(_CONFIG_WORDS.intersection(words))
     # a collection whose candidates hold hardware descriptions is a hardware tree: the question's
     # candidates say it at no cost (a Verilog repository's questions meet its `.sv` files)
     hardware = {c.chunk.collection for c in cands if c.chunk.language in HARDWARE_LANGUAGES}
+    paths = {c.chunk.path.lower() for c in cands}
+    superseded = _superseded_versions(paths) if weights.superseded_only else {
+        p for p in paths if _FIRST_VERSION.search(p)}
     for cand in cands:
         path = cand.chunk.path.lower()
         if _CHANGELOG_NAME.search(path):
@@ -292,9 +348,13 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
                 cand.scale(role.name, role_penalties[role.name])
         if not wants_data and cand.chunk.language in _DATA_LANGUAGES:
             cand.scale("data_file", weights.data_file_penalty)
+        elif not wants_config and cand.chunk.kind == "code" and _stem(path) in _CONFIG_MODULE_STEMS:
+            cand.scale("config_module", weights.config_module_penalty)
         if not wants_ci and _CI_PATH.search(path):
             cand.scale("ci_path", weights.ci_penalty)
-        if _COMPAT_PATH.search(path):
+        if not wants_platform and is_platform_port(cand.chunk.path):
+            cand.scale("platform_port", weights.platform_penalty)
+        if _COMPAT_PATH.search(path) or path in superseded:
             cand.scale("compat_path", weights.compat_penalty)
         elif _EXTENSION_UPDATE_SCRIPT.search(path) and not asked & _UPGRADE_WORDS:
             cand.scale("extension_update_script", weights.compat_penalty)

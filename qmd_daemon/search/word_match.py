@@ -3,8 +3,10 @@ names) and snippets (where a hit's window starts): one notion of "the question s
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
+from qmd_daemon.search.query import STOPWORDS
 from qmd_daemon.store.fts_tokens import query_tokens_of
 from qmd_daemon.text.identifiers import IDENTIFIER, split_identifier
 
@@ -65,3 +67,28 @@ def stem_forms(words: list[str]) -> list[str]:
         one = stem[0] if len(stem) == 1 else ""
         forms.append(one if len(one) >= MIN_STEM and word.startswith(one) else word)
     return forms
+
+
+# Stopwords for matching a question's text that are nouns an abbreviation takes a letter from
+# ("file system" -> `fs`)
+_ABBREVIATED_STOPWORDS = frozenset({"file", "files", "code"})
+_PLAIN_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
+
+
+def initialisms(text: str) -> dict[str, tuple[str, ...]]:
+    """The initials of each run of 2-3 consecutive content words of a question (3+ letters, a
+    hyphen joining words of one run), lowercased -> the run's words: code abbreviates a module's
+    subject so (`fs.c` for "file system", `TH.hs` for "Template Haskell", `sse.ts` for
+    "server-sent events", `aof.c` for "append-only file")."""
+    words: list[str | None] = []  # None: a word that breaks a run
+    for match in _PLAIN_WORD.finditer(text):
+        for word in match.group(0).lower().split("-"):
+            content = len(word) >= 3 and (word not in STOPWORDS or word in _ABBREVIATED_STOPWORDS)
+            words.append(word if content else None)
+    found: dict[str, tuple[str, ...]] = {}
+    for size in (2, 3):
+        for start in range(len(words) - size + 1):
+            run = words[start:start + size]
+            if all(run):
+                found.setdefault("".join(w[0] for w in run if w), tuple(w for w in run if w))
+    return found

@@ -114,27 +114,68 @@ def test_a_question_about_benchmarks_lifts_them(engine: Engine, tmp_path: Path) 
     assert lowered("benchmark of channel send throughput") == {bench: False, source: False}
 
 
-def test_data_files_rank_below_the_code_unless_configuration_is_asked_for(
-    engine: Engine, tmp_path: Path
+# Files that name every feature without doing it, each lowered by its rule unless the question asks
+# for it: trpc's `_artifacts/domain_map.yaml` maps every feature to its files in the question's words;
+# xmonad's Config.hs binds every key to the operation it runs
+LISTS_OF_FEATURES = {
+    "data_file": (
+        {"_artifacts/domain_map.yaml": "routers:\n  description: how routers are created and merged\n"
+                                       "  files: [router.ts]\n  merged routers: createRouter mergeRouters\n",
+         "packages/server/src/router.ts": "// a router holds procedures; routers are merged into one\n"
+                                          "export function mergeRouters(...routers: Router[]) {\n"
+                                          "  return createRouter(routers)\n}\n"},
+        "how routers are created and merged", "yaml map of how routers are merged",
+    ),
+    "config_module": (
+        {"src/XMonad/Config.hs": "-- | The default key bindings\nkeys conf = M.fromList\n"
+                                 "    -- move the focused window to workspace N, switch to a workspace\n"
+                                 "    [ ((modMask .|. shiftMask, k), windows (W.shift i))"
+                                 " -- %! Move window to workspace\n"
+                                 "    , ((modMask, k), windows (W.greedyView i)) -- %! Switch to workspace\n"
+                                 "    ]\n",
+         "src/XMonad/Operations.hs": "-- | Move the focused window to another workspace.\n"
+                                     "windows :: (WindowSet -> WindowSet) -> X ()\n"
+                                     "windows f = modify (f . windowset)\n"},
+        "how xmonad moves a window to a different workspace", "the default key bindings for workspaces",
+    ),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(LISTS_OF_FEATURES))
+def test_files_listing_every_feature_rank_below_the_code_unless_asked_for(
+    engine: Engine, tmp_path: Path, rule: str
 ) -> None:
-    # trpc's `_artifacts/domain_map.yaml` maps every feature to its files in the question's words
-    domain_map, router = "_artifacts/domain_map.yaml", "packages/server/src/router.ts"
-    name = indexed(engine, tmp_path / "trpc", {
-        domain_map: "routers:\n  description: how routers are created and merged\n"
-                    "  files: [router.ts]\n  merged routers: createRouter mergeRouters\n",
-        router: "// a router holds procedures; routers are merged into one\n"
-                "export function mergeRouters(...routers: Router[]) {\n  return createRouter(routers)\n}\n",
-    })
-
-    def lowered(query: str) -> dict[str, bool]:
-        return _lowered_by(engine, name, query, {"data_file"})
-
-    assert engine.search("how routers are created and merged", [name])[0].path == router
-    assert lowered("how routers are created and merged") == {domain_map: True, router: False}
-    assert lowered("yaml map of how routers are merged")[domain_map] is False
+    files, question, asking = LISTS_OF_FEATURES[rule]
+    listing, code = files
+    name = indexed(engine, tmp_path / rule, files)
+    assert engine.search(question, [name])[0].path == code
+    assert _lowered_by(engine, name, question, {rule}) == {listing: True, code: False}
+    assert _lowered_by(engine, name, asking, {rule})[listing] is False
 
 
 def _lowered_by(engine: Engine, collection: str, query: str, rules: set[str]) -> dict[str, bool]:
     """Each hit's path -> whether one of RULES lowered it (the hits' --explain boosts)."""
     hits = engine.search(query, [collection], options=SearchOptions(per_file=0, explain=True))
     return {h.path: bool(rules & h.explain["boosts"].keys()) for h in hits}
+
+
+def test_a_first_versions_folder_is_old_code_only_beside_its_replacement(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # Exposed's packages are all `org.jetbrains.exposed.v1.*`: its code, not an old copy of it;
+    # pydantic keeps its v1 API in `pydantic/v1/` beside the current modules
+    op = "exposed-core/src/main/kotlin/org/jetbrains/exposed/v1/core/Op.kt"
+    compose = "buildScripts/docker/docker-compose-sqlserver.yml"
+    exposed = indexed(engine, tmp_path / "exposed", {
+        op: "// SQL operators composed into WHERE conditions\n"
+            "abstract class Op<T> : Expression<T>() {\n  // and, or, not: composed conditions\n}\n",
+        compose: "# SQL Server for the tests\nservices:\n  sqlserver:\n    image: mssql\n",
+    })
+    assert _lowered_by(engine, exposed, "how SQL operators are composed into WHERE conditions",
+                       {"compat_path"}) == {op: False, compose: False}
+    pydantic = indexed(engine, tmp_path / "pydantic", {
+        "pydantic/main.py": "class BaseModel:\n    \"\"\"A model: fields declared with types.\"\"\"\n",
+        "pydantic/v1/main.py": "class BaseModel:\n    \"\"\"A v1 model: fields declared with types.\"\"\"\n",
+    })
+    assert _lowered_by(engine, pydantic, "how model fields are declared", {"compat_path"}) == {
+        "pydantic/main.py": False, "pydantic/v1/main.py": True}

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qmd_daemon.search.scoring import _path_words
-from qmd_daemon.search.word_match import WordsMatching, name_parts
+from qmd_daemon.engine import Engine
+from qmd_daemon.search.pipeline import SearchOptions
+from qmd_daemon.search.scoring import _path_words, _private_names
+from qmd_daemon.search.word_match import WordsMatching, initialisms, name_parts
+from tests.conftest import indexed
 
 REPO = Path(__file__).resolve().parents[2]
 # exact names (`py`, two letters), words a name starts (`sco`), words that start with a name
@@ -48,3 +51,84 @@ def test_a_name_part_is_said_when_the_pairwise_rule_says_so() -> None:
     said = {part for part in parts if matching.says(part)}
     assert said == {part for part in parts if word_matches(part, words)}
     assert 20 < len(said) < len(parts)
+
+
+def test_a_private_modules_name_is_its_words_without_the_leading_underscores() -> None:
+    # telescope's `builtin/__git.lua`, scikit-learn's `_base.py`, pydantic's `_internal/` folder
+    assert "git" in _private_names("lua/telescope/builtin/__git.lua")
+    assert "base" in _private_names("sklearn/linear_model/_base.py")
+    assert "internal" in _private_names("pydantic/_internal/fields.py")
+    assert "init" not in _private_names("src/click/__init__.py")  # the language's name, not the module's
+    assert _private_names("src/click/core.py") == frozenset()
+
+
+TELESCOPE_FILES = {
+    "lua/telescope/builtin/__git.lua": "local git = {}\n\n"
+                                      "-- git status: each changed file an entry\n"
+                                      "git.status = function(opts)\n"
+                                      "  local output = utils.get_os_command_output("
+                                      "{ \"git\", \"status\", \"-s\" })\n"
+                                      "  return finders.new_table({ results = output })\nend\n\nreturn git\n",
+    "lua/telescope/make_entry.lua": "local make_entry = {}\n\n"
+                                    "-- an entry per changed file of git status, for the picker\n"
+                                    "function make_entry.gen_from_git_status(opts)\n"
+                                    "  return function(line) "
+                                    "return { value = line, status = line:sub(1, 2) } end\n"
+                                    "end\n\nreturn make_entry\n",
+}
+
+
+def ranked_by_path_words(
+    engine: Engine, root: Path, files: dict[str, str], query: str
+) -> list[tuple[str, bool]]:
+    """FILES indexed under ROOT: each hit of QUERY and whether its path's words earned a boost."""
+    name = indexed(engine, root, files)
+    hits = engine.search(query, [name], options=SearchOptions(per_file=1, explain=True))
+    return [(h.path, h.explain["boosts"].get("path_words", 0) > 0) for h in hits]
+
+
+def test_a_private_modules_name_earns_the_path_words_boost(engine: Engine, tmp_path: Path) -> None:
+    ranked = ranked_by_path_words(engine, tmp_path / "telescope", TELESCOPE_FILES,
+                                  "how git status changes are listed in a picker")
+    assert ranked == [("lua/telescope/builtin/__git.lua", True), ("lua/telescope/make_entry.lua", False)]
+
+
+def test_initials_of_a_questions_run_of_words_name_a_file() -> None:
+    found = initialisms("file system operations like read write open stat")
+    assert found["fs"] == ("file", "system")  # `file` is a stopword, but a noun abbreviations take
+    assert initialisms("how server-sent events are streamed")["sse"] == ("server", "sent", "events")
+    assert "tr" not in initialisms("how the router works")  # `the` breaks a run
+
+
+# libuv: `unix/fs.c` ("file system") said fewer of the question's words than `stream.c`
+LIBUV_FILES = {
+    "src/unix/fs.c": "/* operations on the thread pool: read, write */\n"
+                     "static ssize_t uv__fs_read(uv_fs_t* req) {\n"
+                     "  return read(req->file, req->buf, req->len);\n}\n",
+    "src/unix/stream.c": "/* stream operations: read and write on a socket */\n"
+                         "static void uv__read(uv_stream_t* stream) {\n  read(stream->fd, buf, len);\n}\n\n"
+                         "static void uv__write(uv_stream_t* stream) {\n  write(stream->fd, buf, len);\n}\n",
+}
+
+
+def test_a_file_named_by_initials_says_their_words(engine: Engine, tmp_path: Path) -> None:
+    ranked = ranked_by_path_words(engine, tmp_path / "libuv", LIBUV_FILES,
+                                  "file system operations like read write open stat")
+    assert ranked == [("src/unix/fs.c", True), ("src/unix/stream.c", False)]
+
+
+# pydantic: the public `fields.py` and the private module behind it, `_internal/_fields.py`
+PYDANTIC_FILES = {
+    "pydantic/fields.py": "def Field(default=None, alias=None):\n"
+                          "    \"\"\"Declare a model field with its default and alias.\"\"\"\n"
+                          "    return FieldInfo(default, alias)\n",
+    "pydantic/_internal/_fields.py": "def collect_model_fields(cls):\n"
+                                     "    \"\"\"Collect the fields a model declares, bases first.\"\"\"\n"
+                                     "    return dict(cls.__annotations__)\n",
+}
+
+
+def test_a_private_module_behind_a_public_one_leaves_it_the_name(engine: Engine, tmp_path: Path) -> None:
+    ranked = dict(ranked_by_path_words(engine, tmp_path / "pydantic", PYDANTIC_FILES,
+                                       "how model fields are declared"))
+    assert ranked == {"pydantic/fields.py": True, "pydantic/_internal/_fields.py": False}

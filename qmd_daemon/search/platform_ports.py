@@ -1,0 +1,69 @@
+"""Per-platform ports of portable code, by the way cross-platform projects lay them out (issue 11).
+
+Portable C keeps a platform-neutral core beside one file or folder per operating system that
+defines the same functions again for it: libuv's `src/unix/core.c` beside `src/win/core.c`,
+`unix/linux.c`, `unix/sunos.c`, `unix/os390.c`; Go names them by its build constraints
+(`command_windows.go`, `exec_linux.go`), Rust and Python keep `sys/windows/`, `_windows.py`.
+A question that names no platform asks how the code works, which the core says; each port says
+the question's words as densely for its one system (libuv's "file system operations like read
+write open stat" found `win/fs.c` before `unix/fs.c`; "how libuv implements the event loop" the
+`kqueue.c` backend before `unix/core.c`). Only single systems and their kernel interfaces are
+ports here: a family's shared code (`unix/`, `posix-poll.c`, `bsd-ifaddrs.c`) is what its members
+run.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from qmd_daemon.text.identifiers import split_identifier
+
+# One operating system each, as folder and file names spell them (Go's GOOS values, libuv's and
+# CPython's port files, Rust's `std::sys` folders, CMake's platform names).
+SYSTEMS = frozenset({
+    "win", "win32", "win64", "windows", "winnt", "mingw", "cygwin", "msys",
+    "linux", "android", "darwin", "macos", "osx", "ios", "tvos", "watchos",
+    "freebsd", "openbsd", "netbsd", "dragonfly", "dragonflybsd",
+    "sunos", "solaris", "illumos", "aix", "os390", "zos", "ibmi", "os400",
+    "haiku", "hurd", "qnx", "emscripten", "wasi",
+    # one system's kernel interface, which event-loop code names its backends after (libuv's
+    # `unix/kqueue.c` and `unix/fsevents.c`, libevent's `epoll.c` and `evport.c`, nginx's
+    # `ngx_epoll_module.c`, mio's `selector/kqueue.rs`)
+    "kqueue", "epoll", "evport", "devpoll", "iocp", "inotify", "fsevents", "uring",
+})
+# Names that are also ordinary words: a port only as a folder or as one part of a compound file
+# name (`command_win.go`, `FuzzerUtilWindows.cpp`), not as a whole file name (Ecto's `windows.ex`
+# builds SQL window clauses).
+_PLAIN_WORDS = frozenset({"win", "windows", "dragonfly", "haiku"})
+# Words by which a question is about platforms, besides the systems' own names.
+PLATFORM_WORDS = SYSTEMS | frozenset({
+    "platform", "platforms", "os", "oses", "operating", "portable", "portability",
+    "cross-platform", "mac", "apple", "microsoft", "bsd", "unix", "posix",
+})
+
+
+@lru_cache(maxsize=65_536)
+def is_platform_port(path: str) -> bool:
+    """Whether PATH is one operating system's port: a folder or a part of its file name names
+    one system (a whole file name only when it is no ordinary word)."""
+    *folders, name = path.split("/")
+    if any(folder.lower() in SYSTEMS or SYSTEMS.intersection(_parts(folder)) for folder in folders):
+        return True
+    stem = name.split(".")[0]
+    if stem.lower() in SYSTEMS - _PLAIN_WORDS:
+        return True
+    return bool(SYSTEMS.intersection(_parts(stem)))
+
+
+def _parts(name: str) -> list[str]:
+    """The words of a compound name: `FuzzerUtilWindows`, `random-sysctl-linux`, `nativeDarwin`,
+    `os390-proctitle` (each piece whole as well: the case rule splits `os390` at its digits)."""
+    pieces = [p for p in re.split(r"[-_.]", name) if p]
+    whole = [p.lower() for p in pieces] if len(pieces) > 1 else []
+    return whole + [w for p in pieces for w in split_identifier(p)]
+
+
+def names_a_platform(words: list[str]) -> bool:
+    """Whether a question's (lowercased) words ask about a platform."""
+    return any(word in PLATFORM_WORDS for word in words)

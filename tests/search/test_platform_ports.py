@@ -1,0 +1,82 @@
+"""platform_ports: one operating system's port of portable code ranks below the platform-neutral
+code unless the question names a platform (issue 11, c23). Paths are real ones from libuv, Go,
+LLVM's fuzzer, kotlinx-coroutines, Ecto, xmonad."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qmd_daemon.engine import Engine
+from qmd_daemon.search.platform_ports import is_platform_port, names_a_platform
+from tests.conftest import indexed
+from tests.search.test_folder_roles import _lowered_by
+
+PORTS = [
+    "src/win/fs.c",  # a folder per system
+    "src/unix/linux.c",  # a file per system
+    "src/unix/os390-proctitle.c",
+    "src/unix/random-sysctl-linux.c",
+    "command_win.go",  # Go's build-constraint suffixes
+    "exec_windows.go",
+    "tests/thirdparty/Fuzzer/FuzzerUtilWindows.cpp",
+    "kotlinx-coroutines-core/nativeDarwin/src/Dispatchers.kt",  # a Kotlin source set
+    "src/unix/kqueue.c",  # one system's kernel interface: an event loop's backend
+    "src/event/modules/ngx_epoll_module.c",
+]
+NOT_PORTS = [
+    "src/unix/fs.c",  # the Unix family's shared code is the core
+    "src/unix/posix-poll.c",
+    "src/unix/bsd-ifaddrs.c",
+    "src/uv-common.c",
+    "lib/ecto/query/builder/windows.ex",  # SQL window clauses: an ordinary word as a whole name
+    "src/XMonad/Operations.hs",
+]
+
+
+@pytest.mark.parametrize("path", PORTS)
+def test_a_file_or_folder_named_after_one_system_is_a_port(path: str) -> None:
+    assert is_platform_port(path)
+
+
+@pytest.mark.parametrize("path", NOT_PORTS)
+def test_core_and_family_code_is_no_port(path: str) -> None:
+    assert not is_platform_port(path)
+
+
+def test_a_question_names_a_platform_by_a_system_or_the_word() -> None:
+    assert names_a_platform(["file", "reads", "windows"])
+    assert names_a_platform(["platform", "specific", "polling"])
+    assert names_a_platform(["watching", "inotify", "kqueue"])
+    assert not names_a_platform(["file", "system", "operations", "read", "write"])
+
+
+# libuv: the Windows port says a question's words about file operations more densely than the
+# Unix core (`win/fs.c` ranked before `unix/fs.c`)
+LIBUV_FILES = {
+    "src/unix/fs.c": "/* file system operations on the thread pool */\n"
+                     "static ssize_t uv__fs_read(uv_fs_t* req) {\n"
+                     "  return read(req->file, req->buf, req->len);\n}\n\n"
+                     "static int uv__fs_open(uv_fs_t* req) {\n"
+                     "  return open(req->path, req->flags, req->mode);\n}\n",
+    "src/win/fs.c": "/* file system operations: read write open stat with Windows handles */\n"
+                    "void fs__read(uv_fs_t* req) {\n  /* read the file */\n"
+                    "  ReadFile(handle, req->buf, req->len);\n}\n\n"
+                    "void fs__write(uv_fs_t* req) {\n  /* write the file */\n"
+                    "  WriteFile(handle, req->buf);\n}\n\n"
+                    "void fs__open(uv_fs_t* req) {\n  /* open the file */\n  CreateFileW(req->path);\n}\n\n"
+                    "void fs__stat(uv_fs_t* req) {\n  /* stat the file */\n"
+                    "  GetFileInformationByHandle(handle);\n}\n",
+}
+
+
+def test_the_core_ranks_before_a_port_unless_the_question_names_a_platform(
+    engine: Engine, tmp_path: Path
+) -> None:
+    name = indexed(engine, tmp_path / "libuv", LIBUV_FILES)
+    question = "file system operations like read write open stat"
+    assert list(_lowered_by(engine, name, question, {"platform_port"}).items()) == [
+        ("src/unix/fs.c", False), ("src/win/fs.c", True)]
+    on_windows = _lowered_by(engine, name, question + " on Windows", {"platform_port"})
+    assert next(iter(on_windows.items())) == ("src/win/fs.c", False)
