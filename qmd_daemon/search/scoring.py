@@ -178,10 +178,15 @@ def path_word_boost(cands: list[Candidate], parsed: ParsedQuery, top: float, wei
     forms = stem_forms(words)
     matching = WordsMatching(forms)
     # a private module's name says its words, unless it is the one behind a public module of
-    # that name (pydantic's `_internal/_fields.py` behind `fields.py`: the question means that one)
-    public = {_stem(cand.chunk.path) for cand in cands}
-    names_of = {cand.chunk.path: _path_words(cand.chunk.path) | (_private_names(cand.chunk.path) - public)
-                for cand in cands}
+    # that name in its own collection (pydantic's `_internal/_fields.py` behind `fields.py`: the
+    # question means that one); keyed by collection, as two repositories searched together share
+    # paths and names
+    public: dict[str, set[str]] = {}
+    for cand in cands:
+        public.setdefault(cand.chunk.collection, set()).add(_stem(cand.chunk.path))
+    names_of = {(c.chunk.collection, c.chunk.path):
+                _path_words(c.chunk.path) | (_private_names(c.chunk.path) - public[c.chunk.collection])
+                for c in cands}
     every_name = sorted(set().union(*names_of.values()))
     name_forms = dict(zip(every_name, stem_forms(every_name), strict=True))  # one tokenizer pass
     # a file named by the initials of words the question runs together says them: code shortens
@@ -189,13 +194,13 @@ def path_word_boost(cands: list[Candidate], parsed: ParsedQuery, top: float, wei
     short = weights.initials and len({t.lower() for t in parsed.terms}) <= SIBLING_QUESTION_TERMS
     abbreviated = {initials: {forms[words.index(w)] for w in run if w in words}
                    for initials, run in initialisms(parsed.text).items()} if short else {}
-    fractions: dict[str, float] = {}
-    for path, names in names_of.items():
+    fractions: dict[tuple[str, str], float] = {}
+    for key, names in names_of.items():
         matched = matching.matched(names | {name_forms[name] for name in names})
-        matched |= abbreviated.get(_stem(path).lstrip("_"), set())
-        fractions[path] = sum(1 for form in forms if form in matched) / len(words)
+        matched |= abbreviated.get(_stem(key[1]).lstrip("_"), set())
+        fractions[key] = sum(1 for form in forms if form in matched) / len(words)
     for cand in cands:
-        cand.add("path_words", weights.path_words * top * fractions[cand.chunk.path])
+        cand.add("path_words", weights.path_words * top * fractions[(cand.chunk.collection, cand.chunk.path)])
 
 
 def name_words_boost(
@@ -301,16 +306,27 @@ _INTERFACE_WORDS = frozenset({"variable", "variables", "input", "inputs", "outpu
 _SOLIDITY_INTERFACE = re.compile(r"(?:^|/)I[A-Z]\w*\.sol$")
 
 
-def _superseded_versions(paths: set[str]) -> set[str]:
-    """The PATHS under a `v1/` folder whose parent folder holds anything else among them: the
-    current code (`pydantic/main.py` beside `pydantic/v1/`) or a later version (`api/v2/`)."""
-    entries: dict[str, set[str]] = {}  # a folder ("" for the root, else ending in /) -> its entries seen
-    for path in paths:
-        parts = path.split("/")
+def _superseded_versions(cands: list[Candidate]) -> set[tuple[str, str]]:
+    """The (collection, lowercased path) of candidates under a `v1/` folder whose parent folder
+    holds other code among its collection's candidates: the current code (`pydantic/main.py`
+    beside `pydantic/v1/`) or a later version (`api/v2/`). Prose and data beside it (the root's
+    README) replace nothing, and another repository searched with it is no later version of it."""
+    # (collection, folder: "" for the root, else ending in /) -> its entries seen in code
+    entries: dict[tuple[str, str], set[str]] = {}
+    for cand in cands:
+        if cand.chunk.kind != "code" or cand.chunk.language in _DATA_LANGUAGES:
+            continue
+        parts = cand.chunk.path.lower().split("/")
         for depth in range(len(parts)):
-            entries.setdefault("/".join(parts[:depth]) + ("/" if depth else ""), set()).add(parts[depth])
-    return {path for path in paths
-            if (m := _FIRST_VERSION.search(path)) and entries.get(path[:m.end(1)], set()) - {"v1"}}
+            folder = "/".join(parts[:depth]) + ("/" if depth else "")
+            entries.setdefault((cand.chunk.collection, folder), set()).add(parts[depth])
+    found = set()
+    for cand in cands:
+        path = cand.chunk.path.lower()
+        if (m := _FIRST_VERSION.search(path)) and entries.get((cand.chunk.collection, path[:m.end(1)]),
+                                                               set()) - {"v1"}:
+            found.add((cand.chunk.collection, path))
+    return found
 
 
 def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: ScoringWeights) -> None:
@@ -331,9 +347,8 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
     # a collection whose candidates hold hardware descriptions is a hardware tree: the question's
     # candidates say it at no cost (a Verilog repository's questions meet its `.sv` files)
     hardware = {c.chunk.collection for c in cands if c.chunk.language in HARDWARE_LANGUAGES}
-    paths = {c.chunk.path.lower() for c in cands}
-    superseded = _superseded_versions(paths) if weights.superseded_only else {
-        p for p in paths if _FIRST_VERSION.search(p)}
+    superseded = _superseded_versions(cands) if weights.superseded_only else {
+        (c.chunk.collection, p) for c in cands if _FIRST_VERSION.search(p := c.chunk.path.lower())}
     for cand in cands:
         path = cand.chunk.path.lower()
         if _CHANGELOG_NAME.search(path):
@@ -354,7 +369,7 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
             cand.scale("ci_path", weights.ci_penalty)
         if not wants_platform and is_platform_port(cand.chunk.path):
             cand.scale("platform_port", weights.platform_penalty)
-        if _COMPAT_PATH.search(path) or path in superseded:
+        if _COMPAT_PATH.search(path) or (cand.chunk.collection, path) in superseded:
             cand.scale("compat_path", weights.compat_penalty)
         elif _EXTENSION_UPDATE_SCRIPT.search(path) and not asked & _UPGRADE_WORDS:
             cand.scale("extension_update_script", weights.compat_penalty)

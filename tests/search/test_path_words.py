@@ -132,3 +132,17 @@ def test_a_private_module_behind_a_public_one_leaves_it_the_name(engine: Engine,
     ranked = dict(ranked_by_path_words(engine, tmp_path / "pydantic", PYDANTIC_FILES,
                                        "how model fields are declared"))
     assert ranked == {"pydantic/fields.py": True, "pydantic/_internal/_fields.py": False}
+
+
+def test_a_public_module_of_another_collection_leaves_a_private_name_its_words(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # searched together with another repository that has a public `git.lua`, telescope's
+    # `builtin/__git.lua` still says "git": it is behind no public module of its own collection
+    telescope = indexed(engine, tmp_path / "telescope", TELESCOPE_FILES)
+    other = indexed(engine, tmp_path / "other", {"lua/plugin/git.lua": "-- run a shell command\n"
+                                                 "local function run(cmd) return vim.fn.system(cmd) end\n"})
+    hits = engine.search("how git status changes are listed in a picker", [telescope, other],
+                         options=SearchOptions(per_file=1, explain=True))
+    boosted = {h.path: h.explain["boosts"].get("path_words", 0) > 0 for h in hits}
+    assert boosted["lua/telescope/builtin/__git.lua"] is True
