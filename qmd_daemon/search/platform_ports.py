@@ -36,10 +36,13 @@ SYSTEMS = frozenset({
 # name (`command_win.go`, `FuzzerUtilWindows.cpp`), not as a whole file name (Ecto's `windows.ex`
 # builds SQL window clauses).
 _PLAIN_WORDS = frozenset({"win", "windows", "dragonfly", "haiku"})
-# Words by which a question is about platforms, besides the systems' own names.
+# Words by which a question is about platforms, besides the systems' own names: the families, and
+# what names one system indirectly (its devices, toolchains, distributions: "under WSL", "with
+# MSVC", "on Ubuntu")
 PLATFORM_WORDS = SYSTEMS | frozenset({
     "platform", "platforms", "os", "oses", "operating", "portable", "portability",
     "cross-platform", "mac", "apple", "microsoft", "bsd", "unix", "posix",
+    "wsl", "msvc", "iphone", "ipad", "ipados", "xcode", "ubuntu", "debian", "fedora", "glibc", "musl",
 })
 
 

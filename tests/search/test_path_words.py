@@ -100,6 +100,13 @@ def test_initials_of_a_questions_run_of_words_name_a_file() -> None:
     assert "tr" not in initialisms("how the router works")  # `the` breaks a run
 
 
+def test_initials_are_those_of_whole_words_in_any_script() -> None:
+    # `über` is one word: not `ber` (a fragment after the umlaut), whose run with the next word
+    # named a file `ba`
+    found = initialisms("über allocation of buffers")
+    assert "ba" not in found and found["üa"] == ("über", "allocation")
+
+
 # libuv: `unix/fs.c` ("file system") said fewer of the question's words than `stream.c`
 LIBUV_FILES = {
     "src/unix/fs.c": "/* operations on the thread pool: read, write */\n"

@@ -10,6 +10,7 @@ import pytest
 
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.platform_ports import is_platform_port, names_a_platform
+from qmd_daemon.search.query import content_words, parse_query
 from tests.conftest import indexed
 from tests.search.test_folder_roles import _lowered_by
 
@@ -50,6 +51,17 @@ def test_a_question_names_a_platform_by_a_system_or_the_word() -> None:
     assert names_a_platform(["platform", "specific", "polling"])
     assert names_a_platform(["watching", "inotify", "kqueue"])
     assert not names_a_platform(["file", "system", "operations", "read", "write"])
+
+
+@pytest.mark.parametrize("question", [
+    "why does the file watcher miss changes under WSL",  # Windows' Linux layer
+    "camera permission prompt on iPhone",
+    "linking fails with MSVC",
+    "signing the app bundle in Xcode",
+    "install path on Ubuntu",
+])
+def test_a_question_names_a_platform_by_its_toolchain_device_or_distribution(question: str) -> None:
+    assert names_a_platform(content_words(parse_query(question)))
 
 
 # libuv: the Windows port says a question's words about file operations more densely than the
