@@ -47,16 +47,18 @@ PLATFORM_WORDS = SYSTEMS | frozenset({
 
 
 @lru_cache(maxsize=65_536)
-def is_platform_port(path: str) -> bool:
-    """Whether PATH is one operating system's port: a folder or a part of its file name names
-    one system (a whole file name only when it is no ordinary word)."""
+def port_folder(path: str) -> str | None:
+    """Where PATH is one operating system's port: the path of the first folder that names one
+    system (ending in `/`), "" when only its file name or a part of it does (a whole file name
+    only when it is no ordinary word), None when it is no port."""
     *folders, name = path.split("/")
-    if any(folder.lower() in SYSTEMS or SYSTEMS.intersection(_parts(folder)) for folder in folders):
-        return True
+    for depth, folder in enumerate(folders):
+        if folder.lower() in SYSTEMS or SYSTEMS.intersection(_parts(folder)):
+            return "/".join(folders[: depth + 1]) + "/"
     stem = name.split(".")[0]
-    if stem.lower() in SYSTEMS - _PLAIN_WORDS:
-        return True
-    return bool(SYSTEMS.intersection(_parts(stem)))
+    if stem.lower() in SYSTEMS - _PLAIN_WORDS or SYSTEMS.intersection(_parts(stem)):
+        return ""
+    return None
 
 
 def _parts(name: str) -> list[str]:

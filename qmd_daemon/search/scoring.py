@@ -14,7 +14,7 @@ from functools import lru_cache
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.folder_roles import DOC_WORDS, folder_roles
 from qmd_daemon.search.header_chunks import is_preamble_only
-from qmd_daemon.search.platform_ports import is_platform_port, names_a_platform
+from qmd_daemon.search.platform_ports import names_a_platform, port_folder
 from qmd_daemon.search.query import ParsedQuery, content_words
 from qmd_daemon.search.test_paths import HARDWARE_LANGUAGES, is_test_path
 from qmd_daemon.search.word_match import WordsMatching, initialisms, name_parts, stem_forms
@@ -306,13 +306,14 @@ _INTERFACE_WORDS = frozenset({"variable", "variables", "input", "inputs", "outpu
 _SOLIDITY_INTERFACE = re.compile(r"(?:^|/)I[A-Z]\w*\.sol$")
 
 
-def _superseded_versions(cands: list[Candidate]) -> set[tuple[str, str]]:
-    """The (collection, lowercased path) of candidates under a `v1/` folder whose parent folder
-    holds other code among its collection's candidates: the current code (`pydantic/main.py`
-    beside `pydantic/v1/`) or a later version (`api/v2/`). Prose and data beside it (the root's
-    README) replace nothing, and another repository searched with it is no later version of it."""
-    # (collection, folder: "" for the root, else ending in /) -> its entries seen in code
-    entries: dict[tuple[str, str], set[str]] = {}
+CodeEntries = dict[tuple[str, str], set[str]]
+
+
+def _code_entries(cands: list[Candidate]) -> CodeEntries:
+    """(collection, lowercased folder: "" for the root, else ending in /) -> the names of the
+    entries in it that hold code among the candidates: what a folder stands beside. Prose and data
+    (the root's README) are beside everything; another repository is beside nothing."""
+    entries: CodeEntries = {}
     for cand in cands:
         if cand.chunk.kind != "code" or cand.chunk.language in _DATA_LANGUAGES:
             continue
@@ -320,13 +321,35 @@ def _superseded_versions(cands: list[Candidate]) -> set[tuple[str, str]]:
         for depth in range(len(parts)):
             folder = "/".join(parts[:depth]) + ("/" if depth else "")
             entries.setdefault((cand.chunk.collection, folder), set()).add(parts[depth])
+    return entries
+
+
+def _beside_other_code(entries: CodeEntries, collection: str, folder: str) -> bool:
+    """Whether FOLDER (lowercased, ending in /) has code beside it in its parent folder."""
+    parent, _, name = folder[:-1].rpartition("/")
+    parent_key = parent + "/" if parent else ""
+    return bool(entries.get((collection, parent_key), set()) - {name})
+
+
+def _superseded_versions(cands: list[Candidate], entries: CodeEntries) -> set[tuple[str, str]]:
+    """The (collection, lowercased path) of candidates under a `v1/` folder beside other code:
+    the current code (`pydantic/main.py` beside `pydantic/v1/`) or a later version (`api/v2/`)."""
     found = set()
     for cand in cands:
         path = cand.chunk.path.lower()
-        if (m := _FIRST_VERSION.search(path)) and entries.get((cand.chunk.collection, path[:m.end(1)]),
-                                                               set()) - {"v1"}:
+        if (m := _FIRST_VERSION.search(path)) and _beside_other_code(entries, cand.chunk.collection,
+                                                                      path[:m.end()]):
             found.add((cand.chunk.collection, path))
     return found
+
+
+def _platform_port(cand: Candidate, entries: CodeEntries) -> bool:
+    """Whether the candidate is one system's port: its file name names one, or the folder that
+    names one stands beside other code (libuv's `src/win/` beside `src/unix/`, Flutter's `android/`
+    beside `lib/`); alone it is the code (ExoPlayer's Java package `com/google/android/`)."""
+    folder = port_folder(cand.chunk.path)
+    return folder is not None and (folder == "" or _beside_other_code(entries, cand.chunk.collection,
+                                                                      folder.lower()))
 
 
 def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: ScoringWeights) -> None:
@@ -347,7 +370,8 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
     # a collection whose candidates hold hardware descriptions is a hardware tree: the question's
     # candidates say it at no cost (a Verilog repository's questions meet its `.sv` files)
     hardware = {c.chunk.collection for c in cands if c.chunk.language in HARDWARE_LANGUAGES}
-    superseded = _superseded_versions(cands) if weights.superseded_only else {
+    entries = _code_entries(cands)
+    superseded = _superseded_versions(cands, entries) if weights.superseded_only else {
         (c.chunk.collection, p) for c in cands if _FIRST_VERSION.search(p := c.chunk.path.lower())}
     for cand in cands:
         path = cand.chunk.path.lower()
@@ -367,7 +391,7 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
             cand.scale("config_module", weights.config_module_penalty)
         if not wants_ci and _CI_PATH.search(path):
             cand.scale("ci_path", weights.ci_penalty)
-        if not wants_platform and is_platform_port(cand.chunk.path):
+        if not wants_platform and _platform_port(cand, entries):
             cand.scale("platform_port", weights.platform_penalty)
         if _COMPAT_PATH.search(path) or (cand.chunk.collection, path) in superseded:
             cand.scale("compat_path", weights.compat_penalty)

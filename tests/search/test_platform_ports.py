@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.engine import Engine
-from qmd_daemon.search.platform_ports import is_platform_port, names_a_platform
+from qmd_daemon.search.platform_ports import names_a_platform, port_folder
 from qmd_daemon.search.query import content_words, parse_query
 from tests.conftest import indexed
 from tests.search.test_folder_roles import _lowered_by
@@ -38,12 +38,12 @@ NOT_PORTS = [
 
 @pytest.mark.parametrize("path", PORTS)
 def test_a_file_or_folder_named_after_one_system_is_a_port(path: str) -> None:
-    assert is_platform_port(path)
+    assert port_folder(path) is not None
 
 
 @pytest.mark.parametrize("path", NOT_PORTS)
 def test_core_and_family_code_is_no_port(path: str) -> None:
-    assert not is_platform_port(path)
+    assert port_folder(path) is None
 
 
 def test_a_question_names_a_platform_by_a_system_or_the_word() -> None:
@@ -92,3 +92,20 @@ def test_the_core_ranks_before_a_port_unless_the_question_names_a_platform(
         ("src/unix/fs.c", False), ("src/win/fs.c", True)]
     on_windows = _lowered_by(engine, name, question + " on Windows", {"platform_port"})
     assert next(iter(on_windows.items())) == ("src/win/fs.c", False)
+
+
+def test_a_folder_naming_a_system_with_nothing_beside_it_is_the_code_not_a_port(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # ExoPlayer's code is all under the Java package `com/google/android/`: an Android library's
+    # own code, beside no other system's port nor any core, which its README must not pass
+    player = "library/core/src/main/java/com/google/android/exoplayer2/ExoPlayerImpl.java"
+    name = indexed(engine, tmp_path / "exoplayer", {
+        player: "/** Prepares the media source and starts playback when ready. */\n"
+                "final class ExoPlayerImpl {\n  void prepare(MediaSource source) { source.prepare(); }\n}\n",
+        "README.md": "# ExoPlayer\n\nAn application level media player: "
+                     "prepare a media source, start playback.\n",
+    })
+    lowered = _lowered_by(engine, name, "how a media source is prepared before playback starts",
+                          {"platform_port"})
+    assert lowered[player] is False
