@@ -179,14 +179,14 @@ def path_word_boost(cands: list[Candidate], parsed: ParsedQuery, top: float, wei
     matching = WordsMatching(forms)
     # a private module's name says its words, unless it is the one behind a public module of
     # that name in its own collection (pydantic's `_internal/_fields.py` behind `fields.py`: the
-    # question means that one); keyed by collection, as two repositories searched together share
-    # paths and names
+    # question means that one; a docs page `fields.md` is no module); keyed by collection, as two
+    # repositories searched together share paths and names
     public: dict[str, set[str]] = {}
     for cand in cands:
-        public.setdefault(cand.chunk.collection, set()).add(_stem(cand.chunk.path))
-    names_of = {(c.chunk.collection, c.chunk.path):
-                _path_words(c.chunk.path) | (_private_names(c.chunk.path) - public[c.chunk.collection])
-                for c in cands}
+        if cand.chunk.kind == "code" and cand.chunk.language not in _DATA_LANGUAGES:
+            public.setdefault(cand.chunk.collection, set()).add(_stem(cand.chunk.path))
+    names_of = {(c.chunk.collection, c.chunk.path): _path_words(c.chunk.path)
+                | (_private_names(c.chunk.path) - public.get(c.chunk.collection, set())) for c in cands}
     every_name = sorted(set().union(*names_of.values()))
     name_forms = dict(zip(every_name, stem_forms(every_name), strict=True))  # one tokenizer pass
     # a file named by the initials of words the question runs together says them: code shortens

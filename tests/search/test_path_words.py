@@ -153,3 +153,13 @@ def test_a_public_module_of_another_collection_leaves_a_private_name_its_words(
                          options=SearchOptions(per_file=1, explain=True))
     boosted = {h.path: h.explain["boosts"].get("path_words", 0) > 0 for h in hits}
     assert boosted["lua/telescope/builtin/__git.lua"] is True
+
+
+def test_a_page_of_the_docs_named_like_a_private_module_leaves_it_its_name(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # a public module is code: the docs' `git.md` is no module that `__git.lua` stands behind
+    files = {**TELESCOPE_FILES, "doc/git.md": "# Git pickers\n\nPickers over git: commits, branches.\n"}
+    ranked = dict(ranked_by_path_words(engine, tmp_path / "telescope", files,
+                                       "how git status changes are listed in a picker"))
+    assert ranked["lua/telescope/builtin/__git.lua"] is True
