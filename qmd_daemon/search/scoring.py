@@ -114,8 +114,10 @@ _DATA_WORDS = frozenset({"config", "configuration", "configure", "configured", "
 # runs, telescope's `config.lua` documents every option by the feature it sets; they name each
 # feature without doing it. Every dev answer that is one is for a question that says configuration.
 _CONFIG_MODULE_STEMS = frozenset({"config", "configuration", "settings", "defaults", "conf"})
+# (environment variables are configuration: a settings module is where a project reads them)
 _CONFIG_WORDS = _DATA_WORDS | frozenset({"configurable", "setting", "default", "defaults", "option",
-                                         "options", "customize", "customise", "customization", "preferences"})
+                                         "options", "customize", "customise", "customization", "preferences",
+                                         "env", "environment"})
 _COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|single_include)/|(^|/)[^/]*compat[^/]*\.\w+$")
 # A first version's folder is old code only beside what replaced it: pydantic keeps its v1 API in
 # `pydantic/v1/` beside the current `pydantic/main.py`, an API `api/v1/` beside `api/v2/`. Alone in

@@ -210,3 +210,21 @@ def test_a_first_versions_folder_beside_prose_only_is_the_code(engine: Engine, t
     })
     assert _lowered_by(engine, name, "how each request is answered with the stored record",
                        {"compat_path"})[server] is False
+
+
+@pytest.mark.parametrize("question", ["which environment variable sets the cache folder",
+                                      "QMD_CACHE_DIR env var"])
+def test_a_question_about_environment_variables_is_about_configuration(
+    engine: Engine, tmp_path: Path, question: str
+) -> None:
+    # the settings module is where a project reads its environment (this project's own rule: QMD_*
+    # variables are read only in settings.py): the answer, not a list of features
+    settings = "pkg/settings.py"
+    name = indexed(engine, tmp_path / "pkg", {
+        settings: "import os\n\ndef cache_folder():\n"
+                  "    \"\"\"The cache folder: QMD_CACHE_DIR from the environment, else ~/.cache.\"\"\"\n"
+                  "    return os.environ.get(\"QMD_CACHE_DIR\", \"~/.cache\")\n",
+        "pkg/cache.py": "def store(key, value):\n    \"\"\"Write a value into the cache folder.\"\"\"\n"
+                        "    open(cache_folder() + key, 'w').write(value)\n",
+    })
+    assert _lowered_by(engine, name, question, {"config_module"})[settings] is False
