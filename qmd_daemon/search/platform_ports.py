@@ -47,18 +47,15 @@ PLATFORM_WORDS = SYSTEMS | frozenset({
 
 
 @lru_cache(maxsize=65_536)
-def port_folder(path: str) -> str | None:
-    """Where PATH is one operating system's port: the path of the first folder that names one
-    system (ending in `/`), "" when only its file name or a part of it does (a whole file name
-    only when it is no ordinary word), None when it is no port."""
+def port_places(path: str) -> tuple[tuple[str, ...], bool]:
+    """Where PATH names one operating system: the paths of its folders that name one (each
+    ending in `/`), and whether its file name or a part of it does (a whole file name only when
+    it is no ordinary word). Either makes it a port; a folder only beside other code (scoring)."""
     *folders, name = path.split("/")
-    for depth, folder in enumerate(folders):
-        if folder.lower() in SYSTEMS or SYSTEMS.intersection(_parts(folder)):
-            return "/".join(folders[: depth + 1]) + "/"
+    named = tuple("/".join(folders[: depth + 1]) + "/" for depth, folder in enumerate(folders)
+                  if folder.lower() in SYSTEMS or SYSTEMS.intersection(_parts(folder)))
     stem = name.split(".")[0]
-    if stem.lower() in SYSTEMS - _PLAIN_WORDS or SYSTEMS.intersection(_parts(stem)):
-        return ""
-    return None
+    return named, bool(stem.lower() in SYSTEMS - _PLAIN_WORDS or SYSTEMS.intersection(_parts(stem)))
 
 
 def _parts(name: str) -> list[str]:

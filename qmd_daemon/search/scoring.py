@@ -14,7 +14,7 @@ from functools import lru_cache
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.folder_roles import DOC_WORDS, folder_roles
 from qmd_daemon.search.header_chunks import is_preamble_only
-from qmd_daemon.search.platform_ports import names_a_platform, port_folder
+from qmd_daemon.search.platform_ports import names_a_platform, port_places
 from qmd_daemon.search.query import ParsedQuery, content_words
 from qmd_daemon.search.test_paths import HARDWARE_LANGUAGES, is_test_path
 from qmd_daemon.search.word_match import WordsMatching, initialisms, name_parts, stem_forms
@@ -346,12 +346,11 @@ def _superseded_versions(cands: list[Candidate], entries: CodeEntries) -> set[tu
 
 
 def _platform_port(cand: Candidate, entries: CodeEntries) -> bool:
-    """Whether the candidate is one system's port: its file name names one, or the folder that
+    """Whether the candidate is one system's port: its file name names one, or a folder that
     names one stands beside other code (libuv's `src/win/` beside `src/unix/`, Flutter's `android/`
-    beside `lib/`); alone it is the code (ExoPlayer's Java package `com/google/android/`)."""
-    folder = port_folder(cand.chunk.path)
-    return folder is not None and (folder == "" or _beside_other_code(entries, cand.chunk.collection,
-                                                                      folder.lower()))
+    beside `lib/`); alone such a folder is the code (ExoPlayer's Java package `com/google/android/`)."""
+    folders, file_named = port_places(cand.chunk.path)
+    return file_named or any(_beside_other_code(entries, cand.chunk.collection, f.lower()) for f in folders)
 
 
 def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: ScoringWeights) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.engine import Engine
-from qmd_daemon.search.platform_ports import names_a_platform, port_folder
+from qmd_daemon.search.platform_ports import names_a_platform, port_places
 from qmd_daemon.search.query import content_words, parse_query
 from tests.conftest import indexed
 from tests.search.test_folder_roles import _lowered_by
@@ -38,12 +38,13 @@ NOT_PORTS = [
 
 @pytest.mark.parametrize("path", PORTS)
 def test_a_file_or_folder_named_after_one_system_is_a_port(path: str) -> None:
-    assert port_folder(path) is not None
+    folders, file_named = port_places(path)
+    assert folders or file_named
 
 
 @pytest.mark.parametrize("path", NOT_PORTS)
 def test_core_and_family_code_is_no_port(path: str) -> None:
-    assert port_folder(path) is None
+    assert port_places(path) == ((), False)
 
 
 def test_a_question_names_a_platform_by_a_system_or_the_word() -> None:
@@ -109,3 +110,15 @@ def test_a_folder_naming_a_system_with_nothing_beside_it_is_the_code_not_a_port(
     lowered = _lowered_by(engine, name, "how a media source is prepared before playback starts",
                           {"platform_port"})
     assert lowered[player] is False
+
+
+def test_a_file_naming_a_system_is_a_port_inside_a_folder_that_is_not(engine: Engine, tmp_path: Path) -> None:
+    # inside the lone Java package `com/google/android/`, `SocketLinux.java` is still one system's port
+    core, port = "src/com/google/android/net/Socket.java", "src/com/google/android/net/SocketLinux.java"
+    name = indexed(engine, tmp_path / "net", {
+        core: "/** Connects the socket to its address. */\nclass Socket {\n  void connect(Address a) {}\n}\n",
+        port: "/** Connects the socket to its address with Linux options. */\n"
+              "class SocketLinux {\n  void connect(Address a) {}\n}\n",
+    })
+    assert _lowered_by(engine, name, "how a socket connects to its address", {"platform_port"}) == {
+        core: False, port: True}
