@@ -119,7 +119,7 @@ ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
     "lexical-configmodule1": {"max_tokens": None, "vectors": False,
                               "weights": ScoringWeights(config_module_penalty=1.0)},
     "lexical-underscore-only": {"max_tokens": None, "vectors": False, "weights": ScoringWeights(
-        initials=False, platform_penalty=1.0, superseded_only=False)},
+        initials=False, platform_penalty=1.0, superseded_only=False, config_module_penalty=1.0)},
     "+expansion": {"max_tokens": None, "expand": True},
     "+rerank": {"max_tokens": None, "rerank": True},
     "full": {"max_tokens": None, "expand": True, "rerank": True},

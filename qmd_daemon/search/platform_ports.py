@@ -36,24 +36,26 @@ SYSTEMS = frozenset({
 # name (`command_win.go`, `FuzzerUtilWindows.cpp`), not as a whole file name (Ecto's `windows.ex`
 # builds SQL window clauses).
 _PLAIN_WORDS = frozenset({"win", "windows", "dragonfly", "haiku"})
-# Words by which a question is about platforms, besides the systems' own names.
+# Words by which a question is about platforms, besides the systems' own names: the families, and
+# what names one system indirectly (its devices, toolchains, distributions: "under WSL", "with
+# MSVC", "on Ubuntu")
 PLATFORM_WORDS = SYSTEMS | frozenset({
     "platform", "platforms", "os", "oses", "operating", "portable", "portability",
     "cross-platform", "mac", "apple", "microsoft", "bsd", "unix", "posix",
+    "wsl", "msvc", "iphone", "ipad", "ipados", "xcode", "ubuntu", "debian", "fedora", "glibc", "musl",
 })
 
 
 @lru_cache(maxsize=65_536)
-def is_platform_port(path: str) -> bool:
-    """Whether PATH is one operating system's port: a folder or a part of its file name names
-    one system (a whole file name only when it is no ordinary word)."""
+def port_places(path: str) -> tuple[tuple[str, ...], bool]:
+    """Where PATH names one operating system: the paths of its folders that name one (each
+    ending in `/`), and whether its file name or a part of it does (a whole file name only when
+    it is no ordinary word). Either makes it a port; a folder only beside other code (scoring)."""
     *folders, name = path.split("/")
-    if any(folder.lower() in SYSTEMS or SYSTEMS.intersection(_parts(folder)) for folder in folders):
-        return True
+    named = tuple("/".join(folders[: depth + 1]) + "/" for depth, folder in enumerate(folders)
+                  if folder.lower() in SYSTEMS or SYSTEMS.intersection(_parts(folder)))
     stem = name.split(".")[0]
-    if stem.lower() in SYSTEMS - _PLAIN_WORDS:
-        return True
-    return bool(SYSTEMS.intersection(_parts(stem)))
+    return named, bool(stem.lower() in SYSTEMS - _PLAIN_WORDS or SYSTEMS.intersection(_parts(stem)))
 
 
 def _parts(name: str) -> list[str]:

@@ -14,7 +14,7 @@ from functools import lru_cache
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.folder_roles import DOC_WORDS, folder_roles
 from qmd_daemon.search.header_chunks import is_preamble_only
-from qmd_daemon.search.platform_ports import is_platform_port, names_a_platform
+from qmd_daemon.search.platform_ports import names_a_platform, port_places
 from qmd_daemon.search.query import ParsedQuery, content_words
 from qmd_daemon.search.test_paths import HARDWARE_LANGUAGES, is_test_path
 from qmd_daemon.search.word_match import WordsMatching, initialisms, name_parts, stem_forms
@@ -114,8 +114,10 @@ _DATA_WORDS = frozenset({"config", "configuration", "configure", "configured", "
 # runs, telescope's `config.lua` documents every option by the feature it sets; they name each
 # feature without doing it. Every dev answer that is one is for a question that says configuration.
 _CONFIG_MODULE_STEMS = frozenset({"config", "configuration", "settings", "defaults", "conf"})
+# (environment variables are configuration: a settings module is where a project reads them)
 _CONFIG_WORDS = _DATA_WORDS | frozenset({"configurable", "setting", "default", "defaults", "option",
-                                         "options", "customize", "customise", "customization", "preferences"})
+                                         "options", "customize", "customise", "customization", "preferences",
+                                         "env", "environment"})
 _COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|single_include)/|(^|/)[^/]*compat[^/]*\.\w+$")
 # A first version's folder is old code only beside what replaced it: pydantic keeps its v1 API in
 # `pydantic/v1/` beside the current `pydantic/main.py`, an API `api/v1/` beside `api/v2/`. Alone in
@@ -178,10 +180,15 @@ def path_word_boost(cands: list[Candidate], parsed: ParsedQuery, top: float, wei
     forms = stem_forms(words)
     matching = WordsMatching(forms)
     # a private module's name says its words, unless it is the one behind a public module of
-    # that name (pydantic's `_internal/_fields.py` behind `fields.py`: the question means that one)
-    public = {_stem(cand.chunk.path) for cand in cands}
-    names_of = {cand.chunk.path: _path_words(cand.chunk.path) | (_private_names(cand.chunk.path) - public)
-                for cand in cands}
+    # that name in its own collection (pydantic's `_internal/_fields.py` behind `fields.py`: the
+    # question means that one; a docs page `fields.md` is no module); keyed by collection, as two
+    # repositories searched together share paths and names
+    public: dict[str, set[str]] = {}
+    for cand in cands:
+        if cand.chunk.kind == "code" and cand.chunk.language not in _DATA_LANGUAGES:
+            public.setdefault(cand.chunk.collection, set()).add(_stem(cand.chunk.path))
+    names_of = {(c.chunk.collection, c.chunk.path): _path_words(c.chunk.path)
+                | (_private_names(c.chunk.path) - public.get(c.chunk.collection, set())) for c in cands}
     every_name = sorted(set().union(*names_of.values()))
     name_forms = dict(zip(every_name, stem_forms(every_name), strict=True))  # one tokenizer pass
     # a file named by the initials of words the question runs together says them: code shortens
@@ -189,13 +196,13 @@ def path_word_boost(cands: list[Candidate], parsed: ParsedQuery, top: float, wei
     short = weights.initials and len({t.lower() for t in parsed.terms}) <= SIBLING_QUESTION_TERMS
     abbreviated = {initials: {forms[words.index(w)] for w in run if w in words}
                    for initials, run in initialisms(parsed.text).items()} if short else {}
-    fractions: dict[str, float] = {}
-    for path, names in names_of.items():
+    fractions: dict[tuple[str, str], float] = {}
+    for key, names in names_of.items():
         matched = matching.matched(names | {name_forms[name] for name in names})
-        matched |= abbreviated.get(_stem(path).lstrip("_"), set())
-        fractions[path] = sum(1 for form in forms if form in matched) / len(words)
+        matched |= abbreviated.get(_stem(key[1]).lstrip("_"), set())
+        fractions[key] = sum(1 for form in forms if form in matched) / len(words)
     for cand in cands:
-        cand.add("path_words", weights.path_words * top * fractions[cand.chunk.path])
+        cand.add("path_words", weights.path_words * top * fractions[(cand.chunk.collection, cand.chunk.path)])
 
 
 def name_words_boost(
@@ -301,16 +308,49 @@ _INTERFACE_WORDS = frozenset({"variable", "variables", "input", "inputs", "outpu
 _SOLIDITY_INTERFACE = re.compile(r"(?:^|/)I[A-Z]\w*\.sol$")
 
 
-def _superseded_versions(paths: set[str]) -> set[str]:
-    """The PATHS under a `v1/` folder whose parent folder holds anything else among them: the
-    current code (`pydantic/main.py` beside `pydantic/v1/`) or a later version (`api/v2/`)."""
-    entries: dict[str, set[str]] = {}  # a folder ("" for the root, else ending in /) -> its entries seen
-    for path in paths:
-        parts = path.split("/")
+CodeEntries = dict[tuple[str, str], set[str]]
+
+
+def _code_entries(cands: list[Candidate]) -> CodeEntries:
+    """(collection, lowercased folder: "" for the root, else ending in /) -> the names of the
+    entries in it that hold code among the candidates: what a folder stands beside. Prose and data
+    (the root's README) are beside everything; another repository is beside nothing."""
+    entries: CodeEntries = {}
+    for cand in cands:
+        if cand.chunk.kind != "code" or cand.chunk.language in _DATA_LANGUAGES:
+            continue
+        parts = cand.chunk.path.lower().split("/")
         for depth in range(len(parts)):
-            entries.setdefault("/".join(parts[:depth]) + ("/" if depth else ""), set()).add(parts[depth])
-    return {path for path in paths
-            if (m := _FIRST_VERSION.search(path)) and entries.get(path[:m.end(1)], set()) - {"v1"}}
+            folder = "/".join(parts[:depth]) + ("/" if depth else "")
+            entries.setdefault((cand.chunk.collection, folder), set()).add(parts[depth])
+    return entries
+
+
+def _beside_other_code(entries: CodeEntries, collection: str, folder: str) -> bool:
+    """Whether FOLDER (lowercased, ending in /) has code beside it in its parent folder."""
+    parent, _, name = folder[:-1].rpartition("/")
+    parent_key = parent + "/" if parent else ""
+    return bool(entries.get((collection, parent_key), set()) - {name})
+
+
+def _superseded_versions(cands: list[Candidate], entries: CodeEntries) -> set[tuple[str, str]]:
+    """The (collection, lowercased path) of candidates under a `v1/` folder beside other code:
+    the current code (`pydantic/main.py` beside `pydantic/v1/`) or a later version (`api/v2/`)."""
+    found = set()
+    for cand in cands:
+        path = cand.chunk.path.lower()
+        if (m := _FIRST_VERSION.search(path)) and _beside_other_code(entries, cand.chunk.collection,
+                                                                      path[:m.end()]):
+            found.add((cand.chunk.collection, path))
+    return found
+
+
+def _platform_port(cand: Candidate, entries: CodeEntries) -> bool:
+    """Whether the candidate is one system's port: its file name names one, or a folder that
+    names one stands beside other code (libuv's `src/win/` beside `src/unix/`, Flutter's `android/`
+    beside `lib/`); alone such a folder is the code (ExoPlayer's Java package `com/google/android/`)."""
+    folders, file_named = port_places(cand.chunk.path)
+    return file_named or any(_beside_other_code(entries, cand.chunk.collection, f.lower()) for f in folders)
 
 
 def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: ScoringWeights) -> None:
@@ -331,9 +371,9 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
     # a collection whose candidates hold hardware descriptions is a hardware tree: the question's
     # candidates say it at no cost (a Verilog repository's questions meet its `.sv` files)
     hardware = {c.chunk.collection for c in cands if c.chunk.language in HARDWARE_LANGUAGES}
-    paths = {c.chunk.path.lower() for c in cands}
-    superseded = _superseded_versions(paths) if weights.superseded_only else {
-        p for p in paths if _FIRST_VERSION.search(p)}
+    entries = _code_entries(cands)
+    superseded = _superseded_versions(cands, entries) if weights.superseded_only else {
+        (c.chunk.collection, p) for c in cands if _FIRST_VERSION.search(p := c.chunk.path.lower())}
     for cand in cands:
         path = cand.chunk.path.lower()
         if _CHANGELOG_NAME.search(path):
@@ -352,9 +392,9 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
             cand.scale("config_module", weights.config_module_penalty)
         if not wants_ci and _CI_PATH.search(path):
             cand.scale("ci_path", weights.ci_penalty)
-        if not wants_platform and is_platform_port(cand.chunk.path):
+        if not wants_platform and _platform_port(cand, entries):
             cand.scale("platform_port", weights.platform_penalty)
-        if _COMPAT_PATH.search(path) or path in superseded:
+        if _COMPAT_PATH.search(path) or (cand.chunk.collection, path) in superseded:
             cand.scale("compat_path", weights.compat_penalty)
         elif _EXTENSION_UPDATE_SCRIPT.search(path) and not asked & _UPGRADE_WORDS:
             cand.scale("extension_update_script", weights.compat_penalty)

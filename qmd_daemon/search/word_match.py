@@ -72,7 +72,8 @@ def stem_forms(words: list[str]) -> list[str]:
 # Stopwords for matching a question's text that are nouns an abbreviation takes a letter from
 # ("file system" -> `fs`)
 _ABBREVIATED_STOPWORDS = frozenset({"file", "files", "code"})
-_PLAIN_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
+# a word in any script (`über` whole, not its fragment `ber`), a hyphen joining words of one run
+_PLAIN_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 
 
 def initialisms(text: str) -> dict[str, tuple[str, ...]]:

@@ -227,3 +227,11 @@ def test_ingest_compares_full_index_cpu_with_a_baseline_checkout(tmp_path, capsy
 
     assert ingest.main([*argv[:4], "--baseline", str(tmp_path)]) == 2
     assert f"{tmp_path} is not a qmd-daemon checkout" in capsys.readouterr().err
+
+
+def test_the_private_name_variant_holds_every_other_c23_rule_off():
+    # `lexical-underscore-only` measures the private-name rule alone (docs/ranking.md): the rules
+    # added beside it (initials, ports, v1/ beside its replacement, configuration modules) are off
+    weights = retrieval.ENGINE_VARIANTS["lexical-underscore-only"]["weights"]
+    assert (weights.initials, weights.platform_penalty, weights.superseded_only,
+            weights.config_module_penalty) == (False, 1.0, False, 1.0)

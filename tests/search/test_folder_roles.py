@@ -179,3 +179,52 @@ def test_a_first_versions_folder_is_old_code_only_beside_its_replacement(
     })
     assert _lowered_by(engine, pydantic, "how model fields are declared", {"compat_path"}) == {
         "pydantic/main.py": False, "pydantic/v1/main.py": True}
+
+
+def test_a_first_versions_folder_is_judged_by_its_own_collection(engine: Engine, tmp_path: Path) -> None:
+    # two protobuf APIs searched together: one's `api/v1/` is its only version, beside nothing of its
+    # own; the other project's `api/v2/` replaced nothing of it
+    only = indexed(engine, tmp_path / "temporal", {
+        "api/v1/service.proto": "// starts a workflow execution with its input\n"
+                                "service WorkflowService {\n"
+                                "  rpc StartWorkflowExecution(Request) returns (Reply);\n}\n",
+    })
+    other = indexed(engine, tmp_path / "other", {
+        "api/v2/service.proto": "// starts a workflow run\n"
+                                "service Runs {\n  rpc Start(Request) returns (Reply);\n}\n",
+    })
+    hits = engine.search("how a workflow execution is started", [only, other],
+                         options=SearchOptions(per_file=0, explain=True))
+    lowered = {h.path: "compat_path" in h.explain["boosts"] for h in hits}
+    assert lowered["api/v1/service.proto"] is False
+
+
+def test_a_first_versions_folder_beside_prose_only_is_the_code(engine: Engine, tmp_path: Path) -> None:
+    # a root `v1/` is the project's code when the root holds no other code among the candidates:
+    # the README beside it describes it, it replaces nothing
+    server = "v1/server.go"
+    name = indexed(engine, tmp_path / "svc", {
+        server: "// Serve answers each request with the stored record\nfunc Serve(req Request) Record {\n"
+                "\treturn store.Lookup(req.Key)\n}\n",
+        "README.md": "# svc\n\nAnswers each request with the stored record.\n",
+    })
+    assert _lowered_by(engine, name, "how each request is answered with the stored record",
+                       {"compat_path"})[server] is False
+
+
+@pytest.mark.parametrize("question", ["which environment variable sets the cache folder",
+                                      "QMD_CACHE_DIR env var"])
+def test_a_question_about_environment_variables_is_about_configuration(
+    engine: Engine, tmp_path: Path, question: str
+) -> None:
+    # the settings module is where a project reads its environment (this project's own rule: QMD_*
+    # variables are read only in settings.py): the answer, not a list of features
+    settings = "pkg/settings.py"
+    name = indexed(engine, tmp_path / "pkg", {
+        settings: "import os\n\ndef cache_folder():\n"
+                  "    \"\"\"The cache folder: QMD_CACHE_DIR from the environment, else ~/.cache.\"\"\"\n"
+                  "    return os.environ.get(\"QMD_CACHE_DIR\", \"~/.cache\")\n",
+        "pkg/cache.py": "def store(key, value):\n    \"\"\"Write a value into the cache folder.\"\"\"\n"
+                        "    open(cache_folder() + key, 'w').write(value)\n",
+    })
+    assert _lowered_by(engine, name, question, {"config_module"})[settings] is False

@@ -100,6 +100,13 @@ def test_initials_of_a_questions_run_of_words_name_a_file() -> None:
     assert "tr" not in initialisms("how the router works")  # `the` breaks a run
 
 
+def test_initials_are_those_of_whole_words_in_any_script() -> None:
+    # `über` is one word: not `ber` (a fragment after the umlaut), whose run with the next word
+    # named a file `ba`
+    found = initialisms("über allocation of buffers")
+    assert "ba" not in found and found["üa"] == ("über", "allocation")
+
+
 # libuv: `unix/fs.c` ("file system") said fewer of the question's words than `stream.c`
 LIBUV_FILES = {
     "src/unix/fs.c": "/* operations on the thread pool: read, write */\n"
@@ -132,3 +139,27 @@ def test_a_private_module_behind_a_public_one_leaves_it_the_name(engine: Engine,
     ranked = dict(ranked_by_path_words(engine, tmp_path / "pydantic", PYDANTIC_FILES,
                                        "how model fields are declared"))
     assert ranked == {"pydantic/fields.py": True, "pydantic/_internal/_fields.py": False}
+
+
+def test_a_public_module_of_another_collection_leaves_a_private_name_its_words(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # searched together with another repository that has a public `git.lua`, telescope's
+    # `builtin/__git.lua` still says "git": it is behind no public module of its own collection
+    telescope = indexed(engine, tmp_path / "telescope", TELESCOPE_FILES)
+    other = indexed(engine, tmp_path / "other", {"lua/plugin/git.lua": "-- run a shell command\n"
+                                                 "local function run(cmd) return vim.fn.system(cmd) end\n"})
+    hits = engine.search("how git status changes are listed in a picker", [telescope, other],
+                         options=SearchOptions(per_file=1, explain=True))
+    boosted = {h.path: h.explain["boosts"].get("path_words", 0) > 0 for h in hits}
+    assert boosted["lua/telescope/builtin/__git.lua"] is True
+
+
+def test_a_page_of_the_docs_named_like_a_private_module_leaves_it_its_name(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # a public module is code: the docs' `git.md` is no module that `__git.lua` stands behind
+    files = {**TELESCOPE_FILES, "doc/git.md": "# Git pickers\n\nPickers over git: commits, branches.\n"}
+    ranked = dict(ranked_by_path_words(engine, tmp_path / "telescope", files,
+                                       "how git status changes are listed in a picker"))
+    assert ranked["lua/telescope/builtin/__git.lua"] is True

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.engine import Engine
-from qmd_daemon.search.platform_ports import is_platform_port, names_a_platform
+from qmd_daemon.search.platform_ports import names_a_platform, port_places
+from qmd_daemon.search.query import content_words, parse_query
 from tests.conftest import indexed
 from tests.search.test_folder_roles import _lowered_by
 
@@ -37,12 +38,13 @@ NOT_PORTS = [
 
 @pytest.mark.parametrize("path", PORTS)
 def test_a_file_or_folder_named_after_one_system_is_a_port(path: str) -> None:
-    assert is_platform_port(path)
+    folders, file_named = port_places(path)
+    assert folders or file_named
 
 
 @pytest.mark.parametrize("path", NOT_PORTS)
 def test_core_and_family_code_is_no_port(path: str) -> None:
-    assert not is_platform_port(path)
+    assert port_places(path) == ((), False)
 
 
 def test_a_question_names_a_platform_by_a_system_or_the_word() -> None:
@@ -50,6 +52,17 @@ def test_a_question_names_a_platform_by_a_system_or_the_word() -> None:
     assert names_a_platform(["platform", "specific", "polling"])
     assert names_a_platform(["watching", "inotify", "kqueue"])
     assert not names_a_platform(["file", "system", "operations", "read", "write"])
+
+
+@pytest.mark.parametrize("question", [
+    "why does the file watcher miss changes under WSL",  # Windows' Linux layer
+    "camera permission prompt on iPhone",
+    "linking fails with MSVC",
+    "signing the app bundle in Xcode",
+    "install path on Ubuntu",
+])
+def test_a_question_names_a_platform_by_its_toolchain_device_or_distribution(question: str) -> None:
+    assert names_a_platform(content_words(parse_query(question)))
 
 
 # libuv: the Windows port says a question's words about file operations more densely than the
@@ -80,3 +93,32 @@ def test_the_core_ranks_before_a_port_unless_the_question_names_a_platform(
         ("src/unix/fs.c", False), ("src/win/fs.c", True)]
     on_windows = _lowered_by(engine, name, question + " on Windows", {"platform_port"})
     assert next(iter(on_windows.items())) == ("src/win/fs.c", False)
+
+
+def test_a_folder_naming_a_system_with_nothing_beside_it_is_the_code_not_a_port(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # ExoPlayer's code is all under the Java package `com/google/android/`: an Android library's
+    # own code, beside no other system's port nor any core, which its README must not pass
+    player = "library/core/src/main/java/com/google/android/exoplayer2/ExoPlayerImpl.java"
+    name = indexed(engine, tmp_path / "exoplayer", {
+        player: "/** Prepares the media source and starts playback when ready. */\n"
+                "final class ExoPlayerImpl {\n  void prepare(MediaSource source) { source.prepare(); }\n}\n",
+        "README.md": "# ExoPlayer\n\nAn application level media player: "
+                     "prepare a media source, start playback.\n",
+    })
+    lowered = _lowered_by(engine, name, "how a media source is prepared before playback starts",
+                          {"platform_port"})
+    assert lowered[player] is False
+
+
+def test_a_file_naming_a_system_is_a_port_inside_a_folder_that_is_not(engine: Engine, tmp_path: Path) -> None:
+    # inside the lone Java package `com/google/android/`, `SocketLinux.java` is still one system's port
+    core, port = "src/com/google/android/net/Socket.java", "src/com/google/android/net/SocketLinux.java"
+    name = indexed(engine, tmp_path / "net", {
+        core: "/** Connects the socket to its address. */\nclass Socket {\n  void connect(Address a) {}\n}\n",
+        port: "/** Connects the socket to its address with Linux options. */\n"
+              "class SocketLinux {\n  void connect(Address a) {}\n}\n",
+    })
+    assert _lowered_by(engine, name, "how a socket connects to its address", {"platform_port"}) == {
+        core: False, port: True}
