@@ -43,6 +43,9 @@ _CHUNK_SELECT = """
 # file's chunks have neighbouring ids (written together), and a question's sibling windows fall
 # in ~4 ranges of 1,000 ids (48 ids on average, the 90 dev questions at 503k chunks).
 MATCH_RANGE_GAP = 1000
+# definitions' rows in one order on every backend (PostgreSQL's: name and kind COLLATE "C", the
+# bytes SQLite's BINARY compares): `_resolve_defined_word` takes the first case found
+_DEFINITION_ORDER = "d.chunk_id, d.line, d.name, d.kind"
 
 # FTS5 segments from which a merge of all of them starts. Every write transaction adds a segment
 # and FTS5's automerge (4 a level) leaves up to 3 a level: the bench home at 503k chunks held 25,
@@ -495,7 +498,8 @@ class IndexStore:
         return out
 
     def related_paths(self, file_ids: list[int]) -> dict[int, list[str]]:
-        """For each file: the code files its doc chunks cite, or the docs that cite it."""
+        """For each file: the code files its doc chunks cite, or the docs that cite it, in path
+        order."""
         if not file_ids:
             return {}
         marks = ",".join("?" * len(file_ids))
@@ -510,7 +514,8 @@ class IndexStore:
                 SELECT cited.code_file_id, df.path FROM (
                     SELECT DISTINCT l.code_file_id, c.file_id AS doc_file_id FROM links l
                     JOIN chunks c ON c.id = l.doc_chunk_id WHERE l.code_file_id IN ({marks})
-                ) cited JOIN files df ON df.id = cited.doc_file_id""",
+                ) cited JOIN files df ON df.id = cited.doc_file_id
+                ORDER BY 1, 2""",
             [*file_ids, *file_ids],
         )
         for file_id, path in rows:
@@ -646,13 +651,15 @@ class IndexStore:
         name_marks = ",".join("?" * len(names))
         scope = self._scope(collection_ids)
         if scope is None:
-            sql = f"SELECT chunk_id, name, kind FROM definitions WHERE name COLLATE NOCASE IN ({name_marks})"
+            sql = f"""SELECT chunk_id, name, kind FROM definitions d
+                      WHERE name COLLATE NOCASE IN ({name_marks}) ORDER BY {_DEFINITION_ORDER}"""
             return self.conn.execute(sql, names).fetchall()
         col_marks = ",".join("?" * len(scope))
         return self.conn.execute(
             f"""SELECT d.chunk_id, d.name, d.kind FROM definitions d JOIN chunks c ON c.id = d.chunk_id
                 JOIN files f ON f.id = c.file_id
-                WHERE d.name COLLATE NOCASE IN ({name_marks}) AND f.collection_id IN ({col_marks})""",
+                WHERE d.name COLLATE NOCASE IN ({name_marks}) AND f.collection_id IN ({col_marks})
+                ORDER BY {_DEFINITION_ORDER}""",
             [*names, *scope],
         ).fetchall()
 
@@ -683,8 +690,8 @@ class IndexStore:
         marks = ",".join("?" * len(chunk_ids))
         out: dict[int, list[tuple[str, int]]] = {}
         for chunk_id, name, line in self.conn.execute(
-            f"SELECT chunk_id, name, line FROM definitions WHERE chunk_id IN ({marks})"
-            " ORDER BY chunk_id, line",
+            f"SELECT chunk_id, name, line FROM definitions d WHERE chunk_id IN ({marks})"
+            f" ORDER BY {_DEFINITION_ORDER}",
             chunk_ids,
         ):
             out.setdefault(int(chunk_id), []).append((name, int(line)))
@@ -731,8 +738,8 @@ class IndexStore:
         return {int(file_id): int(last) for file_id, last in rows}
 
     def chunks_of_files_named(self, stems: list[str], collection_ids: list[int]) -> list[int]:
-        """First chunks of files whose stem is one of stems (any case; store/file_stems.py): such
-        files are candidates by name."""
+        """First chunks of the first 50 files (by id) whose stem is one of stems (any case;
+        store/file_stems.py): such files are candidates by name."""
         if not stems or not collection_ids:
             return []
         col_marks = ",".join("?" * len(collection_ids))
@@ -740,7 +747,8 @@ class IndexStore:
         rows = self.conn.execute(
             f"""SELECT min(c.id) FROM file_stems s JOIN files f ON f.id = s.file_id
                 JOIN chunks c ON c.file_id = f.id
-                WHERE s.stem IN ({stem_marks}) AND f.collection_id IN ({col_marks}) GROUP BY f.id LIMIT 50""",
+                WHERE s.stem IN ({stem_marks}) AND f.collection_id IN ({col_marks})
+                GROUP BY f.id ORDER BY f.id LIMIT 50""",
             [*(s.lower() for s in stems), *collection_ids],
         )
         return [int(r[0]) for r in rows]

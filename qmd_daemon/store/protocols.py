@@ -137,7 +137,10 @@ class ChunkStore(Protocol):
 
     def definition_files(self, collection_id: int, names: set[str] | None = None) -> dict[str, set[int]]: ...
 
-    def related_paths(self, file_ids: list[int]) -> dict[int, list[str]]: ...
+    def related_paths(self, file_ids: list[int]) -> dict[int, list[str]]:
+        """File id -> the code files its doc chunks cite, or the docs that cite it, each once, in
+        path order (compared as bytes): a hit shows the first few (search/results.py)."""
+        ...
 
     # -- reads for search
     def fts_search(
@@ -161,7 +164,11 @@ class ChunkStore(Protocol):
 
     def chunks_by_ids(self, chunk_ids: list[int]) -> dict[int, ChunkRow]: ...
 
-    def chunks_defining(self, names: list[str], collection_ids: list[int]) -> list[tuple[int, str, str]]: ...
+    def chunks_defining(self, names: list[str], collection_ids: list[int]) -> list[tuple[int, str, str]]:
+        """(chunk id, name, kind) of each definition of any case of one of `names`, ordered by
+        chunk id, line, name, kind (names and kinds compared as bytes): the search takes the
+        first case found, so every backend answers in this order."""
+        ...
 
     def definition_counts(self, names: list[str], collection_ids: list[int]) -> dict[str, int]:
         """Each name as defined (any case of one of `names`) -> the chunks of the collections that
@@ -170,7 +177,8 @@ class ChunkStore(Protocol):
 
     def definitions_in(self, chunk_ids: list[int]) -> dict[int, list[tuple[str, int]]]:
         """Chunk id -> (name, line) of each definition the chunk holds, in line order (the line
-        of its name, 1-based: where a hit's snippet starts, search/snippets.py)."""
+        of its name, 1-based: where a hit's snippet starts, search/snippets.py); on one line, by
+        name, then kind (as chunks_defining)."""
         ...
 
     def signature_outline(self, file_ids: list[int]) -> dict[int, list[tuple[int, str]]]:
@@ -183,7 +191,10 @@ class ChunkStore(Protocol):
 
     def last_lines(self, file_ids: list[int]) -> dict[int, int]: ...
 
-    def chunks_of_files_named(self, stems: list[str], collection_ids: list[int]) -> list[int]: ...
+    def chunks_of_files_named(self, stems: list[str], collection_ids: list[int]) -> list[int]:
+        """The first chunk (lowest id) of each of the first 50 files, by file id, of the
+        collections that have a stem (store/file_stems.py) among `stems` (lowercase)."""
+        ...
 
     def file_paths(self, collection_ids: list[int]) -> list[tuple[int, str]]:
         """(file id, path relative to its collection root) of every file of the collections."""

@@ -352,15 +352,18 @@ class PostgresChunkStore:
         return out
 
     def related_paths(self, file_ids: list[int]) -> dict[int, list[str]]:
+        """Each file's related paths in path order (as bytes): a hit shows the first 5, and a
+        hash UNION gave any 5."""
         if not file_ids:
             return {}
         out: dict[int, list[str]] = {}
         rows = self._sql(
-            """SELECT c.file_id, f.path FROM links l JOIN chunks c ON c.id = l.doc_chunk_id
+            """SELECT c.file_id, f.path COLLATE "C" FROM links l JOIN chunks c ON c.id = l.doc_chunk_id
                JOIN files f ON f.id = l.code_file_id WHERE c.file_id = ANY(%s)
                UNION
                SELECT l.code_file_id, df.path FROM links l JOIN chunks c ON c.id = l.doc_chunk_id
-               JOIN files df ON df.id = c.file_id WHERE l.code_file_id = ANY(%s)""",
+               JOIN files df ON df.id = c.file_id WHERE l.code_file_id = ANY(%s)
+               ORDER BY 1, 2""",
             (file_ids, file_ids),
         )
         for file_id, path in rows:
@@ -474,7 +477,8 @@ class PostgresChunkStore:
             return []
         return [(int(i), n, k) for i, n, k in self._sql(
             """SELECT d.chunk_id, d.name, d.kind FROM definitions d JOIN chunks c ON c.id = d.chunk_id
-               WHERE lower(d.name) = ANY(%s) AND c.collection_id = ANY(%s)""",
+               WHERE lower(d.name) = ANY(%s) AND c.collection_id = ANY(%s)
+               ORDER BY d.chunk_id, d.line, d.name COLLATE "C", d.kind COLLATE "C" """,
             ([n.lower() for n in names], collection_ids))]
 
     def definition_counts(self, names: list[str], collection_ids: list[int]) -> dict[str, int]:
@@ -490,7 +494,8 @@ class PostgresChunkStore:
             return {}
         out: dict[int, list[tuple[str, int]]] = {}
         for chunk_id, name, line in self._sql(
-            "SELECT chunk_id, name, line FROM definitions WHERE chunk_id = ANY(%s) ORDER BY chunk_id, line",
+            """SELECT chunk_id, name, line FROM definitions WHERE chunk_id = ANY(%s)
+               ORDER BY chunk_id, line, name COLLATE "C", kind COLLATE "C" """,
             (list(chunk_ids),),
         ):
             out.setdefault(int(chunk_id), []).append((name, int(line)))
@@ -504,7 +509,8 @@ class PostgresChunkStore:
         return {int(f): int(last) for f, last in rows}
 
     def chunks_of_files_named(self, stems: list[str], collection_ids: list[int]) -> list[int]:
-        """First chunks of files whose stem is one of stems: such files are candidates by name."""
+        """First chunks of the first 50 files (by id) whose stem is one of stems: such files are
+        candidates by name. The order is explicit: a hash aggregate returned any 50."""
         if not stems or not collection_ids:
             return []
         # a path segment starting `stem.`, any case: the stems IndexStore keeps (store/file_stems.py);
@@ -513,7 +519,7 @@ class PostgresChunkStore:
         pattern = "(^|/)(" + "|".join(re.escape(stem.lower()) for stem in stems) + ")\\."
         rows = self._sql(
             """SELECT min(c.id) FROM chunks c JOIN files f ON f.id = c.file_id
-               WHERE f.collection_id = ANY(%s) AND lower(f.path) ~ %s GROUP BY f.id LIMIT 50""",
+               WHERE f.collection_id = ANY(%s) AND lower(f.path) ~ %s GROUP BY f.id ORDER BY f.id LIMIT 50""",
             (collection_ids, pattern),
         )
         return [int(r[0]) for r in rows]
