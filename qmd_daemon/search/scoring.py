@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.folder_roles import DOC_WORDS, folder_roles
@@ -308,49 +308,53 @@ _INTERFACE_WORDS = frozenset({"variable", "variables", "input", "inputs", "outpu
 _SOLIDITY_INTERFACE = re.compile(r"(?:^|/)I[A-Z]\w*\.sol$")
 
 
-CodeEntries = dict[tuple[str, str], set[str]]
-
-
-def _code_entries(cands: list[Candidate]) -> CodeEntries:
+class _CodeNeighbours:
     """(collection, lowercased folder: "" for the root, else ending in /) -> the names of the
     entries in it that hold code among the candidates: what a folder stands beside. Prose and data
-    (the root's README) are beside everything; another repository is beside nothing."""
-    entries: CodeEntries = {}
-    for cand in cands:
-        if cand.chunk.kind != "code" or cand.chunk.language in _DATA_LANGUAGES:
-            continue
-        parts = cand.chunk.path.lower().split("/")
-        for depth in range(len(parts)):
-            folder = "/".join(parts[:depth]) + ("/" if depth else "")
-            entries.setdefault((cand.chunk.collection, folder), set()).add(parts[depth])
-    return entries
+    (the root's README) are beside everything; another repository is beside nothing. Read the
+    first time a rule asks: most searches meet no `v1/` or system folder, and building it for
+    every search's ~250 candidates was the costliest step of these penalties."""
+
+    def __init__(self, cands: list[Candidate]):
+        self._cands = cands
+
+    @cached_property
+    def _entries(self) -> dict[tuple[str, str], set[str]]:
+        entries: dict[tuple[str, str], set[str]] = {}
+        for cand in self._cands:
+            if cand.chunk.kind != "code" or cand.chunk.language in _DATA_LANGUAGES:
+                continue
+            parts = cand.chunk.path.lower().split("/")
+            for depth in range(len(parts)):
+                folder = "/".join(parts[:depth]) + ("/" if depth else "")
+                entries.setdefault((cand.chunk.collection, folder), set()).add(parts[depth])
+        return entries
+
+    def beside_other_code(self, collection: str, folder: str) -> bool:
+        """Whether FOLDER (lowercased, ending in /) has code beside it in its parent folder."""
+        parent, _, name = folder[:-1].rpartition("/")
+        parent_key = parent + "/" if parent else ""
+        return bool(self._entries.get((collection, parent_key), set()) - {name})
 
 
-def _beside_other_code(entries: CodeEntries, collection: str, folder: str) -> bool:
-    """Whether FOLDER (lowercased, ending in /) has code beside it in its parent folder."""
-    parent, _, name = folder[:-1].rpartition("/")
-    parent_key = parent + "/" if parent else ""
-    return bool(entries.get((collection, parent_key), set()) - {name})
-
-
-def _superseded_versions(cands: list[Candidate], entries: CodeEntries) -> set[tuple[str, str]]:
+def _superseded_versions(cands: list[Candidate], neighbours: _CodeNeighbours) -> set[tuple[str, str]]:
     """The (collection, lowercased path) of candidates under a `v1/` folder beside other code:
     the current code (`pydantic/main.py` beside `pydantic/v1/`) or a later version (`api/v2/`)."""
     found = set()
     for cand in cands:
         path = cand.chunk.path.lower()
-        if (m := _FIRST_VERSION.search(path)) and _beside_other_code(entries, cand.chunk.collection,
-                                                                      path[:m.end()]):
+        if (m := _FIRST_VERSION.search(path)) and neighbours.beside_other_code(cand.chunk.collection,
+                                                                                path[:m.end()]):
             found.add((cand.chunk.collection, path))
     return found
 
 
-def _platform_port(cand: Candidate, entries: CodeEntries) -> bool:
+def _platform_port(cand: Candidate, neighbours: _CodeNeighbours) -> bool:
     """Whether the candidate is one system's port: its file name names one, or a folder that
     names one stands beside other code (libuv's `src/win/` beside `src/unix/`, Flutter's `android/`
     beside `lib/`); alone such a folder is the code (ExoPlayer's Java package `com/google/android/`)."""
     folders, file_named = port_places(cand.chunk.path)
-    return file_named or any(_beside_other_code(entries, cand.chunk.collection, f.lower()) for f in folders)
+    return file_named or any(neighbours.beside_other_code(cand.chunk.collection, f.lower()) for f in folders)
 
 
 def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: ScoringWeights) -> None:
@@ -371,8 +375,8 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
     # a collection whose candidates hold hardware descriptions is a hardware tree: the question's
     # candidates say it at no cost (a Verilog repository's questions meet its `.sv` files)
     hardware = {c.chunk.collection for c in cands if c.chunk.language in HARDWARE_LANGUAGES}
-    entries = _code_entries(cands)
-    superseded = _superseded_versions(cands, entries) if weights.superseded_only else {
+    neighbours = _CodeNeighbours(cands)
+    superseded = _superseded_versions(cands, neighbours) if weights.superseded_only else {
         (c.chunk.collection, p) for c in cands if _FIRST_VERSION.search(p := c.chunk.path.lower())}
     for cand in cands:
         path = cand.chunk.path.lower()
@@ -392,7 +396,7 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
             cand.scale("config_module", weights.config_module_penalty)
         if not wants_ci and _CI_PATH.search(path):
             cand.scale("ci_path", weights.ci_penalty)
-        if not wants_platform and _platform_port(cand, entries):
+        if not wants_platform and _platform_port(cand, neighbours):
             cand.scale("platform_port", weights.platform_penalty)
         if _COMPAT_PATH.search(path) or (cand.chunk.collection, path) in superseded:
             cand.scale("compat_path", weights.compat_penalty)
