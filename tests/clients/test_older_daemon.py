@@ -17,7 +17,7 @@ from pathlib import Path
 import qmd_daemon
 from clients import _qmd_client
 from qmd_daemon.store.schema import SCHEMA_VERSION
-from tests.daemon.support import env_for, make_repo, pid_running, run_client, state_of, wait_for
+from tests.daemon.support import env_for, make_repo, pid_running, run_client, state_of, stop_daemon, wait_for
 
 _OLDER_DAEMON = """
 import runpy, sys
@@ -200,3 +200,7 @@ def test_an_unstamped_daemon_that_qmd_daemon_python_starts_is_kept(daemon_home: 
         assert "a version before this one" in proc.stderr
         pids.append(state_of(daemon_home)["pid"])
     assert len(set(pids)) == 1
+    # the teardown's stop must know it as this test's daemon, though its command line runs
+    # older_daemon.py, not qmd_daemon (it outlived the suite before)
+    stop_daemon(daemon_home)
+    assert not pid_running(pids[0])

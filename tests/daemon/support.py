@@ -146,10 +146,16 @@ def pid_running(pid: int) -> bool:
         return True
 
 
-def is_our_daemon(pid: int) -> bool:
+def is_our_daemon(pid: int, home: Path) -> bool:
+    """A daemon this test started: its command line runs qmd_daemon, or its environment names this
+    test's home (an older install's daemon runs a script of the test's own, `older_daemon.py`,
+    which the command line alone missed: it outlived the suite until it idled out)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return b"qmd_daemon" in handle.read()
+            if b"qmd_daemon" in handle.read():
+                return True
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return f"QMD_DAEMON_HOME={home}".encode() in handle.read().split(b"\0")
     except OSError:
         return False
 
@@ -163,7 +169,7 @@ def stop_daemon(home: Path) -> None:
     with contextlib.suppress(OSError, ValueError):
         pids.add(int((home / "state" / "daemon.lock").read_text().strip()))
     for pid in pids:
-        if pid <= 0 or pid == os.getpid() or not pid_running(pid) or not is_our_daemon(pid):
+        if pid <= 0 or pid == os.getpid() or not pid_running(pid) or not is_our_daemon(pid, home):
             continue
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
