@@ -66,7 +66,20 @@ SCRIPTS = FolderRole(
     (),
     frozenset({"script", "scripts", "build", "release", "publish", "tooling", "maintenance"}),
 )
-FOLDER_ROLES = (EXAMPLES, BENCHMARKS, DOCS_SITE, SCRIPTS)
+VENDORED = FolderRole(
+    "vendored_path",
+    # other projects' code copied in: Go's and PHP's `vendor/`, C and C++ `third_party/`,
+    # `thirdparty/`, `3rdparty/`, a C project's `deps/` (redis's jemalloc, lua, hiredis), Python's
+    # `_vendor/` and `vendored/`, npm's and bower's install folders when committed. Not `vendors/`
+    # (Exposed's database vendors, its own dialects), `external/` or `extern/` (as often the
+    # project's own bindings: sympy's `external/` imports optional libraries). A question that
+    # names the copied project asks for it (vendored_project).
+    frozenset({"vendor", "_vendor", "vendored", "third_party", "third-party", "thirdparty",
+               "3rdparty", "deps", "node_modules", "bower_components"}),
+    (),
+    frozenset({"vendor", "vendored", "vendoring", "bundled", "thirdparty", "deps"}),
+)
+FOLDER_ROLES = (EXAMPLES, BENCHMARKS, DOCS_SITE, SCRIPTS, VENDORED)
 
 
 @lru_cache(maxsize=65_536)
@@ -78,3 +91,13 @@ def folder_roles(path: str) -> tuple[FolderRole, ...]:
         role for role in FOLDER_ROLES
         if any(f in role.folders or any(fnmatchcase(f, p) for p in role.patterns) for f in folders)
     )
+
+
+def vendored_project(path: str) -> str:
+    """The lowercased name of the copied project a vendored file belongs to (`hiredis` of
+    `deps/hiredis/read.c`, `""` when the file lies in the vendored folder itself)."""
+    parts = [part.lower() for part in path.split("/")[:-1]]
+    for at, part in enumerate(parts):
+        if part in VENDORED.folders:
+            return parts[at + 1] if at + 1 < len(parts) else ""
+    return ""

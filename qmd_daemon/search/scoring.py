@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from qmd_daemon.search.candidates import Candidate
-from qmd_daemon.search.folder_roles import DOC_WORDS, folder_roles
+from qmd_daemon.search.folder_roles import DOC_WORDS, VENDORED, folder_roles, vendored_project
 from qmd_daemon.search.header_chunks import is_preamble_only
 from qmd_daemon.search.platform_ports import names_a_platform, port_places
 from qmd_daemon.search.query import ParsedQuery, content_words
 from qmd_daemon.search.test_paths import HARDWARE_LANGUAGES, is_test_path
+from qmd_daemon.search.translations import TRANSLATION_WORDS, is_translation
 from qmd_daemon.search.word_match import WordsMatching, initialisms, name_parts, stem_forms
 from qmd_daemon.text.identifiers import split_identifier
 
@@ -37,6 +38,8 @@ class ScoringWeights:
     benchmark_penalty: float = 0.3
     docs_site_penalty: float = 0.3  # the docs site's pages and code (x doc_penalty for its prose)
     scripts_penalty: float = 0.3  # build, release and maintenance scripts
+    translation_penalty: float = 0.3  # one language's messages under a locale folder (search/translations.py)
+    vendored_penalty: float = 0.3  # other projects' code copied in (`vendor/`, `third_party/`, `deps/`)
     compat_penalty: float = 0.3
     superseded_only: bool = True  # a `v1/` folder is compat code only beside its replacement
     platform_penalty: float = 0.3  # one operating system's port, unless the question names a platform
@@ -124,12 +127,22 @@ _COMPAT_PATH = re.compile(r"(^|/)(compat|legacy|deprecated|single_include)/|(^|/
 # its folder it is the code's own namespace: Exposed's packages are all `org.jetbrains.exposed.v1.*`,
 # a protobuf API's `temporal/api/workflowservice/v1/` (Google's API versioning).
 _FIRST_VERSION = re.compile(r"(^|/)v1/")
+# A later version's folder is old code beside a still later one: zod's `src/v3/` beside `src/v4/`.
+_VERSION_FOLDER = re.compile(r"(^|/)v(\d+)/")
+_VERSION_NAME = re.compile(r"v(\d+)")
 # A PostgreSQL extension's update scripts, named `extension--from--to.sql` as CREATE/ALTER EXTENSION
 # requires: each re-creates the objects its release changed, older copies of what the source (or
 # the install script, `extension--version.sql`) defines; pg_partman keeps 88 of them in `updates/`
 _EXTENSION_UPDATE_SCRIPT = re.compile(r"(?:^|/)[^/]+--[^/]+--[^/]+\.sql$")
 _UPGRADE_WORDS = frozenset({"upgrade", "upgrades", "upgrading", "migration", "migrations", "migrate",
                             "version", "versions"})
+
+
+def _names_project(project: str, asked: set[str]) -> bool:
+    """Whether a question's words name a vendored project: `hiredis`, `lua` of `deps/lua/`, both
+    words of `third_party/nlohmann-json/` (one of them, `json`, is any question's word)."""
+    parts = set(split_identifier(project))
+    return bool(project) and (project in asked or bool(parts) and parts <= asked)
 
 
 def asks_for_docs(parsed: ParsedQuery) -> bool:
@@ -308,6 +321,30 @@ _INTERFACE_WORDS = frozenset({"variable", "variables", "input", "inputs", "outpu
 _SOLIDITY_INTERFACE = re.compile(r"(?:^|/)I[A-Z]\w*\.sol$")
 
 
+# C++ headers whose bodies another file holds, by the conventions that split them: Google's and
+# spdlog's `logger-inl.h`, `_inl.h`, Boost's `.ipp`, templates' `.tpp`/`.tcc`/`.inl`, `_impl.h`
+_HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".hxx")
+_BODY_FORMS = ("{}-inl.h", "{}_inl.h", "{}-inl.hpp", "{}.inl", "{}.ipp", "{}.tpp", "{}.tcc", "{}_impl.h",
+               "{}-impl.h", "{}_impl.hpp")
+
+
+def _headers_with_bodies(cands: list[Candidate]) -> set[tuple[str, str]]:
+    """The (collection, lowercased path) of candidate headers whose bodies a file beside them
+    among the candidates holds (`logger.h` beside `logger-inl.h`): the header declares, the body
+    answers how it is done."""
+    paths = {(c.chunk.collection, c.chunk.path.lower()) for c in cands}
+    found = set()
+    for collection, path in paths:
+        if not path.endswith(_HEADER_SUFFIXES) or path.endswith(("-inl.h", "_inl.h", "_impl.h", "-impl.h")):
+            continue
+        folder, _, name = path.rpartition("/")
+        stem = name.rsplit(".", 1)[0]
+        prefix = folder + "/" if folder else ""
+        if any((collection, prefix + form.format(stem)) in paths for form in _BODY_FORMS):
+            found.add((collection, path))
+    return found
+
+
 class _CodeNeighbours:
     """(collection, lowercased folder: "" for the root, else ending in /) -> the names of the
     entries in it that hold code among the candidates: what a folder stands beside. Prose and data
@@ -330,22 +367,35 @@ class _CodeNeighbours:
                 entries.setdefault((cand.chunk.collection, folder), set()).add(parts[depth])
         return entries
 
-    def beside_other_code(self, collection: str, folder: str) -> bool:
-        """Whether FOLDER (lowercased, ending in /) has code beside it in its parent folder."""
+    def _beside(self, collection: str, folder: str) -> tuple[str, set[str]]:
+        """FOLDER's (lowercased, ending in /) name and the other code entries of its parent."""
         parent, _, name = folder[:-1].rpartition("/")
         parent_key = parent + "/" if parent else ""
-        return bool(self._entries.get((collection, parent_key), set()) - {name})
+        return name, self._entries.get((collection, parent_key), set()) - {name}
+
+    def beside_other_code(self, collection: str, folder: str) -> bool:
+        """Whether FOLDER (lowercased, ending in /) has code beside it in its parent folder."""
+        return bool(self._beside(collection, folder)[1])
+
+    def beside_later_version(self, collection: str, folder: str, version: int) -> bool:
+        """Whether FOLDER (`v2/`) has a later version's folder (`v3/`) with code beside it."""
+        return any((m := _VERSION_NAME.fullmatch(entry)) and int(m.group(1)) > version
+                   for entry in self._beside(collection, folder)[1])
 
 
 def _superseded_versions(cands: list[Candidate], neighbours: _CodeNeighbours) -> set[tuple[str, str]]:
-    """The (collection, lowercased path) of candidates under a `v1/` folder beside other code:
-    the current code (`pydantic/main.py` beside `pydantic/v1/`) or a later version (`api/v2/`)."""
+    """The (collection, lowercased path) of candidates under an older version's folder: a `v1/`
+    beside other code (the current code, `pydantic/main.py` beside `pydantic/v1/`, or a later
+    version, `api/v2/`), any `vN/` beside a later `vM/` (zod's `v3/` beside `v4/`)."""
     found = set()
     for cand in cands:
         path = cand.chunk.path.lower()
-        if (m := _FIRST_VERSION.search(path)) and neighbours.beside_other_code(cand.chunk.collection,
-                                                                                path[:m.end()]):
-            found.add((cand.chunk.collection, path))
+        for m in _VERSION_FOLDER.finditer(path):
+            folder, version = path[:m.end()], int(m.group(2))
+            if (version == 1 and neighbours.beside_other_code(cand.chunk.collection, folder)) or \
+                    neighbours.beside_later_version(cand.chunk.collection, folder, version):
+                found.add((cand.chunk.collection, path))
+                break
     return found
 
 
@@ -365,6 +415,7 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
         "benchmark_path": weights.benchmark_penalty,
         "docs_site_path": weights.docs_site_penalty,
         "scripts_path": weights.scripts_penalty,
+        "vendored_path": weights.vendored_penalty,
     }
     wants_docs = asks_for_docs(parsed)
     wants_ci = bool(asked & _CI_WORDS)
@@ -372,12 +423,14 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
     words = content_words(parsed)
     wants_platform = names_a_platform(words)
     wants_config = bool(_CONFIG_WORDS.intersection(words))
+    wants_translations = bool(asked & TRANSLATION_WORDS)
     # a collection whose candidates hold hardware descriptions is a hardware tree: the question's
     # candidates say it at no cost (a Verilog repository's questions meet its `.sv` files)
     hardware = {c.chunk.collection for c in cands if c.chunk.language in HARDWARE_LANGUAGES}
     neighbours = _CodeNeighbours(cands)
     superseded = _superseded_versions(cands, neighbours) if weights.superseded_only else {
         (c.chunk.collection, p) for c in cands if _FIRST_VERSION.search(p := c.chunk.path.lower())}
+    declared_only = _headers_with_bodies(cands)
     for cand in cands:
         path = cand.chunk.path.lower()
         if _CHANGELOG_NAME.search(path):
@@ -388,8 +441,11 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
         if not wants_tests and is_test_path(cand.chunk.path, cand.chunk.collection in hardware):
             cand.scale("test_path", weights.test_penalty)
         for role in folder_roles(cand.chunk.path):
-            if not asked & role.subject:
+            named = role is VENDORED and _names_project(vendored_project(path), asked)
+            if not asked & role.subject and not named:
                 cand.scale(role.name, role_penalties[role.name])
+        if not wants_translations and is_translation(cand.chunk.path):
+            cand.scale("translation", weights.translation_penalty)
         if not wants_data and cand.chunk.language in _DATA_LANGUAGES:
             cand.scale("data_file", weights.data_file_penalty)
         elif not wants_config and cand.chunk.kind == "code" and _stem(path) in _CONFIG_MODULE_STEMS:
@@ -408,6 +464,7 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
         objc_header = name.endswith(".h") and cand.chunk.language == "objc"
         declares = name.endswith(_DECLARATION_SUFFIXES) or objc_header
         declares = declares or bool(_SOLIDITY_INTERFACE.search(cand.chunk.path))
+        declares = declares or (cand.chunk.collection, path) in declared_only
         if declares or (name in _TERRAFORM_INTERFACE and not asked & _INTERFACE_WORDS):
             cand.scale("type_declarations", weights.dts_penalty)
 

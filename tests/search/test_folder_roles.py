@@ -13,6 +13,7 @@ import pytest
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.folder_roles import folder_roles
 from qmd_daemon.search.pipeline import SearchOptions
+from qmd_daemon.search.translations import is_translation
 from tests.conftest import indexed
 
 ROLE_OF_PATH = {
@@ -40,6 +41,11 @@ ROLE_OF_PATH = {
     # the project's own scripts
     "scripts/mangleErrors.mts": "scripts_path",
     "script/bootstrap": "scripts_path",
+    # other projects' code copied in
+    "deps/hiredis/read.c": "vendored_path",  # a C project's dependencies (redis)
+    "third_party/abseil-cpp/absl/strings/str_cat.cc": "vendored_path",
+    "src/3rdparty/fmt/format.h": "vendored_path",
+    "src/pip/_vendor/requests/sessions.py": "vendored_path",
 }
 SOURCE_PATHS = [
     "src/click/core.py",
@@ -50,6 +56,8 @@ SOURCE_PATHS = [
     "lib/sinatra/base.rb",
     "src/sample.rs",
     "packages/server/src/unstable-core-do-not-import/router.ts",
+    "sympy/external/importtools.py",  # `external/` is as often the project's own bindings
+    "exposed-core/src/main/kotlin/org/jetbrains/exposed/v1/core/vendors/PostgreSQL.kt",  # database vendors
 ]
 
 
@@ -228,3 +236,91 @@ def test_a_question_about_environment_variables_is_about_configuration(
                         "    open(cache_folder() + key, 'w').write(value)\n",
     })
     assert _lowered_by(engine, name, question, {"config_module"})[settings] is False
+
+
+def test_vendored_code_ranks_below_the_source_unless_the_question_names_it(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # redis keeps hiredis, lua and jemalloc under `deps/`: a copy of another project's reply parser
+    # says "parse a reply" as densely as redis's own
+    copied = "deps/hiredis/read.c"
+    source = "src/networking.c"
+    name = indexed(engine, tmp_path / "redis", {
+        copied: "/* parse a reply from the server: read the reply's type, then its bulk */\n"
+                "static int processItem(redisReader *r) { return parseReply(r); /* reply */ }\n",
+        source: "/* parse a client's request; write the reply to the client */\n"
+                "int processCommand(client *c) { return addReply(c); }\n",
+    })
+    lowered = _lowered_by(engine, name, "how is a reply parsed", {"vendored_path"})
+    assert lowered == {copied: True, source: False}
+    assert _lowered_by(engine, name, "how hiredis parses a reply", {"vendored_path"})[copied] is False
+    assert _lowered_by(engine, name, "vendored reply parser", {"vendored_path"})[copied] is False
+
+
+@pytest.mark.parametrize("path", [
+    "packages/zod/src/v4/locales/fr.ts", "config/locales/pt-BR.yml", "src/i18n/zh_Hant.json",
+    "App/fr.lproj/Localizable.strings", "locales/fil.json", "i18n/es-419.json",
+])
+def test_a_language_named_file_under_a_locale_folder_is_a_translation(path: str) -> None:
+    assert is_translation(path)
+
+
+@pytest.mark.parametrize("path", [
+    "src/locales/index.ts",  # the machinery that loads them
+    "i18n/api.ts",  # a 3-letter module, no language
+    "src/java/lang/String.java",  # `lang/` is a package as often
+    "src/io.rs",  # a 2-letter module outside any locale folder
+])
+def test_modules_are_no_translations(path: str) -> None:
+    assert not is_translation(path)
+
+
+def test_translations_rank_below_the_code_unless_the_question_asks_for_them(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # zod's `locales/en.ts` words every validation message, in the question's words, without the check
+    english = "src/locales/en.ts"
+    check = "src/checks.ts"
+    name = indexed(engine, tmp_path / "zod", {
+        english: "export const messages = {\n"
+                 "  too_small: 'String must contain at least the minimum length',\n"
+                 "  too_big: 'String must contain at most the maximum length',\n};\n",
+        check: "// the minimum length check of a string\nexport function minLength(min: number) {\n"
+               "  return (s: string) => s.length >= min;\n}\n",
+    })
+    question = "how is a string's minimum length checked"
+    assert _lowered_by(engine, name, question, {"translation"}) == {english: True, check: False}
+    assert _lowered_by(engine, name, "english translation of the minimum length message",
+                       {"translation"})[english] is False
+
+
+def test_an_older_versions_folder_beside_a_later_one_is_old_code(engine: Engine, tmp_path: Path) -> None:
+    # zod keeps v3 in `src/v3/` beside the current `src/v4/`; a `v2/` alone is the code
+    old, new = "src/v3/types.ts", "src/v4/core/schemas.ts"
+    zod = indexed(engine, tmp_path / "zod", {
+        old: "// parse a string schema: check its type, then every refinement\nexport class ZodString {}\n",
+        new: "// parse a string schema: check its type, then each check\nexport const $ZodString = 1;\n",
+    })
+    lowered = _lowered_by(engine, zod, "how a string schema is parsed", {"compat_path"})
+    assert lowered == {old: True, new: False}
+    alone = indexed(engine, tmp_path / "svc", {
+        "api/v2/server.go": "// Serve answers each request with the stored record\nfunc Serve() {}\n",
+        "cmd/main.go": "// main starts the server\nfunc main() { Serve() }\n",
+    })
+    lowered = _lowered_by(engine, alone, "how each request is answered", {"compat_path"})
+    assert lowered["api/v2/server.go"] is False
+
+
+def test_a_header_whose_bodies_sit_beside_it_declares(engine: Engine, tmp_path: Path) -> None:
+    # spdlog: `logger.h` declares, `logger-inl.h` holds the bodies; a header alone is the code
+    header, body = "include/spdlog/logger.h", "include/spdlog/logger-inl.h"
+    alone = "include/spdlog/pattern_formatter.h"
+    name = indexed(engine, tmp_path / "spdlog", {
+        header: "// flush the logger's sinks when the level is at least flush_level\n"
+                "class logger {\n  void flush();  // flush every sink\n};\n",
+        body: "// flush every sink of the logger\nSPDLOG_INLINE void logger::flush() {\n"
+              "  for (auto &sink : sinks_) { sink->flush(); }  // flush the sink\n}\n",
+        alone: "// formats a log message by the pattern; flush is not its job\nclass pattern_formatter {};\n",
+    })
+    assert _lowered_by(engine, name, "how does the logger flush its sinks", {"type_declarations"}) == {
+        header: True, body: False, alone: False}
