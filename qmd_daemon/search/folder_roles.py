@@ -69,12 +69,13 @@ SCRIPTS = FolderRole(
 VENDORED = FolderRole(
     "vendored_path",
     # other projects' code copied in: Go's and PHP's `vendor/`, C and C++ `third_party/`,
-    # `thirdparty/`, `3rdparty/`, a C project's `deps/` (redis's jemalloc, lua, hiredis), Python's
-    # `_vendor/` and `vendored/`, npm's and bower's install folders when committed. Not `vendors/`
+    # `thirdparty/`, `3rdparty/`, `bundled/` (spdlog's `fmt/bundled/`), a C project's `deps/`
+    # (redis's jemalloc, lua, hiredis), Python's `_vendor/` and `vendored/`, npm's and bower's
+    # install folders when committed. Not `vendors/`
     # (Exposed's database vendors, its own dialects), `external/` or `extern/` (as often the
     # project's own bindings: sympy's `external/` imports optional libraries). A question that
     # names the copied project asks for it (vendored_project).
-    frozenset({"vendor", "_vendor", "vendored", "third_party", "third-party", "thirdparty",
+    frozenset({"vendor", "_vendor", "vendored", "bundled", "third_party", "third-party", "thirdparty",
                "3rdparty", "deps", "node_modules", "bower_components"}),
     (),
     frozenset({"vendor", "vendored", "vendoring", "bundled", "thirdparty", "deps"}),

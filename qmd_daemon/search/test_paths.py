@@ -81,6 +81,9 @@ TEST_FOLDERS = frozenset(
 HARDWARE_TEST_FOLDERS = frozenset({"tb", "dv"})
 HARDWARE_LANGUAGES = frozenset({"verilog", "vhdl"})  # file_types' languages of hardware descriptions
 TEST_PROJECT_SUFFIXES = (".test", ".tests")
+# A suite's folder named by its kind of test: `integration_tests/`, `e2e-tests/`, Jest's variants of
+# `__tests__` (immer's `__performance_tests__/`), `perf-testing/`
+TEST_KIND_SUFFIXES = ("_tests", "-tests", "_test", "-test", "_testing", "-testing", "tests__", "test__")
 # In any language: the test variant of a file (`tsconfig.test.json`, `.scalafix.test.conf`), and
 # the scripts that run the tests (GitHub's `script/test`, sympy's `bin/test_isolated`).
 ANY_LANGUAGE_NAMES = ("*.test.*",)
@@ -99,6 +102,8 @@ def is_test_path(path: str, hardware: bool = False) -> bool:
     for folder in parts[:-1]:
         folder = folder.lower()
         if folder in TEST_FOLDERS or (folder.endswith(TEST_PROJECT_SUFFIXES) and not folder.startswith(".")):
+            return True
+        if folder.endswith(TEST_KIND_SUFFIXES):
             return True
         if hardware and folder in HARDWARE_TEST_FOLDERS:
             return True

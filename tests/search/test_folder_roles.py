@@ -46,6 +46,7 @@ ROLE_OF_PATH = {
     "third_party/abseil-cpp/absl/strings/str_cat.cc": "vendored_path",
     "src/3rdparty/fmt/format.h": "vendored_path",
     "src/pip/_vendor/requests/sessions.py": "vendored_path",
+    "include/spdlog/fmt/bundled/format.h": "vendored_path",
 }
 SOURCE_PATHS = [
     "src/click/core.py",

@@ -26,6 +26,11 @@ TEST_FILES = [
     # go: `*_test.go`
     "cmd/root_test.go",
     "go/printer/testdata/comments.go",  # the go tool skips `testdata/`
+    # a suite's folder named by its kind of test
+    "src/__performance_tests__/large-obj.mjs",  # a Jest-style variant of `__tests__` (immer)
+    "perf-testing/immutability.mjs",
+    "integration_tests/test_client.py",
+    "e2e-tests/login.spec.ts",
     # elixir: ExUnit `*_test.exs`
     "test/plug/conn_test.exs",
     # ruby: RSpec `*_spec.rb`, minitest `test_*.rb` / Rails `*_test.rb`
@@ -153,6 +158,8 @@ CODE_FILES = [
     "addons/dialogic/Modules/Text/auto_skip.gd",
     "addons/gut/testable.gd",
     "rtl/ibex_pmp.sv",
+    "packages/react-test-renderer/src/ReactTestRenderer.js",  # a package named for tests, not a suite
+    "lib/latest/index.js",
 ]
 
 
