@@ -29,10 +29,16 @@ TRANSLATION_WORDS = frozenset({"translation", "translations", "translate", "tran
 
 @lru_cache(maxsize=65_536)
 def is_translation(path: str) -> bool:
-    """A file named by a language tag under a locale folder, or any file of an `xx.lproj/` bundle."""
+    """A file named by a language tag under a locale folder, any file of a language's folder there
+    (i18next's `locales/de/translation.json`, gettext's `locale/fr/LC_MESSAGES/django.po`,
+    Docusaurus' `i18n/ko/...`), or any file of an `xx.lproj/` bundle."""
     parts = path.split("/")
     folders = [part.lower() for part in parts[:-1]]
     if any(f.endswith(".lproj") for f in folders):
         return True
     stem = parts[-1].split(".")[0]
-    return bool(_LANGUAGE_TAG.fullmatch(stem)) and any(f in _LOCALE_FOLDERS for f in folders)
+    for at, folder in enumerate(folders):
+        if folder in _LOCALE_FOLDERS:
+            below = folders[at + 1] if at + 1 < len(folders) else stem
+            return bool(_LANGUAGE_TAG.fullmatch(below) or _LANGUAGE_TAG.fullmatch(stem))
+    return False

@@ -261,6 +261,9 @@ def test_vendored_code_ranks_below_the_source_unless_the_question_names_it(
 @pytest.mark.parametrize("path", [
     "packages/zod/src/v4/locales/fr.ts", "config/locales/pt-BR.yml", "src/i18n/zh_Hant.json",
     "App/fr.lproj/Localizable.strings", "locales/fil.json", "i18n/es-419.json",
+    "public/locales/de/translation.json",  # i18next: a folder per language
+    "django/conf/locale/fr/LC_MESSAGES/django.po",  # gettext
+    "website/i18n/ko/docusaurus-plugin-content-docs/current/intro.md",  # Docusaurus
 ])
 def test_a_language_named_file_under_a_locale_folder_is_a_translation(path: str) -> None:
     assert is_translation(path)
@@ -271,6 +274,7 @@ def test_a_language_named_file_under_a_locale_folder_is_a_translation(path: str)
     "i18n/api.ts",  # a 3-letter module, no language
     "src/java/lang/String.java",  # `lang/` is a package as often
     "src/io.rs",  # a 2-letter module outside any locale folder
+    "src/i18n/loader/index.ts",  # the machinery, in a folder of its own
 ])
 def test_modules_are_no_translations(path: str) -> None:
     assert not is_translation(path)
