@@ -117,6 +117,11 @@ LANGUAGE_SUFFIXES: dict[str, tuple[str, ...]] = {
     "chapel": (".chpl",),
     "nextflow": (".nf",),
     "qsharp": (".qs",),
+    # parser and scanner generators' sources: a C project's grammar (Ruby's `parse.y`, jq's
+    # `parser.y`/`lexer.l`, PostgreSQL's `gram.y`); not `.ll` (LLVM IR as often as flex C++)
+    "yacc": (".y", ".yy"),
+    "lex": (".l", ".lex"),
+    "jq": (".jq",),
     # build files with an extension
     "make": (".mk", ".mak", ".make"),
     "dockerfile": (".dockerfile", ".containerfile"),

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.config import CollectionConfig, IndexConfig, expand_braces
+from qmd_daemon.engine import Engine
 from qmd_daemon.file_types import (
     BUILD_FILE_NAMES,
     LANGUAGE_SUFFIXES,
@@ -16,7 +17,7 @@ from qmd_daemon.file_types import (
 from qmd_daemon.ingest.chunking import CHUNKER_VERSION, chunk_text
 from qmd_daemon.ingest.scan import compile_mask, fast_matcher, scan
 from qmd_daemon.settings import DEFAULT_EXCLUDES, DEFAULT_MASK, EARLIER_DEFAULT_MASKS
-from tests.conftest import write_tree
+from tests.conftest import indexed, write_tree
 
 
 def test_the_mask_is_built_from_the_table_and_nothing_else() -> None:
@@ -55,6 +56,9 @@ def test_the_mask_is_built_from_the_table_and_nothing_else() -> None:
         ("docs/index.qmd", "markdown"),
         ("docs/modules/ROOT/pages/index.adoc", "asciidoc"),
         ("analysis/train.ipynb", "jupyter"),
+        ("src/parser.y", "yacc"),  # a grammar is the parser's source (jq, Ruby's parse.y)
+        ("src/lexer.l", "lex"),
+        ("src/builtin.jq", "jq"),
         ("blob.bin", None),
     ],
 )
@@ -204,3 +208,19 @@ def test_a_pod_file_is_indexed_as_documentation_headed_by_its_titles(engine, tmp
     titled = {c.heading for c in chunks if lines[c.start_line - 1].startswith("=head")}
     assert "CONCEPTS > Dispatcher" in titled, titled
     assert all(d.kind == "heading" for c in chunks for d in c.definitions)
+
+
+def test_a_grammar_and_a_scanner_are_indexed_as_code(engine: Engine, tmp_path: Path) -> None:
+    # jq's parser is `src/parser.y` (bison) and its tokens `src/lexer.l` (flex): the code a question
+    # about the language's syntax means; before, the default mask skipped both
+    name = indexed(engine, tmp_path / "jq", {
+        "src/parser.y": "%token IDENT FIELD\n%%\n"
+                        "Exp: Exp '|' Exp { $$ = block_join($1, $3); }  /* the pipe joins two filters */\n"
+                        "| Term { $$ = $1; }\n;\n%%\n"
+                        "static int yyerror(const char *msg) { return report_parse_error(msg); }\n",
+        "src/lexer.l": "%%\n\"|\" { return '|'; }  /* pipe */\n[a-zA-Z_]+ { return IDENT; }\n%%\n",
+        "src/execute.c": "/* run a compiled program */\nint jq_next(jq_state *jq) { return run(jq); }\n",
+    })
+    hits = engine.search("how does the grammar parse the pipe between two filters", [name])
+    assert hits[0].path == "src/parser.y" and hits[0].kind == "code"
+    assert "src/lexer.l" in {h.path for h in engine.search("pipe token", [name])}

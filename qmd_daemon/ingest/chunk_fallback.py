@@ -694,7 +694,7 @@ _FAMILY_OF = {
     "gleam": "gleam",
     "crystal": "crystal",
     **dict.fromkeys(("vue", "svelte"), "sfc"),
-    **dict.fromkeys(("d", "glsl", "hlsl", "vala"), "c_like"),
+    **dict.fromkeys(("d", "glsl", "hlsl", "vala", "yacc", "lex"), "c_like"),
 }
 # Families whose patterns above name every definition: the generic patterns would misread their
 # declarations (`integer :: i` as a Haskell signature, Verilog's `input wire clk` as a GraphQL type,
