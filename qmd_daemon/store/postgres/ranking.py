@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from qmd_daemon.store.postgres import postings
 from qmd_daemon.store.postgres.lexical import COLUMN_LABELS, Node, Seq, lexemes, phrases, tsquery
 
 K1, B = 1.2, 0.75  # FTS5's bm25 constants (fts5_aux.c)
@@ -52,14 +53,19 @@ _WORD_FREQUENCY = """CASE WHEN q.label = '' THEN
 )
 
 
-def _occurrences(seqs: list[Seq], params: dict[str, Any]) -> str:
-    """SELECTs of (phrase, id, token_count, occurrences, their weights summed): single words per
-    row from their positions' labels, in one join against the array of them; each longer phrase
-    per occurrence, joining its tokens at consecutive positions of one column."""
+def _words(seqs: list[Seq], params: dict[str, Any]) -> None:
+    """The single words of SEQS as the arrays both word parts unnest: lexeme, column, phrase."""
     words = [(i, seq) for i, seq in enumerate(seqs) if len(seq.tokens) == 1]
     params["words"] = [seq.tokens[0] for _, seq in words]
     params["word_columns"] = [seq.column or "" for _, seq in words]
     params["word_phrases"] = [i for i, _ in words]
+
+
+def _occurrences(seqs: list[Seq], params: dict[str, Any]) -> str:
+    """SELECTs of (phrase, id, token_count, occurrences, their weights summed): single words per
+    row from their positions' labels, in one join against the array of them; each longer phrase
+    per occurrence, joining its tokens at consecutive positions of one column."""
+    _words(seqs, params)
     frequency = _WORD_FREQUENCY.format(weight=_weight("q.label"))
     parts = [f"""SELECT q.phrase, t.id, t.token_count, {_WORD_COUNT} AS n,
                {frequency} AS f
@@ -127,6 +133,16 @@ def _candidates(node: Node, among: str, ids: list[int], weights: tuple[float, fl
         f" coalesce(sum(f) FILTER (WHERE phrase = {i}), 0) AS f{i}"
         for i in range(len(seqs))
     )
+    per_row = f"""per_row AS (
+        SELECT id, token_count{columns}
+        FROM occ GROUP BY id, token_count
+    )"""
+    if among == "collection_id" and file_ids is None and decided_by_tsquery(node):
+        # words only: their postings hold every count (a chunk holding none of them is no match)
+        _words(seqs, params)
+        return f"""WITH occ AS (
+        {postings.occurrences(_weight("q.label"))}
+    ), {per_row}"""
     # `term`: the candidates' own tsvectors cut to the query's lexemes (deleting the lexemes that
     # remain once those are deleted) before unnest: unnest builds every lexeme's positions and
     # labels, and a chunk holds ~60 lexemes where a query asks a few.
@@ -140,10 +156,7 @@ def _candidates(node: Node, among: str, ids: list[int], weights: tuple[float, fl
         FROM term t, unnest(t.positions, t.weights) AS p(pos, label)
     ), occ AS (
         {_occurrences(seqs, params)}
-    ), per_row AS (
-        SELECT id, token_count{columns}
-        FROM occ GROUP BY id, token_count
-    )"""
+    ), {per_row}"""
 
 
 def matching(node: Node, among: str, ids: list[int]) -> Statement:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import psycopg
 
 from qmd_daemon.errors import IndexDatabaseError
+from qmd_daemon.store.postgres import postings
 from qmd_daemon.store.postgres.connection import PostgresDatabase
 
 
@@ -196,7 +197,10 @@ _V4 = [
     END $do$""",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+# V5: each chunk's postings of its lexemes (postings.py), filled for an index made before them.
+_V5 = postings.SCHEMA
+
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 SCHEMA_VERSION = max(MIGRATIONS)
 _MIGRATION_LOCK = 0x716D64  # one migration at a time across every machine sharing the database
 
