@@ -13,6 +13,9 @@ triggers, so every path that adds, rewrites or deletes chunks (cascades included
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+
 import psycopg
 
 from qmd_daemon.errors import IndexDatabaseError
@@ -205,6 +208,10 @@ SCHEMA_VERSION = max(MIGRATIONS)
 _MIGRATION_LOCK = 0x716D64  # one migration at a time across every machine sharing the database
 
 
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def enable_pgvector(db: PostgresDatabase) -> str | None:
     """Enable pgvector in this database if it is not yet; None when vectors can be kept, else why
     not (the extension is not installed on the server, or this role may not create it)."""
@@ -250,10 +257,16 @@ def current_version(db: PostgresDatabase) -> int:
     return int(meta_value(db, "schema_version") or 0)
 
 
-def migrate(db: PostgresDatabase) -> None:
+def migrate(db: PostgresDatabase, notify: Callable[[str], None] = _to_stderr) -> None:
     """Bring the schema to SCHEMA_VERSION, each step in one transaction under an advisory lock (two
-    machines opening a new database at once migrate it once); a newer schema is refused."""
-    for target in range(current_version(db) + 1, SCHEMA_VERSION + 1):
+    machines opening a new database at once migrate it once); a newer schema is refused. An
+    upgrade is announced on stderr: step 5 fills the postings of every chunk (18 s at 65k chunks,
+    docs/postgres.md), and the shared index is held meanwhile."""
+    found = current_version(db)
+    if 0 < found < SCHEMA_VERSION:
+        notify(f"qmd-daemon: upgrading the index {db.where} from schema {found} to {SCHEMA_VERSION} "
+               "(once after an upgrade; minutes on a big index)")
+    for target in range(found + 1, SCHEMA_VERSION + 1):
         with db.transaction():
             db.advisory_lock(_MIGRATION_LOCK)
             if current_version(db) >= target:

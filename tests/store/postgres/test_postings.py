@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from qmd_daemon.config import CollectionConfig
 from qmd_daemon.ingest.indexer import update_collection
@@ -35,7 +36,10 @@ def _indexed(url: str, tmp_path: Path) -> PostgresChunkStore:
     return store
 
 
-def _both_ways(store: PostgresChunkStore, node: lexical.Node, limit: int) -> tuple[list, list]:
+Ranked = list[tuple[int, float]]
+
+
+def _both_ways(store: PostgresChunkStore, node: lexical.Node, limit: int) -> tuple[Ranked, Ranked]:
     """(from the postings, from the positions): naming every file of the index keeps the same rows
     but takes ranking.py's positions path (postings serve whole collections only)."""
     cid = store.collection_id("code")
@@ -66,7 +70,7 @@ def test_words_rank_from_their_postings_exactly_as_from_positions(
 
 
 def test_an_index_made_before_the_postings_gets_them_when_opened(
-    postgres_url: str, tmp_path: Path, home: Path
+    postgres_url: str, tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _indexed(postgres_url, tmp_path).close()
     with psycopg.connect(postgres_url, autocommit=True) as conn:  # back to schema 4's tables
@@ -75,6 +79,7 @@ def test_an_index_made_before_the_postings_gets_them_when_opened(
         conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     store = PostgresChunkStore(PostgresDatabase(postgres_url))
     try:
+        assert "from schema 4 to 5" in capsys.readouterr().err  # announced: it takes a while
         assert schema.current_version(store.db) == schema.SCHEMA_VERSION == 5
         assert statistics_match_a_recount(postgres_url)
         cid = store.collection_id("code")
