@@ -73,10 +73,21 @@ def postgres_url(postgres_server: str) -> Iterator[str]:
         yield url
 
 
+# each chunk's postings (store/postgres/postings.py) as the chunks' tsvectors hold them now
+_POSTINGS_RECOUNT = """SELECT c.collection_id, c.id, c.token_count, u.lexeme,
+           cardinality(array_positions(u.weights, 'A')), cardinality(array_positions(u.weights, 'B')),
+           cardinality(array_positions(u.weights, 'C'))
+    FROM chunks c, unnest(c.fts) u ORDER BY 1, 2, 4"""
+_POSTINGS_KEPT = """SELECT p.collection_id, p.chunk_id, p.token_count, l.lexeme, p.n_a, p.n_b, p.n_c
+    FROM chunk_terms p JOIN lexemes l ON l.id = p.lexeme_id ORDER BY 1, 2, 4"""
+
+
 def statistics_match_a_recount(url: str) -> bool:
-    """Whether the trigger-kept BM25 statistics (term_stats, collection_totals) equal a count made
-    now from the chunks themselves."""
+    """Whether the trigger-kept BM25 statistics (term_stats, collection_totals) and postings
+    (chunk_terms) equal a count made now from the chunks themselves."""
     with psycopg.connect(url) as conn:
+        if conn.execute(_POSTINGS_RECOUNT).fetchall() != conn.execute(_POSTINGS_KEPT).fetchall():
+            return False
         recount = conn.execute(
             """SELECT collection_id, lexeme, count(*) FROM chunks, unnest(tsvector_to_array(fts)) lexeme
                GROUP BY 1, 2 ORDER BY 1, 2"""

@@ -223,6 +223,8 @@ def test_a_postgres_index_embedded_before_schema_4_keeps_vectors_after_its_upgra
     with store.db.transaction():
         for statement in ("DROP TRIGGER chunks_keep_vector ON chunks", "DROP FUNCTION qmd_keep_vector",
                           "DROP TABLE kept_vectors", "DROP SEQUENCE kept_vectors_order",
+                          # and schema 5's postings (store/postgres/postings.py)
+                          "DROP FUNCTION qmd_chunk_postings() CASCADE", "DROP TABLE chunk_terms, lexemes",
                           "UPDATE meta SET value = '3' WHERE key = 'schema_version'"):
             store.db.execute(statement)
     migrate(store.db)
