@@ -20,6 +20,7 @@ import psycopg
 
 from qmd_daemon.errors import IndexDatabaseError
 from qmd_daemon.store.postgres import postings
+from qmd_daemon.store.postgres.chunk_triggers import NEW_ROWS, OLD_ROWS, REWRITTEN, chunk_triggers
 from qmd_daemon.store.postgres.connection import PostgresDatabase
 
 
@@ -38,9 +39,6 @@ def _counted(rows: str, sign: int) -> str:
                     version = t.version + 1;"""
 
 
-# an UPDATE that rewrote a chunk's terms (rederive); line moves leave `fts` as it was
-_REWRITTEN = """SELECT {side}.collection_id, {side}.fts, {side}.token_count FROM old_rows o
-    JOIN new_rows n ON n.id = o.id WHERE n.fts IS DISTINCT FROM o.fts"""
 
 _V1 = [
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -112,25 +110,12 @@ _V1 = [
         tokens BIGINT NOT NULL,
         version BIGINT NOT NULL
     )""",
-    f"""CREATE FUNCTION qmd_chunk_terms() RETURNS TRIGGER LANGUAGE plpgsql AS $$
-    BEGIN
-        IF TG_OP = 'INSERT' THEN
-            {_counted("SELECT collection_id, fts, token_count FROM new_rows", 1)}
-        ELSIF TG_OP = 'DELETE' THEN
-            {_counted("SELECT collection_id, fts, token_count FROM old_rows", -1)}
-        ELSE
-            {_counted(_REWRITTEN.format(side="o"), -1)}
-            {_counted(_REWRITTEN.format(side="n"), 1)}
-        END IF;
-        RETURN NULL;
-    END $$""",
-    """CREATE TRIGGER chunks_added AFTER INSERT ON chunks REFERENCING NEW TABLE AS new_rows
-        FOR EACH STATEMENT EXECUTE FUNCTION qmd_chunk_terms()""",
-    """CREATE TRIGGER chunks_removed AFTER DELETE ON chunks REFERENCING OLD TABLE AS old_rows
-        FOR EACH STATEMENT EXECUTE FUNCTION qmd_chunk_terms()""",
-    """CREATE TRIGGER chunks_rewritten AFTER UPDATE ON chunks
-        REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-        FOR EACH STATEMENT EXECUTE FUNCTION qmd_chunk_terms()""",
+    *chunk_triggers(
+        "qmd_chunk_terms", "chunks",
+        added=_counted(NEW_ROWS, 1),
+        removed=_counted(OLD_ROWS, -1),
+        rewritten=_counted(REWRITTEN.format(side="o"), -1) + _counted(REWRITTEN.format(side="n"), 1),
+    ),
     """CREATE TABLE llm_cache (
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL,
