@@ -808,10 +808,7 @@ class _Collector:
         return True
 
     def lua_assignment(self, node: Any, top: bool) -> bool:
-        """`local f = function() end` and `M.f = function() end` are function definitions; at a
-        module's top `M.defaults = { ... }` and `local config = { ... }` define a table (a Lua
-        module's settings and data live in its table's fields, as a JS module's in its top-level
-        consts); an empty `local M = {}` defines nothing yet."""
+        """`local f = function() end` and `M.f = function() end` are function definitions."""
         assign = node if node.type == "assignment_statement" else next(
             (c for c in node.named_children if c.type == "assignment_statement"), None)
         if assign is None:
@@ -826,9 +823,6 @@ class _Collector:
             kind = "method" if name_node.type != "identifier" else "function"
             body = value.child_by_field_name("body")
             self.add(node, self.text(name_node, 160), kind, name_node, sig_body=body)
-        elif top and value.type == "table_constructor" and value.named_child_count:
-            name_node = names.named_children[0]
-            self.add(node, self.text(name_node, 160), "variable", name_node, sig_body=value)
         return True
 
     def julia_assignment(self, node: Any, ctx: str, top: bool) -> bool:

@@ -58,11 +58,9 @@ def grammar_key(languages: list[str]) -> str:
 # component's props (`export let`, Svelte 5's `let { ... } = $props()`) as one-line definitions
 # (loose22; `.pod` files, new to the table, re-key it by themselves); 13: the same with an Elixir
 # module or protocol with a dotted name (`defmodule Plug.Conn`) also defining its last part
-# (`Conn`), the name `alias` gives it (session 22: a home either branch indexed at 12 is re-read);
-# 14: a Lua module's top-level tables (`M.defaults = { ... }`, `local config = { ... }`) as
-# definitions (rules25).
+# (`Conn`), the name `alias` gives it (session 22: a home either branch indexed at 12 is re-read).
 CHUNKER_VERSION = (
-    f"14:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
+    f"13:{MAX_LINES}:{MAX_CHARS}:{OVERLAP_LINES}:g{grammar_key(available_languages())}:t{table_key()}"
 )
 
 

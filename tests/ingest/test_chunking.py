@@ -724,10 +724,6 @@ LUA = textwrap.dedent(
 
     local M = {}
 
-    M.defaults = {
-      root = vim.fn.stdpath("data") .. "/lazy",
-    }
-
     ---@param opts table
     function M.setup(opts)
       M.options = opts or {}
@@ -1148,8 +1144,7 @@ CASES = [
       "description": "method", "Show": "impl", "show": "method", "whenJust": "function"}, "LayoutClass",
      "description"),
     ("lua", "lua/lazy/core/config.lua", LUA,
-     {"M.defaults": "variable", "M.setup": "function", "M:reload": "function", "normalize": "function",
-      "M.find": "method"},
+     {"M.setup": "function", "M:reload": "function", "normalize": "function", "M.find": "method"},
      None, None),
     ("zig", "src/Server.zig", ZIG,
      {"max_depth": "const", "Server": "struct", "init": "method", "deinit": "method", "Status": "enum",
@@ -1186,14 +1181,6 @@ CASES = [
      {"InModuleScope": "function", "Select-Passed": "function", "PesterRun": "class", "ToString": "method",
       "Reset": "method", "Result": "enum", "New-TestDrive": "function"}, "PesterRun", "Reset"),
 ]
-
-
-def test_lua_module_tables_are_definitions_but_not_an_empty_one_nor_a_functions_field() -> None:
-    chunks = chunk_code("lua/lazy/core/config.lua", LUA, "lua") or []
-    names = {d.name: d.kind for c in chunks for d in c.definitions}
-    assert names["M.defaults"] == "variable"
-    assert "M" not in names  # `local M = {}`: the module table before it holds anything
-    assert "M.options" not in names  # set inside `M.setup`, not at the module's top
 
 
 def test_powershell_help_examples_are_no_definitions() -> None:
