@@ -32,6 +32,13 @@ SYSTEMS = frozenset({
     # `ngx_epoll_module.c`, mio's `selector/kqueue.rs`)
     "kqueue", "epoll", "evport", "devpoll", "iocp", "inotify", "fsevents", "uring",
 })
+# Kotlin Multiplatform's source sets: `commonMain/` (kotlinx's `common/`) holds the API, its
+# `expect` declarations with their KDoc, and each target's set (`jvmMain/`, `jsMain/`,
+# `nativeMain/`; kotlinx's `jvm/`, `native/`, `jsAndWasmShared/`) the `actual` code for one
+# target. Such a folder is a port only beside a common set: `js/` or `native/` alone is anything.
+KOTLIN_TARGETS = frozenset({"jvm", "js", "wasm", "wasmjs", "wasmwasi", "native", "nativeother",
+                            "jsandwasmshared", "jvmandroid", "nonjvm", "apple"})
+COMMON_SOURCE_SETS = frozenset({"common", "commonmain"})
 # Names that are also ordinary words: a port only as a folder or as one part of a compound file
 # name (`command_win.go`, `FuzzerUtilWindows.cpp`), not as a whole file name (Ecto's `windows.ex`
 # builds SQL window clauses).
@@ -42,7 +49,7 @@ _PLAIN_WORDS = frozenset({"win", "windows", "dragonfly", "haiku"})
 PLATFORM_WORDS = SYSTEMS | frozenset({
     "platform", "platforms", "os", "oses", "operating", "portable", "portability",
     "cross-platform", "mac", "apple", "microsoft", "bsd", "unix", "posix",
-    "wsl", "msvc", "iphone", "ipad", "ipados", "xcode", "ubuntu", "debian", "fedora", "glibc", "musl",
+    "jvm", "wsl", "msvc", "iphone", "ipad", "ipados", "xcode", "ubuntu", "debian", "fedora", "glibc", "musl",
 })
 
 
@@ -56,6 +63,16 @@ def port_places(path: str) -> tuple[tuple[str, ...], bool]:
                   if folder.lower() in SYSTEMS or SYSTEMS.intersection(_parts(folder)))
     stem = name.split(".")[0]
     return named, bool(stem.lower() in SYSTEMS - _PLAIN_WORDS or SYSTEMS.intersection(_parts(stem)))
+
+
+@lru_cache(maxsize=65_536)
+def source_set_places(path: str) -> tuple[str, ...]:
+    """The paths (each ending in `/`) of PATH's folders named as a Kotlin Multiplatform target's
+    source set (`jvm/`, `jvmMain/`; a test set such as `jvmTest/` is the test rules' business):
+    ports where a common set stands beside them (scoring)."""
+    folders = path.lower().split("/")[:-1]
+    return tuple("/".join(folders[: depth + 1]) + "/" for depth, folder in enumerate(folders)
+                 if folder.removesuffix("main") in KOTLIN_TARGETS)
 
 
 def _parts(name: str) -> list[str]:

@@ -14,7 +14,12 @@ from functools import cached_property, lru_cache
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.folder_roles import DOC_WORDS, VENDORED, folder_roles, vendored_project
 from qmd_daemon.search.header_chunks import is_preamble_only
-from qmd_daemon.search.platform_ports import names_a_platform, port_places
+from qmd_daemon.search.platform_ports import (
+    COMMON_SOURCE_SETS,
+    names_a_platform,
+    port_places,
+    source_set_places,
+)
 from qmd_daemon.search.query import ParsedQuery, content_words
 from qmd_daemon.search.test_paths import HARDWARE_LANGUAGES, is_test_path
 from qmd_daemon.search.translations import TRANSLATION_WORDS, is_translation
@@ -377,6 +382,10 @@ class _CodeNeighbours:
         """Whether FOLDER (lowercased, ending in /) has code beside it in its parent folder."""
         return bool(self._beside(collection, folder)[1])
 
+    def beside_common_source_set(self, collection: str, folder: str) -> bool:
+        """Whether FOLDER (`jvm/`) has a Kotlin Multiplatform common source set with code beside it."""
+        return bool(COMMON_SOURCE_SETS & self._beside(collection, folder)[1])
+
     def beside_later_version(self, collection: str, folder: str, version: int) -> bool:
         """Whether FOLDER (`v2/`) has a later version's folder (`v3/`) with code beside it."""
         return any((m := _VERSION_NAME.fullmatch(entry)) and int(m.group(1)) > version
@@ -402,9 +411,14 @@ def _superseded_versions(cands: list[Candidate], neighbours: _CodeNeighbours) ->
 def _platform_port(cand: Candidate, neighbours: _CodeNeighbours) -> bool:
     """Whether the candidate is one system's port: its file name names one, or a folder that
     names one stands beside other code (libuv's `src/win/` beside `src/unix/`, Flutter's `android/`
-    beside `lib/`); alone such a folder is the code (ExoPlayer's Java package `com/google/android/`)."""
+    beside `lib/`); alone such a folder is the code (ExoPlayer's Java package `com/google/android/`).
+    A Kotlin target's source set beside the common one holds one target's `actual` code
+    (kotlinx-coroutines' `jvm/src/CoroutineContext.kt` beside `common/src/CoroutineContext.common.kt`)."""
     folders, file_named = port_places(cand.chunk.path)
-    return file_named or any(neighbours.beside_other_code(cand.chunk.collection, f.lower()) for f in folders)
+    if file_named or any(neighbours.beside_other_code(cand.chunk.collection, f.lower()) for f in folders):
+        return True
+    sets = source_set_places(cand.chunk.path) if cand.chunk.language == "kotlin" else ()
+    return any(neighbours.beside_common_source_set(cand.chunk.collection, f) for f in sets)
 
 
 def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: ScoringWeights) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from qmd_daemon.engine import Engine
-from qmd_daemon.search.platform_ports import names_a_platform, port_places
+from qmd_daemon.search.platform_ports import names_a_platform, port_places, source_set_places
 from qmd_daemon.search.query import content_words, parse_query
 from tests.conftest import indexed
 from tests.search.test_folder_roles import _lowered_by
@@ -122,3 +122,53 @@ def test_a_file_naming_a_system_is_a_port_inside_a_folder_that_is_not(engine: En
     })
     assert _lowered_by(engine, name, "how a socket connects to its address", {"platform_port"}) == {
         core: False, port: True}
+
+
+@pytest.mark.parametrize(("path", "places"), [
+    ("kotlinx-coroutines-core/jvm/src/CoroutineContext.kt", ("kotlinx-coroutines-core/jvm/",)),
+    ("okio/src/jvmMain/kotlin/okio/JvmOkio.kt", ("okio/src/jvmmain/",)),
+    ("kotlinx-coroutines-core/jsAndWasmShared/src/Promise.kt", ("kotlinx-coroutines-core/jsandwasmshared/",)),
+    ("kotlinx-coroutines-core/common/src/CoroutineContext.common.kt", ()),
+    ("src/main/kotlin/Json.kt", ()),
+])
+def test_kotlin_target_source_sets_by_their_folder_names(path: str, places: tuple[str, ...]) -> None:
+    assert source_set_places(path) == places
+
+
+# kotlinx-coroutines: the JVM's `actual` says "CoroutineContext" as densely as the common
+# `expect` declaration, whose KDoc is the API's (the JVM's ranked first in the whole checkout)
+KOTLINX_FILES = {
+    "core/common/src/CoroutineContext.common.kt":
+        "/** Creates a context for a new coroutine: the coroutine context elements of the scope. */\n"
+        "public expect fun CoroutineScope.newCoroutineContext(context: CoroutineContext): CoroutineContext\n",
+    "core/jvm/src/CoroutineContext.kt":
+        "/** Creates a CoroutineContext for a new coroutine, with debug coroutine context elements. */\n"
+        "public actual fun CoroutineScope.newCoroutineContext(context: CoroutineContext):\n"
+        "        CoroutineContext {\n"
+        "    val combined = coroutineContext + context // CoroutineContext elements\n"
+        "    return if (DEBUG) combined + CoroutineId(COROUTINE_ID.incrementAndGet()) else combined\n}\n",
+}
+
+
+def test_a_kotlin_targets_actual_code_ranks_after_the_common_declaration(
+    engine: Engine, tmp_path: Path
+) -> None:
+    name = indexed(engine, tmp_path / "kotlinx", KOTLINX_FILES)
+    question = "CoroutineContext and coroutine context elements"
+    assert list(_lowered_by(engine, name, question, {"platform_port"}).items()) == [
+        ("core/common/src/CoroutineContext.common.kt", False), ("core/jvm/src/CoroutineContext.kt", True)]
+    on_jvm = _lowered_by(engine, name, question + " on the JVM", {"platform_port"})
+    assert on_jvm["core/jvm/src/CoroutineContext.kt"] is False
+
+
+def test_a_folder_named_like_a_kotlin_target_without_a_common_set_is_no_port(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # a Kotlin app's `native/` bridge beside `app/`: no common source set, so no target's port
+    bridge = "native/src/Bridge.kt"
+    name = indexed(engine, tmp_path / "app", {
+        bridge: "/** Calls into the native camera library. */\nobject Bridge {\n  fun openCamera() {}\n}\n",
+        "app/src/Camera.kt": "/** The camera screen. */\nclass Camera {\n  fun show() {}\n}\n",
+    })
+    lowered = _lowered_by(engine, name, "how the native camera library is opened", {"platform_port"})
+    assert lowered[bridge] is False
