@@ -399,6 +399,9 @@ class PostgresChunkStore:
         if not collection_ids:
             return []
         files = None if file_ids is None else list(file_ids)
+        check = ranking.any_candidate(node, collection_ids, files)
+        if check is not None and self._sql(check.sql, check.params).fetchone() is None:
+            return []
         statement = ranking.ranked(node, collection_ids, limit, weights, files)
         return [(int(i), float(score)) for i, score in self._sql(statement.sql, statement.params)]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from qmd_daemon.store.postgres import postings
-from qmd_daemon.store.postgres.lexical import COLUMN_LABELS, Node, Seq, lexemes, phrases, tsquery
+from qmd_daemon.store.postgres.lexical import COLUMN_LABELS, Node, Op, Seq, lexemes, phrases, tsquery
 
 K1, B = 1.2, 0.75  # FTS5's bm25 constants (fts5_aux.c)
 SCOPES = {"collection_id": "c.collection_id", "id": "c.id"}  # what `among` the candidates are
@@ -165,6 +165,36 @@ def matching(node: Node, among: str, ids: list[int]) -> Statement:
     params: dict[str, Any] = {}
     head = _candidates(node, among, ids, (1.0, 1.0, 1.0), params)
     return Statement(f"{head}\n    SELECT id FROM per_row WHERE {_matches(node, 0)[0]}", params)
+
+
+LONG_AND = 16  # phrases: past this a root AND is first asked whether any row can match
+
+
+def any_candidate(node: Node, collection_ids: list[int], file_ids: list[int] | None) -> Statement | None:
+    """For a root AND of more than LONG_AND phrases (a long report's all-terms pass; a NOT by its
+    kept part), a SELECT of one row that can match, among the postings of its rarest required
+    token, or of none: such a pass mostly matches no row, and planning its ranking statement of
+    80 phrases took 1-2 s in the server (pg25's finding, session 25). None for other trees."""
+    kept = node.parts[0] if isinstance(node, Op) and node.kind == "not" else node
+    if not (isinstance(kept, Op) and kept.kind == "and" and len(phrases(kept)) > LONG_AND):
+        return None
+    # every token of a phrase directly under the root AND is required
+    required = sorted({t for part in kept.parts if isinstance(part, Seq) for t in part.tokens})
+    params: dict[str, Any] = {"scope": collection_ids, "tsquery": tsquery(node), "required": required}
+    files = ""
+    if file_ids is not None:
+        params["files"] = file_ids
+        files = " AND c.file_id = ANY(%(files)s)"
+    anchor = ""
+    if required:  # an array, not IN: the chunks are read by id, the tsquery tests only those
+        anchor = """ AND c.id = ANY(ARRAY(
+            SELECT p.chunk_id FROM chunk_terms p JOIN lexemes l ON l.id = p.lexeme_id
+            WHERE p.collection_id = ANY(%(scope)s) AND l.lexeme = (
+                SELECT q.lexeme FROM unnest(%(required)s::text[]) AS q(lexeme)
+                LEFT JOIN term_stats s ON s.lexeme = q.lexeme AND s.collection_id = ANY(%(scope)s)
+                GROUP BY q.lexeme ORDER BY coalesce(sum(s.df), 0), q.lexeme LIMIT 1)))"""
+    return Statement(f"SELECT 1 FROM chunks c WHERE c.collection_id = ANY(%(scope)s)"
+                     f" AND c.fts @@ %(tsquery)s::tsquery{files}{anchor} LIMIT 1", params)
 
 
 def _rows_holding(i: int, seq: Seq, params: dict[str, Any]) -> str:

@@ -5,6 +5,7 @@ real files (this repository's store and search sources)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -84,5 +85,42 @@ def test_an_index_made_before_the_postings_gets_them_when_opened(
         assert statistics_match_a_recount(postgres_url)
         cid = store.collection_id("code")
         assert store.fts_search(Word("transaction"), [cid], 5, WEIGHTS)
+    finally:
+        store.close()
+
+
+LONG = ("chunk", "collection", "token", "delete", "file", "path", "hash", "schema", "version",
+        "lock", "query", "rank", "term", "stats", "store", "index", "vector", "postgres")
+
+
+def test_a_long_and_is_first_asked_for_a_row_that_can_match(
+    postgres_url: str, tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a report's all-terms pass ANDs its ~40 words: mostly no row holds them all, and the ranking
+    # statement's planning cost seconds; a match still ranks as the ranking statement says
+    store = _indexed(postgres_url, tmp_path)
+    try:
+        cid = store.collection_id("code")
+        text = store.db.execute("SELECT text FROM chunks ORDER BY length(text) DESC LIMIT 1").fetchone()[0]
+        words = list(dict.fromkeys(re.findall(r"\b[a-z]{4,}\b", text)))[:17]
+        held = AllOf(tuple(Word(w) for w in words))  # 17 words one chunk holds
+        none = AllOf(tuple(Word(w) for w in LONG) + (Word("zebrafish"),))
+        statements: list[str] = []
+        run = store.db.execute
+
+        def recorded(sql: str, params: object = None) -> object:
+            statements.append(sql)
+            return run(sql, params)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(store.db, "execute", recorded)
+        assert store.fts_search(none, [cid], 10, WEIGHTS) == []
+        assert len(statements) == 1 and statements[0].startswith("SELECT 1 FROM chunks")  # no ranking
+        node = lexical.compile_query(held)
+        expected = ranking.ranked(node, [cid], 10, WEIGHTS)
+        found = store.fts_search(held, [cid], 10, WEIGHTS)
+        ranked = run(expected.sql, expected.params).fetchall()
+        assert found and found == [(int(i), float(score)) for i, score in ranked]
+        assert ranking.any_candidate(lexical.compile_query(AllOf(tuple(Word(w) for w in LONG[:16]))),
+                                     [cid], None) is None  # short: no pre-check
     finally:
         store.close()
