@@ -331,6 +331,7 @@ _SOLIDITY_INTERFACE = re.compile(r"(?:^|/)I[A-Z]\w*\.sol$")
 _HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".hxx")
 _BODY_FORMS = ("{}-inl.h", "{}_inl.h", "{}-inl.hpp", "{}.inl", "{}.ipp", "{}.tpp", "{}.tcc", "{}_impl.h",
                "{}-impl.h", "{}_impl.hpp")
+_BODY_SUFFIXES = tuple(form.format("") for form in _BODY_FORMS)  # a body file is no header of its own
 
 
 def _headers_with_bodies(cands: list[Candidate]) -> set[tuple[str, str]]:
@@ -340,7 +341,7 @@ def _headers_with_bodies(cands: list[Candidate]) -> set[tuple[str, str]]:
     paths = {(c.chunk.collection, c.chunk.path.lower()) for c in cands}
     found = set()
     for collection, path in paths:
-        if not path.endswith(_HEADER_SUFFIXES) or path.endswith(("-inl.h", "_inl.h", "_impl.h", "-impl.h")):
+        if not path.endswith(_HEADER_SUFFIXES) or path.endswith(_BODY_SUFFIXES):
             continue
         folder, _, name = path.rpartition("/")
         stem = name.rsplit(".", 1)[0]

@@ -61,6 +61,15 @@ def _words(seqs: list[Seq], params: dict[str, Any]) -> None:
     params["word_phrases"] = [i for i, _ in words]
 
 
+def _posted(seqs: list[Seq], ids: list[int], weights: tuple[float, float, float],
+            params: dict[str, Any]) -> str:
+    """SELECT of (phrase, id, token_count, n, f) for the single words of SEQS from their postings
+    (postings.py), in the collections IDS: the word part of _occurrences without the tsvectors."""
+    _words(seqs, params)
+    params.update(scope=ids, w_a=weights[0], w_b=weights[1], w_c=weights[2])
+    return postings.occurrences(_weight("q.label"))
+
+
 def _occurrences(seqs: list[Seq], params: dict[str, Any]) -> str:
     """SELECTs of (phrase, id, token_count, occurrences, their weights summed): single words per
     row from their positions' labels, in one join against the array of them; each longer phrase
@@ -139,9 +148,8 @@ def _candidates(node: Node, among: str, ids: list[int], weights: tuple[float, fl
     )"""
     if among == "collection_id" and file_ids is None and decided_by_tsquery(node):
         # words only: their postings hold every count (a chunk holding none of them is no match)
-        _words(seqs, params)
         return f"""WITH occ AS (
-        {postings.occurrences(_weight("q.label"))}
+        {_posted(seqs, ids, weights, params)}
     ), {per_row}"""
     # `term`: the candidates' own tsvectors cut to the query's lexemes (deleting the lexemes that
     # remain once those are deleted) before unnest: unnest builds every lexeme's positions and
@@ -250,8 +258,6 @@ def ranked(
     if file_ids is None and _any_word(node):
         # each posting's term, summed per row in the phrases' order: the doubles of the sum below
         # (a phrase a row lacks adds an exact 0 there), without a column per phrase per row
-        _words(seqs, params)
-        params.update(scope=collection_ids, w_a=weights[0], w_b=weights[1], w_c=weights[2])
         idf_of = "ARRAY[" + ", ".join(f"idf{i}" for i in range(len(seqs))) + "]::float8[]"
         term = _term("i.idf[occ.phrase + 1]", "occ.f", "occ.token_count", "i.average")
         # MATERIALIZED (and `idf` above): inlined, every posting row rebuilt the array and its
@@ -259,7 +265,7 @@ def ranked(
         sql = f"""WITH {statistics}, idf_of AS MATERIALIZED (
         SELECT average, {idf_of} AS idf FROM idf
     ), occ AS (
-        {postings.occurrences(_weight("q.label"))}
+        {_posted(seqs, collection_ids, weights, params)}
     ), scored AS (
         SELECT occ.id, occ.phrase, {term} AS term
         FROM occ, idf_of i WHERE occ.n > 0
