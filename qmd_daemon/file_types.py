@@ -4,7 +4,8 @@ added here is both scanned and labelled.
 
 The extensions and file names are GitHub Linguist's (lib/linguist/languages.yml at b45dbe9b2),
 for its programming languages and build files; data and markup formats are kept to the few the
-index always had (JSON, YAML, TOML, XML, Vue, Svelte, Markdown, reST, text). Where Linguist gives
+index always had (JSON, YAML, TOML, XML, Vue, Svelte, Markdown, reST, text), and a web app's
+templates and stylesheets (HTML only in a templates folder: `HTML_TEMPLATE_GLOBS`). Where Linguist gives
 one extension to several languages, the one most repositories mean wins and the others keep only
 their unambiguous extensions: `.m` Objective-C (not MATLAB, Mercury), `.pl`/`.pm`/`.t` Perl (not
 Prolog, Raku), `.v` Verilog (not V, Coq), `.fs` F# (not GLSL, Forth), `.h` C, `.d` D; `.cl`,
@@ -122,6 +123,28 @@ LANGUAGE_SUFFIXES: dict[str, tuple[str, ...]] = {
     "yacc": (".y", ".yy"),
     "lex": (".l", ".lex"),
     "jq": (".jq",),
+    # a web app's views and styles: the page a question about a form, an email or a theme is about
+    # (Rails' `users/new.html.erb`, Phoenix's `.heex`, Django's `templates/admin/base.html`, SCSS
+    # variables); markup more than code, so ranked below code unless a question asks for them
+    # (search/scoring.py MARKUP_LANGUAGES); Razor (`.razor` components, `.cshtml` pages) and
+    # Astro components carry their code as Vue and Svelte do
+    "erb": (".erb",),
+    "haml": (".haml",),
+    "slim": (".slim",),
+    "eex": (".eex", ".heex", ".leex"),
+    "jsp": (".jsp",),
+    "ejs": (".ejs",),
+    "pug": (".pug", ".jade"),
+    "handlebars": (".hbs", ".handlebars", ".mustache"),
+    "jinja": (".j2", ".jinja", ".jinja2", ".njk"),
+    "twig": (".twig",),
+    "liquid": (".liquid",),
+    "razor": (".cshtml", ".razor"),
+    "astro": (".astro",),
+    "css": (".css",),
+    "scss": (".scss", ".sass"),
+    "less": (".less",),
+    "stylus": (".styl",),
     # build files with an extension
     "make": (".mk", ".mak", ".make"),
     "dockerfile": (".dockerfile", ".containerfile"),
@@ -200,10 +223,26 @@ DOC_LANGUAGES = frozenset({"markdown", "rst", "asciidoc", "pod", "text"})
 _BY_SUFFIX = {suffix: lang for lang, suffixes in LANGUAGE_SUFFIXES.items() for suffix in suffixes}
 
 
+TEMPLATE_LANGUAGES = frozenset({"erb", "haml", "slim", "eex", "jsp", "ejs", "pug", "handlebars", "jinja",
+                                "twig", "liquid", "html"})
+STYLESHEET_LANGUAGES = frozenset({"css", "scss", "less", "stylus"})
+# HTML is a template where a framework keeps its templates (Django, Flask, Go's html/template,
+# Sphinx themes: a `templates/` folder; Angular: `name.component.html` beside its `.ts`); elsewhere
+# it is as often generated (API docs, coverage reports) and is left out.
+HTML_TEMPLATE_GLOBS = ("**/templates/**/*.html", "**/templates/**/*.htm", "**/*.component.html")
+
+
 def language_of(path: str) -> str | None:
     """The language of a file by its name, then its suffix (either in any case); None: unknown."""
-    name = PurePosixPath(path).name.lower()
-    return BUILD_FILE_NAMES.get(name) or _BY_SUFFIX.get(PurePosixPath(name).suffix)
+    pure = PurePosixPath(path.lower())
+    found = BUILD_FILE_NAMES.get(pure.name) or _BY_SUFFIX.get(pure.suffix)
+    if found is None and pure.suffix in (".html", ".htm") and _is_html_template(pure):
+        return "html"
+    return found
+
+
+def _is_html_template(path: PurePosixPath) -> bool:
+    return "templates" in path.parts[:-1] or path.name.endswith(".component.html")
 
 
 def language_of_text(path: str, text: str) -> str | None:
@@ -224,7 +263,7 @@ def table_key() -> str:
     rules = sorted(
         (suffix, [(lang, marks.pattern) for lang, marks in pairs]) for suffix, pairs in CONTENT_RULES.items()
     )
-    table = sorted(_BY_SUFFIX.items()) + sorted(BUILD_FILE_NAMES.items()) + rules
+    table = sorted(_BY_SUFFIX.items()) + sorted(BUILD_FILE_NAMES.items()) + rules + list(HTML_TEMPLATE_GLOBS)
     return hashlib.sha1(repr(table).encode()).hexdigest()[:10]
 
 
@@ -252,4 +291,4 @@ def default_mask() -> str:
     case-insensitively (`ingest.scan.compile_mask`)."""
     suffixes = ",".join(suffix[1:] for suffix in _BY_SUFFIX)
     names = ",".join(BUILD_FILE_NAMES)
-    return f"**/*.{{{suffixes}}};**/{{{names}}}"
+    return ";".join((f"**/*.{{{suffixes}}}", f"**/{{{names}}}", *HTML_TEMPLATE_GLOBS))

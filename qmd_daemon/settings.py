@@ -46,6 +46,7 @@ DEFAULT_EXCLUDES = (
     ".pytest_cache/",
     "target/",
     "*.min.js",
+    "*.min.css",
     "*.lock",
     "package-lock.json",
 )

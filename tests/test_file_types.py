@@ -8,6 +8,7 @@ from qmd_daemon.config import CollectionConfig, IndexConfig, expand_braces
 from qmd_daemon.engine import Engine
 from qmd_daemon.file_types import (
     BUILD_FILE_NAMES,
+    HTML_TEMPLATE_GLOBS,
     LANGUAGE_SUFFIXES,
     kind_of,
     language_of,
@@ -23,7 +24,8 @@ from tests.conftest import indexed, write_tree
 def test_the_mask_is_built_from_the_table_and_nothing_else() -> None:
     globs = {g for part in DEFAULT_MASK.split(";") for g in expand_braces(part)}
     suffixes = {s for group in LANGUAGE_SUFFIXES.values() for s in group}
-    assert globs == {f"**/*{s}" for s in suffixes} | {f"**/{n}" for n in BUILD_FILE_NAMES}
+    assert globs == ({f"**/*{s}" for s in suffixes} | {f"**/{n}" for n in BUILD_FILE_NAMES}
+                     | set(HTML_TEMPLATE_GLOBS))
     assert len(suffixes) == sum(map(len, LANGUAGE_SUFFIXES.values())), "one language per suffix"
     assert all(s == s.lower() for s in suffixes) and all(n == n.lower() for n in BUILD_FILE_NAMES)
 
@@ -60,6 +62,20 @@ def test_the_mask_is_built_from_the_table_and_nothing_else() -> None:
         ("src/lexer.l", "lex"),
         ("src/builtin.jq", "jq"),
         ("blob.bin", None),
+        # a web app's views and styles
+        ("app/views/users/new.html.erb", "erb"),
+        ("lib/app_web/components/layouts/root.html.heex", "eex"),
+        ("Pages/Counter.razor", "razor"),
+        ("Views/Home/Index.cshtml", "razor"),
+        ("src/pages/index.astro", "astro"),
+        ("assets/scss/_buttons.scss", "scss"),
+        ("public/site.css", "css"),
+        ("templates/email/welcome.html.j2", "jinja"),
+        # HTML where frameworks keep templates; elsewhere as often generated docs
+        ("django/contrib/admin/templates/admin/base.html", "html"),
+        ("src/app/hero-detail/hero-detail.component.html", "html"),
+        ("docs/api/index.html", None),
+        ("htmlcov/index.html", None),
     ],
 )
 def test_language_by_name_then_suffix_in_any_case(path: str, language: str | None) -> None:
@@ -114,6 +130,23 @@ def test_the_chunker_version_follows_the_table(monkeypatch: pytest.MonkeyPatch) 
     before = table_key()
     monkeypatch.setitem(BUILD_FILE_NAMES, "earthfile", "earthly")
     assert table_key() != before, "a language added re-chunks the index"
+
+
+def test_a_template_and_a_stylesheet_are_indexed_with_their_blocks_and_rules(engine, tmp_path: Path) -> None:
+    """Templates and stylesheets were in no table: a Rails, Django or Phoenix app's pages and its
+    styles could not be found at all. Their blocks, mixins and top-level rules name their chunks."""
+    base = ("{% load static %}\n<html>\n<body>\n{% block content %}\n<p>Hello</p>\n{% endblock %}\n"
+            "{% macro input(name) %}\n<input name=\"{{ name }}\">\n{% endmacro %}\n</body>\n</html>\n")
+    scss = (".btn-primary,\n.btn {\n  padding: 1rem;\n}\n\n@mixin button-variant($bg) {\n  color: $bg;\n}\n\n"
+            "@keyframes spin {\n  from { opacity: 0; }\n}\n")
+    repo = write_tree(tmp_path / "repo", {"app/templates/base.html": base, "assets/_buttons.scss": scss,
+                                          "site/index.html": "<html>generated</html>\n"})
+    engine.add_collection(repo, name="repo")
+    engine.update(["repo"])
+    ids = engine.collection_ids(["repo"])
+    assert dict(engine.store.language_counts(ids)) == {"html": 1, "scss": 1}, "HTML outside templates/ is not"
+    assert engine.store.defined_names(ids[0], "app/templates/base.html") >= {"content", "input"}
+    assert engine.store.defined_names(ids[0], "assets/_buttons.scss") >= {".btn", "button-variant", "spin"}
 
 
 def test_build_files_are_code_not_docs() -> None:

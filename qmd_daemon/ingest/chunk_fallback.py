@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
+from qmd_daemon.file_types import STYLESHEET_LANGUAGES, TEMPLATE_LANGUAGES
 from qmd_daemon.text.chunk_model import Chunk, Definition
 
 # Default caps shared by every chunker, chosen on the dev eval (bench/retrieval.py --profile small,
@@ -531,6 +532,22 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
         (r"(?i:type\s+)(?P<name>\w+)\s*(?:!.*)?$", "type", False),
         (r"(?i:interface\s+)(?!(?i:operator|assignment)\b)(?P<name>\w+)\s*(?:!.*)?$", "interface", False),
     ],
+    # templates: the blocks and macros a page defines and other pages fill or call (Django, Jinja,
+    # Twig, Liquid, Nunjucks `{% block name %}`, `{% macro name(`; Handlebars' inline partials;
+    # Rails' `content_for :name`; Razor's `@section Name`); the rest of a page is markup
+    "template": [
+        (r"\{%-?\s*(?:block|macro)\s+(?P<name>[\w.]+)", "section", False),
+        (r"\{\{#\*inline\s+[\"'](?P<name>[^\"']+)", "section", False),
+        (r"<%[-=]?\s*content_for\??\s*\(?:(?P<name>\w+)", "section", False),
+        (r"@section\s+(?P<name>\w+)", "section", False),
+    ],
+    # stylesheets: a top-level rule by its selector (`.btn-primary, .btn {`), Sass/Less mixins and
+    # functions, keyframes (a line opening with `#` or `%` is skipped as a comment's)
+    "stylesheet": [
+        (r"@(?:mixin|function)\s+(?P<name>[\w-]+)", "function", False),
+        (r"@keyframes\s+(?P<name>[\w-]+)", "section", False),
+        (r"(?P<name>[.:\[]?[A-Za-z_-][^{};]{0,200}?)[ \t]*\{[^}]*$", "rule", True),
+    ],
     "tcl": [
         (r"namespace\s+eval\s+(?P<name>[\w:]+)", "module", False),
         (r"proc\s+(?P<name>[\w:]+)", "function", False),
@@ -693,13 +710,16 @@ _FAMILY_OF = {
     "gdscript": "gdscript",
     "gleam": "gleam",
     "crystal": "crystal",
-    **dict.fromkeys(("vue", "svelte"), "sfc"),
+    **dict.fromkeys(("vue", "svelte", "astro"), "sfc"),
+    **dict.fromkeys((*TEMPLATE_LANGUAGES, "razor"), "template"),
+    **dict.fromkeys(STYLESHEET_LANGUAGES, "stylesheet"),
     **dict.fromkeys(("d", "glsl", "hlsl", "vala", "yacc", "lex"), "c_like"),
 }
 # Families whose patterns above name every definition: the generic patterns would misread their
 # declarations (`integer :: i` as a Haskell signature, Verilog's `input wire clk` as a GraphQL type,
 # MATLAB's `function out = f` as `out`, R's `error = function(e)` argument as a definition).
-_FAMILIES_WITHOUT_GENERIC = frozenset({"fortran", "verilog", "matlab", "r", "solidity", "gleam"})
+_FAMILIES_WITHOUT_GENERIC = frozenset({"fortran", "verilog", "matlab", "r", "solidity", "gleam", "template",
+                                       "stylesheet"})
 _FAMILY_RE = {
     family: [(re.compile(p), kind, top) for p, kind, top in patterns]
     for family, patterns in _FAMILY_PATTERNS.items()

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
+from qmd_daemon.file_types import STYLESHEET_LANGUAGES, TEMPLATE_LANGUAGES
 from qmd_daemon.search.candidates import Candidate
 from qmd_daemon.search.folder_roles import DOC_WORDS, VENDORED, folder_roles, vendored_project
 from qmd_daemon.search.header_chunks import is_preamble_only
@@ -55,6 +56,7 @@ class ScoringWeights:
     saturation: float = 0.5  # each further chunk of an already-ranked file
     doc_penalty: float = 0.5  # prose (markdown, rst, txt) when the question is not about docs
     data_file_penalty: float = 0.5  # YAML/JSON/TOML/XML unless the question is about configuration or data
+    markup_penalty: float = 0.5  # templates and stylesheets unless the question is about pages or styles
     config_module_penalty: float = 0.5  # code named config, settings, defaults unless the question says so
     changelog_penalty: float = 0.3  # CHANGES / CHANGELOG / HISTORY / NEWS mention everything
     preamble_penalty: float = 0.5  # code chunks that are only imports / package lines / header
@@ -118,6 +120,16 @@ _DATA_LANGUAGES = frozenset({"yaml", "json", "toml", "xml"})
 _DATA_WORDS = frozenset({"config", "configuration", "configure", "configured", "configs", "settings", "yaml",
                          "yml", "json", "toml", "xml", "manifest", "docker", "compose", "dependencies",
                          "dependency", "package", "packages"})
+# Templates and stylesheets (file_types: a web app's views and styles). A page's template says
+# what the page shows and a stylesheet names every widget, where the code that does it is elsewhere;
+# a question about a page, a template or a style asks for them (not "view", "form", "email":
+# code's words as often: Django's views, a form's validation).
+_MARKUP_LANGUAGES = TEMPLATE_LANGUAGES | STYLESHEET_LANGUAGES
+_MARKUP_WORDS = frozenset({
+    "template", "templates", "templating", "page", "pages", "html", "markup", "partial", "partials", "layout",
+    "layouts", "css", "scss", "sass", "style", "styles", "stylesheet", "stylesheets", "styling", "styled",
+    "theme", "themes", "theming", "color", "colors", "colour", "colours", "font", "fonts",
+})
 # A project's configuration module in code: xmonad's `Config.hs` binds every key to the operation it
 # runs, telescope's `config.lua` documents every option by the feature it sets; they name each
 # feature without doing it. Every dev answer that is one is for a question that says configuration.
@@ -439,6 +451,7 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
     wants_platform = names_a_platform(words)
     wants_config = bool(_CONFIG_WORDS.intersection(words))
     wants_translations = bool(asked & TRANSLATION_WORDS)
+    wants_markup = bool(asked & _MARKUP_WORDS)
     # a collection whose candidates hold hardware descriptions is a hardware tree: the question's
     # candidates say it at no cost (a Verilog repository's questions meet its `.sv` files)
     hardware = {c.chunk.collection for c in cands if c.chunk.language in HARDWARE_LANGUAGES}
@@ -463,6 +476,8 @@ def path_penalties(cands: list[Candidate], parsed: ParsedQuery, weights: Scoring
             cand.scale("translation", weights.translation_penalty)
         if not wants_data and cand.chunk.language in _DATA_LANGUAGES:
             cand.scale("data_file", weights.data_file_penalty)
+        elif not wants_markup and cand.chunk.language in _MARKUP_LANGUAGES:
+            cand.scale("markup", weights.markup_penalty)
         elif not wants_config and cand.chunk.kind == "code" and _stem(path) in _CONFIG_MODULE_STEMS:
             cand.scale("config_module", weights.config_module_penalty)
         if not wants_ci and _CI_PATH.search(path):

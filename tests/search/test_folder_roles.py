@@ -329,3 +329,23 @@ def test_a_header_whose_bodies_sit_beside_it_declares(engine: Engine, tmp_path: 
     })
     assert _lowered_by(engine, name, "how does the logger flush its sinks", {"type_declarations"}) == {
         header: True, body: False, alone: False}
+
+
+def test_templates_and_stylesheets_rank_below_the_code_unless_the_question_asks_for_them(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # a Rails app's sign-up page says every word of the sign-up flow; the controller does it
+    page = "app/views/users/new.html.erb"
+    style = "app/assets/stylesheets/users.scss"
+    controller = "app/controllers/users_controller.rb"
+    name = indexed(engine, tmp_path / "shop", {
+        page: "<h1>Sign up</h1>\n<%= form_with model: @user do |f| %>\n  <%= f.email_field :email %>\n"
+              "  <%= f.submit 'Sign up with email' %>\n<% end %>\n",
+        style: ".users-sign-up {\n  /* the sign up form's email field */\n  margin: 1rem;\n}\n",
+        controller: "class UsersController < ApplicationController\n  # sign up with an email\n  def create\n"
+                    "    @user = User.create(params.require(:user).permit(:email))\n  end\nend\n",
+    })
+    assert _lowered_by(engine, name, "how does sign up with an email create the user", {"markup"}) == {
+        page: True, style: True, controller: False}
+    asked = _lowered_by(engine, name, "the sign up page template and its styles", {"markup"})
+    assert asked[page] is False and asked[style] is False
