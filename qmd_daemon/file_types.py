@@ -57,7 +57,7 @@ LANGUAGE_SUFFIXES: dict[str, tuple[str, ...]] = {
     "powershell": (".ps1", ".psm1", ".psd1"),
     "sql": (".sql",),
     "protobuf": (".proto",),
-    "graphql": (".graphql",),
+    "graphql": (".graphql", ".gql"),
     "terraform": (".tf", ".tfvars", ".hcl"),
     # languages chunked by the regex fallback unless a grammar is installed
     "objc": (".m", ".mm"),
@@ -118,6 +118,12 @@ LANGUAGE_SUFFIXES: dict[str, tuple[str, ...]] = {
     "chapel": (".chpl",),
     "nextflow": (".nf",),
     "qsharp": (".qs",),
+    "luau": (".luau",),
+    "processing": (".pde",),
+    "tablegen": (".td",),  # LLVM's instruction and target descriptions
+    # schemas: Thrift's services and structs, Prisma's data model (`model User { ... }`)
+    "thrift": (".thrift",),
+    "prisma": (".prisma",),
     # parser and scanner generators' sources: a C project's grammar (Ruby's `parse.y`, jq's
     # `parser.y`/`lexer.l`, PostgreSQL's `gram.y`); not `.ll` (LLVM IR as often as flex C++)
     "yacc": (".y", ".yy"),
@@ -156,6 +162,9 @@ LANGUAGE_SUFFIXES: dict[str, tuple[str, ...]] = {
     "yaml": (".yml", ".yaml"),
     "toml": (".toml",),
     "xml": (".xml",),
+    # Java's and Spring's `application.properties`, `setup.cfg`, `tox.ini`, `php.ini`
+    "properties": (".properties",),
+    "ini": (".ini", ".cfg"),
     # R Markdown and Quarto: Markdown whose fenced blocks are code (```{r}, ```{python})
     "markdown": (".md", ".mdx", ".rmd", ".qmd"),
     "asciidoc": (".adoc", ".asciidoc"),

@@ -75,6 +75,12 @@ def test_the_mask_is_built_from_the_table_and_nothing_else() -> None:
         ("django/contrib/admin/templates/admin/base.html", "html"),
         ("src/app/hero-detail/hero-detail.component.html", "html"),
         ("docs/api/index.html", None),
+        ("prisma/schema.prisma", "prisma"),
+        ("src/main/resources/application.properties", "properties"),
+        ("setup.cfg", "ini"),
+        ("src/Client/Modules/Inventory.luau", "luau"),
+        ("lib/Target/X86/X86InstrInfo.td", "tablegen"),
+        ("schema/user.gql", "graphql"),
         ("htmlcov/index.html", None),
     ],
 )
@@ -147,6 +153,15 @@ def test_a_template_and_a_stylesheet_are_indexed_with_their_blocks_and_rules(eng
     assert dict(engine.store.language_counts(ids)) == {"html": 1, "scss": 1}, "HTML outside templates/ is not"
     assert engine.store.defined_names(ids[0], "app/templates/base.html") >= {"content", "input"}
     assert engine.store.defined_names(ids[0], "assets/_buttons.scss") >= {".btn", "button-variant", "spin"}
+
+
+def test_a_schema_and_a_settings_file_are_cut_at_their_models_and_sections() -> None:
+    prisma = "model User {\n  id Int @id\n  posts Post[]\n}\n\nenum Role {\n  ADMIN\n}\n"
+    ini = "[metadata]\nname = pkg\n\n[options]\npackages = find:\n"
+    names = {d.name for c in chunk_text("prisma/schema.prisma", prisma, "prisma") for d in c.definitions}
+    assert names == {"User", "Role"}
+    sections = {d.name for c in chunk_text("setup.cfg", ini, "ini") for d in c.definitions}
+    assert sections == {"metadata", "options"}
 
 
 def test_build_files_are_code_not_docs() -> None:

@@ -548,6 +548,7 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
         (r"@keyframes\s+(?P<name>[\w-]+)", "section", False),
         (r"(?P<name>[.:\[]?[A-Za-z_-][^{};]{0,200}?)[ \t]*\{[^}]*$", "rule", True),
     ],
+    "prisma": [(r"(?:model|view|enum|type|generator|datasource)\s+(?P<name>\w+)\s*\{", "type", True)],
     "tcl": [
         (r"namespace\s+eval\s+(?P<name>[\w:]+)", "module", False),
         (r"proc\s+(?P<name>[\w:]+)", "function", False),
@@ -705,7 +706,8 @@ _FAMILY_OF = {
     "verilog": "verilog",
     "bats": "bats",
     "nim": "nim",
-    **dict.fromkeys(("groovy", "java"), "java_like"),
+    **dict.fromkeys(("groovy", "java", "processing"), "java_like"),
+    "prisma": "prisma",
     "kotlin": "kotlin",
     "gdscript": "gdscript",
     "gleam": "gleam",
@@ -776,7 +778,7 @@ def _code_candidates(lines: list[str], language: str | None) -> list[_Cand]:
     extra = None
     if language == "yaml":
         extra = _YAML_KEY_RE
-    elif language == "toml":
+    elif language in ("toml", "ini"):  # `[section]`: an INI file's sections are TOML's tables
         extra = _TOML_TABLE_RE
     family_name = _FAMILY_OF.get(language or "", "")
     family = _FAMILY_RE.get(family_name, [])

@@ -116,10 +116,10 @@ _CI_WORDS = frozenset({"ci", "workflow", "workflows", "pipeline", "pipelines", "
 # Data and configuration files: manifests, compose files, tool settings, fixtures' records. They
 # list a project's names and topics (trpc's `_artifacts/domain_map.yaml` maps every feature to its
 # files) without the code; no dev question's answer is one.
-_DATA_LANGUAGES = frozenset({"yaml", "json", "toml", "xml"})
+_DATA_LANGUAGES = frozenset({"yaml", "json", "toml", "xml", "properties", "ini"})
 _DATA_WORDS = frozenset({"config", "configuration", "configure", "configured", "configs", "settings", "yaml",
                          "yml", "json", "toml", "xml", "manifest", "docker", "compose", "dependencies",
-                         "dependency", "package", "packages"})
+                         "dependency", "package", "packages", "properties", "ini"})
 # Templates and stylesheets (file_types: a web app's views and styles). A page's template says
 # what the page shows and a stylesheet names every widget, where the code that does it is elsewhere;
 # a question about a page, a template or a style asks for them (not "view", "form", "email":

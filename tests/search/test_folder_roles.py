@@ -349,3 +349,16 @@ def test_templates_and_stylesheets_rank_below_the_code_unless_the_question_asks_
         page: True, style: True, controller: False}
     asked = _lowered_by(engine, name, "the sign up page template and its styles", {"markup"})
     assert asked[page] is False and asked[style] is False
+
+
+def test_a_properties_file_is_data_as_yaml_is(engine: Engine, tmp_path: Path) -> None:
+    # Spring's `application.properties` names the features it configures; the code does them
+    settings = "src/main/resources/application.properties"
+    code = "src/main/java/shop/OrderService.java"
+    name = indexed(engine, tmp_path / "shop", {
+        settings: "# order retry\norder.retry.max-attempts=3\norder.retry.backoff=2s\n",
+        code: "class OrderService {\n  // retry a failed order with backoff\n  void retryOrder() {}\n}\n",
+    })
+    assert _lowered_by(engine, name, "how a failed order is retried with backoff", {"data_file"}) == {
+        settings: True, code: False}
+    assert _lowered_by(engine, name, "order retry properties", {"data_file"})[settings] is False
