@@ -241,6 +241,28 @@ STYLESHEET_LANGUAGES = frozenset({"css", "scss", "less", "stylus"})
 HTML_TEMPLATE_GLOBS = ("**/templates/**/*.html", "**/templates/**/*.htm", "**/*.component.html")
 
 
+# Executables without an extension where projects keep them (`bin/rails`, bats-core's
+# `libexec/bats-core/bats-exec-test`, Rails' `script/`): their language is their shebang's. A name
+# with a dot in these folders is the suffix table's to take (`bin/data.dat` is not a script).
+SCRIPT_GLOBS = ("**/bin/*", "**/libexec/**/*", "**/script/*", "**/scripts/*")
+_SHEBANG = re.compile(
+    r"#![ \t]*(?:/usr/bin/env[ \t]+(?:-S[ \t]+)?)?(?:\S*/)?(?P<interpreter>[A-Za-z][\w.+-]*)"
+)
+_INTERPRETERS: dict[str, str] = {
+    **dict.fromkeys(("sh", "bash", "dash", "ksh", "zsh", "ash", "mksh"), "shell"),
+    **dict.fromkeys(("python", "python2", "python3", "pypy", "pypy3"), "python"),
+    **dict.fromkeys(("node", "nodejs", "deno", "bun"), "javascript"),
+    **dict.fromkeys(("ts-node", "tsx"), "typescript"),
+    **dict.fromkeys(("ruby", "jruby"), "ruby"),
+    **dict.fromkeys(("perl", "perl5"), "perl"),
+    **dict.fromkeys(("runghc", "runhaskell"), "haskell"),
+    **dict.fromkeys(("awk", "gawk", "mawk"), "awk"),
+    "php": "php", "lua": "lua", "luajit": "lua", "rscript": "r", "julia": "julia", "tclsh": "tcl",
+    "wish": "tcl", "pwsh": "powershell", "fish": "fish", "elixir": "elixir", "escript": "erlang",
+    "swift": "swift", "raku": "raku", "nu": "nushell", "jq": "jq",
+}
+
+
 def language_of(path: str) -> str | None:
     """The language of a file by its name, then its suffix (either in any case); None: unknown."""
     pure = PurePosixPath(path.lower())
@@ -258,11 +280,22 @@ def language_of_text(path: str, text: str) -> str | None:
     """The language of a file by its name, and for a suffix several languages share (`.m`, `.h`)
     by its content: MATLAB's `.m` files were parsed as Objective-C, Objective-C's headers as C."""
     language = language_of(path)
+    if language is None:
+        return _shebang_language(text)
     rules = CONTENT_RULES.get(PurePosixPath(path).suffix.lower())
     if rules and language is not None:
         head = text[:_CONTENT_HEAD_CHARS]
         return next((lang for lang, marks in rules if marks.search(head)), language)
     return language
+
+
+def _shebang_language(text: str) -> str | None:
+    """`#!/usr/bin/env bash` -> shell; `python3.11` is python (the version is cut)."""
+    found = _SHEBANG.match(text)
+    if found is None:
+        return None
+    interpreter = found.group("interpreter").lower()
+    return _INTERPRETERS.get(interpreter) or _INTERPRETERS.get(re.sub(r"[\d.]+$", "", interpreter))
 
 
 def table_key() -> str:
@@ -272,7 +305,8 @@ def table_key() -> str:
     rules = sorted(
         (suffix, [(lang, marks.pattern) for lang, marks in pairs]) for suffix, pairs in CONTENT_RULES.items()
     )
-    table = sorted(_BY_SUFFIX.items()) + sorted(BUILD_FILE_NAMES.items()) + rules + list(HTML_TEMPLATE_GLOBS)
+    table = [*sorted(_BY_SUFFIX.items()), *sorted(BUILD_FILE_NAMES.items()), *rules, *HTML_TEMPLATE_GLOBS,
+             *SCRIPT_GLOBS, *sorted(_INTERPRETERS.items())]
     return hashlib.sha1(repr(table).encode()).hexdigest()[:10]
 
 
@@ -300,4 +334,5 @@ def default_mask() -> str:
     case-insensitively (`ingest.scan.compile_mask`)."""
     suffixes = ",".join(suffix[1:] for suffix in _BY_SUFFIX)
     names = ",".join(BUILD_FILE_NAMES)
-    return ";".join((f"**/*.{{{suffixes}}}", f"**/{{{names}}}", *HTML_TEMPLATE_GLOBS))
+    scripts = (part for glob in SCRIPT_GLOBS for part in (glob, f"!{glob}.*"))  # extensionless ones
+    return ";".join((*scripts, f"**/*.{{{suffixes}}}", f"**/{{{names}}}", *HTML_TEMPLATE_GLOBS))

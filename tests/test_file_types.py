@@ -10,6 +10,7 @@ from qmd_daemon.file_types import (
     BUILD_FILE_NAMES,
     HTML_TEMPLATE_GLOBS,
     LANGUAGE_SUFFIXES,
+    SCRIPT_GLOBS,
     kind_of,
     language_of,
     language_of_text,
@@ -24,8 +25,9 @@ from tests.conftest import indexed, write_tree
 def test_the_mask_is_built_from_the_table_and_nothing_else() -> None:
     globs = {g for part in DEFAULT_MASK.split(";") for g in expand_braces(part)}
     suffixes = {s for group in LANGUAGE_SUFFIXES.values() for s in group}
+    scripts = {g for glob in SCRIPT_GLOBS for g in (glob, f"!{glob}.*")}
     assert globs == ({f"**/*{s}" for s in suffixes} | {f"**/{n}" for n in BUILD_FILE_NAMES}
-                     | set(HTML_TEMPLATE_GLOBS))
+                     | set(HTML_TEMPLATE_GLOBS) | scripts)
     assert len(suffixes) == sum(map(len, LANGUAGE_SUFFIXES.values())), "one language per suffix"
     assert all(s == s.lower() for s in suffixes) and all(n == n.lower() for n in BUILD_FILE_NAMES)
 
@@ -110,9 +112,15 @@ OBJC_HEADER = "#import <Foundation/Foundation.h>\n@interface AFSecurityPolicy : 
         ("AFNetworking/AFSecurityPolicy.h", OBJC_HEADER, "objc"),
         ("include/list.h", "#include <stddef.h>\nstruct list { struct list *next; };\n", "c"),
         ("src/parser.ml", "% not a MATLAB file\n", "ocaml"),
+        # an executable without an extension: its shebang's language
+        ("bin/bats", "#!/usr/bin/env bash\nset -e\n", "shell"),
+        ("bin/rails", "#!/usr/bin/env ruby\nrequire_relative '../config/boot'\n", "ruby"),
+        ("scripts/release", "#!/usr/bin/python3.11\nimport sys\n", "python"),
+        ("bin/cli", "#!/usr/bin/env -S node --no-warnings\nmain()\n", "javascript"),
+        ("bin/notes", "no shebang\n", None),
     ],
 )
-def test_shared_suffixes_are_told_apart_by_their_lines(path: str, text: str, language: str) -> None:
+def test_shared_suffixes_are_told_apart_by_their_lines(path: str, text: str, language: str | None) -> None:
     """`.m` is MATLAB's and Objective-C's, `.h` C's and Objective-C's: MATLAB files were parsed
     as Objective-C (names of outputs read as functions), Objective-C headers as C."""
     assert language_of_text(path, text) == language
@@ -184,6 +192,20 @@ def test_the_default_mask_scans_new_languages_and_build_files_in_any_case(tmp_pa
     found = sorted(f.path for f in scan(tmp_path, mask=DEFAULT_MASK, ignore=[], excludes=DEFAULT_EXCLUDES,
                                         max_file_bytes=1 << 20).files)
     assert found == ["Makefile", "R/fit.R", "cmd/CMakeLists.txt", "lib/parser.ml", "main.PY", "src/App.m"]
+
+
+def test_an_executable_script_without_extension_is_indexed_by_its_shebang(engine, tmp_path: Path) -> None:
+    """bats-core's runner is `libexec/bats-core/bats-exec-test`, Rails' `bin/rails`: no extension, so
+    no suffix took them, and a question about how a test file runs could not find its code."""
+    runner = "#!/usr/bin/env bash\nset -e\n\nbats_run_test() {\n  local test_name=$1\n  \"$test_name\"\n}\n"
+    repo = write_tree(tmp_path / "repo", {"libexec/bats-core/bats-exec-test": runner,
+                                          "bin/bats": "#!/usr/bin/env bash\nexec bats-exec-suite \"$@\"\n",
+                                          "bin/data.dat": "not a script\n", "tools/notes": "#!/bin/sh\n"})
+    engine.add_collection(repo, name="repo")
+    engine.update(["repo"])
+    ids = engine.collection_ids(["repo"])
+    assert dict(engine.store.language_counts(ids)) == {"shell": 2}, "in a scripts folder, not elsewhere"
+    assert "bats_run_test" in engine.store.defined_names(ids[0], "libexec/bats-core/bats-exec-test")
 
 
 def test_a_name_in_the_mask_does_not_take_a_folder_of_that_name() -> None:
