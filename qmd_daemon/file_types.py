@@ -15,7 +15,8 @@ template/module files are C++ (one grammar). Suffixes match whatever their case 
 Two shared suffixes are told apart by the file's own lines (`language_of_text`), as Linguist's
 heuristics do: `.m` is MATLAB/Octave when it has MATLAB's marks (`function`, `classdef`, `%`
 comments) and none of Objective-C's (`#import`, `@interface`, `@implementation`...); `.h` is
-Objective-C when it has Objective-C's marks (a C header has none of them).
+Objective-C when it has Objective-C's marks, C++ when it has C++'s (`template <`, `namespace x`,
+`class X`, `public:`, `std::`, `#include <vector>`...), else C (a C header has none of them).
 """
 
 from __future__ import annotations
@@ -219,11 +220,21 @@ _OBJC_MARKS = re.compile(
     r"^[ \t]*(?:#import\b|@(?:interface|implementation|protocol|end|import|class)\b)", re.M
 )
 _MATLAB_MARKS = re.compile(r"^[ \t]*(?:function\b|classdef\b|%)", re.M)
+# C++ in a `.h` (spdlog's `logger.h`, LLVM's, Abseil's headers): Linguist's marks, which no C
+# header writes (a C header's `extern "C"` guard for C++ callers is not one of them)
+_CPP_MARKS = re.compile(
+    r"^[ \t]*#[ \t]*include[ \t]*<(?:cstdint|cstddef|string|vector|map|list|array|bitset|queue|stack|"
+    r"forward_list|unordered_map|unordered_set|memory|functional|utility|algorithm|[io]?stream|iostream)>"
+    r"|^[ \t]*template[ \t]*<|^[ \t]*class[ \t]+\w+(?:[ \t]+final)?[ \t]*(?:[:{][^;\n]*)?$"
+    r"|^[ \t]*(?:using[ \t]+namespace[ \t]+[\w:]+[ \t]*;|namespace[ \t]+[\w:]+[ \t]*(?:\{[^\n]*)?$)"
+    r"|^[ \t]*(?:private|public|protected):[ \t]*$|\bstd::\w+",
+    re.M,
+)
 # suffix -> ((language, its marks), ...): the first language whose marks the text has wins; a file
 # with none keeps the table's language. The marks are looked for in the file's head.
 CONTENT_RULES: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
     ".m": (("objc", _OBJC_MARKS), ("matlab", _MATLAB_MARKS)),
-    ".h": (("objc", _OBJC_MARKS),),
+    ".h": (("objc", _OBJC_MARKS), ("cpp", _CPP_MARKS)),
 }
 _CONTENT_HEAD_CHARS = 32_768
 

@@ -111,6 +111,13 @@ OBJC_HEADER = "#import <Foundation/Foundation.h>\n@interface AFSecurityPolicy : 
         ("Classes/Plain.m", "int answer(void) { return 42; }\n", "objc"),  # no marks: the table's
         ("AFNetworking/AFSecurityPolicy.h", OBJC_HEADER, "objc"),
         ("include/list.h", "#include <stddef.h>\nstruct list { struct list *next; };\n", "c"),
+        # C++ in a `.h` (spdlog's `logger.h`): its classes were missed as C; a C header's guard for
+        # C++ callers is no mark
+        ("include/spdlog/logger.h", "#pragma once\nnamespace spdlog {\nclass logger {\npublic:\n"
+                                    "  void flush();\n};\n}\n", "cpp"),
+        ("include/registry.h", "#include <string>\nstruct registry;\n", "cpp"),
+        ("include/uv.h", "#ifdef __cplusplus\nextern \"C\" {\n#endif\nint uv_run(void);\n"
+                         "#ifdef __cplusplus\n}\n#endif\n", "c"),
         ("src/parser.ml", "% not a MATLAB file\n", "ocaml"),
         # an executable without an extension: its shebang's language
         ("bin/bats", "#!/usr/bin/env bash\nset -e\n", "shell"),
