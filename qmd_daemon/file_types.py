@@ -146,6 +146,7 @@ LANGUAGE_SUFFIXES: dict[str, tuple[str, ...]] = {
     "jinja": (".j2", ".jinja", ".jinja2", ".njk"),
     "twig": (".twig",),
     "liquid": (".liquid",),
+    "gotemplate": (".tmpl", ".gotmpl", ".tpl"),  # Go's text/template, Helm's `_helpers.tpl`, Smarty
     "razor": (".cshtml", ".razor"),
     "astro": (".astro",),
     "css": (".css",),
@@ -244,7 +245,7 @@ _BY_SUFFIX = {suffix: lang for lang, suffixes in LANGUAGE_SUFFIXES.items() for s
 
 
 TEMPLATE_LANGUAGES = frozenset({"erb", "haml", "slim", "eex", "jsp", "ejs", "pug", "handlebars", "jinja",
-                                "twig", "liquid", "html"})
+                                "twig", "liquid", "gotemplate", "html"})
 STYLESHEET_LANGUAGES = frozenset({"css", "scss", "less", "stylus"})
 # HTML is a template where a framework keeps its templates (Django, Flask, Go's html/template,
 # Sphinx themes: a `templates/` folder; Angular: `name.component.html` beside its `.ts`); elsewhere

@@ -73,6 +73,7 @@ def test_the_mask_is_built_from_the_table_and_nothing_else() -> None:
         ("assets/scss/_buttons.scss", "scss"),
         ("public/site.css", "css"),
         ("templates/email/welcome.html.j2", "jinja"),
+        ("charts/app/templates/_helpers.tpl", "gotemplate"),
         # HTML where frameworks keep templates; elsewhere as often generated docs
         ("django/contrib/admin/templates/admin/base.html", "html"),
         ("src/app/hero-detail/hero-detail.component.html", "html"),
@@ -175,6 +176,9 @@ def test_a_schema_and_a_settings_file_are_cut_at_their_models_and_sections() -> 
     ini = "[metadata]\nname = pkg\n\n[options]\npackages = find:\n"
     names = {d.name for c in chunk_text("prisma/schema.prisma", prisma, "prisma") for d in c.definitions}
     assert names == {"User", "Role"}
+    helpers = '{{- define "app.fullname" -}}\n{{ .Release.Name }}\n{{- end }}\n'
+    assert {d.name for c in chunk_text("_helpers.tpl", helpers, "gotemplate") for d in c.definitions} == {
+        "app.fullname"}
     sections = {d.name for c in chunk_text("setup.cfg", ini, "ini") for d in c.definitions}
     assert sections == {"metadata", "options"}
 

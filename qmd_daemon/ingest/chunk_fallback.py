@@ -533,11 +533,13 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
         (r"(?i:interface\s+)(?!(?i:operator|assignment)\b)(?P<name>\w+)\s*(?:!.*)?$", "interface", False),
     ],
     # templates: the blocks and macros a page defines and other pages fill or call (Django, Jinja,
-    # Twig, Liquid, Nunjucks `{% block name %}`, `{% macro name(`; Handlebars' inline partials;
+    # Twig, Liquid, Nunjucks `{% block name %}`, `{% macro name(`; Handlebars' inline partials; Go's
+    # and Helm's `{{ define "name" }}`;
     # Rails' `content_for :name`; Razor's `@section Name`); the rest of a page is markup
     "template": [
         (r"\{%-?\s*(?:block|macro)\s+(?P<name>[\w.]+)", "section", False),
         (r"\{\{#\*inline\s+[\"'](?P<name>[^\"']+)", "section", False),
+        (r"\{\{-?\s*define\s+\"(?P<name>[^\"]+)", "section", False),  # Go templates, Helm's helpers
         (r"<%[-=]?\s*content_for\??\s*\(?:(?P<name>\w+)", "section", False),
         (r"@section\s+(?P<name>\w+)", "section", False),
     ],
