@@ -12,11 +12,13 @@ Prolog, Raku), `.v` Verilog (not V, Coq), `.fs` F# (not GLSL, Forth), `.h` C, `.
 `.inc`, `.pp`, `.re`, `.es`, `.cls`, `.spec`, `.cgi` are left out. CUDA, Arduino and C++
 template/module files are C++ (one grammar). Suffixes match whatever their case (`.R`, `.F90`).
 
-Two shared suffixes are told apart by the file's own lines (`language_of_text`), as Linguist's
+Shared suffixes are told apart by the file's own lines (`language_of_text`), as Linguist's
 heuristics do: `.m` is MATLAB/Octave when it has MATLAB's marks (`function`, `classdef`, `%`
-comments) and none of Objective-C's (`#import`, `@interface`, `@implementation`...); `.h` is
-Objective-C when it has Objective-C's marks, C++ when it has C++'s (`template <`, `namespace x`,
-`class X`, `public:`, `std::`, `#include <vector>`...), else C (a C header has none of them).
+comments) and none of Objective-C's (`#import`, `@interface`, `@implementation`...); `.v` is Coq
+when it has Coq's marks, V when V's, else Verilog; `.fs` is GLSL when it has a shader's
+(`#version`, `gl_FragColor`), else F#; `.h` is Objective-C when it has Objective-C's marks, C++
+when it has C++'s (`template <`, `namespace x`, `class X`, `public:`, `std::`, `#include
+<vector>`...), else C (a C header has none of them).
 """
 
 from __future__ import annotations
@@ -92,6 +94,9 @@ LANGUAGE_SUFFIXES: dict[str, tuple[str, ...]] = {
     "vyper": (".vy",),
     "move": (".move",),
     "cairo": (".cairo",),
+    # `.v` files with Coq's or V's marks (`CONTENT_RULES`); their own suffixes otherwise
+    "coq": (),
+    "vlang": (".vsh",),
     "glsl": (".glsl", ".vert", ".frag", ".geom", ".tesc", ".tese"),
     "hlsl": (".hlsl", ".hlsli"),
     "wgsl": (".wgsl",),
@@ -221,6 +226,17 @@ _OBJC_MARKS = re.compile(
     r"^[ \t]*(?:#import\b|@(?:interface|implementation|protocol|end|import|class)\b)", re.M
 )
 _MATLAB_MARKS = re.compile(r"^[ \t]*(?:function\b|classdef\b|%)", re.M)
+# Coq's vernacular and V's code in a `.v` (Verilog's by default): no Verilog file writes them
+_COQ_MARKS = re.compile(
+    r"^[ \t]*(?:Require[ \t]+(?:Import|Export)|Theorem|Lemma|Proof\.|Qed\.|Inductive|Fixpoint)\b", re.M
+)
+_V_MARKS = re.compile(
+    r"^(?:module[ \t]+\w+[ \t]*$|(?:pub[ \t]+)?fn[ \t]+(?:\([^)]*\)[ \t]*)?\w+[ \t]*\()", re.M
+)
+# GLSL's fragment shaders are `.fs` as often as F#'s modules: `#version`, `gl_FragColor`...
+_GLSL_MARKS = re.compile(
+    r"^[ \t]*#version[ \t]+\d+|\bgl_(?:FragColor|FragCoord|Position)\b|^[ \t]*uniform[ \t]+\w+[ \t]+\w+", re.M
+)
 # C++ in a `.h` (spdlog's `logger.h`, LLVM's, Abseil's headers): Linguist's marks, which no C
 # header writes (a C header's `extern "C"` guard for C++ callers is not one of them)
 _CPP_MARKS = re.compile(
@@ -236,6 +252,8 @@ _CPP_MARKS = re.compile(
 CONTENT_RULES: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
     ".m": (("objc", _OBJC_MARKS), ("matlab", _MATLAB_MARKS)),
     ".h": (("objc", _OBJC_MARKS), ("cpp", _CPP_MARKS)),
+    ".v": (("coq", _COQ_MARKS), ("vlang", _V_MARKS)),
+    ".fs": (("glsl", _GLSL_MARKS),),
 }
 _CONTENT_HEAD_CHARS = 32_768
 

@@ -120,6 +120,15 @@ OBJC_HEADER = "#import <Foundation/Foundation.h>\n@interface AFSecurityPolicy : 
         ("include/uv.h", "#ifdef __cplusplus\nextern \"C\" {\n#endif\nint uv_run(void);\n"
                          "#ifdef __cplusplus\n}\n#endif\n", "c"),
         ("src/parser.ml", "% not a MATLAB file\n", "ocaml"),
+        # `.v`: Verilog unless Coq's or V's; `.fs`: F# unless a shader's
+        ("theories/Lists.v", "Require Import Arith.\nTheorem app_nil : forall l, l ++ [] = l.\n"
+                             "Proof.\nQed.\n", "coq"),
+        ("vlib/os/os.v", "module os\n\npub fn getenv(key string) string {\n\treturn ''\n}\n", "vlang"),
+        ("rtl/alu.v", "module alu (input clk, output reg [7:0] out);\nalways @(posedge clk) out <= 0;\n"
+                      "endmodule\n", "verilog"),
+        ("shaders/light.fs", "#version 330 core\nout vec4 color;\nvoid main() { color = vec4(1.0); }\n",
+         "glsl"),
+        ("src/Parser.fs", "module Parser\nlet parse (s: string) = s.Trim()\n", "fsharp"),
         # an executable without an extension: its shebang's language
         ("bin/bats", "#!/usr/bin/env bash\nset -e\n", "shell"),
         ("bin/rails", "#!/usr/bin/env ruby\nrequire_relative '../config/boot'\n", "ruby"),
@@ -176,6 +185,9 @@ def test_a_schema_and_a_settings_file_are_cut_at_their_models_and_sections() -> 
     ini = "[metadata]\nname = pkg\n\n[options]\npackages = find:\n"
     names = {d.name for c in chunk_text("prisma/schema.prisma", prisma, "prisma") for d in c.definitions}
     assert names == {"User", "Role"}
+    coq = "Theorem app_nil : forall l, l ++ [] = l.\nProof. auto. Qed.\n\nInductive color := Red | Blue.\n"
+    coq_names = {d.name for c in chunk_text("theories/L.v", coq, "coq") for d in c.definitions}
+    assert coq_names == {"app_nil", "color"}
     helpers = '{{- define "app.fullname" -}}\n{{ .Release.Name }}\n{{- end }}\n'
     assert {d.name for c in chunk_text("_helpers.tpl", helpers, "gotemplate") for d in c.definitions} == {
         "app.fullname"}

@@ -550,6 +550,14 @@ _FAMILY_PATTERNS: dict[str, list[tuple[str, str, bool]]] = {
         (r"@keyframes\s+(?P<name>[\w-]+)", "section", False),
         (r"(?P<name>[.:\[]?[A-Za-z_-][^{};]{0,200}?)[ \t]*\{[^}]*$", "rule", True),
     ],
+    # Coq: theorems, definitions and types by their vernacular keyword
+    "coq": [
+        (r"(?:Local\s+|Global\s+|Program\s+)?(?:Theorem|Lemma|Corollary|Proposition|Remark|Fact|Example|"
+         r"Definition|Fixpoint|CoFixpoint|Function|Let)\s+(?P<name>[\w']+)", "function", False),
+        (r"(?:Inductive|CoInductive|Variant|Record|Structure|Class|Instance)\s+(?P<name>[\w']+)", "type",
+         False),
+        (r"(?:Module|Section)(?:\s+Type)?\s+(?P<name>[\w']+)", "module", False),
+    ],
     "prisma": [(r"(?:model|view|enum|type|generator|datasource)\s+(?P<name>\w+)\s*\{", "type", True)],
     "tcl": [
         (r"namespace\s+eval\s+(?P<name>[\w:]+)", "module", False),
@@ -710,6 +718,7 @@ _FAMILY_OF = {
     "nim": "nim",
     **dict.fromkeys(("groovy", "java", "processing"), "java_like"),
     "prisma": "prisma",
+    "coq": "coq",
     "kotlin": "kotlin",
     "gdscript": "gdscript",
     "gleam": "gleam",
@@ -723,7 +732,7 @@ _FAMILY_OF = {
 # declarations (`integer :: i` as a Haskell signature, Verilog's `input wire clk` as a GraphQL type,
 # MATLAB's `function out = f` as `out`, R's `error = function(e)` argument as a definition).
 _FAMILIES_WITHOUT_GENERIC = frozenset({"fortran", "verilog", "matlab", "r", "solidity", "gleam", "template",
-                                       "stylesheet"})
+                                       "stylesheet", "coq"})
 _FAMILY_RE = {
     family: [(re.compile(p), kind, top) for p, kind, top in patterns]
     for family, patterns in _FAMILY_PATTERNS.items()
