@@ -21,6 +21,24 @@ _LANGUAGE_TAG = re.compile(
     rf"(?:[a-z]{{2}}|{'|'.join(_THREE_LETTER_LANGUAGES)})(?:[-_](?:[a-z]{{2}}|[a-z]{{4}}|\d{{3}}))?",
     re.IGNORECASE,
 )
+# Java's ResourceBundle: `Messages_fr.properties`, `messages_pt_BR.properties`, wherever they lie
+# (not `application_dev.properties`: a 3-letter tag only from the list above)
+_BUNDLE_TAG = re.compile(
+    rf"_(?:[a-z]{{2}}|{'|'.join(_THREE_LETTER_LANGUAGES)})(?:_[A-Z][a-z]{{3}})?(?:_(?:[A-Z]{{2}}|\d{{3}}))?$"
+)
+# A class per language, named by the language's English name, in a folder of them (FluentValidation's
+# `Resources/Languages/FrenchLanguage.cs`); the name list keeps a folder of programming languages out
+# (highlight.js' `src/languages/python.js`)
+_LANGUAGE_CLASS_FOLDERS = _LOCALE_FOLDERS | {"languages", "localization", "localisation", "lang", "langs"}
+_LANGUAGE_NAMES = frozenset("""
+    afrikaans albanian amharic arabic armenian azerbaijani azerbaijanese basque belarusian bengali bosnian
+    bulgarian burmese catalan chinese croatian czech danish dutch english estonian filipino finnish french
+    galician georgian german greek gujarati hebrew hindi hungarian icelandic indonesian irish italian
+    japanese kannada kazakh khmer korean kurdish kyrgyz lao latvian lithuanian macedonian malay malayalam
+    maltese marathi mongolian nepali norwegian persian polish portuguese punjabi romanian romansh russian
+    serbian sinhala slovak slovenian somali spanish swahili swedish tajik tamil telugu thai turkish
+    turkmen ukrainian urdu uzbek vietnamese welsh""".split())
+_FIRST_WORD = re.compile(r"[A-Z]?[a-z]+")
 TRANSLATION_WORDS = frozenset({"translation", "translations", "translate", "translated", "translator",
                                "locale", "locales", "localization", "localisation", "localized",
                                "localised", "localize", "i18n", "l10n", "internationalization",
@@ -31,12 +49,18 @@ TRANSLATION_WORDS = frozenset({"translation", "translations", "translate", "tran
 def is_translation(path: str) -> bool:
     """A file named by a language tag under a locale folder, any file of a language's folder there
     (i18next's `locales/de/translation.json`, gettext's `locale/fr/LC_MESSAGES/django.po`,
-    Docusaurus' `i18n/ko/...`), or any file of an `xx.lproj/` bundle."""
+    Docusaurus' `i18n/ko/...`), any file of an `xx.lproj/` bundle, a Java bundle's
+    `Messages_fr.properties`, or a class named by a language's English name in a folder of them."""
     parts = path.split("/")
     folders = [part.lower() for part in parts[:-1]]
     if any(f.endswith(".lproj") for f in folders):
         return True
     stem = parts[-1].split(".")[0]
+    if parts[-1].endswith(".properties") and _BUNDLE_TAG.search(stem):
+        return True
+    first = _FIRST_WORD.match(stem)
+    if first and first.group().lower() in _LANGUAGE_NAMES and _LANGUAGE_CLASS_FOLDERS.intersection(folders):
+        return True
     for at, folder in enumerate(folders):
         if folder in _LOCALE_FOLDERS:
             below = folders[at + 1] if at + 1 < len(folders) else stem

@@ -264,6 +264,10 @@ def test_vendored_code_ranks_below_the_source_unless_the_question_names_it(
     "public/locales/de/translation.json",  # i18next: a folder per language
     "django/conf/locale/fr/LC_MESSAGES/django.po",  # gettext
     "website/i18n/ko/docusaurus-plugin-content-docs/current/intro.md",  # Docusaurus
+    "src/main/resources/org/app/Messages_fr.properties",  # Java's ResourceBundle, anywhere
+    "src/main/resources/messages_pt_BR.properties",
+    "src/FluentValidation/Resources/Languages/ChineseSimplifiedLanguage.cs",  # a class per language
+    "lang/english.php",
 ])
 def test_a_language_named_file_under_a_locale_folder_is_a_translation(path: str) -> None:
     assert is_translation(path)
@@ -275,6 +279,9 @@ def test_a_language_named_file_under_a_locale_folder_is_a_translation(path: str)
     "src/java/lang/String.java",  # `lang/` is a package as often
     "src/io.rs",  # a 2-letter module outside any locale folder
     "src/i18n/loader/index.ts",  # the machinery, in a folder of its own
+    "src/FluentValidation/Resources/LanguageManager.cs",
+    "src/languages/python.js",  # highlight.js: a folder of programming languages
+    "src/main/resources/application_dev.properties",  # a profile, not a language
 ])
 def test_modules_are_no_translations(path: str) -> None:
     assert not is_translation(path)
