@@ -14,16 +14,31 @@ from tests.conftest import indexed
 
 TRACES = {
     "python": ('  File "/usr/lib/python3/site-packages/pkg/core/mul.py", line 12, in flatten',
-               Frame("/usr/lib/python3/site-packages/pkg/core/mul.py", "flatten")),
+               Frame("/usr/lib/python3/site-packages/pkg/core/mul.py", "flatten", innermost_first=False)),
     "windows python": ('  File "C:\\Python\\lib\\pkg\\core\\expr.py", line 3, in __new__',
-                       Frame("C:/Python/lib/pkg/core/expr.py", "__new__")),
+                       Frame("C:/Python/lib/pkg/core/expr.py", "__new__", innermost_first=False)),
     "ipython": ("~/code/astro/wcs/wcs.py in wcs_pix2world(self, *args, **kwargs)",
-                Frame("~/code/astro/wcs/wcs.py", "wcs_pix2world")),
+                Frame("~/code/astro/wcs/wcs.py", "wcs_pix2world", innermost_first=False)),
     "java": ("\tat com.example.net.Client$Inner.send(Client.java:42)",
              Frame("com/example/net/Client.java", "send")),
     "node": ("    at handle (/app/src/server.js:10:5)", Frame("/app/src/server.js", "handle")),
     "go": ("\t/home/me/go/src/app/cmd/main.go:42 +0x1d", Frame("/home/me/go/src/app/cmd/main.go", "")),
     "rust": ("thread 'main' panicked at src/parser/lex.rs:12:5:", Frame("src/parser/lex.rs", "")),
+    # .NET names the file after ` in `, its line as `:line N`, and a lambda's method as `<Create>b__0`
+    "csharp": ("   at Ns.Rule`2.<>c__DisplayClass1_0.<Create>b__0(T x) in C:\\My Src\\Rule.cs:line 44",
+               Frame("C:/My Src/Rule.cs", "Create")),
+    "bsd assert": ("Assertion failed: (end > start), function locfile_locate, file src/locfile.c, line 82.",
+                   Frame("src/locfile.c", "locfile_locate")),
+    "swift": ("Fatal error: Unexpectedly found nil: file MyApp/ViewController.swift, line 42",
+              Frame("MyApp/ViewController.swift", "")),
+    "gdb": ("#4  0x0000555555562f53 in stack_restore (jq=jq@entry=0x5555) at src/execute.c:295",
+            Frame("src/execute.c", "stack_restore")),
+    "ruby": ("/usr/local/bundle/gems/rack-2.2.2/lib/rack/parser.rb:359:in `handle_empty!': EOFError",
+             Frame("/usr/local/bundle/gems/rack-2.2.2/lib/rack/parser.rb", "handle_empty!")),
+    "go module": ("\tC:/Users/me/go/pkg/mod/github.com/spf13/viper@v1.19.0/viper.go:2227 +0xe",
+                  Frame("/Users/me/go/pkg/mod/github.com/spf13/viper@v1.19.0/viper.go", "")),
+    "node module": ("    at Module.escapeRegex (file:///home/p/node_modules/zod/v4/core/util.js:279:16)",
+                    Frame("/home/p/node_modules/zod/v4/core/util.js", "escapeRegex")),
 }
 
 
@@ -42,6 +57,69 @@ def test_a_frame_names_a_file_only_at_a_folder_boundary() -> None:
     assert frame_file_matches("com/example/Client.java", "src/main/java/com/example/Client.java")
     assert not frame_file_matches("/usr/lib/site-packages/pkg/mod.py", "kg/mod.py")
     assert not frame_file_matches("/usr/lib/site-packages/pkg/mod.py", "other/mod.py")
+
+
+INSTALLED = [  # a frame in an installed package, the repository file it was built from, and a file it is not
+    ("/usr/lib/python3/site-packages/pkg/mod.py", "src/pkg/mod.py", "src/other/mod.py"),
+    ("file:///app/node_modules/zod/v4/core/util.js", "packages/zod/src/v4/core/util.ts",
+     "packages/zod/src/v4/classic/util.ts"),
+    ("/app/node_modules/@scope/pkg/dist/esm/a/b.js", "packages/pkg/src/a/b.ts", "packages/other/src/a/b.ts"),
+    ("/home/me/.cargo/registry/src/github.com-1ecc6299db9ec823/grep-matcher-0.1.5/src/lib.rs",
+     "crates/matcher/src/lib.rs", "crates/regex/src/lib.rs"),
+]
+
+
+@pytest.mark.parametrize(("frame", "source", "other"), INSTALLED)
+def test_a_frame_in_an_installed_package_names_the_file_it_was_built_from(
+    frame: str, source: str, other: str
+) -> None:
+    path = read_report(f"    at f ({frame}:1:2)").frames[0].path
+    assert frame_file_matches(path, source)
+    assert not frame_file_matches(path, other)
+
+
+def test_the_innermost_frame_is_the_last_python_prints_and_the_first_others_print() -> None:
+    python = 'Traceback (most recent call last):\n  File "a.py", line 1, in f\n  File "b.py", line 2, in g\n'
+    java = "java.lang.NullPointerException\n\tat x.B.g(B.java:2)\n\tat x.A.f(A.java:1)\n"
+    assert read_report(python).frame_paths == ["b.py", "a.py"]
+    assert read_report(java).frame_paths == ["x/B.java", "x/A.java"]
+
+
+# A .NET trace and a Node one (a TypeScript package's built file) print the innermost frame
+# first; the outer frame's file says the report's words more often.
+OUTER_WORDY = "\n".join(f"// validate the collection rule: validator {i} validates the rule collection"
+                        for i in range(10))
+_NET = "   at Lib.{0}`1.{1}(Context`1 c) in C:\\w\\src\\Lib\\{0}.cs:line {2}\n"
+_NODE = "    at {0} (file:///app/node_modules/rules/core/{1}.js:{2}:9)\n"
+_NET_FILES = {
+    "src/Lib/CollectionRule.cs": "class CollectionRule {\n  void Pick() { items.RemoveAt(0); }\n}\n",
+    "src/Lib/Validator.cs": f"class Validator {{\n{OUTER_WORDY}\n  void Validate() {{ r.Pick(); }}\n}}\n",
+}
+_NODE_FILES = {
+    "packages/rules/src/core/collectionRule.ts":
+        "export function pick(items: number[]) {\n  return pick(items);\n}\n",
+    "packages/rules/src/core/validator.ts": f"{OUTER_WORDY}\nexport function validate() {{ pick([]); }}\n",
+}
+NON_PYTHON_TRACES = {
+    ".NET": ("Index out of range validating a collection rule\nThe validator fails:\n"
+             "   at System.Collections.Generic.List`1.RemoveAt(Int32 index)\n"
+             + _NET.format("CollectionRule", "Pick", 335) + _NET.format("Validator", "Validate", 92),
+             _NET_FILES, "src/Lib/CollectionRule.cs"),
+    "Node": ("Maximum call stack on a collection rule\nIt fails:\n"
+             "RangeError: Maximum call stack size exceeded\n"
+             + _NODE.format("pick", "collectionRule", 3) + _NODE.format("validate", "validator", 9),
+             _NODE_FILES, "packages/rules/src/core/collectionRule.ts"),
+}
+
+
+@pytest.mark.parametrize("trace", sorted(NON_PYTHON_TRACES))
+def test_the_innermost_frame_of_a_trace_printed_innermost_first_leads(
+    engine: Engine, tmp_path: Path, trace: str
+) -> None:
+    report, files, innermost = NON_PYTHON_TRACES[trace]
+    name = indexed(engine, tmp_path / "p", files)
+    hits = engine.search(report, [name], options=SearchOptions(per_file=1, explain=True))
+    assert hits[0].path == innermost, [(h.path, h.explain["boosts"]) for h in hits]
 
 
 # Files that say the report's words often: without the trace, they would lead.
