@@ -16,7 +16,7 @@ STOPWORDS = frozenset(
     is it its me my of on or our should so than that the their them then there these this those to
     too via was we were what when where which while who whom why will with would you your use used
     uses using get gets implemented implement implementation happen happens handle handled handles
-    work works working code file files find show way ways thing things does
+    work works working code file files show way ways thing things does
     """.split()
 )
 # Words every pasted snippet or session has (`from x import y`, `In [3]:`): not what it is about.

@@ -20,6 +20,12 @@ def test_parse_typed_lines_phrases_and_excludes() -> None:
     assert "parse" in parsed.terms and "cookie" in parsed.terms
 
 
+def test_find_is_a_word_of_the_question() -> None:
+    # union-find, `find_root!`, `findAll`: code's word; as a stopword "union find with path
+    # compression" searched `union path compression`, and every `Base.union` came first
+    assert parse_query("union find with path compression").terms == ["union", "find", "path", "compression"]
+
+
 def test_compound_identifier_matches_whole_or_parts() -> None:
     queries = lexical_queries(parse_query("getUserName"))
     parts = AllOf((Word("get"), Word("user"), Word("name")))
