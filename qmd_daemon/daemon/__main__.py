@@ -44,7 +44,8 @@ def _search(raw: str) -> int:
             if req.path is not None and not req.names:
                 home, created = api.resolve_path(engine, req.path, create=True)
             refreshed = None
-            if created or req.refresh or req.auto:  # nothing watches for this one-off process
+            # nothing watches for this one-off process
+            if created or req.refresh or req.auto or api.never_indexed(engine, home):
                 engine.update([home.name] if home is not None else req.names, progress=False)
                 refreshed = True
             # after the update: a new checkout's first records its root commits, which the scope

@@ -382,9 +382,9 @@ class Daemon:
         return home, created
 
     def _refresh_reason(self, names: list[str] | None, created: bool) -> str:
-        """Why a search's refresh runs, as the clients word it: a collection registered now is read
-        for the first time; one an older version indexed (found at start) is re-read until a
-        refresh of it has finished; else changes are taken in."""
+        """Why a search's refresh runs, as the clients word it: a collection registered now (or
+        never indexed: api.never_indexed) is read for the first time; one an older version indexed
+        (found at start) is re-read until a refresh of it has finished; else changes are taken in."""
         if created:
             return "new"
         return "upgrade" if names and self._outdated.intersection(names) else "changes"
@@ -397,19 +397,19 @@ class Daemon:
         started = time.perf_counter()
         req = api.parse_search(await self._body(request))
 
-        def prepare() -> tuple[Any, bool, list[str], RootSpec | None]:  # one trip to the reader
+        def prepare() -> tuple[Any, bool, bool, list[str], RootSpec | None]:  # one trip to the reader
             home, created = self._locate(None if req.names else req.path, req.names, create=True)
             scope = api.search_scope(self.reader, req.names, home)
             spec = root_specs(self.reader.collections()).get(home.path) if home is not None else None
-            return home, created, scope, spec
+            return home, created, created or api.never_indexed(self.reader, home), scope, spec
 
-        home, created, scope, spec = await self._read_for_request(prepare)
+        home, created, new, scope, spec = await self._read_for_request(prepare)
         self._current = home.name if home is not None else scope[0] if len(scope) == 1 else self._current
         if created:
             await self._registered(home)
         refreshed: bool | None = None
         job: Job | None = None
-        if req.auto and home is not None and not created:
+        if req.auto and home is not None and not new:
             # the client left freshness to us: take in every change the kernel has queued (all
             # made before this request) and wait for the refresh they call for; a root we cannot
             # vouch for is refreshed as if the client had asked
@@ -418,9 +418,9 @@ class Daemon:
             else:
                 reason = self._refresh_reason([home.name], False)
                 job = self.jobs.submit("refresh", [home.name], reason=reason)
-        elif created or req.refresh or req.auto:
+        elif new or req.refresh or req.auto:
             names = [home.name] if home is not None else req.names
-            job = self.jobs.submit("refresh", names, reason=self._refresh_reason(names, created))
+            job = self.jobs.submit("refresh", names, reason=self._refresh_reason(names, new))
         if job is not None:
             refreshed = await job.wait(req.wait) and job.state == "done"
         trace = SearchTrace()

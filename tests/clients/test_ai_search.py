@@ -119,6 +119,21 @@ def test_fallback_without_a_daemon(daemon_home: Path, repo: Path, tmp_path: Path
     assert search(daemon_home, repo, "parse cookie header") == fallback
 
 
+@pytest.mark.parametrize("where", ["daemon", "in-process"])
+def test_a_repository_whose_index_was_dropped_is_read_again_by_the_next_search(
+    daemon_home: Path, repo: Path, where: str
+) -> None:
+    # the index deleted (docs/install.md: "delete ~/.cache/qmd-daemon by hand to drop the index"),
+    # or a `collection add` stopped by Ctrl-C: index.yml and the client's stamp stayed, no file had
+    # changed, so no refresh was asked for and every search there answered [] until one did (the
+    # stamp holds the listing's signature after an answer from a process that did not watch it)
+    first = [hit["path"] for hit in search(daemon_home, repo, "parse cookie header", "--no-daemon")]
+    assert first and first[0] == "src/client.py"
+    shutil.rmtree(daemon_home / "cache")
+    flags = ["--no-daemon"] if where == "in-process" else []
+    assert [hit["path"] for hit in search(daemon_home, repo, "parse cookie header", *flags)] == first
+
+
 def test_a_daemon_that_fails_at_start_is_not_waited_for(daemon_home: Path, repo: Path) -> None:
     # an index replaced by junk: the daemon wrote its one line to daemon.log and exited, and each
     # ai-search still waited out the whole start timeout before saying "did not answer within 20s"
