@@ -73,6 +73,10 @@ READER_CLOSE_S = 10.0  # at exit, for a reader still inside a request
 # that started it never got its answer (it waited out its start timeout, then searched in-process);
 # this leaves a client's health check and its request, a few ms apart, to one daemon
 MIN_IDLE_S = 2.0
+# How often the daemon looks at its state file (a read of 300 bytes), to write it again when it is
+# gone or names another token: under the clients' start timeout (20 s) and the 2 s a client gives a
+# daemon that does not prove it holds the file's token (LOCK_LET_GO_S) before it searches in-process
+STATE_CHECK_S = 1.0
 
 
 def in_daemon_thread(fn: Callable[[], T]) -> asyncio.Future[T]:
@@ -175,6 +179,7 @@ class Daemon:
         self._stop = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._idle_task: asyncio.Task[None] | None = None
+        self._state_task: asyncio.Task[None] | None = None  # _keep_state_file
         self._background: set[asyncio.Task[Any]] = set()
         self._index_check: asyncio.Future[None] | None = None  # the start-up quick_check's thread
         self._closed = False
@@ -655,6 +660,24 @@ class Daemon:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), max(0.01, min(remaining, self.check_interval)))
 
+    async def _keep_state_file(self) -> None:
+        """Write the state file again when it is gone, unreadable or names this daemon with another
+        token (deleted by hand, a clean-up of the state folder, a bad restore): clients find the
+        daemon by it alone, and without it each `ai-search` started a daemon that waited 20 s on
+        this one's lock (or, with a wrong token, was told this one "does not answer"), then searched
+        in-process, until this one idled out. Another daemon's file is left alone (none runs while
+        this one holds the lock)."""
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), STATE_CHECK_S)
+            found = read_state(self.settings.state_dir)
+            garbled = found is not None and found.pid == os.getpid() and (found.port, found.token) != (
+                self.port, self.token)
+            if not self._stop.is_set() and (found is None or garbled):
+                log.info("the state file was gone or damaged: writing it again")
+                with contextlib.suppress(OSError):
+                    write_state(self.settings.state_dir, self.state)
+
     def _share_models(self) -> None:
         self.writer.share_models_with(self.reader)
         self.reader.store  # noqa: B018 - open (and migrate) the index now, not on the first search
@@ -768,6 +791,9 @@ class Daemon:
         self._idle_task = asyncio.get_running_loop().create_task(self._idle_loop(), name="qmd-idle")
         if self.write_state_file:
             write_state(self.settings.state_dir, self.state)
+            self._state_task = asyncio.get_running_loop().create_task(
+                self._keep_state_file(), name="qmd-state"
+            )
         self._spawn(self._check_index())
         self._spawn(self._start_jobs())
         if self.preload:
@@ -792,10 +818,11 @@ class Daemon:
         self._stop.set()
         if self.write_state_file:
             remove_state(self.settings.state_dir, self.token)
-        if self._idle_task is not None:
-            self._idle_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._idle_task
+        for task in (self._idle_task, self._state_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self.watcher is not None:
             await self.watcher.close()
         if self._runner is not None:

@@ -134,6 +134,29 @@ def test_a_repository_whose_index_was_dropped_is_read_again_by_the_next_search(
     assert [hit["path"] for hit in search(daemon_home, repo, "parse cookie header", *flags)] == first
 
 
+@pytest.mark.parametrize("damage", ["deleted", "garbled", "wrong token"])
+def test_a_daemon_whose_state_file_went_is_found_again(daemon_home: Path, repo: Path, damage: str) -> None:
+    # the daemon lived on without its state file (deleted by hand, a clean-up of the state folder):
+    # each ai-search started a daemon that waited 20 s on the live one's lock, then searched
+    # in-process, until the live one idled out (30 minutes)
+    search(daemon_home, repo, "parse cookie header")
+    pid = state_of(daemon_home)["pid"]
+    state_file = daemon_home / "state" / "daemon.json"
+    if damage == "deleted":
+        state_file.unlink()
+    elif damage == "garbled":
+        state_file.write_text("{garbage")
+    else:  # the client was told the daemon "is running but does not answer" and searched in-process
+        state_file.write_text(json.dumps(dict(json.loads(state_file.read_text()), token="x" * 43)))
+        wait_for(lambda: (state_of(daemon_home) or {}).get("token") not in (None, "x" * 43), timeout=10)
+    started = time.monotonic()
+    proc = run_client("ai_search.py", "parse cookie header", home=daemon_home, cwd=repo)
+    assert proc.returncode == 0 and "in-process" not in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
+    assert time.monotonic() - started < 10
+    assert state_of(daemon_home)["pid"] == pid  # the same daemon answered
+
+
 def test_a_daemon_that_fails_at_start_is_not_waited_for(daemon_home: Path, repo: Path) -> None:
     # an index replaced by junk: the daemon wrote its one line to daemon.log and exited, and each
     # ai-search still waited out the whole start timeout before saying "did not answer within 20s"
