@@ -207,6 +207,12 @@ def connect(path: Path, *, readonly: bool = False) -> tuple[Any, bool]:
             f"index {path} is an empty file, not an index (an interrupted copy or a crash leaves one); "
             "delete it to start a new index, or put the full copy back"
         )
+    if not readonly and path.exists() and _read_only_mount(path):
+        # os.access says no as for a file mode, and `chmod 600` cannot help there
+        raise IndexDatabaseError(
+            f"index {path} is on a read-only file system; it need not be rebuilt: mount it "
+            "read-write, or set QMD_INDEX_PATH to a place this user can write"
+        )
     if path.exists() and not os.access(path, os.R_OK if readonly else os.R_OK | os.W_OK):
         # SQLite says only "unable to open database file", which read as a damaged index whose
         # fix is a rebuild: hours of embedding lost over a file mode
@@ -243,6 +249,13 @@ def _open_error(exc: BaseException, path: Path) -> IndexDatabaseError:
             "was not changed: it need not be rebuilt)"
         )
     return IndexDatabaseError(f"index {path} is not a usable SQLite database ({exc}); {REBUILD_HINT}")
+
+
+def _read_only_mount(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # AttributeError: no statvfs (Windows)
+        return False
 
 
 def quick_check(path: Path) -> None:

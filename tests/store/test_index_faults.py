@@ -108,6 +108,29 @@ def test_an_index_on_a_full_disk_is_not_called_damaged(tmp_path: Path) -> None:
         shutil.rmtree(disk, ignore_errors=True)
 
 
+def test_an_index_on_a_read_only_mount_is_named_as_such(tmp_path: Path) -> None:
+    # os.access refuses writing there as for a file mode: the line said "permission denied ...
+    # `chmod 600` it", which a read-only file system refuses too
+    disk = _tmpfs("4m")
+    if disk is None:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        repo = write_tree(tmp_path / "repo", {"a.py": "def kept_function():\n    return 1\n"})
+        index = disk / "index.sqlite"
+        env = {"QMD_INDEX_PATH": str(index)}
+        home = tmp_path / "home"
+        assert run_cli("collection", "add", str(repo), env_home=home, **env).returncode == 0
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        done = run_cli("status", env_home=home, **env)
+        assert done.returncode == 1 and done.stderr == (
+            f"qmd-daemon: error: index {index} is on a read-only file system; it need not be "
+            "rebuilt: mount it read-write, or set QMD_INDEX_PATH to a place this user can write\n"
+        )
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+        shutil.rmtree(disk, ignore_errors=True)
+
+
 def _scribble(path: Path, start: float) -> None:
     """Overwrite the file from `start` (a fraction of its size) on: the pages there are garbage."""
     with open(path, "r+b") as handle:
