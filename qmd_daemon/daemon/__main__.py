@@ -18,7 +18,7 @@ def _search(raw: str) -> int:
     from qmd_daemon import secret_mask
     from qmd_daemon.daemon import api
     from qmd_daemon.engine import Engine
-    from qmd_daemon.errors import QmdError, RequestError
+    from qmd_daemon.errors import QmdError, RequestError, internal_line
     from qmd_daemon.search.pipeline import SearchTrace
     from qmd_daemon.store.backends import mask_configured
     from qmd_daemon.store.connection import index_error
@@ -73,7 +73,7 @@ def _search(raw: str) -> int:
         except Exception as exc:  # SQLite's disk-full and damaged-page errors name their fix
             readable = index_error(exc, engine.settings.index_path)
             if readable is None:  # one line for the client to print, not a traceback on its stderr
-                return fail("internal", f"{type(exc).__name__}: {exc}")
+                return fail("internal", internal_line(exc))
             return failed(readable.as_dict(), readable.exit_code)
         print(json.dumps(out))
         return 0

@@ -46,7 +46,7 @@ from qmd_daemon.daemon.state import (
 from qmd_daemon.daemon.vouch import WHOLE_TREE, Watch, spec_of
 from qmd_daemon.daemon.watcher import RootSpec, RootWatcher
 from qmd_daemon.engine import Engine
-from qmd_daemon.errors import IndexDatabaseError, QmdError, RequestError
+from qmd_daemon.errors import IndexDatabaseError, QmdError, RequestError, internal_line
 from qmd_daemon.locks import LockBusy, held_or_busy
 from qmd_daemon.search.pipeline import SearchTrace
 from qmd_daemon.settings import Settings
@@ -295,7 +295,7 @@ class Daemon:
             if readable is not None:
                 return error_response(503, "index_error", str(readable))
             log.exception("%s %s failed", request.method, request.path)
-            return error_response(500, "internal", f"{type(exc).__name__}: {exc}")
+            return error_response(500, "internal", internal_line(exc))
         finally:
             self._inflight -= 1
             self._searches -= searching

@@ -258,3 +258,25 @@ def test_an_index_this_user_may_not_open_is_named_as_such_not_as_damaged(shared_
         f"qmd-daemon: error: index {index} cannot be read and written by this user (permission denied);"
         " it need not be rebuilt: `chmod 600` it, or run as its owner\n"
     )
+
+
+def test_the_in_process_fallback_says_an_os_error_as_the_cli_does(home: Path, tmp_path: Path) -> None:
+    # ai-search printed `error: IsADirectoryError: [Errno 21] Is a directory: '...writer.lock'`
+    # (`OSError: [Errno 28] No space left on device` on a full disk): Python's repr, not a line
+    import json
+    import sys
+
+    repo = write_tree(tmp_path / "repo", {"a.py": "def kept_function():\n    return 1\n"})
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    lock = home / "cache" / "index.sqlite.writer.lock"
+    lock.mkdir(parents=True)
+    body = json.dumps({"query": "kept function", "path": str(repo), "refresh": True})
+    proc = subprocess.run(
+        [sys.executable, "-m", "qmd_daemon.daemon", "search", "--request", body],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, QMD_DAEMON_HOME=str(home)),
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["error"] == {"code": "internal", "message": f"Is a directory: {lock}"}
