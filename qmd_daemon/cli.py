@@ -587,6 +587,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
             f"deep vectors: {vectors['embedded']}/{vectors['chunks']} chunks, "
             f"{vectors['model']} ({vectors['dim']} dims)"
         )
+    elif info["models"]["roles"]["embed"]["state"] == "unavailable":  # `embed` would only say so
+        click.echo("deep vectors: none yet (no embedding model: run `qmd-daemon pull`, then "
+                   "`qmd-daemon embed`)")
     else:
         click.echo("deep vectors: none yet (run `qmd-daemon embed`)")
     if vectors["kept"]:

@@ -617,3 +617,16 @@ def test_a_notebook_hits_text_numbers_only_its_first_line(
         assert rows[0].split("|")[0].strip() == str(first)
         assert rows[1] == "            | plot_stage(step_0)", rows
     assert re.search(r"^\s+2 \| {5}return n$", out[out.index("util.py"):], re.M)  # other files: every line
+
+
+def test_status_names_pull_first_when_no_embedding_model_is_there(tmp_path: Path) -> None:
+    # it said `none yet (run qmd-daemon embed)`, and `embed` then said only that the model is
+    # missing: the first hour of a machine without the models went round that loop
+    repo = write_tree(tmp_path / "repo", {"a.py": "def kept_function():\n    return 1\n"})
+    home = tmp_path / "home"
+    run_cli("collection", "add", str(repo), env_home=home, check=True, HF_HUB_OFFLINE="1")
+    status = run_cli("status", env_home=home, check=True, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
+    assert "embed: unavailable" in status.stdout
+    assert "deep vectors: none yet (no embedding model: run `qmd-daemon pull`, then `qmd-daemon embed`)" in (
+        status.stdout.splitlines()
+    )
