@@ -172,6 +172,12 @@ def collection_add(
         path, name, mask=mask, ignore=list(ignore) or None, include_by_default=include_by_default
     )
     click.echo(f"collection {added.name} -> {added.path}")
+    # a second name for a registered folder indexes it again, and a search of both (outside every
+    # repository, `-c` both) returns each hit twice: meant for another mask, else a slip
+    same = [n for n, c in engine.collections().items() if c.path == added.path and n != added.name]
+    if same:
+        click.echo(f"note: {added.path} is also collection {', '.join(same)}: it is indexed once for each "
+                   f"(`qmd-daemon collection remove {added.name}` undoes this add)", err=True)
     if run_update:
         for report in engine.update([added.name]):
             click.echo(report.forgotten or _summary(report.as_dict()))
