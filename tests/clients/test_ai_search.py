@@ -65,7 +65,10 @@ def test_sees_edits_at_once_and_reports_failures(daemon_home: Path, repo: Path) 
     assert proc.returncode != 0 and proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and "no-such-collection" in proc.stderr
     proc = run_client("ai_search.py", "x", "--repo", str(repo / "missing"), home=daemon_home, cwd=repo)
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.returncode == 2 and proc.stderr == f"ai-search: error: {repo / 'missing'} does not exist\n"
+    a_file = str(repo / "src" / "client.py")
+    proc = run_client("ai_search.py", "x", "--repo", a_file, home=daemon_home, cwd=repo)
+    assert proc.returncode == 2 and proc.stderr.endswith("client.py is not a folder\n")
 
 
 def test_recovers_after_kill_9(daemon_home: Path, repo: Path) -> None:
