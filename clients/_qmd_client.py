@@ -504,8 +504,9 @@ def answer_notices(response: dict[str, Any], root: str | None, patterns: str) ->
     if vectors is not None and notice_due(root or "", vectors[0], VECTORS_NOTICE_EVERY_S):
         lines.append(vectors[1])
     if response.get("path_files") == 0:  # an empty answer is the patterns', not the question's
-        lines.append(f"no indexed file matches the {patterns} patterns (relative to the repository root: "
-                     "'src/', '*.py', '!tests/')")
+        # "e.g.": the examples, which read as the patterns given (`--path scr/` said `'src/', ...`)
+        lines.append(f"no indexed file matches the {patterns} patterns (they are matched against paths "
+                     "relative to the repository root, e.g. 'src/', '*.py', '!tests/')")
     deep_off = response.get("deep_off")
     if deep_off:  # no pass will ever bring deep vectors: say what the search used instead
         static = response.get("static_rescored")
@@ -851,9 +852,10 @@ def _hung(state: dict[str, Any]) -> bool:
     """The daemon of `state`, whose port just failed, still holds its lock after LOCK_LET_GO_S.
     A killed one lets go as the kernel frees its memory (a second with the models loaded), and
     one stopping at the end of its close; a lock held by another pid than the state file names is
-    a daemon starting after a kill (kill -9 leaves the file), which another client started."""
+    a daemon starting after a kill (kill -9 leaves the file), which another client started; a state
+    file that changed meanwhile is the daemon's own, written again over a damaged one."""
     deadline = time.monotonic() + LOCK_LET_GO_S
-    while daemon_lock_held() and _lock_pid() in (None, state.get("pid")):
+    while daemon_lock_held() and _lock_pid() in (None, state.get("pid")) and read_state() == state:
         if time.monotonic() >= deadline:
             return True
         time.sleep(0.05)
@@ -900,6 +902,9 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
         return state
     if state is not None and _hung(state):
         raise DaemonUnavailable(f"the daemon (pid {state.get('pid')}) is running but does not answer")
+    fresh = read_state()
+    if fresh is not None and fresh != state and healthy(fresh):  # its file written again meanwhile
+        return fresh
     spawned = _claim_spawn()
     try:
         child = spawn_detached([*daemon_python(), "serve"], "daemon.log") if spawned else None

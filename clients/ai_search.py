@@ -308,8 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     start = qc.start_folder(args.repo)
     if start is None:
         return _fail(qc.FOLDER_GONE, 2)
-    if not os.path.isdir(start):
-        return _fail(f"{start} is not a folder", 2)
+    if not os.path.isdir(start):  # a typo in --repo is no file either: say which
+        return _fail(f"{start} {'is not a folder' if os.path.lexists(start) else 'does not exist'}", 2)
     root, is_git = qc.repo_root(start)
     refresh, signature, stamp = qc.freshness(root, is_git, bool(args.collection))
     body = _request(args, query, root, refresh)

@@ -28,7 +28,20 @@ LOCK_STALE_S = 60.0  # the holder touches its lock at least this often
 POLL_S = 2.0
 
 
+def _on_terminal() -> bool:
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (OSError, ValueError):
+        return False
+
+
 def _log(message: str) -> None:
+    """A line in warm.log and, for a user who ran qmd-warm by hand, on the terminal: a hook's
+    stderr and the detached copy's are log files, so they print nothing (a hand run printed
+    nothing either, `qmd-warm --repo /nonexistent` included)."""
+    if _on_terminal():
+        line = message if message.startswith("qmd-warm") else f"qmd-warm: {message}"
+        print(line, file=sys.stderr, flush=True)
     try:
         handle = qc.log_file("warm.log")
         try:
@@ -139,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
             qc.spawn_detached(
                 [*me, "--foreground", "--repo", root, "--timeout", str(args.timeout)], "warm.log"
             )
+            if _on_terminal():
+                log = os.path.join(qc.log_dir(), "warm.log")
+                print(f"qmd-warm: warming {root} in the background; {log} says how it went", file=sys.stderr)
             return 0
         warm(root, is_git, args.timeout)
     except SystemExit:

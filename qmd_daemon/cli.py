@@ -172,6 +172,12 @@ def collection_add(
         path, name, mask=mask, ignore=list(ignore) or None, include_by_default=include_by_default
     )
     click.echo(f"collection {added.name} -> {added.path}")
+    # a second name for a registered folder indexes it again, and a search of both (outside every
+    # repository, `-c` both) returns each hit twice: meant for another mask, else a slip
+    same = [n for n, c in engine.collections().items() if c.path == added.path and n != added.name]
+    if same:
+        click.echo(f"note: {added.path} is also collection {', '.join(same)}: it is indexed once for each "
+                   f"(`qmd-daemon collection remove {added.name}` undoes this add)", err=True)
     if run_update:
         for report in engine.update([added.name]):
             click.echo(report.forgotten or _summary(report.as_dict()))
@@ -587,6 +593,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
             f"deep vectors: {vectors['embedded']}/{vectors['chunks']} chunks, "
             f"{vectors['model']} ({vectors['dim']} dims)"
         )
+    elif info["models"]["roles"]["embed"]["state"] == "unavailable":  # `embed` would only say so
+        click.echo("deep vectors: none yet (no embedding model: run `qmd-daemon pull`, then "
+                   "`qmd-daemon embed`)")
     else:
         click.echo("deep vectors: none yet (run `qmd-daemon embed`)")
     if vectors["kept"]:

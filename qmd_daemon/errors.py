@@ -13,6 +13,13 @@ def os_error_line(exc: OSError) -> str:
     return f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
 
 
+def internal_line(exc: Exception) -> str:
+    """An error no type above maps, as the daemon's 500 and the in-process search's body say it:
+    an OSError as the CLI prints one (`Is a directory: PATH`, not `IsADirectoryError: [Errno 21]
+    Is a directory: 'PATH'`), anything else with its type (a bug: the type helps find it)."""
+    return os_error_line(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+
+
 class QmdError(Exception):
     """An error whose message is meant for the user, not a traceback."""
 

@@ -38,14 +38,18 @@ def writer_lock_path(index_path: Path) -> Path:
 def _record_pid(fd: int) -> None:
     """Write this process's pid in the lock file, unless it is there already (this process held
     the lock last: an update takes it once per collection, and a truncate waits for the disk's
-    journal, 23-73 ms a time on a busy disk, which was 1.3-4 s of a no-change update)."""
+    journal, 23-73 ms a time on a busy disk, which was 1.3-4 s of a no-change update). The pid
+    only names the holder: on a full disk (ENOSPC) the lock is held without it, else every
+    command, a read-only `status` or search included, failed with a bare `No space left on
+    device`."""
     pid = str(os.getpid()).encode("ascii")
     os.lseek(fd, 0, os.SEEK_SET)
     if os.read(fd, len(pid) + 1) == pid:
         return
     os.ftruncate(fd, 0)
     os.lseek(fd, 0, os.SEEK_SET)
-    os.write(fd, pid)
+    with contextlib.suppress(OSError):
+        os.write(fd, pid)
 
 
 def holder_pid(path: Path) -> int | None:

@@ -617,3 +617,32 @@ def test_a_notebook_hits_text_numbers_only_its_first_line(
         assert rows[0].split("|")[0].strip() == str(first)
         assert rows[1] == "            | plot_stage(step_0)", rows
     assert re.search(r"^\s+2 \| {5}return n$", out[out.index("util.py"):], re.M)  # other files: every line
+
+
+def test_status_names_pull_first_when_no_embedding_model_is_there(tmp_path: Path) -> None:
+    # it said `none yet (run qmd-daemon embed)`, and `embed` then said only that the model is
+    # missing: the first hour of a machine without the models went round that loop
+    repo = write_tree(tmp_path / "repo", {"a.py": "def kept_function():\n    return 1\n"})
+    home = tmp_path / "home"
+    run_cli("collection", "add", str(repo), env_home=home, check=True, HF_HUB_OFFLINE="1")
+    status = run_cli("status", env_home=home, check=True, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
+    assert "embed: unavailable" in status.stdout
+    assert "deep vectors: none yet (no embedding model: run `qmd-daemon pull`, then `qmd-daemon embed`)" in (
+        status.stdout.splitlines()
+    )
+
+
+def test_a_second_name_for_a_registered_folder_says_so(tmp_path: Path) -> None:
+    # `collection add . --name other` in a registered repository indexed it again without a word,
+    # and a search outside every repository then returned each hit twice
+    repo = write_tree(tmp_path / "repo", {"a.py": "def kept_function():\n    return 1\n"})
+    home = tmp_path / "home"
+    first = run_cli("collection", "add", str(repo), env_home=home, check=True)
+    assert first.stderr == ""
+    again = run_cli("collection", "add", str(repo), env_home=home, check=True)  # the same: no note
+    assert again.stderr == ""
+    other = run_cli("collection", "add", str(repo), "--name", "other", env_home=home, check=True)
+    assert other.stderr == (
+        f"note: {repo.resolve()} is also collection repo: it is indexed once for each "
+        "(`qmd-daemon collection remove other` undoes this add)\n"
+    )

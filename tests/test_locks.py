@@ -44,3 +44,24 @@ def test_the_lock_file_names_its_holder_and_its_last_holder_never_rewrites_it(tm
     assert holder_pid(path) == int(child.stdout) != os.getpid()
     _take(path)
     assert path.read_text() == str(os.getpid())
+
+
+_TAKE_ON_A_FULL_DISK = """
+import resource, signal, sys
+from pathlib import Path
+from qmd_daemon.locks import holder_pid, waiting_for
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+with waiting_for(Path(sys.argv[1]), "waiting"):
+    print("held", holder_pid(Path(sys.argv[1])))
+"""
+
+
+def test_a_lock_is_taken_when_its_pid_cannot_be_written(tmp_path: Path) -> None:
+    """On a full disk the pid write failed and so did every command, a read-only `status` or a
+    search included, with a bare `No space left on device`: the pid only names the holder."""
+    path = tmp_path / "index.sqlite.upgrade.lock"
+    child = subprocess.run(
+        [sys.executable, "-c", _TAKE_ON_A_FULL_DISK, str(path)], capture_output=True, text=True
+    )
+    assert (child.returncode, child.stdout, child.stderr) == (0, "held None\n", "")

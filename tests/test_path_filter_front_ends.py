@@ -38,6 +38,7 @@ def test_the_cli_searches_only_the_files_the_patterns_allow(home: Path, tmp_path
     proc = run_cli("search", QUESTION, "--path", "scr/", "--format", "files", env_home=home)
     assert proc.returncode == 0 and proc.stdout.split() == []  # a typo: no file matches, and it says so
     assert "no indexed file matches the --path patterns" in _one_line(proc.stderr)
+    assert "root, e.g. 'src/'" in proc.stderr  # examples, not the patterns given
     for bad in (["--path", "src/["], ["--path", "!"]):
         proc = run_cli("search", QUESTION, *bad, env_home=home)
         assert proc.returncode == 2 and "bad path pattern" in _one_line(proc.stderr)
@@ -68,6 +69,7 @@ def test_ai_search_passes_its_patterns_to_the_daemon_and_the_fallback(
         proc = run_client("ai_search.py", QUESTION, "--path", "scr/", *extra, home=daemon_home, cwd=repo)
         assert proc.returncode == 0 and json.loads(proc.stdout) == []
         assert "no indexed file matches the --path patterns" in _one_line(proc.stderr)
+        assert "root, e.g. 'src/'" in proc.stderr  # it read "(relative to the repository root: 'src/', ...)"
 
 
 @pytest.mark.parametrize("paths", ["src/", [3], ["src/["], [""]])

@@ -18,7 +18,7 @@ def _search(raw: str) -> int:
     from qmd_daemon import secret_mask
     from qmd_daemon.daemon import api
     from qmd_daemon.engine import Engine
-    from qmd_daemon.errors import QmdError, RequestError
+    from qmd_daemon.errors import QmdError, RequestError, internal_line
     from qmd_daemon.search.pipeline import SearchTrace
     from qmd_daemon.store.backends import mask_configured
     from qmd_daemon.store.connection import index_error
@@ -44,7 +44,8 @@ def _search(raw: str) -> int:
             if req.path is not None and not req.names:
                 home, created = api.resolve_path(engine, req.path, create=True)
             refreshed = None
-            if created or req.refresh or req.auto:  # nothing watches for this one-off process
+            # nothing watches for this one-off process
+            if created or req.refresh or req.auto or api.never_indexed(engine, home):
                 engine.update([home.name] if home is not None else req.names, progress=False)
                 refreshed = True
             # after the update: a new checkout's first records its root commits, which the scope
@@ -72,7 +73,7 @@ def _search(raw: str) -> int:
         except Exception as exc:  # SQLite's disk-full and damaged-page errors name their fix
             readable = index_error(exc, engine.settings.index_path)
             if readable is None:  # one line for the client to print, not a traceback on its stderr
-                return fail("internal", f"{type(exc).__name__}: {exc}")
+                return fail("internal", internal_line(exc))
             return failed(readable.as_dict(), readable.exit_code)
         print(json.dumps(out))
         return 0

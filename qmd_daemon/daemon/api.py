@@ -175,6 +175,14 @@ def resolve_path(engine: Engine, path: Path, *, create: bool) -> tuple[Collectio
     return engine.add_collection(resolved, on_demand=True), True
 
 
+def never_indexed(engine: Engine, home: CollectionConfig | None) -> bool:
+    """A registered collection that no update of this index has finished: its first index was cut
+    short (Ctrl-C in `collection add`), or the index was deleted since. A search reads it first,
+    as a new one: the client's git check saw no file change and asked for no refresh, so every
+    search there answered [] until a file changed."""
+    return home is not None and engine.index_stamp(home.name)[1] == ""
+
+
 def search_scope(engine: Engine, names: list[str] | None, home: CollectionConfig | None) -> list[str]:
     """Named collections; else the path's collection plus those included by default; else the
     engine's default scope."""

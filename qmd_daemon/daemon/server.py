@@ -46,7 +46,7 @@ from qmd_daemon.daemon.state import (
 from qmd_daemon.daemon.vouch import WHOLE_TREE, Watch, spec_of
 from qmd_daemon.daemon.watcher import RootSpec, RootWatcher
 from qmd_daemon.engine import Engine
-from qmd_daemon.errors import IndexDatabaseError, QmdError, RequestError
+from qmd_daemon.errors import IndexDatabaseError, QmdError, RequestError, internal_line
 from qmd_daemon.locks import LockBusy, held_or_busy
 from qmd_daemon.search.pipeline import SearchTrace
 from qmd_daemon.settings import Settings
@@ -73,6 +73,10 @@ READER_CLOSE_S = 10.0  # at exit, for a reader still inside a request
 # that started it never got its answer (it waited out its start timeout, then searched in-process);
 # this leaves a client's health check and its request, a few ms apart, to one daemon
 MIN_IDLE_S = 2.0
+# How often the daemon looks at its state file (a read of 300 bytes), to write it again when it is
+# gone or names another token: under the clients' start timeout (20 s) and the 2 s a client gives a
+# daemon that does not prove it holds the file's token (LOCK_LET_GO_S) before it searches in-process
+STATE_CHECK_S = 1.0
 
 
 def in_daemon_thread(fn: Callable[[], T]) -> asyncio.Future[T]:
@@ -175,6 +179,7 @@ class Daemon:
         self._stop = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._idle_task: asyncio.Task[None] | None = None
+        self._state_task: asyncio.Task[None] | None = None  # _keep_state_file
         self._background: set[asyncio.Task[Any]] = set()
         self._index_check: asyncio.Future[None] | None = None  # the start-up quick_check's thread
         self._closed = False
@@ -290,7 +295,7 @@ class Daemon:
             if readable is not None:
                 return error_response(503, "index_error", str(readable))
             log.exception("%s %s failed", request.method, request.path)
-            return error_response(500, "internal", f"{type(exc).__name__}: {exc}")
+            return error_response(500, "internal", internal_line(exc))
         finally:
             self._inflight -= 1
             self._searches -= searching
@@ -382,9 +387,9 @@ class Daemon:
         return home, created
 
     def _refresh_reason(self, names: list[str] | None, created: bool) -> str:
-        """Why a search's refresh runs, as the clients word it: a collection registered now is read
-        for the first time; one an older version indexed (found at start) is re-read until a
-        refresh of it has finished; else changes are taken in."""
+        """Why a search's refresh runs, as the clients word it: a collection registered now (or
+        never indexed: api.never_indexed) is read for the first time; one an older version indexed
+        (found at start) is re-read until a refresh of it has finished; else changes are taken in."""
         if created:
             return "new"
         return "upgrade" if names and self._outdated.intersection(names) else "changes"
@@ -397,19 +402,19 @@ class Daemon:
         started = time.perf_counter()
         req = api.parse_search(await self._body(request))
 
-        def prepare() -> tuple[Any, bool, list[str], RootSpec | None]:  # one trip to the reader
+        def prepare() -> tuple[Any, bool, bool, list[str], RootSpec | None]:  # one trip to the reader
             home, created = self._locate(None if req.names else req.path, req.names, create=True)
             scope = api.search_scope(self.reader, req.names, home)
             spec = root_specs(self.reader.collections()).get(home.path) if home is not None else None
-            return home, created, scope, spec
+            return home, created, created or api.never_indexed(self.reader, home), scope, spec
 
-        home, created, scope, spec = await self._read_for_request(prepare)
+        home, created, new, scope, spec = await self._read_for_request(prepare)
         self._current = home.name if home is not None else scope[0] if len(scope) == 1 else self._current
         if created:
             await self._registered(home)
         refreshed: bool | None = None
         job: Job | None = None
-        if req.auto and home is not None and not created:
+        if req.auto and home is not None and not new:
             # the client left freshness to us: take in every change the kernel has queued (all
             # made before this request) and wait for the refresh they call for; a root we cannot
             # vouch for is refreshed as if the client had asked
@@ -418,9 +423,9 @@ class Daemon:
             else:
                 reason = self._refresh_reason([home.name], False)
                 job = self.jobs.submit("refresh", [home.name], reason=reason)
-        elif created or req.refresh or req.auto:
+        elif new or req.refresh or req.auto:
             names = [home.name] if home is not None else req.names
-            job = self.jobs.submit("refresh", names, reason=self._refresh_reason(names, created))
+            job = self.jobs.submit("refresh", names, reason=self._refresh_reason(names, new))
         if job is not None:
             refreshed = await job.wait(req.wait) and job.state == "done"
         trace = SearchTrace()
@@ -655,6 +660,24 @@ class Daemon:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), max(0.01, min(remaining, self.check_interval)))
 
+    async def _keep_state_file(self) -> None:
+        """Write the state file again when it is gone, unreadable or names this daemon with another
+        token (deleted by hand, a clean-up of the state folder, a bad restore): clients find the
+        daemon by it alone, and without it each `ai-search` started a daemon that waited 20 s on
+        this one's lock (or, with a wrong token, was told this one "does not answer"), then searched
+        in-process, until this one idled out. Another daemon's file is left alone (none runs while
+        this one holds the lock)."""
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), STATE_CHECK_S)
+            found = read_state(self.settings.state_dir)
+            garbled = found is not None and found.pid == os.getpid() and (found.port, found.token) != (
+                self.port, self.token)
+            if not self._stop.is_set() and (found is None or garbled):
+                log.info("the state file was gone or damaged: writing it again")
+                with contextlib.suppress(OSError):
+                    write_state(self.settings.state_dir, self.state)
+
     def _share_models(self) -> None:
         self.writer.share_models_with(self.reader)
         self.reader.store  # noqa: B018 - open (and migrate) the index now, not on the first search
@@ -768,6 +791,9 @@ class Daemon:
         self._idle_task = asyncio.get_running_loop().create_task(self._idle_loop(), name="qmd-idle")
         if self.write_state_file:
             write_state(self.settings.state_dir, self.state)
+            self._state_task = asyncio.get_running_loop().create_task(
+                self._keep_state_file(), name="qmd-state"
+            )
         self._spawn(self._check_index())
         self._spawn(self._start_jobs())
         if self.preload:
@@ -792,10 +818,11 @@ class Daemon:
         self._stop.set()
         if self.write_state_file:
             remove_state(self.settings.state_dir, self.token)
-        if self._idle_task is not None:
-            self._idle_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._idle_task
+        for task in (self._idle_task, self._state_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self.watcher is not None:
             await self.watcher.close()
         if self._runner is not None:

@@ -28,8 +28,8 @@ MAX_OVERFETCH = 50  # the normal search asked for at most this many times k
 KEPT_FILTERS = 32  # pattern sets kept per data state before starting over
 # Said when the patterns allow no file: an empty answer is then the patterns', not the question's
 # (a typo in a folder name looked like "nothing in this repository answers it")
-NO_PATH_MATCH = ("no indexed file matches the --path patterns (relative to the collection root: "
-                 "'src/', '*.py', '!tests/')")
+NO_PATH_MATCH = ("no indexed file matches the --path patterns (they are matched against paths relative to "
+                 "the collection root, e.g. 'src/', '*.py', '!tests/')")
 # A backslash before none of the characters gitignore escapes: a Windows separator (`src\app\`,
 # pasted from a Windows path), which as an escape would match nothing or be refused
 _WINDOWS_SEPARATOR = re.compile(r"\\(?![\\!#*?\[\] ])")

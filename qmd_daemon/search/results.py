@@ -54,6 +54,11 @@ def shape_hits(
                                     definitions=() if in_one_line else definitions.get(chunk.id, ()),
                                     blank_runs_as_one=is_notebook(chunk.path))
         line = chunk.start_line if in_one_line else line
+        # the definition the snippet starts at, when it starts at one: a chunk can hold several
+        # (Go's `MergeInConfig` then `ReadConfig`), and a hit on the second was named the first
+        first = chunk.symbols.split(" ")[0] if chunk.symbols else ""
+        at_line = () if in_one_line else definitions.get(chunk.id, ())
+        symbol = next((name for name, at in at_line if at == line), first)
         cost = RESULT_OVERHEAD_TOKENS + len(snippet) // CHARS_PER_TOKEN
         if budget is not None and used + cost > budget and hits:
             break
@@ -66,7 +71,7 @@ def shape_hits(
             score=score,
             snippet=snippet,
             collection=chunk.collection,
-            symbol=chunk.symbols.split(" ")[0] if chunk.symbols else "",
+            symbol=symbol,
             kind=chunk.kind,
         )
         if explain:

@@ -65,8 +65,9 @@ def parse_args(argv: list[str] | None) -> Options:
         dest="selection",
         type=lambda s: ANSWERS.get(s.strip().lower()) or _bad(s),
         metavar="yes|no|auto",
-        help="answer the question without asking (default: ask on a terminal, else the stored "
-        "selection, else no)",
+        help="answer the question without asking (default: ask, reading the answer from standard "
+        "input, a pipe too; Enter keeps the stored selection, else no; no input at all stops with "
+        "exit 2)",
     )
     ap.add_argument(
         "--dry-run", action="store_true", help="print every step as DRYRUN ...; change nothing"

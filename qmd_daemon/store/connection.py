@@ -36,7 +36,21 @@ DatabaseError: type[Exception] = sqlite.DatabaseError
 OperationalError: type[Exception] = sqlite.OperationalError
 REBUILD_HINT = "move it away and run `qmd-daemon update` to rebuild it from the registered collections"
 # primary result codes (sqlite3.h)
-_SQLITE_ERROR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_NOTADB = 1, 11, 13, 26
+_SQLITE_ERROR, _SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_NOTADB = 1, 10, 11, 13, 26
+# below this much free space an I/O error opening the index is the disk being full: SQLite cannot
+# make its -shm file (32 KiB) beside the index
+_OPEN_ROOM_BYTES = 2**20
+
+
+def _free_space(path: Path) -> int | None:
+    try:
+        return shutil.disk_usage(path.parent).free
+    except OSError:
+        return None
+
+
+def _free_said(free: int | None) -> str:
+    return "its disk is full" if free is None else f"{free / 2**20:.1f} MiB free on its disk"
 
 
 def index_error(exc: BaseException, path: Path) -> IndexDatabaseError | None:
@@ -46,13 +60,9 @@ def index_error(exc: BaseException, path: Path) -> IndexDatabaseError | None:
     if not isinstance(exc, DatabaseError) or code is None:
         return None
     if code & 0xFF == _SQLITE_FULL:
-        try:
-            free = f"{shutil.disk_usage(path.parent).free / 2**20:.1f} MiB free on its disk"
-        except OSError:
-            free = "its disk is full"
         return IndexDatabaseError(
-            f"disk full: the index {path} could not grow ({free}); free some space and run it "
-            "again (the unfinished change was rolled back)"
+            f"disk full: the index {path} could not grow ({_free_said(_free_space(path))}); free "
+            "some space and run it again (the unfinished change was rolled back)"
         )
     if code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
         return IndexDatabaseError(f"index {path} is damaged ({exc}); {REBUILD_HINT}")
@@ -197,6 +207,12 @@ def connect(path: Path, *, readonly: bool = False) -> tuple[Any, bool]:
             f"index {path} is an empty file, not an index (an interrupted copy or a crash leaves one); "
             "delete it to start a new index, or put the full copy back"
         )
+    if not readonly and path.exists() and _read_only_mount(path):
+        # os.access says no as for a file mode, and `chmod 600` cannot help there
+        raise IndexDatabaseError(
+            f"index {path} is on a read-only file system; it need not be rebuilt: mount it "
+            "read-write, or set QMD_INDEX_PATH to a place this user can write"
+        )
     if path.exists() and not os.access(path, os.R_OK if readonly else os.R_OK | os.W_OK):
         # SQLite says only "unable to open database file", which read as a damaged index whose
         # fix is a rebuild: hours of embedding lost over a file mode
@@ -216,10 +232,30 @@ def connect(path: Path, *, readonly: bool = False) -> tuple[Any, bool]:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite.DatabaseError as exc:
-        raise IndexDatabaseError(
-            f"index {path} is not a usable SQLite database ({exc}); {REBUILD_HINT}"
-        ) from None
+        raise _open_error(exc, path) from None
     return conn, _load_vec(conn)
+
+
+def _open_error(exc: BaseException, path: Path) -> IndexDatabaseError:
+    """Why the index could not be opened. On a full disk SQLite says only `disk I/O error` (its
+    -shm file cannot be made), which read as a file to move away and rebuild: every vector thrown
+    away over a disk that needed room."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    free = _free_space(path)
+    if code == _SQLITE_FULL or (code == _SQLITE_IOERR and free is not None and free < _OPEN_ROOM_BYTES):
+        return IndexDatabaseError(
+            f"disk full: the index {path} cannot be opened ({_free_said(free)}; SQLite needs room "
+            "beside it for its -shm and -wal files); free some space and run it again (the index "
+            "was not changed: it need not be rebuilt)"
+        )
+    return IndexDatabaseError(f"index {path} is not a usable SQLite database ({exc}); {REBUILD_HINT}")
+
+
+def _read_only_mount(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # AttributeError: no statvfs (Windows)
+        return False
 
 
 def quick_check(path: Path) -> None:

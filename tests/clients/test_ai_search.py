@@ -65,7 +65,10 @@ def test_sees_edits_at_once_and_reports_failures(daemon_home: Path, repo: Path) 
     assert proc.returncode != 0 and proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and "no-such-collection" in proc.stderr
     proc = run_client("ai_search.py", "x", "--repo", str(repo / "missing"), home=daemon_home, cwd=repo)
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.returncode == 2 and proc.stderr == f"ai-search: error: {repo / 'missing'} does not exist\n"
+    a_file = str(repo / "src" / "client.py")
+    proc = run_client("ai_search.py", "x", "--repo", a_file, home=daemon_home, cwd=repo)
+    assert proc.returncode == 2 and proc.stderr.endswith("client.py is not a folder\n")
 
 
 def test_recovers_after_kill_9(daemon_home: Path, repo: Path) -> None:
@@ -117,6 +120,44 @@ def test_fallback_without_a_daemon(daemon_home: Path, repo: Path, tmp_path: Path
     assert json.loads(proc.stdout) == fallback
     # and with the daemon the answer is the same
     assert search(daemon_home, repo, "parse cookie header") == fallback
+
+
+@pytest.mark.parametrize("where", ["daemon", "in-process"])
+def test_a_repository_whose_index_was_dropped_is_read_again_by_the_next_search(
+    daemon_home: Path, repo: Path, where: str
+) -> None:
+    # the index deleted (docs/install.md: "delete ~/.cache/qmd-daemon by hand to drop the index"),
+    # or a `collection add` stopped by Ctrl-C: index.yml and the client's stamp stayed, no file had
+    # changed, so no refresh was asked for and every search there answered [] until one did (the
+    # stamp holds the listing's signature after an answer from a process that did not watch it)
+    first = [hit["path"] for hit in search(daemon_home, repo, "parse cookie header", "--no-daemon")]
+    assert first and first[0] == "src/client.py"
+    shutil.rmtree(daemon_home / "cache")
+    flags = ["--no-daemon"] if where == "in-process" else []
+    assert [hit["path"] for hit in search(daemon_home, repo, "parse cookie header", *flags)] == first
+
+
+@pytest.mark.parametrize("damage", ["deleted", "garbled", "wrong token"])
+def test_a_daemon_whose_state_file_went_is_found_again(daemon_home: Path, repo: Path, damage: str) -> None:
+    # the daemon lived on without its state file (deleted by hand, a clean-up of the state folder):
+    # each ai-search started a daemon that waited 20 s on the live one's lock, then searched
+    # in-process, until the live one idled out (30 minutes)
+    search(daemon_home, repo, "parse cookie header")
+    pid = state_of(daemon_home)["pid"]
+    state_file = daemon_home / "state" / "daemon.json"
+    if damage == "deleted":
+        state_file.unlink()
+    elif damage == "garbled":
+        state_file.write_text("{garbage")
+    else:  # the client was told the daemon "is running but does not answer" and searched in-process
+        state_file.write_text(json.dumps(dict(json.loads(state_file.read_text()), token="x" * 43)))
+        wait_for(lambda: (state_of(daemon_home) or {}).get("token") not in (None, "x" * 43), timeout=10)
+    started = time.monotonic()
+    proc = run_client("ai_search.py", "parse cookie header", home=daemon_home, cwd=repo)
+    assert proc.returncode == 0 and "in-process" not in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout)[0]["path"] == "src/client.py"
+    assert time.monotonic() - started < 10
+    assert state_of(daemon_home)["pid"] == pid  # the same daemon answered
 
 
 def test_a_daemon_that_fails_at_start_is_not_waited_for(daemon_home: Path, repo: Path) -> None:

@@ -5,6 +5,7 @@ subfolder (~/.config, secrets included) would be too (issue 12 item 7)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -22,6 +23,10 @@ def test_a_plain_folder_is_not_indexed_until_registered(daemon_home: Path, tmp_p
     folder = write_tree(tmp_path / "downloads", {"notes.py": "def parse_cookie_header():\n    pass\n"})
     proc = run_client("ai_search.py", "parse cookie", home=daemon_home, cwd=folder, HOME=str(user_home))
     assert proc.returncode != 0 and proc.stdout == ""
+    # the exit status the skill tells agents to expect (it said 1; a refusal is a usage error, 2)
+    skill = (Path(__file__).parents[2] / "skills" / "semantic-search" / "SKILL.md").read_text("utf-8")
+    said = re.search(r"Outside a git repository.*? it exits (\d+) with one stderr line", skill, re.S)
+    assert said is not None and proc.returncode == int(said.group(1))
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "not a git repository" in lines[0]
     assert f"qmd-daemon collection add {folder.resolve()}" in lines[0]

@@ -101,3 +101,44 @@ def test_a_config_error_is_logged_as_the_config_line(daemon_home: Path, tmp_path
     assert "qmd-warm failed" not in logged and "DaemonError" not in logged, logged
     assert f"{repo.resolve()}: collection 'repo-proj' is skipped: its mask" in logged, logged
     assert len(logged.strip().splitlines()) == 1
+
+
+def _on_a_terminal(home: Path, cwd: Path, *args: str, **env: str) -> tuple[int, str]:
+    """qmd-warm with its stderr a terminal, as a user runs it by hand: its exit status and what
+    the terminal showed."""
+    import pty
+    import subprocess
+    import sys
+
+    from tests.daemon.support import CLIENTS, env_for
+
+    terminal, child_end = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, str(CLIENTS / "qmd_warm.py"), *args],
+            cwd=cwd, env=env_for(home, **env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=child_end,
+        )
+        os.close(child_end)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(terminal, 4096)
+            except OSError:  # EIO: the child's end closed
+                break
+            if not chunk:
+                break
+            shown += chunk
+        return proc.wait(timeout=60), shown.decode()
+    finally:
+        os.close(terminal)
+
+
+def test_a_run_by_hand_says_on_the_terminal_what_it_logs(daemon_home: Path, tmp_path: Path) -> None:
+    # `qmd-warm --repo /nonexistent` (as docs/usage.md lists the command) printed nothing and exited
+    # 0; the reason was only in warm.log. A hook's stderr is a log file: it still prints nothing.
+    no_daemon = {"QMD_DAEMON_PYTHON": "/nonexistent/python", "QMD_START_TIMEOUT": "1"}
+    code, shown = _on_a_terminal(daemon_home, tmp_path, "--foreground", "--repo", str(tmp_path), **no_daemon)
+    assert code == 0 and "qmd-warm failed" in shown, shown
+    code, shown = _on_a_terminal(daemon_home, tmp_path, "--repo", str(tmp_path), **no_daemon)
+    assert code == 0 and f"warming {tmp_path.resolve()} in the background" in shown and "warm.log" in shown

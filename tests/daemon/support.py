@@ -160,9 +160,33 @@ def is_our_daemon(pid: int, home: Path) -> bool:
         return False
 
 
+def serves_of(home: Path) -> set[int]:
+    """The pids of the `serve` processes of `home` (Linux: /proc; elsewhere none): the daemon, and
+    any serve a client started that still waits on its lock."""
+    found = set()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            env = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"serve" in argv and f"QMD_DAEMON_HOME={home}".encode() in env:
+            found.add(int(entry.name))
+    return found
+
+
 def stop_daemon(home: Path) -> None:
-    """SIGTERM (then SIGKILL) the daemon recorded in this test's home: only ones we started."""
-    pids = set()
+    """SIGTERM (then SIGKILL) the daemon recorded in this test's home: only ones we started; and
+    a serve a client started that still waits on the daemon's lock: it would take over once the
+    daemon stopped and outlive the suite until it idled out."""
+    for attempt in range(3):
+        pids = serves_of(home)
+        if attempt and not pids:
+            return
+        _stop(home, pids)
+
+
+def _stop(home: Path, pids: set[int]) -> None:
     state = state_of(home)
     if state:
         pids.add(int(state["pid"]))

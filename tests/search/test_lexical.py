@@ -415,3 +415,44 @@ def test_a_bug_report_or_a_symbol_names_no_file_by_its_words(engine: Engine, tmp
     assert named_files_search(engine.store, report, collections) == []
     assert named_files_search(engine.store, parse_query("python"), collections) != []
     assert named_files_search(engine.store, parse_query("PythonRunner"), collections) == []
+
+
+_TWO_DEFINITIONS_GO = """package conf
+
+import "io"
+
+// MergeInSettings merges the file on disk into the settings it holds.
+func MergeInSettings() error { return store.MergeInSettings() }
+
+// MergeInSettings merges the file on disk into the settings it holds.
+func (s *Store) MergeInSettings() error {
+	data, err := s.read()
+	if err != nil {
+		return err
+	}
+	return s.merge(data)
+}
+
+// LoadSettings reads settings from a reader, dropping the keys it lacks.
+func LoadSettings(in io.Reader) error { return store.LoadSettings(in) }
+
+// LoadSettings reads settings from a reader, dropping the keys it lacks.
+func (s *Store) LoadSettings(in io.Reader) error {
+	settings := map[string]any{}
+	if err := s.decode(in, settings); err != nil {
+		return err
+	}
+	s.settings = settings
+	return nil
+}
+"""
+
+
+def test_a_hit_is_named_by_the_definition_its_snippet_starts_at(engine: Engine, tmp_path: Path) -> None:
+    # one chunk held both functions; a hit on the second, its snippet at `func LoadSettings`, was
+    # named by the first (`viper.go:1640  MergeInConfig` over `func ReadConfig(...)`)
+    name = indexed(engine, tmp_path / "p", {"conf.go": _TWO_DEFINITIONS_GO})
+    top = engine.search("LoadSettings", [name], options=SearchOptions(explain=True))[0]
+    assert top.explain["chunk_lines"][0] < top.line  # the chunk starts at the first function
+    assert _TWO_DEFINITIONS_GO.splitlines()[top.line - 1].startswith("func LoadSettings(")
+    assert top.symbol == "LoadSettings"

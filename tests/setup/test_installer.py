@@ -256,6 +256,10 @@ def test_no_input_at_all_is_refused_with_a_hint(fake_home):
     assert proc.returncode == 2
     assert "--semantic-retrieval yes|no|auto" in proc.stderr
     assert "selection no" not in proc.stdout
+    # --help said "default: ask on a terminal, else the stored selection, else no": a pipe is
+    # asked too, and no input is this refusal, not a No
+    usage = " ".join(run_install(fake_home, "--help").stdout.split())
+    assert "ask on a terminal" not in usage and "no input at all stops with exit 2" in usage
 
 
 def test_auto_pass_continues_as_yes(fake_home):

@@ -3,6 +3,7 @@ one line with its fix, and the index left as it was."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -69,6 +70,62 @@ def test_cli_update_on_a_full_disk_says_so_in_one_line(tmp_path: Path) -> None:
         assert "no transaction is active" not in done.stderr
         status = run_cli("status", env_home=home, **env)
         assert status.returncode == 0, status.stderr  # still a readable index
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+        shutil.rmtree(disk, ignore_errors=True)
+
+
+def test_an_index_on_a_full_disk_is_not_called_damaged(tmp_path: Path) -> None:
+    # SQLite cannot make the -shm file of an index on a full disk and says `disk I/O error`, which
+    # read "not a usable SQLite database ... move it away and rebuild": every vector thrown away
+    disk = _tmpfs("2m")
+    if disk is None:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        repo = write_tree(tmp_path / "repo", {"a.py": "def kept_function():\n    return 1\n"})
+        index = disk / "index.sqlite"
+        env = {"QMD_INDEX_PATH": str(index)}
+        home = tmp_path / "home"
+        assert run_cli("collection", "add", str(repo), env_home=home, **env).returncode == 0
+        kept = index.read_bytes()
+        with open(disk / "filler", "wb") as filler, contextlib.suppress(OSError):
+            while True:
+                filler.write(b"\0" * 65536)
+                filler.flush()
+        for argv in (["status"], ["search", "kept_function"], ["update"]):
+            done = run_cli(*argv, env_home=home, **env)
+            assert done.returncode == 1 and done.stderr == (
+                f"qmd-daemon: error: disk full: the index {index} cannot be opened (0.0 MiB free on "
+                "its disk; SQLite needs room beside it for its -shm and -wal files); free some space "
+                "and run it again (the index was not changed: it need not be rebuilt)\n"
+            ), (argv, done.stderr)
+        assert index.read_bytes() == kept
+        (disk / "filler").unlink()
+        found = run_cli("search", "kept_function", "--json", env_home=home, **env)
+        assert found.returncode == 0 and '"a.py"' in found.stdout, found.stderr
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+        shutil.rmtree(disk, ignore_errors=True)
+
+
+def test_an_index_on_a_read_only_mount_is_named_as_such(tmp_path: Path) -> None:
+    # os.access refuses writing there as for a file mode: the line said "permission denied ...
+    # `chmod 600` it", which a read-only file system refuses too
+    disk = _tmpfs("4m")
+    if disk is None:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        repo = write_tree(tmp_path / "repo", {"a.py": "def kept_function():\n    return 1\n"})
+        index = disk / "index.sqlite"
+        env = {"QMD_INDEX_PATH": str(index)}
+        home = tmp_path / "home"
+        assert run_cli("collection", "add", str(repo), env_home=home, **env).returncode == 0
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        done = run_cli("status", env_home=home, **env)
+        assert done.returncode == 1 and done.stderr == (
+            f"qmd-daemon: error: index {index} is on a read-only file system; it need not be "
+            "rebuilt: mount it read-write, or set QMD_INDEX_PATH to a place this user can write\n"
+        )
     finally:
         subprocess.run(["umount", str(disk)], check=False)
         shutil.rmtree(disk, ignore_errors=True)
@@ -201,3 +258,25 @@ def test_an_index_this_user_may_not_open_is_named_as_such_not_as_damaged(shared_
         f"qmd-daemon: error: index {index} cannot be read and written by this user (permission denied);"
         " it need not be rebuilt: `chmod 600` it, or run as its owner\n"
     )
+
+
+def test_the_in_process_fallback_says_an_os_error_as_the_cli_does(home: Path, tmp_path: Path) -> None:
+    # ai-search printed `error: IsADirectoryError: [Errno 21] Is a directory: '...writer.lock'`
+    # (`OSError: [Errno 28] No space left on device` on a full disk): Python's repr, not a line
+    import json
+    import sys
+
+    repo = write_tree(tmp_path / "repo", {"a.py": "def kept_function():\n    return 1\n"})
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    lock = home / "cache" / "index.sqlite.writer.lock"
+    lock.mkdir(parents=True)
+    body = json.dumps({"query": "kept function", "path": str(repo), "refresh": True})
+    proc = subprocess.run(
+        [sys.executable, "-m", "qmd_daemon.daemon", "search", "--request", body],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, QMD_DAEMON_HOME=str(home)),
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["error"] == {"code": "internal", "message": f"Is a directory: {lock}"}
