@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 
 # language -> its file suffixes (lower case, with the dot)
@@ -221,6 +222,19 @@ BUILD_FILE_NAMES: dict[str, str] = {
     "pkgbuild": "shell",
 }
 
+# Files named by a pattern, not by a suffix or a whole name: Dockerfile variants
+# (`Dockerfile.prod`, `Dockerfile-alpine`) and the committed example of a `.env` (never `.env`
+# itself: it holds the secrets the example leaves blank). Matched whatever their case.
+NAME_PATTERNS: dict[str, str] = {
+    "dockerfile.*": "dockerfile",
+    "dockerfile-*": "dockerfile",
+    "containerfile.*": "dockerfile",
+    ".env.example": "dotenv",
+    ".env.sample": "dotenv",
+    ".env.template": "dotenv",
+    ".env.dist": "dotenv",
+}
+
 # Lines only one language writes, for the suffixes above that several share.
 _OBJC_MARKS = re.compile(
     r"^[ \t]*(?:#import\b|@(?:interface|implementation|protocol|end|import|class)\b)", re.M
@@ -299,6 +313,8 @@ def language_of(path: str) -> str | None:
     found = BUILD_FILE_NAMES.get(pure.name) or _BY_SUFFIX.get(pure.suffix)
     if found is None and pure.suffix in (".html", ".htm") and _is_html_template(pure):
         return "html"
+    if found is None:
+        found = next((lang for glob, lang in NAME_PATTERNS.items() if fnmatchcase(pure.name, glob)), None)
     return found
 
 
@@ -336,7 +352,7 @@ def table_key() -> str:
         (suffix, [(lang, marks.pattern) for lang, marks in pairs]) for suffix, pairs in CONTENT_RULES.items()
     )
     table = [*sorted(_BY_SUFFIX.items()), *sorted(BUILD_FILE_NAMES.items()), *rules, *HTML_TEMPLATE_GLOBS,
-             *SCRIPT_GLOBS, *sorted(_INTERPRETERS.items())]
+             *SCRIPT_GLOBS, *sorted(_INTERPRETERS.items()), *sorted(NAME_PATTERNS.items())]
     return hashlib.sha1(repr(table).encode()).hexdigest()[:10]
 
 
@@ -365,4 +381,6 @@ def default_mask() -> str:
     suffixes = ",".join(suffix[1:] for suffix in _BY_SUFFIX)
     names = ",".join(BUILD_FILE_NAMES)
     scripts = (part for glob in SCRIPT_GLOBS for part in (glob, f"!{glob}.*"))  # extensionless ones
-    return ";".join((*scripts, f"**/*.{{{suffixes}}}", f"**/{{{names}}}", *HTML_TEMPLATE_GLOBS))
+    named = ",".join(NAME_PATTERNS)
+    globs = (f"**/*.{{{suffixes}}}", f"**/{{{names}}}", f"**/{{{named}}}", *HTML_TEMPLATE_GLOBS)
+    return ";".join((*scripts, *globs))

@@ -10,6 +10,7 @@ from qmd_daemon.file_types import (
     BUILD_FILE_NAMES,
     HTML_TEMPLATE_GLOBS,
     LANGUAGE_SUFFIXES,
+    NAME_PATTERNS,
     SCRIPT_GLOBS,
     kind_of,
     language_of,
@@ -27,7 +28,7 @@ def test_the_mask_is_built_from_the_table_and_nothing_else() -> None:
     suffixes = {s for group in LANGUAGE_SUFFIXES.values() for s in group}
     scripts = {g for glob in SCRIPT_GLOBS for g in (glob, f"!{glob}.*")}
     assert globs == ({f"**/*{s}" for s in suffixes} | {f"**/{n}" for n in BUILD_FILE_NAMES}
-                     | set(HTML_TEMPLATE_GLOBS) | scripts)
+                     | set(HTML_TEMPLATE_GLOBS) | scripts | {f"**/{n}" for n in NAME_PATTERNS})
     assert len(suffixes) == sum(map(len, LANGUAGE_SUFFIXES.values())), "one language per suffix"
     assert all(s == s.lower() for s in suffixes) and all(n == n.lower() for n in BUILD_FILE_NAMES)
 
@@ -84,6 +85,10 @@ def test_the_mask_is_built_from_the_table_and_nothing_else() -> None:
         ("src/Client/Modules/Inventory.luau", "luau"),
         ("lib/Target/X86/X86InstrInfo.td", "tablegen"),
         ("schema/user.gql", "graphql"),
+        ("docker/Dockerfile.prod", "dockerfile"),  # a Dockerfile's variants, by their name
+        ("Dockerfile-alpine", "dockerfile"),
+        (".env.example", "dotenv"),  # the committed example of the settings
+        (".env", None),  # never the secrets themselves
         ("htmlcov/index.html", None),
     ],
 )
@@ -229,6 +234,15 @@ def test_an_executable_script_without_extension_is_indexed_by_its_shebang(engine
     ids = engine.collection_ids(["repo"])
     assert dict(engine.store.language_counts(ids)) == {"shell": 2}, "in a scripts folder, not elsewhere"
     assert "bats_run_test" in engine.store.defined_names(ids[0], "libexec/bats-core/bats-exec-test")
+
+
+def test_dockerfile_variants_and_the_env_example_are_scanned_never_the_env(tmp_path: Path) -> None:
+    files = {"docker/Dockerfile.prod": "FROM python:3.12\n", "Dockerfile-alpine": "FROM alpine\n",
+             ".env.example": "DATABASE_URL=\n", ".env": "DATABASE_URL=postgres://user:secret@db/app\n"}
+    write_tree(tmp_path, files)
+    found = sorted(f.path for f in scan(tmp_path, mask=DEFAULT_MASK, ignore=[], excludes=DEFAULT_EXCLUDES,
+                                        max_file_bytes=1 << 20).files)
+    assert found == [".env.example", "Dockerfile-alpine", "docker/Dockerfile.prod"]
 
 
 def test_a_name_in_the_mask_does_not_take_a_folder_of_that_name() -> None:

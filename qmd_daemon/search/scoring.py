@@ -116,7 +116,7 @@ _CI_WORDS = frozenset({"ci", "workflow", "workflows", "pipeline", "pipelines", "
 # Data and configuration files: manifests, compose files, tool settings, fixtures' records. They
 # list a project's names and topics (trpc's `_artifacts/domain_map.yaml` maps every feature to its
 # files) without the code; no dev question's answer is one.
-_DATA_LANGUAGES = frozenset({"yaml", "json", "toml", "xml", "properties", "ini"})
+_DATA_LANGUAGES = frozenset({"yaml", "json", "toml", "xml", "properties", "ini", "dotenv"})
 _DATA_WORDS = frozenset({"config", "configuration", "configure", "configured", "configs", "settings", "yaml",
                          "yml", "json", "toml", "xml", "manifest", "docker", "compose", "dependencies",
                          "dependency", "package", "packages", "properties", "ini"})
