@@ -311,11 +311,11 @@ def language_of(path: str) -> str | None:
     """The language of a file by its name, then its suffix (either in any case); None: unknown."""
     pure = PurePosixPath(path.lower())
     found = BUILD_FILE_NAMES.get(pure.name) or _BY_SUFFIX.get(pure.suffix)
-    if found is None and pure.suffix in (".html", ".htm") and _is_html_template(pure):
-        return "html"
-    if found is None:
-        found = next((lang for glob, lang in NAME_PATTERNS.items() if fnmatchcase(pure.name, glob)), None)
-    return found
+    if found is not None:
+        return found
+    if pure.suffix in (".html", ".htm"):
+        return "html" if _is_html_template(pure) else None
+    return next((lang for glob, lang in NAME_PATTERNS.items() if fnmatchcase(pure.name, glob)), None)
 
 
 def _is_html_template(path: PurePosixPath) -> bool:
@@ -329,7 +329,7 @@ def language_of_text(path: str, text: str) -> str | None:
     if language is None:
         return _shebang_language(text)
     rules = CONTENT_RULES.get(PurePosixPath(path).suffix.lower())
-    if rules and language is not None:
+    if rules:
         head = text[:_CONTENT_HEAD_CHARS]
         return next((lang for lang, marks in rules if marks.search(head)), language)
     return language

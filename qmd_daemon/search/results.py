@@ -50,15 +50,14 @@ def shape_hits(
         # a chunk's text is its file lines, but for the source lines of a notebook written on one
         # line (ingest/notebook.py): their definitions and window are all at that one line
         in_one_line = chunk.start_line == chunk.end_line and "\n" in chunk.text
+        at_lines = () if in_one_line else definitions.get(chunk.id, ())
         line, snippet = best_window(chunk.text, chunk.start_line, words, signatures=chunk.signature,
-                                    definitions=() if in_one_line else definitions.get(chunk.id, ()),
-                                    blank_runs_as_one=is_notebook(chunk.path))
+                                    definitions=at_lines, blank_runs_as_one=is_notebook(chunk.path))
         line = chunk.start_line if in_one_line else line
         # the definition the snippet starts at, when it starts at one: a chunk can hold several
         # (Go's `MergeInConfig` then `ReadConfig`), and a hit on the second was named the first
         first = chunk.symbols.split(" ")[0] if chunk.symbols else ""
-        at_line = () if in_one_line else definitions.get(chunk.id, ())
-        symbol = next((name for name, at in at_line if at == line), first)
+        symbol = next((name for name, at in at_lines if at == line), first)
         cost = RESULT_OVERHEAD_TOKENS + len(snippet) // CHARS_PER_TOKEN
         if budget is not None and used + cost > budget and hits:
             break

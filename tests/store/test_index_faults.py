@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,22 +43,26 @@ def test_disk_full_is_reported_as_disk_full_and_the_index_is_kept(engine: Engine
     assert [h.path for h in engine.search("kept_function", ["small"])] == ["a.py"]
 
 
-def _tmpfs(size: str) -> Path | None:
+@contextlib.contextmanager
+def _tmpfs(size: str) -> Iterator[Path]:
+    """A real small disk to fill or remount read-only; the test is skipped where mounting one is
+    not allowed (not root): the max_page_count test above covers the full-disk logic there."""
     folder = Path(tempfile.mkdtemp(prefix="qmd-tmpfs-"))
     done = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True, check=False
     )
     if done.returncode != 0:
         folder.rmdir()
-        return None
-    return folder
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_cli_update_on_a_full_disk_says_so_in_one_line(tmp_path: Path) -> None:
-    disk = _tmpfs("1m")
-    if disk is None:
-        pytest.skip("mounting a tmpfs needs root (the max_page_count test above covers the logic)")
-    try:
+    with _tmpfs("1m") as disk:
         repo = _big_repo(tmp_path / "repo", files=400)
         env = {"QMD_INDEX_PATH": str(disk / "index.sqlite")}
         home = tmp_path / "home"
@@ -70,18 +75,12 @@ def test_cli_update_on_a_full_disk_says_so_in_one_line(tmp_path: Path) -> None:
         assert "no transaction is active" not in done.stderr
         status = run_cli("status", env_home=home, **env)
         assert status.returncode == 0, status.stderr  # still a readable index
-    finally:
-        subprocess.run(["umount", str(disk)], check=False)
-        shutil.rmtree(disk, ignore_errors=True)
 
 
 def test_an_index_on_a_full_disk_is_not_called_damaged(tmp_path: Path) -> None:
     # SQLite cannot make the -shm file of an index on a full disk and says `disk I/O error`, which
     # read "not a usable SQLite database ... move it away and rebuild": every vector thrown away
-    disk = _tmpfs("2m")
-    if disk is None:
-        pytest.skip("mounting a tmpfs needs root")
-    try:
+    with _tmpfs("2m") as disk:
         repo = write_tree(tmp_path / "repo", {"a.py": "def kept_function():\n    return 1\n"})
         index = disk / "index.sqlite"
         env = {"QMD_INDEX_PATH": str(index)}
@@ -103,18 +102,12 @@ def test_an_index_on_a_full_disk_is_not_called_damaged(tmp_path: Path) -> None:
         (disk / "filler").unlink()
         found = run_cli("search", "kept_function", "--json", env_home=home, **env)
         assert found.returncode == 0 and '"a.py"' in found.stdout, found.stderr
-    finally:
-        subprocess.run(["umount", str(disk)], check=False)
-        shutil.rmtree(disk, ignore_errors=True)
 
 
 def test_an_index_on_a_read_only_mount_is_named_as_such(tmp_path: Path) -> None:
     # os.access refuses writing there as for a file mode: the line said "permission denied ...
     # `chmod 600` it", which a read-only file system refuses too
-    disk = _tmpfs("4m")
-    if disk is None:
-        pytest.skip("mounting a tmpfs needs root")
-    try:
+    with _tmpfs("4m") as disk:
         repo = write_tree(tmp_path / "repo", {"a.py": "def kept_function():\n    return 1\n"})
         index = disk / "index.sqlite"
         env = {"QMD_INDEX_PATH": str(index)}
@@ -126,9 +119,6 @@ def test_an_index_on_a_read_only_mount_is_named_as_such(tmp_path: Path) -> None:
             f"qmd-daemon: error: index {index} is on a read-only file system; it need not be "
             "rebuilt: mount it read-write, or set QMD_INDEX_PATH to a place this user can write\n"
         )
-    finally:
-        subprocess.run(["umount", str(disk)], check=False)
-        shutil.rmtree(disk, ignore_errors=True)
 
 
 def _scribble(path: Path, start: float) -> None:
