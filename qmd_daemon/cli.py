@@ -670,6 +670,9 @@ def _echo_embed_owed(retry: dict[str, Any]) -> None:
 )
 def serve(idle_minutes: float | None) -> None:
     """Run the search daemon on 127.0.0.1 (a no-op when one is already healthy)."""
+    from qmd_daemon.models.runtime import load_llama_first
+
+    load_llama_first()  # before the server's imports: a CUDA build crashed otherwise
     from qmd_daemon.daemon.server import serve_forever
 
     code = serve_forever(idle_minutes=idle_minutes, out=click.echo)

@@ -91,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the /search request body, as JSON; - reads it from stdin (a long query)")
     args = parser.parse_args(argv)
     if args.command == "serve":
+        from qmd_daemon.models.runtime import load_llama_first
+
+        load_llama_first()  # before the server's imports: a CUDA build crashed otherwise
         from qmd_daemon.daemon.server import serve_forever
         from qmd_daemon.errors import os_error_line
 

@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -59,6 +59,16 @@ def llama_module() -> ModuleType:
         _log_callback = _forward
         llama_cpp.llama_log_set(_log_callback, ctypes.c_void_p(0))
     return llama_cpp
+
+
+def load_llama_first() -> None:
+    """Load llama.cpp's libraries now, before a daemon imports its web stack (aiohttp and the
+    rest of qmd_daemon.daemon.server): with those imported first, a CUDA build crashed (SIGSEGV)
+    at the daemon's first model load, on the GPU and the CPU alike (an H200, 2026-12-04), as it
+    did after numpy (llama_module). A llama_cpp that cannot be imported is left for the model
+    roles to report, as they do without this."""
+    with suppress(ImportError, OSError):
+        llama_module()
 
 
 def gpu_available() -> bool:

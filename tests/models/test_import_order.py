@@ -1,9 +1,12 @@
-"""llama.cpp's library is loaded before numpy in every command that loads a model.
+"""llama.cpp's library is loaded before numpy (and, in the daemon, before aiohttp) in every
+command that loads a model.
 
 Why: with numpy imported first, a CUDA build of llama.cpp crashed (SIGSEGV) at the first model
-load, on GPU and CPU alike (bench/device_check.py on an H200; see models.runtime.llama_module).
-This machine's llama.cpp is a CPU build that does not crash either way, so the test checks the
-order itself, in real `qmd-daemon` processes, with an audit hook that records first imports.
+load, on GPU and CPU alike (bench/device_check.py on an H200; see models.runtime.llama_module);
+so did the daemon, whose server module (aiohttp and the rest) was imported first (2026-12-04,
+models.runtime.load_llama_first). This machine's llama.cpp is a CPU build that does not crash
+either way, so the test checks the order itself, in real processes, with an audit hook that
+records first imports.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ RUN = """
 import runpy, sys
 order = []
 def hook(event, args):
-    if event == "import" and args[0] in ("numpy", "llama_cpp") and args[0] not in order:
+    if event == "import" and args[0] in ("numpy", "aiohttp", "llama_cpp") and args[0] not in order:
         order.append(args[0])
 sys.addaudithook(hook)
 module, sys.argv = sys.argv[1], ["qmd-daemon", *sys.argv[2:]]
@@ -49,8 +52,7 @@ def _first_imports(env: dict[str, str], module: str, *args: str) -> list[str]:
 
 def _assert_llama_first(order: list[str], what: str) -> None:
     assert "llama_cpp" in order, f"{what} loaded no model: the check would prove nothing"
-    if "numpy" in order:
-        assert order.index("llama_cpp") < order.index("numpy"), f"{what}: {order}"
+    assert order[0] == "llama_cpp", f"{what}: {order}"
 
 
 @pytest.mark.usefixtures("small_models")
@@ -74,3 +76,16 @@ def test_auto_benchmark_child_imports_llama_cpp_before_numpy(tmp_path: Path) -> 
     order = _first_imports(env, "qmd_daemon.setup.bench", "--child", "cpu", "--profile", "small",
                            "--workdir", str(tmp_path / "work"))
     _assert_llama_first(order, "bench --child")
+
+
+@pytest.mark.usefixtures("small_models")
+@pytest.mark.parametrize("module", ["qmd_daemon.daemon", "cli"])
+def test_daemon_imports_llama_cpp_before_its_server(home: Path, module: str) -> None:
+    """The daemon as the clients start it (`python -m qmd_daemon.daemon serve`) and as
+    `qmd-daemon serve`: on the H200 every daemon that loaded a model died with SIGSEGV, while
+    `qmd-daemon embed` and the in-process search, which never import aiohttp, did not."""
+    env = dict(os.environ, QMD_MODELS_DIR=str(MODELS_DIR), QMD_IDLE_MINUTES="0")  # exits after 2 s idle
+    config = IndexConfig.load(Settings.from_env().config_file)
+    config.set_models({"profile": "small"})
+    config.save()
+    _assert_llama_first(_first_imports(env, module, "serve"), f"{module} serve")
