@@ -48,6 +48,11 @@ class NotTheDaemon(DaemonUnavailable):
     a stranger, a silent or hung process): it got a nonce and nothing else."""
 
 
+class DaemonDied(DaemonUnavailable):
+    """The daemon died while answering (its lifetime lock is free): a crash, worth saying even
+    when the daemon started in its place answers."""
+
+
 class DaemonError(Exception):
     """The daemon answered with an error body (bad request, unknown collection ...)."""
 
@@ -661,6 +666,19 @@ def _verified_socket(state: dict[str, Any], port: int) -> Any:
     return sock
 
 
+def _died(settle_s: float = 0.5) -> bool:
+    """Whether the daemon that broke off a reply is gone: its lifetime lock is free (a crash: on a
+    CUDA build of llama.cpp every daemon once died with SIGSEGV at its first model load, and the
+    user saw only "connection reset"). The kernel may close the reply's socket before the lock's
+    file as the process exits: asks again for up to `settle_s`."""
+    deadline = time.monotonic() + settle_s
+    while daemon_lock_held():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def http(state: dict[str, Any], method: str, path: str, body: Any = None, timeout: float = 30.0) -> Any:
     """One request to the daemon (a plain socket: http.client would cost an ssl import), sent only
     once the peer proved it is the daemon; `timeout` applies from then on. Connection trouble, a
@@ -677,7 +695,14 @@ def http(state: dict[str, Any], method: str, path: str, body: Any = None, timeou
         sock.settimeout(timeout)
         sock.sendall(head.encode("latin-1") + payload)
         status, rest = _read_reply(sock, port, to_eof=True)
-    except OSError as exc:
+    except (OSError, DaemonUnavailable) as exc:
+        if _died():
+            raise DaemonDied(
+                f"the daemon (pid {state.get('pid')}) died while answering: "
+                f"{os.path.join(log_dir(), 'daemon.log')} ends with what it said last"
+            ) from None
+        if isinstance(exc, DaemonUnavailable):
+            raise
         raise DaemonUnavailable(f"cannot reach the daemon on port {port}: {exc}") from None
     finally:
         sock.close()
@@ -1021,9 +1046,11 @@ def call(method: str, path: str, body: Any = None, timeout: float = 30.0, start:
     if state is not None and not (start and _outdated(state)):
         try:
             return http(state, method, path, body, timeout)
-        except DaemonUnavailable:
+        except DaemonUnavailable as exc:
             if not start:
                 raise
+            if isinstance(exc, DaemonDied):
+                print(f"qmd-daemon: {exc}; starting another", file=sys.stderr)
     elif not start:
         raise DaemonUnavailable("no daemon is running")
     return http(ensure_daemon(failed=state), method, path, body, timeout)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import hmac
 import json
 import logging
@@ -901,6 +902,10 @@ def serve_forever(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     mask_configured(settings)  # a logged traceback of a database error keeps its password out
+    # A fatal signal (a CUDA build of llama.cpp once crashed every daemon with SIGSEGV at its first
+    # model load) leaves the Python stack on stderr, the daemon.log of a daemon a client started:
+    # the crash's only record otherwise is the client's broken reply.
+    faulthandler.enable()
     lock = LifetimeLock(settings.state_dir)
     if not lock.try_acquire():
         # another daemon: starting (it answers soon) or stopping (an idle exit, a kill: it lets go

@@ -7,17 +7,21 @@ stamped with a package file the test rewrites as pip would."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import qmd_daemon
 from clients import _qmd_client
 from qmd_daemon.store.schema import SCHEMA_VERSION
-from tests.daemon.support import env_for, make_repo, pid_running, run_client, state_of, stop_daemon, wait_for
+from tests.daemon.support import (
+    daemon_running,
+    make_repo,
+    pid_running,
+    run_client,
+    state_of,
+    stop_daemon,
+)
 
 _OLDER_DAEMON = """
 import runpy, sys
@@ -49,23 +53,6 @@ runpy.run_module("qmd_daemon.daemon", run_name="__main__")
 """
 
 
-@contextlib.contextmanager
-def _daemon_running(home: Path, script: str, *args: str) -> Iterator[subprocess.Popen[bytes]]:
-    """SCRIPT (one of the daemons above) serving HOME, once its state file names it; killed at the
-    end if the test did not see it stop."""
-    daemon = subprocess.Popen(
-        [sys.executable, "-c", script, *args], env=env_for(home),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        wait_for(lambda: (state_of(home) or {}).get("pid") == daemon.pid, timeout=60)
-        yield daemon
-    finally:
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait()
-
-
 def _python_serving(tmp_path: Path, script: str) -> Path:
     """A QMD_DAEMON_PYTHON of an older install: its `serve` runs SCRIPT, anything else this Python."""
     code = tmp_path / "older_daemon.py"
@@ -86,7 +73,7 @@ def test_the_client_mirrors_the_schema_of_its_code() -> None:
 
 def test_a_daemon_older_than_the_client_is_replaced(daemon_home: Path, tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "proj")
-    with _daemon_running(daemon_home, _OLDER_DAEMON) as older:
+    with daemon_running(daemon_home, _OLDER_DAEMON) as older:
         assert state_of(daemon_home)["schema"] == SCHEMA_VERSION - 1
         proc = run_client("ai_search.py", "parse cookie header", "--json", home=daemon_home, cwd=repo)
         assert proc.returncode == 0, proc.stderr
@@ -135,7 +122,7 @@ def test_a_daemon_whose_code_was_reinstalled_under_it_is_replaced(daemon_home: P
     package_file = tmp_path / "installed" / "__init__.py"
     package_file.parent.mkdir()
     package_file.write_text('__version__ = "0.1.0"\n')
-    with _daemon_running(daemon_home, _STAMPED_DAEMON, str(package_file)) as running:
+    with daemon_running(daemon_home, _STAMPED_DAEMON, str(package_file)) as running:
         assert state_of(daemon_home)["code"]["file"] == str(package_file)
         proc = run_client("ai_search.py", "parse cookie header", "--json", home=daemon_home, cwd=repo)
         assert proc.returncode == 0 and "restarting" not in proc.stderr, proc.stderr
@@ -171,7 +158,7 @@ def test_a_daemon_from_before_the_code_stamp_is_replaced_once(daemon_home: Path,
     # the version before this one wrote no `code`: left running across a pip install -U with the
     # same schema, it would serve the old code until it idled out
     repo = make_repo(tmp_path / "proj")
-    with _daemon_running(daemon_home, _UNSTAMPED_DAEMON) as running:
+    with daemon_running(daemon_home, _UNSTAMPED_DAEMON) as running:
         assert state_of(daemon_home)["code"] is None
         proc = run_client("ai_search.py", "parse cookie header", "--json", home=daemon_home, cwd=repo)
         assert proc.returncode == 0, proc.stderr

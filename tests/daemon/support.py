@@ -135,6 +135,24 @@ def lock_held_elsewhere(path: Path) -> Iterator[subprocess.Popen[str]]:
             holder.communicate("")
 
 
+@contextlib.contextmanager
+def daemon_running(
+    home: Path, script: str, *args: str, stderr: Any = subprocess.DEVNULL
+) -> Iterator[subprocess.Popen[bytes]]:
+    """SCRIPT (this code's daemon, changed before it starts: see its callers) serving HOME, once
+    its state file names it; killed at the end if the test did not see it stop."""
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", script, *args], env=env_for(home), stdout=subprocess.DEVNULL, stderr=stderr
+    )
+    try:
+        wait_for(lambda: (state_of(home) or {}).get("pid") == daemon.pid, timeout=60)
+        yield daemon
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+
+
 def pid_running(pid: int) -> bool:
     """Alive and not a zombie of someone else's (a daemon is a grandchild: /proc tells)."""
     if not process_alive(pid):
