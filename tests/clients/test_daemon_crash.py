@@ -3,7 +3,7 @@ with SIGSEGV at its first model load): the client says so, names the log, and st
 daemon's log holds the crash's Python stack.
 
 The llama.cpp build here does not crash, so the daemon is this code with its search replaced by a
-SIGSEGV of its own process before it starts: the real daemon, client and signal, the crash moved
+SIGSEGV of its own thread before it starts: the real daemon, client and signal, the crash moved
 to where the H200's happened (inside /search)."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from pathlib import Path
 from tests.daemon.support import daemon_running, make_repo, pid_running, run_client, state_of
 
 _CRASHING_DAEMON = """
-import os, runpy, signal, sys
+import runpy, signal, sys, threading
 from qmd_daemon.engine import Engine
 
-def crash(*args, **kwargs):
-    os.kill(os.getpid(), signal.SIGSEGV)
+def crash(*args, **kwargs):  # to this thread, as a bad memory access is (os.kill may reach another)
+    signal.pthread_kill(threading.get_ident(), signal.SIGSEGV)
 
 Engine.search = crash
 sys.argv = ["qmd_daemon.daemon", "serve"]
