@@ -697,8 +697,10 @@ def http(state: dict[str, Any], method: str, path: str, body: Any = None, timeou
         status, rest = _read_reply(sock, port, to_eof=True)
     except (OSError, DaemonUnavailable) as exc:
         if _died():
+            said = last_log_line("daemon.log")
             raise DaemonDied(
-                f"the daemon (pid {state.get('pid')}) died while answering: "
+                f"the daemon (pid {state.get('pid')}) died while answering"
+                f"{f' ({said})' if said.startswith('Fatal Python error:') else ''}: "
                 f"{os.path.join(log_dir(), 'daemon.log')} ends with what it said last"
             ) from None
         if isinstance(exc, DaemonUnavailable):
@@ -787,13 +789,19 @@ def spawn_detached(argv: list[str], log_name: str) -> Any:
 
 
 def last_log_line(name: str) -> str:
-    """The last line of log_dir/name (what a daemon that failed to start said last), or ''."""
+    """The last line of log_dir/name (what a daemon that failed to start said last), or ''; for
+    a daemon killed by a fatal signal, the dump's `Fatal Python error: ...` line (the dump itself
+    ends with its list of extension modules: no reason)."""
     try:
         with open(os.path.join(log_dir(), name), "rb") as log:
-            log.seek(max(0, log.seek(0, os.SEEK_END) - 4096))
+            log.seek(max(0, log.seek(0, os.SEEK_END) - 32768))  # a dump of every thread: a few kB
             lines = log.read().decode("utf-8", "replace").strip().splitlines()
     except OSError:
         return ""
+    if lines and lines[-1].startswith("Extension modules:"):
+        fatal = [line for line in lines if line.startswith("Fatal Python error:")]
+        if fatal:
+            return fatal[-1].strip()
     return lines[-1].strip() if lines else ""
 
 
