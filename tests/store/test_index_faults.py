@@ -61,6 +61,16 @@ def _tmpfs(size: str) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _one_file_indexed_on(disk: Path, tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
+    """A repository of one function indexed by the CLI into DISK: (index, its env, the home)."""
+    repo = write_tree(tmp_path / "repo", {"a.py": "def kept_function():\n    return 1\n"})
+    index = disk / "index.sqlite"
+    env = {"QMD_INDEX_PATH": str(index)}
+    home = tmp_path / "home"
+    assert run_cli("collection", "add", str(repo), env_home=home, **env).returncode == 0
+    return index, env, home
+
+
 def test_cli_update_on_a_full_disk_says_so_in_one_line(tmp_path: Path) -> None:
     with _tmpfs("1m") as disk:
         repo = _big_repo(tmp_path / "repo", files=400)
@@ -81,11 +91,7 @@ def test_an_index_on_a_full_disk_is_not_called_damaged(tmp_path: Path) -> None:
     # SQLite cannot make the -shm file of an index on a full disk and says `disk I/O error`, which
     # read "not a usable SQLite database ... move it away and rebuild": every vector thrown away
     with _tmpfs("2m") as disk:
-        repo = write_tree(tmp_path / "repo", {"a.py": "def kept_function():\n    return 1\n"})
-        index = disk / "index.sqlite"
-        env = {"QMD_INDEX_PATH": str(index)}
-        home = tmp_path / "home"
-        assert run_cli("collection", "add", str(repo), env_home=home, **env).returncode == 0
+        index, env, home = _one_file_indexed_on(disk, tmp_path)
         kept = index.read_bytes()
         with open(disk / "filler", "wb") as filler, contextlib.suppress(OSError):
             while True:
@@ -108,11 +114,7 @@ def test_an_index_on_a_read_only_mount_is_named_as_such(tmp_path: Path) -> None:
     # os.access refuses writing there as for a file mode: the line said "permission denied ...
     # `chmod 600` it", which a read-only file system refuses too
     with _tmpfs("4m") as disk:
-        repo = write_tree(tmp_path / "repo", {"a.py": "def kept_function():\n    return 1\n"})
-        index = disk / "index.sqlite"
-        env = {"QMD_INDEX_PATH": str(index)}
-        home = tmp_path / "home"
-        assert run_cli("collection", "add", str(repo), env_home=home, **env).returncode == 0
+        index, env, home = _one_file_indexed_on(disk, tmp_path)
         subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
         done = run_cli("status", env_home=home, **env)
         assert done.returncode == 1 and done.stderr == (
