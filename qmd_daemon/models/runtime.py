@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -43,6 +44,10 @@ def llama_module() -> ModuleType:
     """
     global _log_callback
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if "llama_cpp" not in sys.modules and Settings.from_env().force_cpu:
+        # a CUDA build makes a CUDA context at import, offloading or not (~527 MiB of an H200's
+        # memory held by every QMD_FORCE_CPU process, 2026-12-04): hide the GPUs from it first
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
     import llama_cpp
 
     if _log_callback is None:
