@@ -89,6 +89,7 @@ MethodFn = Callable[[str, str], list[str]]
 # is what is measured.
 # The ablations of the search pipeline, all in one run (issue 4): each is SearchOptions fields.
 NO_PREAMBLE_PENALTY = ScoringWeights(preamble_penalty=1.0)
+NO_NAME_SHARE = ScoringWeights(name_share=0.0)
 ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
     "engine": {"max_tokens": None},
     "engine-noboost": {"max_tokens": None, "boosts": False},
@@ -107,6 +108,10 @@ ENGINE_VARIANTS: dict[str, dict[str, Any]] = {
     "lexical-nosiblings": {"max_tokens": None, "vectors": False,
                            "weights": ScoringWeights(sibling_terms=0.0)},
     "hybrid-nosiblings": {"max_tokens": None, "weights": ScoringWeights(sibling_terms=0.0)},
+    # without the name rule (a file whose name says a question word: its path-words boost by the
+    # share of the name's words the question says)
+    "lexical-nonameshare": {"max_tokens": None, "vectors": False, "weights": NO_NAME_SHARE},
+    "hybrid-nonameshare": {"max_tokens": None, "weights": NO_NAME_SHARE},
     # one operating system's port at another factor (1: the rule off; docs/ranking.md "The lowest
     # languages at root")
     **{f"lexical-platform{f:g}": {"max_tokens": None, "vectors": False,
@@ -286,6 +291,7 @@ METHODS: dict[str, Callable[[Context], MethodFn]] = {
     **{f"hybrid+static-w{w:g}": (lambda ctx, w=w: hybrid_plus_static_method(ctx, w))
        for w in (0.1, 0.25, 0.5)},
     "hybrid-static+prf": lambda ctx: hybrid_static_method(ctx, prf_with_static=True),
+    "hybrid-static-nonameshare": lambda ctx: hybrid_static_method(ctx, weights=NO_NAME_SHARE),
     "hybrid+prf": engine_method(max_tokens=None, prf_with_deep=True),
     "hybrid-noprf": engine_method(max_tokens=None, prf_with_deep=False),
 }

@@ -35,6 +35,10 @@ class ScoringWeights:
     definition_stem: float = 1.5  # extra factor when the file stem is the symbol
     definition_case: float = 0.3  # factor for a definition matching a queried name only without case
     path_words: float = 1.0  # x top score x fraction of query words in the file stem/folder
+    # a file whose name says a question word: its path-words boost x (1 - this + this x the share
+    # of the name's words the question says): `ToStringBuilder.java` over
+    # `ReflectionToStringBuilder.java` for "toString builder"; 0: off
+    name_share: float = 0.5
     initials: bool = True  # a file named by the initials of question words says them (`fs.c`: "file system")
     name_words: float = 1.0  # x top score x share of the question a defined compound name says
     coherence: float = 0.4  # x top score x the file's share of candidate score
@@ -231,8 +235,33 @@ def path_word_boost(cands: list[Candidate], parsed: ParsedQuery, top: float, wei
         matched = matching.matched(names | {name_forms[name] for name in names})
         matched |= abbreviated.get(_stem(key[1]).lstrip("_"), set())
         fractions[key] = sum(1 for form in forms if form in matched) / len(words)
+    if weights.name_share:
+        for key, fraction in fractions.items():
+            said = _name_said(key[1], matching) if fraction else 0.0
+            if said:  # a name that says none of the question's words got its boost from its folder
+                fractions[key] = fraction * (1 - weights.name_share + weights.name_share * said)
     for cand in cands:
         cand.add("path_words", weights.path_words * top * fractions[(cand.chunk.collection, cand.chunk.path)])
+
+
+@lru_cache(maxsize=65_536)
+def _name_parts(path: str) -> tuple[tuple[str, str], ...]:
+    """A file name's words of 3 letters or more, each with its stem (`ReflectionToStringBuilder.java`:
+    reflection, string, builder)."""
+    stem = _name_and_parent(path)[0].split(".")[0].lstrip("_")
+    parts = [part for part in split_identifier(stem) if len(part) >= 3 and part.isalpha()]
+    return tuple(zip(parts, stem_forms(parts), strict=True)) if parts else ()
+
+
+def _name_said(path: str, matching: WordsMatching) -> float:
+    """The share of a file name's words that the question says: a name narrower than the
+    question (`ReflectionToStringBuilder` for "toString builder", `QueryParser` for "query
+    parameters") names a variant of what it asks (docs/ranking.md, "Names the question says
+    whole")."""
+    parts = _name_parts(path)
+    if not parts:
+        return 1.0
+    return sum(matching.says(part) or matching.says(form) for part, form in parts) / len(parts)
 
 
 def name_words_boost(

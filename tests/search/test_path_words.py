@@ -9,8 +9,8 @@ from pathlib import Path
 
 from qmd_daemon.engine import Engine
 from qmd_daemon.search.pipeline import SearchOptions
-from qmd_daemon.search.scoring import _path_words, _private_names
-from qmd_daemon.search.word_match import WordsMatching, initialisms, name_parts
+from qmd_daemon.search.scoring import ScoringWeights, _name_said, _path_words, _private_names
+from qmd_daemon.search.word_match import WordsMatching, initialisms, name_parts, stem_forms
 from tests.conftest import indexed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -163,3 +163,42 @@ def test_a_page_of_the_docs_named_like_a_private_module_leaves_it_its_name(
     ranked = dict(ranked_by_path_words(engine, tmp_path / "telescope", files,
                                        "how git status changes are listed in a picker"))
     assert ranked["lua/telescope/builtin/__git.lua"] is True
+
+
+# commons-lang: the builder and its reflective variant, whose shorter body matches the question a
+# little better (BM25 divides by length)
+STRING_BUILDER_FILES = {
+    "src/lang3/builder/ToStringBuilder.java":
+        "/** Builds a readable string of an object. */\n"
+        "public class ToStringBuilder {\n"
+        "    public ToStringBuilder append(String fieldName, Object value) { return this; }\n"
+        "    public ToStringBuilder appendSuper(String superToString) { return this; }\n}\n",
+    "src/lang3/builder/ReflectionToStringBuilder.java":
+        "/** Builds a readable string of an object. */\n"
+        "public class ReflectionToStringBuilder extends ToStringBuilder {\n"
+        "    protected boolean accept(Field field) { return true; }\n}\n",
+}
+STRING_BUILDER_QUESTION = "string builder for readable descriptions"
+
+
+def _first_file(engine: Engine, name: str, weights: ScoringWeights) -> str:
+    hits = engine.search(STRING_BUILDER_QUESTION, [name], options=SearchOptions(per_file=1, weights=weights))
+    return hits[0].path
+
+
+def test_a_name_the_question_says_whole_beats_a_name_with_a_qualifier_it_does_not_say(
+    engine: Engine, tmp_path: Path
+) -> None:
+    name = indexed(engine, tmp_path / "lang", STRING_BUILDER_FILES)
+    # without the rule the variant's body wins; with it the name the question says whole does
+    without = _first_file(engine, name, ScoringWeights(name_share=0.0))
+    assert without.endswith("/ReflectionToStringBuilder.java")
+    assert _first_file(engine, name, ScoringWeights()).endswith("/ToStringBuilder.java")
+
+
+def test_the_share_of_a_names_words_the_question_says() -> None:
+    matching = WordsMatching(stem_forms(["query", "parameters", "extracted", "decoded"]))
+    assert _name_said("core/QueryParam.scala", matching) == 1.0  # `param` starts `parameters`
+    assert _name_said("core/parser/QueryParser.scala", matching) == 0.5
+    assert _name_said("src/_query_params_decoder.py", matching) == 1.0  # by stem: decoder, decoded
+    assert _name_said("src/unix/fs.c", matching) == 1.0  # no word of 3 letters: nothing unsaid
