@@ -21,6 +21,11 @@ STATE_FILE = "daemon.json"
 LOCK_FILE = "daemon.lock"
 SPAWN_MARKER = "spawn.marker"
 KEPT_OLDER_FILE = "older-daemon.json"  # an older daemon this client cannot replace (_keep_older)
+CRASH_FILE = "daemon-crash.json"  # daemons that died one after another, none answering between (note_crash)
+# How long clients search in-process, starting no daemon, once daemons crashed twice in a row: on a
+# CUDA build that killed every daemon at its first model load, each ai-search paid two starts, two
+# model loads and two crashes before its in-process search, and daemon.log filled with dumps
+CRASH_BACKOFF_S = 600.0
 START_TIMEOUT_S = float(os.environ.get("QMD_START_TIMEOUT", "20"))
 # connect + the daemon's proof: a loopback daemon answers in milliseconds, so anything slower is a
 # stranger, a hung daemon or a busy one, and the user should not wait on it
@@ -51,6 +56,11 @@ class NotTheDaemon(DaemonUnavailable):
 class DaemonDied(DaemonUnavailable):
     """The daemon died while answering (its lifetime lock is free): a crash, worth saying even
     when the daemon started in its place answers."""
+
+
+class DaemonBackingOff(DaemonUnavailable):
+    """Daemons crashed twice in a row a moment ago: none is started until CRASH_BACKOFF_S passed
+    (backing_off); the message says when, why, and how to try one again now."""
 
 
 class DaemonError(Exception):
@@ -698,6 +708,7 @@ def http(state: dict[str, Any], method: str, path: str, body: Any = None, timeou
     except (OSError, DaemonUnavailable) as exc:
         if _died():
             said = last_log_line("daemon.log")
+            note_crash(state.get("pid"), said)
             raise DaemonDied(
                 f"the daemon (pid {state.get('pid')}) died while answering"
                 f"{f' ({said})' if said.startswith('Fatal Python error:') else ''}: "
@@ -830,7 +841,7 @@ def _claim_spawn() -> bool:
 def start_in_background() -> None:
     """Start a daemon for the next call without waiting for it; its spawn marker, left in place,
     tells a client starting one meanwhile that it is on its way (it ages out as a dead one's)."""
-    if _claim_spawn():
+    if backing_off() is None and _claim_spawn():
         spawn_detached([*daemon_python(), "serve"], "daemon.log")
 
 
@@ -938,6 +949,7 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
     fresh = read_state()
     if fresh is not None and fresh != state and healthy(fresh):  # its file written again meanwhile
         return fresh
+    _raise_if_backing_off()
     spawned = _claim_spawn()
     try:
         child = spawn_detached([*daemon_python(), "serve"], "daemon.log") if spawned else None
@@ -952,6 +964,9 @@ def ensure_daemon(timeout: float = START_TIMEOUT_S, failed: dict[str, Any] | Non
                     _keep_older(fresh)
                 return fresh
             code = None if child is None else child.poll()
+            if code is not None and code < 0 and child is not None:  # killed by a signal: a crash
+                note_crash(child.pid, last_log_line("daemon.log"))
+                _raise_if_backing_off()
             if code not in (None, 0):
                 # it said why in its log and will not answer: no waiting out the timeout (a
                 # damaged index or a bad index.yml cost every ai-search 20 s)
@@ -1049,11 +1064,11 @@ def retire_older(state: dict[str, Any]) -> None:
 
 def call(method: str, path: str, body: Any = None, timeout: float = 30.0, start: bool = True) -> Any:
     """A request to the running daemon; when it is absent, stale or older than this client, start
-    one and retry once."""
+    one and retry once (none while backing_off: DaemonBackingOff)."""
     state = read_state()
     if state is not None and not (start and _outdated(state)):
         try:
-            return http(state, method, path, body, timeout)
+            return _answered(state, method, path, body, timeout)
         except DaemonUnavailable as exc:
             if not start:
                 raise
@@ -1061,7 +1076,105 @@ def call(method: str, path: str, body: Any = None, timeout: float = 30.0, start:
                 print(f"qmd-daemon: {exc}; starting another", file=sys.stderr)
     elif not start:
         raise DaemonUnavailable("no daemon is running")
-    return http(ensure_daemon(failed=state), method, path, body, timeout)
+    return _answered(ensure_daemon(failed=state), method, path, body, timeout)
+
+
+def _answered(state: dict[str, Any], method: str, path: str, body: Any, timeout: float) -> Any:
+    """http's reply; an answer (an error body too) ends the crash record, and a death that makes
+    crashes in a row raises DaemonBackingOff instead of DaemonDied. Not in http itself: a daemon
+    that answers /health and dies at its first search must not clear it on each start."""
+    try:
+        reply = http(state, method, path, body, timeout)
+    except DaemonDied:
+        _raise_if_backing_off()
+        raise
+    except DaemonError:
+        forget_crashes()
+        raise
+    forget_crashes()
+    return reply
+
+
+# -- crashes in a row ----------------------------------------------------------------------------
+
+
+def _crash_path() -> str:
+    return os.path.join(state_dir(), CRASH_FILE)
+
+
+def crash_record() -> dict[str, Any] | None:
+    """The record of daemons that died in a row (note_crash): `crashes`, `at` (the last one, epoch
+    seconds), its `pid` and `reason`; None when there is none, or it is damaged (never a
+    traceback: a record nobody can read is no back-off)."""
+    try:
+        with open(_crash_path(), encoding="utf-8") as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    crashes, at = record.get("crashes"), record.get("at")
+    if type(crashes) is not int or crashes < 1 or type(at) not in (int, float):
+        return None
+    return record
+
+
+def note_crash(pid: Any, reason: str) -> None:
+    """Record that the daemon `pid` crashed (died while answering, or killed by a signal as it
+    started). It counts as one more in a row after a crash within CRASH_BACKOFF_S, or after a
+    back-off whose window passed (the retry it let through crashed too); the same pid seen again
+    (a second request that saw it die) is not counted twice. Owner-only and replaced whole, like
+    every state file."""
+    old = crash_record()
+    if old is not None and old.get("pid") == pid:
+        return
+    now = time.time()
+    again = old is not None and (old["crashes"] >= 2 or 0 <= now - old["at"] < CRASH_BACKOFF_S)
+    crashes = old["crashes"] + 1 if old is not None and again else 1
+    record = {"at": now, "pid": pid, "reason": reason[:300], "crashes": crashes}
+    try:  # noqa: SIM105 - contextlib costs an import on every call
+        _write_private_json(os.path.join(private_dir(state_dir()), CRASH_FILE), record)
+    except OSError:
+        pass  # an unwritable state folder: every search starts a daemon, as before
+
+
+def forget_crashes() -> None:
+    """A daemon answered: crashes before it are no longer in a row (one syscall on every call)."""
+    try:  # noqa: SIM105 - contextlib costs an import on every call
+        os.unlink(_crash_path())
+    except OSError:
+        pass
+
+
+def backing_off() -> dict[str, Any] | None:
+    """The crash record while it holds daemon starts back: two crashes or more in a row, the last
+    under CRASH_BACKOFF_S ago (a clock set back past it does not stretch the wait)."""
+    record = crash_record()
+    if record is None or record["crashes"] < 2 or not 0 <= time.time() - record["at"] < CRASH_BACKOFF_S:
+        return None
+    return record
+
+
+def backoff_line(record: dict[str, Any]) -> str:
+    """The one line a client and `qmd-daemon status` say while backing_off: when, why, until when,
+    where the log is and how to try a daemon again at once."""
+    crashes = record["crashes"]
+    times = "twice" if crashes == 2 else f"{crashes} times"
+    last = record["at"]
+    at, until = (time.strftime("%H:%M:%S", time.localtime(t)) for t in (last, last + CRASH_BACKOFF_S))
+    reason = f" ({record['reason']})" if record.get("reason") else ""
+    return (
+        f"the daemon crashed {times} in a row, last at {at}{reason}: "
+        f"searches run in-process until {until} instead of starting one; "
+        f"{os.path.join(log_dir(), 'daemon.log')} ends with what it said last; "
+        f"`rm {_crash_path()}` lets the next search start one"
+    )
+
+
+def _raise_if_backing_off() -> None:
+    record = backing_off()
+    if record is not None:
+        raise DaemonBackingOff(backoff_line(record))
 
 
 def daemon_or_fallback(

@@ -91,7 +91,11 @@ def warm(root: str, is_git: bool, timeout: float) -> None:
         return
     try:
         signature = qc.repo_signature(root) if is_git else None
-        state = qc.ensure_daemon(timeout=60.0)
+        try:
+            state = qc.ensure_daemon(timeout=60.0)
+        except qc.DaemonBackingOff as exc:  # a daemon started now would crash as well
+            _log(f"{root}: not warming: {exc}")
+            return
         try:
             reply = qc.http(state, "POST", "/refresh", {"path": root, "embed": True, "wait": 0})
         except qc.DaemonError as exc:

@@ -11,7 +11,15 @@ from typing import Any
 
 import click
 
-from clients._qmd_client import STDIN_QUERY, prepare_stdout, query_from_stdin, results_made_of
+from clients._qmd_client import (
+    CRASH_BACKOFF_S,
+    STDIN_QUERY,
+    backing_off,
+    backoff_line,
+    prepare_stdout,
+    query_from_stdin,
+    results_made_of,
+)
 from qmd_daemon import __version__, secret_mask
 from qmd_daemon.config import PROFILES, CollectionConfig
 from qmd_daemon.engine import Engine
@@ -563,6 +571,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     engine.models.embedder()
     daemon = running_daemon(engine.settings.state_dir)
     jobs = daemon_jobs(daemon) if daemon is not None else None
+    crashed = backing_off()  # the clients start no daemon meanwhile
     here = _working_collection(engine)
     info = {
         "version": __version__,
@@ -571,18 +580,20 @@ def status(ctx: click.Context, as_json: bool) -> None:
         "current_collection": here.name if here is not None else None,
         "daemon": {"running": daemon is not None, "pid": daemon.pid if daemon else None,
                    # an embed the daemon skipped while another process held a pass's lock: owed
-                   "embed_retry": jobs.get("embed_retry") if jobs else None},
+                   "embed_retry": jobs.get("embed_retry") if jobs else None,
+                   "crash_backoff": _backoff_json(crashed)},
     }
     if as_json:
         _emit_json(info)
         return
     click.echo(f"qmd-daemon {info['version']}\nindex:  {info['index']}\nconfig: {info['config']}")
     # the model states below are this process's; the daemon keeps its own models loaded
-    click.echo(
-        f"daemon: running (pid {daemon.pid}, port {daemon.port})"
-        if daemon
-        else "daemon: not running (ai-search, qmd-warm or the SessionStart hook starts one)"
-    )
+    if daemon:
+        click.echo(f"daemon: running (pid {daemon.pid}, port {daemon.port})")
+    elif crashed:
+        click.echo(f"daemon: not running: {backoff_line(crashed)}")
+    else:
+        click.echo("daemon: not running (ai-search, qmd-warm or the SessionStart hook starts one)")
     vectors, static = info["vectors"], info["static_vectors"]
     if vectors["off"]:
         click.echo(f"deep vectors: {vectors['off']}: the static tier stands in")
@@ -648,6 +659,15 @@ def status(ctx: click.Context, as_json: bool) -> None:
             reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(row["skipped"].items()))
             total = sum(row["skipped"].values())
             click.echo(f"    not indexed: {total} file{'s' if total != 1 else ''} ({reasons})")
+
+
+def _backoff_json(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The clients' crash back-off for `status --json`: how many daemons crashed in a row, the
+    last one's pid and reason, and until when (epoch seconds) no daemon is started."""
+    if record is None:
+        return None
+    return {"crashes": record["crashes"], "pid": record.get("pid"), "reason": record.get("reason"),
+            "at": record["at"], "until": record["at"] + CRASH_BACKOFF_S}
 
 
 def _echo_embed_owed(retry: dict[str, Any]) -> None:

@@ -544,16 +544,42 @@ def test_status_says_whether_the_daemon_runs(daemon_home: Path, tmp_path: Path) 
         return text, data["daemon"]
 
     text, data = status()
-    assert "daemon: not running" in text and data == {"running": False, "pid": None, "embed_retry": None}
+    assert "daemon: not running" in text
+    assert data == {"running": False, "pid": None, "embed_retry": None, "crash_backoff": None}
     repo = make_repo(tmp_path / "proj")
     assert run_client("ai_search.py", "cookie", home=daemon_home, cwd=repo).returncode == 0
     state = state_of(daemon_home)
     text, data = status()
     assert f"daemon: running (pid {state['pid']}, port {state['port']})" in text
-    assert data == {"running": True, "pid": state["pid"], "embed_retry": None}  # no embed owed
+    assert data == {"running": True, "pid": state["pid"], "embed_retry": None, "crash_backoff": None}
     assert run_cli("stop", env_home=daemon_home, check=True).returncode == 0
     text, data = status()
     assert "daemon: not running" in text and not data["running"]  # its state file is no daemon
+
+
+def test_status_says_that_no_daemon_is_started_after_daemons_crashed_in_a_row(daemon_home: Path) -> None:
+    """The clients' crash back-off (clients/_qmd_client.py backing_off): `status` said "not running
+    (ai-search ... starts one)" while none would be started."""
+    from clients import _qmd_client as qc
+
+    at = time.time() - 60
+    record = daemon_home / "state" / qc.CRASH_FILE
+    record.parent.mkdir(parents=True)
+    crash = {"at": at, "pid": 4242, "reason": "Fatal Python error: Segmentation fault", "crashes": 3}
+    record.write_text(json.dumps(crash))
+    text = run_cli("status", env_home=daemon_home, check=True).stdout
+    data = json.loads(run_cli("status", "--json", env_home=daemon_home, check=True).stdout)["daemon"]
+    until = time.strftime("%H:%M:%S", time.localtime(at + qc.CRASH_BACKOFF_S))
+    line = next(line for line in text.splitlines() if line.startswith("daemon: "))
+    assert line.startswith(
+        f"daemon: not running: the daemon crashed 3 times in a row, last at "
+        f"{time.strftime('%H:%M:%S', time.localtime(at))} (Fatal Python error: Segmentation fault): "
+        f"searches run in-process until {until} instead of starting one; "
+    ) and line.endswith(f"`rm {record}` lets the next search start one"), line
+    assert data["crash_backoff"] == dict(crash, until=at + qc.CRASH_BACKOFF_S)
+    record.write_text(json.dumps(dict(crash, at=at - qc.CRASH_BACKOFF_S)))
+    text = run_cli("status", env_home=daemon_home, check=True).stdout
+    assert "daemon: not running (ai-search, qmd-warm or the SessionStart hook starts one)" in text  # over
 
 
 def test_search_and_context_on_an_index_with_no_collection_say_how_to_add_one(home: Path) -> None:

@@ -437,3 +437,34 @@ async def test_without_a_daemon_the_server_searches_in_process_and_says_why_once
         lines[0].endswith("; searching in-process")
     )
     assert state_of(indexed["home"]) is None
+
+
+async def test_after_daemons_crashed_twice_in_a_row_the_server_starts_none_and_says_why_once(
+    indexed: dict[str, Any], tmp_path: Path
+) -> None:
+    """The clients' crash back-off (clients/_qmd_client.py backing_off) holds for the server's
+    searches too: in-process at once, no daemon started, its line said once."""
+    import time
+
+    from clients import _qmd_client as qc
+
+    record = indexed["home"] / "state" / qc.CRASH_FILE
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps({"at": time.time(), "pid": 1, "reason": "Fatal Python error: Aborted",
+                                  "crashes": 2}))
+    command, args = _command("mcp")
+    params = StdioServerParameters(command=command, args=args, env=_env(indexed["home"]), cwd=indexed["proj"])
+    with (tmp_path / "server.err").open("w+", encoding="utf-8") as errlog:
+        client = stdio_client(params, errlog=errlog)
+        async with client as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            results = [await session.call_tool("search", {"query": "TCPConnector"}) for _ in range(2)]
+        errlog.seek(0)
+        said = errlog.read()
+    assert all(_hits(result)[0]["path"] == "pool/conn.go" for result in results)
+    lines = [line for line in said.splitlines() if "daemon unavailable" in line]
+    assert len(lines) == 1, said
+    assert lines[0].startswith("qmd-daemon mcp: daemon unavailable (the daemon crashed twice in a row, last")
+    assert "(Fatal Python error: Aborted): searches run in-process until " in lines[0]
+    assert state_of(indexed["home"]) is None  # none started: no daemon.log either
+    assert not (indexed["home"] / "state" / "logs" / "daemon.log").exists()

@@ -67,6 +67,22 @@ def test_warm_never_fails(daemon_home: Path, tmp_path: Path) -> None:
     assert "qmd-warm failed" in (daemon_home / "state" / "logs" / "warm.log").read_text()
 
 
+def test_no_daemon_is_started_after_daemons_crashed_in_a_row(daemon_home: Path, tmp_path: Path) -> None:
+    """The clients' crash back-off (clients/_qmd_client.py backing_off): the hook's warm starts no
+    daemon either, and its log says why rather than `qmd-warm failed: DaemonBackingOff: ...`."""
+    from clients import _qmd_client as qc
+
+    repo = make_repo(tmp_path / "proj")
+    record = daemon_home / "state" / qc.CRASH_FILE
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"at": time.time(), "pid": 1, "reason": "", "crashes": 2}))
+    proc = run_client("qmd_warm.py", "--foreground", "--repo", str(repo), home=daemon_home, cwd=tmp_path)
+    assert proc.returncode == 0
+    said = (daemon_home / "state" / "logs" / "warm.log").read_text()
+    assert f"{repo.resolve()}: not warming: the daemon crashed twice in a row, last at " in said, said
+    assert state_of(daemon_home) is None and not (daemon_home / "state" / "logs" / "daemon.log").exists()
+
+
 def test_a_daemon_stopped_while_warming_is_said_plainly(
     daemon_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
