@@ -539,7 +539,8 @@ def migrate(ctx: click.Context, target: str, database_url: str | None, as_json: 
 
 @cli.command()
 @click.option(
-    "--profile", type=click.Choice(PROFILES), help="Store this profile in index.yml first."
+    "--profile", type=click.Choice(PROFILES),
+    help="Pull this profile's models, then store it in index.yml (not when the pull fails).",
 )
 @click.option("--role", type=click.Choice(["all", "embed", "rerank", "expand"]), default="all")
 @click.option("--refresh", is_flag=True, help="Download again even when cached.")
@@ -551,12 +552,15 @@ def pull(ctx: click.Context, profile: str | None, role: str, refresh: bool) -> N
     from qmd_daemon.models.uris import pull as pull_models
 
     engine = _engine(ctx)
+    models = engine.config().models()
     if profile:
+        models = {**models, "profile": profile}
+    uris = profile_uris(str(models.get("profile") or "qwen3"), engine.settings.models_dir)
+    pulled = pull_models(role, models, refresh=refresh, progress=True, profile_uris=uris)
+    if profile:  # only now: a pull that failed (offline) switched search to models it lacks
         with IndexConfig.editing(engine.settings.config_file) as config:
             config.set_models({"profile": profile})
-    models = engine.config().models()
-    uris = profile_uris(str(models.get("profile") or "qwen3"), engine.settings.models_dir)
-    for name, path in pull_models(role, models, refresh=refresh, progress=True, profile_uris=uris).items():
+    for name, path in pulled.items():
         click.echo(f"{name}: {path}")
 
 

@@ -672,3 +672,22 @@ def test_a_second_name_for_a_registered_folder_says_so(tmp_path: Path) -> None:
         f"note: {repo.resolve()} is also collection repo: it is indexed once for each "
         "(`qmd-daemon collection remove other` undoes this add)\n"
     )
+
+
+def test_a_pull_that_fails_leaves_the_stored_profile_as_it_was(home: Path, tmp_path: Path) -> None:
+    """`pull --profile qwen3` offline stored qwen3 in index.yml before it failed: search and embed
+    then wanted models that are not there ('cannot embed: ... not in the local cache'), and the
+    working small profile was gone until the user put it back by hand."""
+    from tests.conftest import MODELS_DIR
+
+    index_yml = home / "config" / "index.yml"
+    index_yml.parent.mkdir(parents=True, exist_ok=True)
+    index_yml.write_text("models: {profile: small}\n")
+    failed = run_cli("pull", "--profile", "qwen3", "--role", "embed", env_home=home, HF_HUB_OFFLINE="1",
+                     HF_HOME=str(tmp_path / "hf"), QMD_MODELS_DIR=str(tmp_path / "models"))
+    assert failed.returncode == 1 and "not in the local cache" in _one_line_error(failed)
+    assert "profile: small" in index_yml.read_text()
+    index_yml.write_text("models: {profile: qwen3}\n")  # a pull that succeeds stores its profile
+    pulled = run_cli("pull", "--profile", "small", "--role", "embed", env_home=home, check=True,
+                     HF_HUB_OFFLINE="1", QMD_MODELS_DIR=str(MODELS_DIR))
+    assert "embed: " in pulled.stdout and "profile: small" in index_yml.read_text()
