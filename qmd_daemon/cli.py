@@ -658,6 +658,11 @@ def status(ctx: click.Context, as_json: bool) -> None:
             if row["with_vectors"] is not None and row["chunks"]:
                 share = 100 * row["with_vectors"] // row["chunks"]
                 pending = f", {row['with_vectors']} with vectors ({share}%){pending}"
+        if not row["indexed"]:  # listed, nothing of it in the index yet
+            update = f"`qmd-daemon update -c {row['name']}`"
+            older = older or f" (an add or a search may be indexing it now; else {update})"
+            click.echo(f"  {name}: not indexed yet{older}")
+            continue
         click.echo(f"  {name}: {row['files']} files, {row['chunks']} chunks{pending}{older}")
         if row["skipped"]:
             reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(row["skipped"].items()))

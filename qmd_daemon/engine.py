@@ -864,10 +864,27 @@ class Engine:
                     else None,
                     # a shared index: the homes listing it (this one first); stale ones keep no rows
                     "homes": [_listing_json(home) for home in homes.get(row["name"], [])],
+                    "indexed": True,
                 }
                 for row in stats
-            ],
+            ]
+            + self._unindexed_status(listed, {row["name"] for row in stats}),
         }
+
+    @staticmethod
+    def _unindexed_status(listed: dict[str, CollectionConfig], indexed: set[str]) -> list[dict[str, Any]]:
+        """Listed collections the index holds nothing of yet (`collection add --no-update`, an
+        add or a first search indexing it now, an add stopped by Ctrl-C): status left them out,
+        while `collection list` showed them with files=0."""
+        return [
+            {"name": name, "root": str(config.path), "updated_at": None, "files": 0, "chunks": 0,
+             "index_format": None, "index_current": True, "listed": True,
+             "folder_gone": not _folder_there(config.path), "refused": None, "removing": False,
+             "skipped": {}, "pending_vectors": None, "with_vectors": None, "static_vectors": None,
+             "homes": [], "indexed": False}
+            for name, config in sorted(listed.items())
+            if name not in indexed
+        ]
 
     def indexed_paths(self, name: str) -> list[str]:
         collection_id = self.store.collection_id(name)

@@ -691,3 +691,20 @@ def test_a_pull_that_fails_leaves_the_stored_profile_as_it_was(home: Path, tmp_p
     pulled = run_cli("pull", "--profile", "small", "--role", "embed", env_home=home, check=True,
                      HF_HUB_OFFLINE="1", QMD_MODELS_DIR=str(MODELS_DIR))
     assert "embed: " in pulled.stdout and "profile: small" in index_yml.read_text()
+
+
+def test_status_lists_a_registered_collection_the_index_holds_nothing_of(home: Path, tmp_path: Path) -> None:
+    """A collection added with --no-update (or being indexed by an add or a first search, or an
+    add stopped by Ctrl-C) was missing from `status`, while `collection list` showed it: a user
+    watching status during a long first index saw no sign of it."""
+    root = write_tree(tmp_path / "proj", {"client.py": SAMPLE_PY})
+    run_cli("collection", "add", str(root), "--name", "proj", "--no-update", env_home=home, check=True)
+    text = run_cli("status", env_home=home, check=True).stdout
+    assert "  proj: not indexed yet (an add or a search may be indexing it now; else " \
+        "`qmd-daemon update -c proj`)" in text.splitlines(), text
+    (row,) = json.loads(run_cli("status", "--json", env_home=home, check=True).stdout)["collections"]
+    assert (row["name"], row["indexed"], row["files"], row["root"]) == ("proj", False, 0, str(root))
+    run_cli("update", "-c", "proj", env_home=home, check=True)
+    (row,) = json.loads(run_cli("status", "--json", env_home=home, check=True).stdout)["collections"]
+    assert row["indexed"] and row["files"] == 1
+    assert "  proj: 1 files" in run_cli("status", env_home=home, check=True).stdout
