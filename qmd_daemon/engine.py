@@ -463,9 +463,7 @@ class Engine:
         self.refuse_if_named(names)
         missing = [n for n in names if n not in known]
         if missing:
-            raise UnknownCollectionError(
-                f"no collection named '{missing[0]}' (see `qmd-daemon collection list`)"
-            )
+            raise UnknownCollectionError.named(missing[0])
         return [known[n] for n in names]
 
     # -- indexing ------------------------------------------------------------------------------

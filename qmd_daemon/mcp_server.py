@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 from clients import _qmd_client as qc
 from qmd_daemon import __version__, secret_mask
-from qmd_daemon.errors import QmdError
+from qmd_daemon.errors import QmdError, UnknownCollectionError
 from qmd_daemon.file_types import byte_cap
 from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, decode_source, read_inside
 from qmd_daemon.search.limits import DEFAULTS, MAX_LIMIT, MAX_TOKENS_CAP
@@ -265,7 +265,7 @@ def resolve_indexed(
     there and elsewhere too (README.md, setup.py) is read there, not refused as ambiguous."""
     known = engine.collections()
     if collection is not None and collection not in known:
-        raise QmdError(f"no collection named '{collection}' (see `qmd-daemon collection list`)")
+        raise UnknownCollectionError.named(collection)
     candidates = [known[collection]] if collection is not None else list(known.values())
     given = Path(path).expanduser()
     matches: list[tuple[str, Path, str]] = []
