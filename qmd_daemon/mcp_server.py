@@ -140,6 +140,9 @@ def build_server(engine: Any) -> Any:
             str,
             Field(
                 min_length=1,
+                # ai-search's bound: a longer one reached the daemon and came back as its HTTP
+                # layer's bare "Request Entity Too Large"
+                max_length=qc.MAX_STDIN_QUERY,
                 description="A full behavioural question ('where are retries backed off?') or identifiers.",
             ),
         ],

@@ -227,6 +227,8 @@ async def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(indexe
         ("search", {"query": "x", "min_score": 2}, "min_score"),
         ("search", {"query": "x", "max_tokens": -1}, "max_tokens"),
         ("search", {"query": "   "}, "empty"),
+        # ai-search's bound (a query past the daemon's request cap was "Request Entity Too Large")
+        ("search", {"query": "x " * 500_001}, "at most 1000000 characters"),
         ("search", {}, "query"),
         ("search", {"query": "x", "collections": ["nope"]}, "no collection named 'nope'"),
         ("search", {"query": "x", "paths": ["src/["]}, "bad path pattern"),
