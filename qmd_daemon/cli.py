@@ -476,7 +476,12 @@ def embed(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     engine = _engine(ctx)
     here = _working_collection(engine)
     hint = EmbedHint(here.name if here is not None else None, HitCounts(engine.settings.state_dir).returned())
-    report = engine.embed(list(names) or None, hint=lambda: hint).as_dict()
+    try:
+        report = engine.embed(list(names) or None, hint=lambda: hint).as_dict()
+    except KeyboardInterrupt:  # vectors are committed batch by batch: a bare "aborted" left that unsaid
+        click.echo("interrupted: the vectors embedded so far are kept; `qmd-daemon embed` goes on from there",
+                   err=True)
+        sys.exit(130)
     if report["deep_off"] and report["static"] is None:
         why = engine.static_status().get("reason", "not built")
         raise QmdError(f"cannot embed: deep vectors {report['deep_off']} and static vectors unavailable "

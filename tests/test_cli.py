@@ -708,3 +708,44 @@ def test_status_lists_a_registered_collection_the_index_holds_nothing_of(home: P
     (row,) = json.loads(run_cli("status", "--json", env_home=home, check=True).stdout)["collections"]
     assert row["indexed"] and row["files"] == 1
     assert "  proj: 1 files" in run_cli("status", env_home=home, check=True).stdout
+
+
+def test_embed_stopped_by_ctrl_c_says_its_vectors_are_kept_and_the_next_run_goes_on(
+    home: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C in `embed` printed a bare 'aborted': nothing said the vectors written so far stay,
+    or that running it again goes on from there (it does: they are committed batch by batch)."""
+    from qmd_daemon.config import IndexConfig
+    from tests.conftest import MODELS_DIR
+
+    body = "def fn_{i}_{j}(x):\n    return x + {j}  # step {i} {j}\n\n\n"
+    files = {f"m{i}.py": "".join(body.format(i=i, j=j) for j in range(3)) for i in range(400)}
+    root = write_tree(tmp_path / "proj", files)
+    config = IndexConfig.load(home / "config" / "index.yml")
+    config.set_models({"profile": "small"})
+    config.save()
+    env = {"QMD_MODELS_DIR": str(MODELS_DIR)}
+    run_cli("collection", "add", str(root), "--name", "proj", env_home=home, check=True, **env)
+
+    def embedded() -> tuple[int, int]:
+        vectors = json.loads(run_cli("status", "--json", env_home=home, check=True, **env).stdout)["vectors"]
+        return vectors["embedded"], vectors["chunks"]
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from qmd_daemon.cli import main; main()", "embed"],
+        env=dict(os.environ, QMD_DAEMON_HOME=str(home), **env), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 120
+    while embedded()[0] == 0 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    done, total = embedded()
+    assert 0 < done < total, (done, total, err)  # stopped midway: the test needs more chunks if not
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == (
+        "interrupted: the vectors embedded so far are kept; `qmd-daemon embed` goes on from there"
+    )
+    again = run_cli("embed", "--json", env_home=home, check=True, **env)
+    assert json.loads(again.stdout)["embedded"] == total - done and embedded() == (total, total)
