@@ -291,8 +291,9 @@ def _shared_note(row: dict[str, Any], shared: bool) -> str:
         return f" (also listed by {_count(others, 'other home')})" if others else ""
     if row["removing"]:
         return " (being removed: a `collection remove` was cut short; the next update finishes it)"
-    if not shared:  # one index file that two index.yml name (QMD_INDEX_PATH)
-        return " (not in this index.yml: another index.yml's)"
+    if not shared:  # one index file that two index.yml name (QMD_INDEX_PATH), or an entry edited out
+        return (f" (not in this index.yml: another index.yml's, or edited out of this one; "
+                f"`qmd-daemon collection remove --purge {row['name']}` deletes it)")
     if others:
         return " (not in this index.yml: another home's)"
     return (

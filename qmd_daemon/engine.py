@@ -55,6 +55,14 @@ def _is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+def _unlisted_line(name: str, *, shared: bool) -> str:
+    """`collection remove` of a name the index holds and this index.yml does not list."""
+    holder = ("the shared index holds it for other homes" if shared else
+              "the index holds it (another index.yml's, or an entry edited out of this one)")
+    return (f"no collection named '{name}' in this index.yml; {holder} (see `qmd-daemon status`): "
+            f"`collection remove --purge {name}` deletes it{' for every home' if shared else ''}")
+
+
 def _covers(collection: CollectionConfig, path: Path) -> bool:
     """Whether `collection` indexes the files under `path`. A collection in git is listed by git
     and its checked-out submodules' git; a worktree or clone checked out inside it is in neither
@@ -394,7 +402,9 @@ class Engine:
 
         On a shared (PostgreSQL) index the rows go only when no other home lists the collection,
         or with PURGE (every home's rows; also for a collection only other homes list, or none:
-        a home that vanished). One index (SQLite): the rows go."""
+        a home that vanished). One index (SQLite): the rows go; one this index.yml does not list
+        (another index.yml's on the same QMD_INDEX_PATH, or an entry edited out) only with PURGE:
+        without it status showed its rows for good and nothing could delete them."""
         homes = self.backend.homes
         with self.writing():
             with IndexConfig.editing(self.settings.config_file) as config:
@@ -402,14 +412,10 @@ class Engine:
                 listed = config.remove_collection(name)
                 collection_id = self.store.collection_id(name)
                 if not listed and pending is None:
-                    if collection_id is None or homes is None:
+                    if collection_id is None:
                         raise UnknownCollectionError(f"no collection named '{name}'")
                     if not purge:
-                        raise UnknownCollectionError(
-                            f"no collection named '{name}' in this index.yml; the shared index holds it "
-                            f"for other homes (see `qmd-daemon status`): `collection remove --purge "
-                            f"{name}` deletes it for every home"
-                        )
+                        raise UnknownCollectionError(_unlisted_line(name, shared=homes is not None))
                 if collection_id is not None and (pending is None or purge and not pending.purge):
                     config.set_removing(name, collection_id, purge)
             done = self._finish_removals()

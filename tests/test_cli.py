@@ -749,3 +749,24 @@ def test_embed_stopped_by_ctrl_c_says_its_vectors_are_kept_and_the_next_run_goes
     )
     again = run_cli("embed", "--json", env_home=home, check=True, **env)
     assert json.loads(again.stdout)["embedded"] == total - done and embedded() == (total, total)
+
+
+def test_a_collection_edited_out_of_index_yml_can_be_deleted_with_purge(home: Path, tmp_path: Path) -> None:
+    """On SQLite a collection whose index.yml entry went (edited out, the file restored from an
+    older copy) showed in status as 'another index.yml's' for good: `collection remove` said 'no
+    collection named ...', and nothing could delete its rows."""
+    from qmd_daemon.config import IndexConfig
+
+    root = write_tree(tmp_path / "proj", {"client.py": SAMPLE_PY})
+    run_cli("collection", "add", str(root), "--name", "proj", env_home=home, check=True)
+    config = IndexConfig.load(home / "config" / "index.yml")
+    config.remove_collection("proj")
+    config.save()
+    shown = run_cli("status", env_home=home, check=True).stdout
+    assert "`qmd-daemon collection remove --purge proj` deletes it" in shown, shown
+    refused = run_cli("collection", "remove", "proj", env_home=home)
+    assert refused.returncode == 2
+    assert "`collection remove --purge proj` deletes it" in _one_line_error(refused)
+    purged = run_cli("collection", "remove", "proj", "--purge", env_home=home, check=True)
+    assert purged.stdout == "removed proj\n"
+    assert json.loads(run_cli("status", "--json", env_home=home, check=True).stdout)["collections"] == []
