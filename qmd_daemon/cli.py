@@ -22,7 +22,7 @@ from clients._qmd_client import (
 )
 from qmd_daemon import __version__, secret_mask
 from qmd_daemon.config import PROFILES, CollectionConfig
-from qmd_daemon.engine import Engine
+from qmd_daemon.engine import Engine, folder_there
 from qmd_daemon.errors import QmdError, os_error_line
 from qmd_daemon.file_types import is_notebook
 from qmd_daemon.search.calibration import ANSWER_THRESHOLD
@@ -209,6 +209,8 @@ def collection_list(ctx: click.Context, as_json: bool) -> None:
                 "files": s.get("files", 0),
                 "chunks": s.get("chunks", 0),
                 "updated_at": s.get("updated_at"),
+                # moved or deleted: status said so, the list showed it as any other
+                "folder_gone": not folder_there(cfg.path),
             }
         )
     if as_json:
@@ -218,7 +220,8 @@ def collection_list(ctx: click.Context, as_json: bool) -> None:
         click.echo("no collections; add one with `qmd-daemon collection add PATH`")
     for row in rows:
         flag = " (default)" if row["includeByDefault"] else ""
-        click.echo(f"{row['name']}{flag}  {row['path']}  files={row['files']} chunks={row['chunks']}")
+        gone = f"  (folder gone: `qmd-daemon collection remove {row['name']}`)" if row["folder_gone"] else ""
+        click.echo(f"{row['name']}{flag}  {row['path']}  files={row['files']} chunks={row['chunks']}{gone}")
 
 
 @collection.command("remove")

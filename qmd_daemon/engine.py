@@ -123,7 +123,7 @@ def _listing_json(home: HomeListing) -> dict[str, Any]:
     return {"label": home.label, "seen_at": home.seen_at, "stale": home.stale, "this_home": home.this_home}
 
 
-def _folder_there(path: Path) -> bool:
+def folder_there(path: Path) -> bool:
     """Whether a collection's folder is there. One behind a folder this user cannot enter (EACCES:
     Path.is_dir raises it) is not moved or deleted: it counts as there; every update and search
     stopped at it with a traceback."""
@@ -281,7 +281,7 @@ class Engine:
         if base in taken and taken[base].path == path:
             return base
         for name in dict.fromkeys((base, f"{prefix}{_earlier_slug(path.name)}")):
-            if name in taken and not _folder_there(taken[name].path) and self._holds_files_of(path, name):
+            if name in taken and not folder_there(taken[name].path) and self._holds_files_of(path, name):
                 return name
         used = set(config.listed())  # a set-aside entry keeps its name (the user's mask is theirs)
         if self._free(base, path, used):
@@ -370,7 +370,7 @@ class Engine:
             other = config.collections().get(name)
             # a set-aside entry of that name is the user's too: its folder, ignores and default stay
             kept: CollectionConfig | RefusedCollection | None = other or config.refused().get(name)
-            if kept is not None and kept.path != path and _folder_there(kept.path):
+            if kept is not None and kept.path != path and folder_there(kept.path):
                 raise UsageError(f"collection '{name}' already exists for {kept.path}")
             # else: its folder is gone (moved here, most likely): the collection follows it, and the
             # next update re-reads only what differs (paths are kept relative to the root)
@@ -511,7 +511,7 @@ class Engine:
                     if not keep_going:
                         raise
                     why = str(exc)
-                    if current.worktree_of is not None and not _folder_there(current.path):
+                    if current.worktree_of is not None and not folder_there(current.path):
                         repository = _repository_of(current.worktree_of)
                         why += (f"; a git worktree of {repository}: if it was deleted for good, "
                                 f"`git -C {repository} worktree prune` lets the next update forget it")
@@ -853,7 +853,7 @@ class Engine:
                     # this home's folder of it moved or deleted: no update reaches it, its index
                     # stays as it was. The row's root is the last updater's, another machine's
                     # path on a shared index: "gone" there advised removing the team's collection
-                    "folder_gone": mine is not None and not _folder_there(mine.path),
+                    "folder_gone": mine is not None and not folder_there(mine.path),
                     # listed, but left out for a mask today's rules refuse: the line with its fix
                     "refused": refused[row["name"]].message if row["name"] in refused else None,
                     # a `collection remove` cut short: unlisted, its rows left for the next update
@@ -883,7 +883,7 @@ class Engine:
         return [
             {"name": name, "root": str(config.path), "updated_at": None, "files": 0, "chunks": 0,
              "index_format": None, "index_current": True, "listed": True,
-             "folder_gone": not _folder_there(config.path), "refused": None, "removing": False,
+             "folder_gone": not folder_there(config.path), "refused": None, "removing": False,
              "skipped": {}, "pending_vectors": None, "with_vectors": None, "static_vectors": None,
              "homes": [], "indexed": False}
             for name, config in sorted(listed.items())

@@ -770,3 +770,17 @@ def test_a_collection_edited_out_of_index_yml_can_be_deleted_with_purge(home: Pa
     purged = run_cli("collection", "remove", "proj", "--purge", env_home=home, check=True)
     assert purged.stdout == "removed proj\n"
     assert json.loads(run_cli("status", "--json", env_home=home, check=True).stdout)["collections"] == []
+
+
+def test_collection_list_says_a_folder_is_gone(home: Path, tmp_path: Path) -> None:
+    """A collection whose folder was moved or deleted: status named it with the fix, while
+    `collection list`, the command that lists collections, showed it as any other."""
+    root = write_tree(tmp_path / "proj", {"client.py": SAMPLE_PY})
+    run_cli("collection", "add", str(root), "--name", "proj", env_home=home, check=True)
+    (row,) = json.loads(run_cli("collection", "list", "--json", env_home=home, check=True).stdout)
+    assert row["folder_gone"] is False
+    root.rename(tmp_path / "elsewhere")
+    (row,) = json.loads(run_cli("collection", "list", "--json", env_home=home, check=True).stdout)
+    assert row["folder_gone"] is True and row["files"] == 1
+    listed = run_cli("collection", "list", env_home=home, check=True).stdout
+    assert listed == f"proj  {root}  files=1 chunks=1  (folder gone: `qmd-daemon collection remove proj`)\n"
