@@ -182,10 +182,21 @@ def collection_add(
     click.echo(f"collection {added.name} -> {added.path}")
     # a second name for a registered folder indexes it again, and a search of both (outside every
     # repository, `-c` both) returns each hit twice: meant for another mask, else a slip
-    same = [n for n, c in engine.collections().items() if c.path == added.path and n != added.name]
+    others = {n: c for n, c in engine.collections().items() if n != added.name}
+    same = [n for n, c in others.items() if c.path == added.path]
     if same:
         click.echo(f"note: {added.path} is also collection {', '.join(same)}: it is indexed once for each "
                    f"(`qmd-daemon collection remove {added.name}` undoes this add)", err=True)
+    # the same for a folder inside another collection's (or holding one): the outer one's walk
+    # lists the inner one's files too, unless the inner folder is a repository of its own
+    for other, config in others.items():
+        outer, inner = ((config.path, added.path) if added.path.is_relative_to(config.path)
+                        else (added.path, config.path))
+        if inner != outer and inner.is_relative_to(outer) and not (inner / ".git").exists():
+            where = "inside" if inner == added.path else "around"
+            click.echo(f"note: {added.path} lies {where} collection {other} ({config.path}): the files both "
+                       f"select are indexed once for each (`qmd-daemon collection remove {added.name}` "
+                       "undoes this add)", err=True)
     if run_update:
         for report in engine.update([added.name]):
             click.echo(report.forgotten or _summary(report.as_dict()))

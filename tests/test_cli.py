@@ -784,3 +784,20 @@ def test_collection_list_says_a_folder_is_gone(home: Path, tmp_path: Path) -> No
     assert row["folder_gone"] is True and row["files"] == 1
     listed = run_cli("collection", "list", env_home=home, check=True).stdout
     assert listed == f"proj  {root}  files=1 chunks=1  (folder gone: `qmd-daemon collection remove proj`)\n"
+
+
+def test_a_folder_inside_or_around_another_collection_says_so(tmp_path: Path) -> None:
+    # `collection add repo/sub` (or `add repo` after it) indexed the shared files once for each,
+    # without a word, and a search of both returned each hit twice
+    proj = write_tree(tmp_path / "proj", {"a.py": "A = 1\n", "sub/b.py": "B = 2\n", "inner/c.py": "C = 3\n"})
+    subprocess.run(["git", "init", "-q", str(proj / "inner")], check=True)  # a repository of its own
+    home = tmp_path / "home"
+    assert run_cli("collection", "add", str(proj / "sub"), env_home=home, check=True).stderr == ""
+    around = run_cli("collection", "add", str(proj), "--name", "proj", env_home=home, check=True)
+    assert around.stderr == (
+        f"note: {proj.resolve()} lies around collection sub ({(proj / 'sub').resolve()}): the files both "
+        "select are indexed once for each (`qmd-daemon collection remove proj` undoes this add)\n"
+    )
+    assert "lies inside collection proj" in run_cli(
+        "collection", "add", str(proj / "sub"), "--name", "sub2", env_home=home, check=True).stderr
+    assert run_cli("collection", "add", str(proj / "inner"), env_home=home, check=True).stderr == ""
