@@ -714,6 +714,9 @@ def test_status_lists_a_registered_collection_the_index_holds_nothing_of(home: P
 # batch of deep vectors is committed: at a known point, not at a moment a test has to guess
 EMBED_CTRL_C = """
 import os, signal
+# as from a terminal: a run started in the background of a non-interactive shell (nohup ... &)
+# inherits SIGINT ignored, and Python then leaves it so
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from qmd_daemon.store.vectors import VectorIndex
 put = VectorIndex.put
 def put_then_ctrl_c(self, rows):
