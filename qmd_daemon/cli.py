@@ -22,7 +22,7 @@ from clients._qmd_client import (
 )
 from qmd_daemon import __version__, secret_mask
 from qmd_daemon.config import PROFILES, CollectionConfig
-from qmd_daemon.engine import Engine
+from qmd_daemon.engine import Engine, folder_there
 from qmd_daemon.errors import QmdError, os_error_line
 from qmd_daemon.file_types import is_notebook
 from qmd_daemon.search.calibration import ANSWER_THRESHOLD
@@ -182,10 +182,21 @@ def collection_add(
     click.echo(f"collection {added.name} -> {added.path}")
     # a second name for a registered folder indexes it again, and a search of both (outside every
     # repository, `-c` both) returns each hit twice: meant for another mask, else a slip
-    same = [n for n, c in engine.collections().items() if c.path == added.path and n != added.name]
+    others = {n: c for n, c in engine.collections().items() if n != added.name}
+    same = [n for n, c in others.items() if c.path == added.path]
     if same:
         click.echo(f"note: {added.path} is also collection {', '.join(same)}: it is indexed once for each "
                    f"(`qmd-daemon collection remove {added.name}` undoes this add)", err=True)
+    # the same for a folder inside another collection's (or holding one): the outer one's walk
+    # lists the inner one's files too, unless the inner folder is a repository of its own
+    for other, config in others.items():
+        outer, inner = ((config.path, added.path) if added.path.is_relative_to(config.path)
+                        else (added.path, config.path))
+        if inner != outer and inner.is_relative_to(outer) and not (inner / ".git").exists():
+            where = "inside" if inner == added.path else "around"
+            click.echo(f"note: {added.path} lies {where} collection {other} ({config.path}): the files both "
+                       f"select are indexed once for each (`qmd-daemon collection remove {added.name}` "
+                       "undoes this add)", err=True)
     if run_update:
         for report in engine.update([added.name]):
             click.echo(report.forgotten or _summary(report.as_dict()))
@@ -209,6 +220,8 @@ def collection_list(ctx: click.Context, as_json: bool) -> None:
                 "files": s.get("files", 0),
                 "chunks": s.get("chunks", 0),
                 "updated_at": s.get("updated_at"),
+                # moved or deleted: status said so, the list showed it as any other
+                "folder_gone": not folder_there(cfg.path),
             }
         )
     if as_json:
@@ -218,7 +231,8 @@ def collection_list(ctx: click.Context, as_json: bool) -> None:
         click.echo("no collections; add one with `qmd-daemon collection add PATH`")
     for row in rows:
         flag = " (default)" if row["includeByDefault"] else ""
-        click.echo(f"{row['name']}{flag}  {row['path']}  files={row['files']} chunks={row['chunks']}")
+        gone = f"  (folder gone: `qmd-daemon collection remove {row['name']}`)" if row["folder_gone"] else ""
+        click.echo(f"{row['name']}{flag}  {row['path']}  files={row['files']} chunks={row['chunks']}{gone}")
 
 
 @collection.command("remove")
@@ -291,8 +305,9 @@ def _shared_note(row: dict[str, Any], shared: bool) -> str:
         return f" (also listed by {_count(others, 'other home')})" if others else ""
     if row["removing"]:
         return " (being removed: a `collection remove` was cut short; the next update finishes it)"
-    if not shared:  # one index file that two index.yml name (QMD_INDEX_PATH)
-        return " (not in this index.yml: another index.yml's)"
+    if not shared:  # one index file that two index.yml name (QMD_INDEX_PATH), or an entry edited out
+        return (f" (not in this index.yml: another index.yml's, or edited out of this one; "
+                f"`qmd-daemon collection remove --purge {row['name']}` deletes it)")
     if others:
         return " (not in this index.yml: another home's)"
     return (
@@ -476,7 +491,12 @@ def embed(ctx: click.Context, names: tuple[str, ...], as_json: bool) -> None:
     engine = _engine(ctx)
     here = _working_collection(engine)
     hint = EmbedHint(here.name if here is not None else None, HitCounts(engine.settings.state_dir).returned())
-    report = engine.embed(list(names) or None, hint=lambda: hint).as_dict()
+    try:
+        report = engine.embed(list(names) or None, hint=lambda: hint).as_dict()
+    except KeyboardInterrupt:  # vectors are committed batch by batch: a bare "aborted" left that unsaid
+        click.echo("interrupted: the vectors embedded so far are kept; `qmd-daemon embed` goes on from there",
+                   err=True)
+        sys.exit(130)
     if report["deep_off"] and report["static"] is None:
         why = engine.static_status().get("reason", "not built")
         raise QmdError(f"cannot embed: deep vectors {report['deep_off']} and static vectors unavailable "
@@ -539,7 +559,8 @@ def migrate(ctx: click.Context, target: str, database_url: str | None, as_json: 
 
 @cli.command()
 @click.option(
-    "--profile", type=click.Choice(PROFILES), help="Store this profile in index.yml first."
+    "--profile", type=click.Choice(PROFILES),
+    help="Pull this profile's models, then store it in index.yml (not when the pull fails).",
 )
 @click.option("--role", type=click.Choice(["all", "embed", "rerank", "expand"]), default="all")
 @click.option("--refresh", is_flag=True, help="Download again even when cached.")
@@ -551,12 +572,15 @@ def pull(ctx: click.Context, profile: str | None, role: str, refresh: bool) -> N
     from qmd_daemon.models.uris import pull as pull_models
 
     engine = _engine(ctx)
+    models = engine.config().models()
     if profile:
+        models = {**models, "profile": profile}
+    uris = profile_uris(str(models.get("profile") or "qwen3"), engine.settings.models_dir)
+    pulled = pull_models(role, models, refresh=refresh, progress=True, profile_uris=uris)
+    if profile:  # only now: a pull that failed (offline) switched search to models it lacks
         with IndexConfig.editing(engine.settings.config_file) as config:
             config.set_models({"profile": profile})
-    models = engine.config().models()
-    uris = profile_uris(str(models.get("profile") or "qwen3"), engine.settings.models_dir)
-    for name, path in pull_models(role, models, refresh=refresh, progress=True, profile_uris=uris).items():
+    for name, path in pulled.items():
         click.echo(f"{name}: {path}")
 
 
@@ -654,6 +678,11 @@ def status(ctx: click.Context, as_json: bool) -> None:
             if row["with_vectors"] is not None and row["chunks"]:
                 share = 100 * row["with_vectors"] // row["chunks"]
                 pending = f", {row['with_vectors']} with vectors ({share}%){pending}"
+        if not row["indexed"]:  # listed, nothing of it in the index yet
+            update = f"`qmd-daemon update -c {row['name']}`"
+            older = older or f" (an add or a search may be indexing it now; else {update})"
+            click.echo(f"  {name}: not indexed yet{older}")
+            continue
         click.echo(f"  {name}: {row['files']} files, {row['chunks']} chunks{pending}{older}")
         if row["skipped"]:
             reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(row["skipped"].items()))

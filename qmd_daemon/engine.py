@@ -55,6 +55,14 @@ def _is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+def _unlisted_line(name: str, *, shared: bool) -> str:
+    """`collection remove` of a name the index holds and this index.yml does not list."""
+    holder = ("the shared index holds it for other homes" if shared else
+              "the index holds it (another index.yml's, or an entry edited out of this one)")
+    return (f"no collection named '{name}' in this index.yml; {holder} (see `qmd-daemon status`): "
+            f"`collection remove --purge {name}` deletes it{' for every home' if shared else ''}")
+
+
 def _covers(collection: CollectionConfig, path: Path) -> bool:
     """Whether `collection` indexes the files under `path`. A collection in git is listed by git
     and its checked-out submodules' git; a worktree or clone checked out inside it is in neither
@@ -115,7 +123,7 @@ def _listing_json(home: HomeListing) -> dict[str, Any]:
     return {"label": home.label, "seen_at": home.seen_at, "stale": home.stale, "this_home": home.this_home}
 
 
-def _folder_there(path: Path) -> bool:
+def folder_there(path: Path) -> bool:
     """Whether a collection's folder is there. One behind a folder this user cannot enter (EACCES:
     Path.is_dir raises it) is not moved or deleted: it counts as there; every update and search
     stopped at it with a traceback."""
@@ -273,7 +281,7 @@ class Engine:
         if base in taken and taken[base].path == path:
             return base
         for name in dict.fromkeys((base, f"{prefix}{_earlier_slug(path.name)}")):
-            if name in taken and not _folder_there(taken[name].path) and self._holds_files_of(path, name):
+            if name in taken and not folder_there(taken[name].path) and self._holds_files_of(path, name):
                 return name
         used = set(config.listed())  # a set-aside entry keeps its name (the user's mask is theirs)
         if self._free(base, path, used):
@@ -362,7 +370,7 @@ class Engine:
             other = config.collections().get(name)
             # a set-aside entry of that name is the user's too: its folder, ignores and default stay
             kept: CollectionConfig | RefusedCollection | None = other or config.refused().get(name)
-            if kept is not None and kept.path != path and _folder_there(kept.path):
+            if kept is not None and kept.path != path and folder_there(kept.path):
                 raise UsageError(f"collection '{name}' already exists for {kept.path}")
             # else: its folder is gone (moved here, most likely): the collection follows it, and the
             # next update re-reads only what differs (paths are kept relative to the root)
@@ -394,7 +402,9 @@ class Engine:
 
         On a shared (PostgreSQL) index the rows go only when no other home lists the collection,
         or with PURGE (every home's rows; also for a collection only other homes list, or none:
-        a home that vanished). One index (SQLite): the rows go."""
+        a home that vanished). One index (SQLite): the rows go; one this index.yml does not list
+        (another index.yml's on the same QMD_INDEX_PATH, or an entry edited out) only with PURGE:
+        without it status showed its rows for good and nothing could delete them."""
         homes = self.backend.homes
         with self.writing():
             with IndexConfig.editing(self.settings.config_file) as config:
@@ -402,14 +412,10 @@ class Engine:
                 listed = config.remove_collection(name)
                 collection_id = self.store.collection_id(name)
                 if not listed and pending is None:
-                    if collection_id is None or homes is None:
+                    if collection_id is None:
                         raise UnknownCollectionError(f"no collection named '{name}'")
                     if not purge:
-                        raise UnknownCollectionError(
-                            f"no collection named '{name}' in this index.yml; the shared index holds it "
-                            f"for other homes (see `qmd-daemon status`): `collection remove --purge "
-                            f"{name}` deletes it for every home"
-                        )
+                        raise UnknownCollectionError(_unlisted_line(name, shared=homes is not None))
                 if collection_id is not None and (pending is None or purge and not pending.purge):
                     config.set_removing(name, collection_id, purge)
             done = self._finish_removals()
@@ -463,9 +469,7 @@ class Engine:
         self.refuse_if_named(names)
         missing = [n for n in names if n not in known]
         if missing:
-            raise UnknownCollectionError(
-                f"no collection named '{missing[0]}' (see `qmd-daemon collection list`)"
-            )
+            raise UnknownCollectionError.named(missing[0])
         return [known[n] for n in names]
 
     # -- indexing ------------------------------------------------------------------------------
@@ -507,7 +511,7 @@ class Engine:
                     if not keep_going:
                         raise
                     why = str(exc)
-                    if current.worktree_of is not None and not _folder_there(current.path):
+                    if current.worktree_of is not None and not folder_there(current.path):
                         repository = _repository_of(current.worktree_of)
                         why += (f"; a git worktree of {repository}: if it was deleted for good, "
                                 f"`git -C {repository} worktree prune` lets the next update forget it")
@@ -849,7 +853,7 @@ class Engine:
                     # this home's folder of it moved or deleted: no update reaches it, its index
                     # stays as it was. The row's root is the last updater's, another machine's
                     # path on a shared index: "gone" there advised removing the team's collection
-                    "folder_gone": mine is not None and not _folder_there(mine.path),
+                    "folder_gone": mine is not None and not folder_there(mine.path),
                     # listed, but left out for a mask today's rules refuse: the line with its fix
                     "refused": refused[row["name"]].message if row["name"] in refused else None,
                     # a `collection remove` cut short: unlisted, its rows left for the next update
@@ -864,10 +868,27 @@ class Engine:
                     else None,
                     # a shared index: the homes listing it (this one first); stale ones keep no rows
                     "homes": [_listing_json(home) for home in homes.get(row["name"], [])],
+                    "indexed": True,
                 }
                 for row in stats
-            ],
+            ]
+            + self._unindexed_status(listed, {row["name"] for row in stats}),
         }
+
+    @staticmethod
+    def _unindexed_status(listed: dict[str, CollectionConfig], indexed: set[str]) -> list[dict[str, Any]]:
+        """Listed collections the index holds nothing of yet (`collection add --no-update`, an
+        add or a first search indexing it now, an add stopped by Ctrl-C): status left them out,
+        while `collection list` showed them with files=0."""
+        return [
+            {"name": name, "root": str(config.path), "updated_at": None, "files": 0, "chunks": 0,
+             "index_format": None, "index_current": True, "listed": True,
+             "folder_gone": not folder_there(config.path), "refused": None, "removing": False,
+             "skipped": {}, "pending_vectors": None, "with_vectors": None, "static_vectors": None,
+             "homes": [], "indexed": False}
+            for name, config in sorted(listed.items())
+            if name not in indexed
+        ]
 
     def indexed_paths(self, name: str) -> list[str]:
         collection_id = self.store.collection_id(name)

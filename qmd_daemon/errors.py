@@ -72,6 +72,12 @@ class UnknownCollectionError(UsageError):
     http_status = 404
     code = "not_found"
 
+    @classmethod
+    def named(cls, name: str) -> "UnknownCollectionError":
+        """The one line for `name` wherever it is asked for: the CLI, the daemon (ai-search's
+        answer lacked the hint the in-process search gave) and the MCP server."""
+        return cls(f"no collection named '{name}' (see `qmd-daemon collection list`)")
+
 
 class RequestError(UsageError):
     """A request the daemon refuses as asked (a bad field, a folder or job that is not there),

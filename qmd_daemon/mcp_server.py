@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 from clients import _qmd_client as qc
 from qmd_daemon import __version__, secret_mask
-from qmd_daemon.errors import QmdError
+from qmd_daemon.errors import QmdError, UnknownCollectionError
 from qmd_daemon.file_types import byte_cap
 from qmd_daemon.ingest.source_text import OutsideRoot, TooLarge, decode_source, read_inside
 from qmd_daemon.search.limits import DEFAULTS, MAX_LIMIT, MAX_TOKENS_CAP
@@ -140,6 +140,9 @@ def build_server(engine: Any) -> Any:
             str,
             Field(
                 min_length=1,
+                # ai-search's bound: a longer one reached the daemon and came back as its HTTP
+                # layer's bare "Request Entity Too Large"
+                max_length=qc.MAX_STDIN_QUERY,
                 description="A full behavioural question ('where are retries backed off?') or identifiers.",
             ),
         ],
@@ -226,7 +229,7 @@ def build_server(engine: Any) -> Any:
             raise ToolError(f"end_line {end_line} is before start_line {start_line}")
         try:
             with lock:
-                root, rel = resolve_indexed(engine, collection, path, _working(engine))
+                name, root, rel = resolve_indexed(engine, collection, path, _working(engine))
         except QmdError as exc:
             raise ToolError(secret_mask.mask(str(exc))) from None
         try:
@@ -241,6 +244,11 @@ def build_server(engine: Any) -> Any:
                 "run `qmd-daemon update`"
             ) from None
         except OSError as exc:
+            if not root.is_dir():  # `update` leaves such a collection as it was: it cannot help
+                raise ToolError(
+                    f"'{path}' is indexed, but the folder of collection {name} ({root}) is gone "
+                    f"(moved or deleted?): `qmd-daemon collection remove {name}` forgets it"
+                ) from None
             raise ToolError(
                 f"'{path}' is indexed but cannot be read now ({exc.strerror or exc}); "
                 "run `qmd-daemon update`"
@@ -257,15 +265,15 @@ def build_server(engine: Any) -> Any:
 
 def resolve_indexed(
     engine: Any, collection: str | None, path: str, home: Any = None
-) -> tuple[Path, str]:
-    """The collection root (resolved) and root-relative path of `path`, which must be indexed in a
+) -> tuple[str, Path, str]:
+    """The collection, its root (resolved) and the root-relative path of `path`, which must be indexed in a
     registered collection; anything else is a QmdError. Whether the file still lies inside the root
     is checked when it is read (`read_inside`), on the opened file. `home`: the collection of the
     server's folder, which a search without `collections` puts first: a relative path indexed
     there and elsewhere too (README.md, setup.py) is read there, not refused as ambiguous."""
     known = engine.collections()
     if collection is not None and collection not in known:
-        raise QmdError(f"no collection named '{collection}' (see `qmd-daemon collection list`)")
+        raise UnknownCollectionError.named(collection)
     candidates = [known[collection]] if collection is not None else list(known.values())
     given = Path(path).expanduser()
     matches: list[tuple[str, Path, str]] = []
@@ -288,8 +296,7 @@ def resolve_indexed(
     if len(matches) > 1:
         names = ", ".join(m[0] for m in matches)
         raise QmdError(f"'{path}' is indexed in several collections ({names}); name one with `collection`")
-    _, root, rel = matches[0]
-    return root, rel
+    return matches[0]
 
 
 def line_range(text: str, start: int, end: int | None) -> str:

@@ -672,3 +672,140 @@ def test_a_second_name_for_a_registered_folder_says_so(tmp_path: Path) -> None:
         f"note: {repo.resolve()} is also collection repo: it is indexed once for each "
         "(`qmd-daemon collection remove other` undoes this add)\n"
     )
+
+
+def test_a_pull_that_fails_leaves_the_stored_profile_as_it_was(home: Path, tmp_path: Path) -> None:
+    """`pull --profile qwen3` offline stored qwen3 in index.yml before it failed: search and embed
+    then wanted models that are not there ('cannot embed: ... not in the local cache'), and the
+    working small profile was gone until the user put it back by hand."""
+    from tests.conftest import MODELS_DIR
+
+    index_yml = home / "config" / "index.yml"
+    index_yml.parent.mkdir(parents=True, exist_ok=True)
+    index_yml.write_text("models: {profile: small}\n")
+    failed = run_cli("pull", "--profile", "qwen3", "--role", "embed", env_home=home, HF_HUB_OFFLINE="1",
+                     HF_HOME=str(tmp_path / "hf"), QMD_MODELS_DIR=str(tmp_path / "models"))
+    assert failed.returncode == 1 and "not in the local cache" in _one_line_error(failed)
+    assert "profile: small" in index_yml.read_text()
+    index_yml.write_text("models: {profile: qwen3}\n")  # a pull that succeeds stores its profile
+    pulled = run_cli("pull", "--profile", "small", "--role", "embed", env_home=home, check=True,
+                     HF_HUB_OFFLINE="1", QMD_MODELS_DIR=str(MODELS_DIR))
+    assert "embed: " in pulled.stdout and "profile: small" in index_yml.read_text()
+
+
+def test_status_lists_a_registered_collection_the_index_holds_nothing_of(home: Path, tmp_path: Path) -> None:
+    """A collection added with --no-update (or being indexed by an add or a first search, or an
+    add stopped by Ctrl-C) was missing from `status`, while `collection list` showed it: a user
+    watching status during a long first index saw no sign of it."""
+    root = write_tree(tmp_path / "proj", {"client.py": SAMPLE_PY})
+    run_cli("collection", "add", str(root), "--name", "proj", "--no-update", env_home=home, check=True)
+    text = run_cli("status", env_home=home, check=True).stdout
+    assert "  proj: not indexed yet (an add or a search may be indexing it now; else " \
+        "`qmd-daemon update -c proj`)" in text.splitlines(), text
+    (row,) = json.loads(run_cli("status", "--json", env_home=home, check=True).stdout)["collections"]
+    assert (row["name"], row["indexed"], row["files"], row["root"]) == ("proj", False, 0, str(root))
+    run_cli("update", "-c", "proj", env_home=home, check=True)
+    (row,) = json.loads(run_cli("status", "--json", env_home=home, check=True).stdout)["collections"]
+    assert row["indexed"] and row["files"] == 1
+    assert "  proj: 1 files" in run_cli("status", env_home=home, check=True).stdout
+
+
+# `qmd-daemon embed` whose process gets a real SIGINT (what Ctrl-C sends) right after its first
+# batch of deep vectors is committed: at a known point, not at a moment a test has to guess
+EMBED_CTRL_C = """
+import os, signal
+# as from a terminal: a run started in the background of a non-interactive shell (nohup ... &)
+# inherits SIGINT ignored, and Python then leaves it so
+signal.signal(signal.SIGINT, signal.default_int_handler)
+from qmd_daemon.store.vectors import VectorIndex
+put = VectorIndex.put
+def put_then_ctrl_c(self, rows):
+    written = put(self, rows)
+    os.kill(os.getpid(), signal.SIGINT)
+    return written
+VectorIndex.put = put_then_ctrl_c
+from qmd_daemon.cli import main
+main()
+"""
+
+
+def test_embed_stopped_by_ctrl_c_says_its_vectors_are_kept_and_the_next_run_goes_on(
+    home: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C in `embed` printed a bare 'aborted': nothing said the vectors written so far stay,
+    or that running it again goes on from there (it does: they are committed batch by batch)."""
+    from qmd_daemon.config import IndexConfig
+    from tests.conftest import MODELS_DIR
+
+    body = "def fn_{i}(x):\n    return x + {i}  # step {i}\n"
+    root = write_tree(tmp_path / "proj", {f"m{i}.py": body.format(i=i) for i in range(40)})
+    config = IndexConfig.load(home / "config" / "index.yml")
+    config.set_models({"profile": "small"})
+    config.save()
+    env = {"QMD_MODELS_DIR": str(MODELS_DIR)}
+    run_cli("collection", "add", str(root), "--name", "proj", env_home=home, check=True, **env)
+    stopped = subprocess.run(
+        [sys.executable, "-c", EMBED_CTRL_C, "embed"], env=dict(os.environ, QMD_DAEMON_HOME=str(home), **env),
+        capture_output=True, text=True, timeout=300,
+    )
+    assert stopped.returncode == 130, stopped.stderr
+    assert stopped.stderr.strip().splitlines()[-1] == (
+        "interrupted: the vectors embedded so far are kept; `qmd-daemon embed` goes on from there"
+    )
+    vectors = json.loads(run_cli("status", "--json", env_home=home, check=True, **env).stdout)["vectors"]
+    done, total = vectors["embedded"], vectors["chunks"]
+    assert 0 < done < total, (done, total)  # the first batch, kept
+    again = run_cli("embed", "--json", env_home=home, check=True, **env)
+    assert json.loads(again.stdout)["embedded"] == total - done
+
+
+def test_a_collection_edited_out_of_index_yml_can_be_deleted_with_purge(home: Path, tmp_path: Path) -> None:
+    """On SQLite a collection whose index.yml entry went (edited out, the file restored from an
+    older copy) showed in status as 'another index.yml's' for good: `collection remove` said 'no
+    collection named ...', and nothing could delete its rows."""
+    from qmd_daemon.config import IndexConfig
+
+    root = write_tree(tmp_path / "proj", {"client.py": SAMPLE_PY})
+    run_cli("collection", "add", str(root), "--name", "proj", env_home=home, check=True)
+    config = IndexConfig.load(home / "config" / "index.yml")
+    config.remove_collection("proj")
+    config.save()
+    shown = run_cli("status", env_home=home, check=True).stdout
+    assert "`qmd-daemon collection remove --purge proj` deletes it" in shown, shown
+    refused = run_cli("collection", "remove", "proj", env_home=home)
+    assert refused.returncode == 2
+    assert "`collection remove --purge proj` deletes it" in _one_line_error(refused)
+    purged = run_cli("collection", "remove", "proj", "--purge", env_home=home, check=True)
+    assert purged.stdout == "removed proj\n"
+    assert json.loads(run_cli("status", "--json", env_home=home, check=True).stdout)["collections"] == []
+
+
+def test_collection_list_says_a_folder_is_gone(home: Path, tmp_path: Path) -> None:
+    """A collection whose folder was moved or deleted: status named it with the fix, while
+    `collection list`, the command that lists collections, showed it as any other."""
+    root = write_tree(tmp_path / "proj", {"client.py": SAMPLE_PY})
+    run_cli("collection", "add", str(root), "--name", "proj", env_home=home, check=True)
+    (row,) = json.loads(run_cli("collection", "list", "--json", env_home=home, check=True).stdout)
+    assert row["folder_gone"] is False
+    root.rename(tmp_path / "elsewhere")
+    (row,) = json.loads(run_cli("collection", "list", "--json", env_home=home, check=True).stdout)
+    assert row["folder_gone"] is True and row["files"] == 1
+    listed = run_cli("collection", "list", env_home=home, check=True).stdout
+    assert listed == f"proj  {root}  files=1 chunks=1  (folder gone: `qmd-daemon collection remove proj`)\n"
+
+
+def test_a_folder_inside_or_around_another_collection_says_so(tmp_path: Path) -> None:
+    # `collection add repo/sub` (or `add repo` after it) indexed the shared files once for each,
+    # without a word, and a search of both returned each hit twice
+    proj = write_tree(tmp_path / "proj", {"a.py": "A = 1\n", "sub/b.py": "B = 2\n", "inner/c.py": "C = 3\n"})
+    subprocess.run(["git", "init", "-q", str(proj / "inner")], check=True)  # a repository of its own
+    home = tmp_path / "home"
+    assert run_cli("collection", "add", str(proj / "sub"), env_home=home, check=True).stderr == ""
+    around = run_cli("collection", "add", str(proj), "--name", "proj", env_home=home, check=True)
+    assert around.stderr == (
+        f"note: {proj.resolve()} lies around collection sub ({(proj / 'sub').resolve()}): the files both "
+        "select are indexed once for each (`qmd-daemon collection remove proj` undoes this add)\n"
+    )
+    assert "lies inside collection proj" in run_cli(
+        "collection", "add", str(proj / "sub"), "--name", "sub2", env_home=home, check=True).stderr
+    assert run_cli("collection", "add", str(proj / "inner"), env_home=home, check=True).stderr == ""

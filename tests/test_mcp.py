@@ -227,6 +227,8 @@ async def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(indexe
         ("search", {"query": "x", "min_score": 2}, "min_score"),
         ("search", {"query": "x", "max_tokens": -1}, "max_tokens"),
         ("search", {"query": "   "}, "empty"),
+        # ai-search's bound (a query past the daemon's request cap was "Request Entity Too Large")
+        ("search", {"query": "x " * 500_001}, "at most 1000000 characters"),
         ("search", {}, "query"),
         ("search", {"query": "x", "collections": ["nope"]}, "no collection named 'nope'"),
         ("search", {"query": "x", "paths": ["src/["]}, "bad path pattern"),
@@ -250,6 +252,19 @@ async def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(indexe
         assert expected in _text(result), (name, args, _text(result))
     assert not results[len(bad)].is_error and _text(results[len(bad)]) == SAMPLE_PY  # still serving
     assert results[-1].is_error and "qmd-daemon update" in _text(results[-1])
+
+
+async def test_get_in_a_collection_whose_folder_is_gone_names_the_remove(indexed: dict[str, Any]) -> None:
+    # it said "... cannot be read now (No such file or directory); run `qmd-daemon update`", and
+    # update leaves a collection whose folder is gone as it was
+    docs: Path = indexed["docs"]
+    docs.rename(docs.with_name("docs-moved"))
+    call = ("get", {"path": "README.md", "collection": "docs"})
+    _, (result,) = await _session_calls(indexed["home"], [call])
+    assert result.is_error and _text(result).endswith(
+        f"'README.md' is indexed, but the folder of collection docs ({docs.resolve()}) is gone (moved or "
+        "deleted?): `qmd-daemon collection remove docs` forgets it"
+    )
 
 
 # Put first on sys.meta_path, this finder answers for `mcp` and its submodules the way Python's

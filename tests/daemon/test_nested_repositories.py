@@ -53,6 +53,8 @@ def test_a_submodule_is_searched_with_its_repository_and_an_inner_worktree_on_it
     assert from_outer[0]["path"] == "third_party/library/lib/walrus.py"
     in_submodule = _search("walrus_tusk_length", daemon_home, checkout)
     assert {hit["collection"] for hit in in_submodule} == {"repo-outer"}  # not indexed a second time
+    # ai-search's paths are the submodule's, where it runs (docs/troubleshooting.md said the outer root's)
+    assert in_submodule[0]["path"] == "lib/walrus.py"
     in_worktree = _search("narwhal_horn_feature", daemon_home, feature / "src")
     assert in_worktree[0]["path"] == "src/feature_only.py"
     assert in_worktree[0]["collection"] == "repo-feature"

@@ -170,6 +170,8 @@ async def test_errors_are_json(daemon: Daemon, http: aiohttp.ClientSession) -> N
     assert (await call(http, daemon, "POST", "/search", {"query": "x", "budget_ms": -1}))[0] == 400
     status, body = await call(http, daemon, "POST", "/search", {"query": "x", "collections": ["nope"]})
     assert status == 404 and body["error"]["code"] == "not_found"
+    # the CLI's line, with its hint (ai-search through the daemon said it without)
+    assert body["error"]["message"] == "no collection named 'nope' (see `qmd-daemon collection list`)"
     status, body = await call(http, daemon, "POST", "/search", {"query": "x", "path": "relative/dir"})
     assert status == 400
     status, body = await call(http, daemon, "GET", "/nowhere")

@@ -200,3 +200,25 @@ def test_a_hub_whose_name_does_not_resolve_is_answered_at_once_without_retries(
         resolve("hf:o/r/m.gguf", download=True)
     assert "the Hub could not be reached (hub.qmd-test.invalid does not resolve" in str(err.value)
     assert "Retrying" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("offline", [False, True], ids=["unreachable", "HF_HUB_OFFLINE"])
+def test_pull_that_cannot_reach_the_hub_does_not_advise_running_pull(
+    hub: FakeHub, monkeypatch: pytest.MonkeyPatch, offline: bool
+) -> None:
+    # `qmd-daemon pull` offline answered "... is not in the local cache and the Hub could not be
+    # reached (...); run `qmd-daemon pull`": the very command that failed
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "https://hub.qmd-test.invalid")
+    if offline:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    else:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with pytest.raises(ModelError) as err:
+        pull("embed", {"embed": "hf:o/r/m.gguf"}, progress=False)
+    said = str(err.value)
+    assert "run `qmd-daemon pull`" not in said and "`qmd-daemon pull --profile small`" in said, said
+    assert ("unset HF_HUB_OFFLINE" if offline else "HF_ENDPOINT") in said, said
+    with pytest.raises(ModelError, match=r"run `qmd-daemon pull`$"):  # a search's load still names it
+        resolve("hf:o/r/m.gguf", download=True)
