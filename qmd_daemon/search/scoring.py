@@ -234,12 +234,11 @@ def path_word_boost(cands: list[Candidate], parsed: ParsedQuery, top: float, wei
     for key, names in names_of.items():
         matched = matching.matched(names | {name_forms[name] for name in names})
         matched |= abbreviated.get(_stem(key[1]).lstrip("_"), set())
-        fractions[key] = sum(1 for form in forms if form in matched) / len(words)
-    if weights.name_share:
-        for key, fraction in fractions.items():
-            said = _name_said(key[1], matching) if fraction else 0.0
-            if said:  # a name that says none of the question's words got its boost from its folder
-                fractions[key] = fraction * (1 - weights.name_share + weights.name_share * said)
+        fraction = sum(1 for form in forms if form in matched) / len(words)
+        said = _name_said(key[1], matching) if fraction and weights.name_share else 0.0
+        if said:  # a name that says none of the question's words got its boost from its folder
+            fraction *= 1 - weights.name_share + weights.name_share * said
+        fractions[key] = fraction
     for cand in cands:
         cand.add("path_words", weights.path_words * top * fractions[(cand.chunk.collection, cand.chunk.path)])
 
